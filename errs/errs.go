@@ -1,0 +1,136 @@
+package errs
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// Code names one kind of failure. The set is closed: Known reports whether a
+// code belongs to it, and decoders turn unknown codes into Internal.
+type Code string
+
+// The closed set of codes. The first group is shared by every module; the
+// rest are decisions that a spec names.
+const (
+	CodeInvalid             Code = "invalid"
+	CodeNotFound            Code = "not_found"
+	CodeConflict            Code = "conflict"
+	CodeIdempotencyConflict Code = "idempotency_conflict"
+	CodeStaleFence          Code = "stale_fence"
+	CodeStaleEpoch          Code = "stale_epoch"
+	CodeExpired             Code = "expired"
+	CodeExhausted           Code = "exhausted"
+	CodeBackpressure        Code = "backpressure"
+	CodeUnavailable         Code = "unavailable"
+	CodeUnauthorized        Code = "unauthorized"
+	CodeForbidden           Code = "forbidden"
+	CodeInternal            Code = "internal"
+	CodeCursorExpired       Code = "cursor_expired"
+	CodeTooLarge            Code = "too_large"
+)
+
+// statusByCode is the one code-to-HTTP-status map.
+var statusByCode = map[Code]int{
+	CodeInvalid:             http.StatusUnprocessableEntity,
+	CodeNotFound:            http.StatusNotFound,
+	CodeConflict:            http.StatusConflict,
+	CodeIdempotencyConflict: http.StatusConflict,
+	CodeStaleFence:          http.StatusConflict,
+	CodeStaleEpoch:          http.StatusConflict,
+	CodeExpired:             http.StatusConflict,
+	CodeExhausted:           http.StatusConflict,
+	CodeBackpressure:        http.StatusTooManyRequests,
+	CodeUnavailable:         http.StatusServiceUnavailable,
+	CodeUnauthorized:        http.StatusUnauthorized,
+	CodeForbidden:           http.StatusForbidden,
+	CodeInternal:            http.StatusInternalServerError,
+	CodeCursorExpired:       http.StatusGone,
+	CodeTooLarge:            http.StatusRequestEntityTooLarge,
+}
+
+// Known reports whether c is one of the closed set.
+func Known(c Code) bool {
+	_, ok := statusByCode[c]
+	return ok
+}
+
+// Status is the HTTP status for a code; unknown codes are 500.
+func Status(c Code) int {
+	if s, ok := statusByCode[c]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// Error is the one error type of Arbiter. Message is for people; Code is for
+// programs. Detail optionally carries structured, non-secret context (for
+// example the winner of a conflict) as JSON-compatible values.
+type Error struct {
+	Code    Code           `json:"code" msgpack:"c"`
+	Message string         `json:"message" msgpack:"m"`
+	Detail  map[string]any `json:"detail,omitempty" msgpack:"d,omitempty"`
+}
+
+func (e *Error) Error() string {
+	if e.Message == "" {
+		return string(e.Code)
+	}
+	return string(e.Code) + ": " + e.Message
+}
+
+// Is makes every *Error with the same code match, so sentinels work with
+// errors.Is across the wire.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
+}
+
+// Sentinels for errors.Is. Never return them directly when a message would
+// help; use New or Errorf, which match them all the same.
+var (
+	Invalid             = &Error{Code: CodeInvalid}
+	NotFound            = &Error{Code: CodeNotFound}
+	Conflict            = &Error{Code: CodeConflict}
+	IdempotencyConflict = &Error{Code: CodeIdempotencyConflict}
+	StaleFence          = &Error{Code: CodeStaleFence}
+	StaleEpoch          = &Error{Code: CodeStaleEpoch}
+	Expired             = &Error{Code: CodeExpired}
+	Exhausted           = &Error{Code: CodeExhausted}
+	Backpressure        = &Error{Code: CodeBackpressure}
+	Unavailable         = &Error{Code: CodeUnavailable}
+	Unauthorized        = &Error{Code: CodeUnauthorized}
+	Forbidden           = &Error{Code: CodeForbidden}
+	Internal            = &Error{Code: CodeInternal}
+	CursorExpired       = &Error{Code: CodeCursorExpired}
+	TooLarge            = &Error{Code: CodeTooLarge}
+)
+
+// New returns an error with a code and a fixed message.
+func New(c Code, msg string) *Error { return &Error{Code: c, Message: msg} }
+
+// Errorf returns an error with a code and a formatted message.
+func Errorf(c Code, format string, args ...any) *Error {
+	return &Error{Code: c, Message: fmt.Sprintf(format, args...)}
+}
+
+// From returns err as an *Error: itself when it is one (or wraps one), else
+// an Internal error with err's text. nil stays nil.
+func From(err error) *Error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return &Error{Code: CodeInternal, Message: err.Error()}
+}
+
+// CodeOf is the code of err, or "" for nil.
+func CodeOf(err error) Code {
+	if err == nil {
+		return ""
+	}
+	return From(err).Code
+}

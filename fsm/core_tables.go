@@ -1,0 +1,86 @@
+package fsm
+
+import (
+	memdb "github.com/hashicorp/go-memdb"
+)
+
+// Core table names. Module tables must not reuse them.
+const (
+	tableMeta    = "meta"
+	tableIdem    = "idempotency"
+	tableChanges = "changes"
+	tableMembers = "members"
+)
+
+// meta is the single row of FSM bookkeeping, kept in the store so that a
+// snapshot's read transaction sees index, clock and sequences consistently.
+type meta struct {
+	ID       string `msgpack:"id"` // always "meta"
+	Index    uint64 `msgpack:"index"`
+	Now      int64  `msgpack:"now"`
+	LastSeq  uint64 `msgpack:"last_seq"`  // newest change-feed sequence
+	FirstSeq uint64 `msgpack:"first_seq"` // oldest retained sequence (LastSeq+1 when empty)
+}
+
+// idemRow is one entry of the idempotency ledger.
+type idemRow struct {
+	ID        string   `msgpack:"id"` // ledgerID(principal, scope, key)
+	Principal string   `msgpack:"principal"`
+	Scope     string   `msgpack:"scope"`
+	Key       string   `msgpack:"key"`
+	Digest    [32]byte `msgpack:"digest"`
+	Response  Response `msgpack:"response"`
+	CreatedAt int64    `msgpack:"created_at"`
+}
+
+// Event is one committed change, in the change feed.
+type Event struct {
+	Seq    uint64 `msgpack:"seq" json:"seq"`
+	Index  uint64 `msgpack:"index" json:"index"`
+	Time   int64  `msgpack:"time" json:"time_ms"`
+	Kind   string `msgpack:"kind" json:"kind"`
+	Key    string `msgpack:"key" json:"key"`
+	Tenant string `msgpack:"tenant,omitempty" json:"tenant,omitempty"`
+}
+
+// Member is the replicated metadata of one cluster member.
+type Member struct {
+	ID       string `msgpack:"id" json:"id"`
+	RaftAddr string `msgpack:"raft_addr" json:"raft_addr"`
+	APIAddr  string `msgpack:"api_addr" json:"api_addr"`
+}
+
+func coreModule() Module {
+	return Module{
+		Name: "core",
+		Tables: []Table{
+			{New: func() any { return new(meta) }, Schema: &memdb.TableSchema{
+				Name: tableMeta,
+				Indexes: map[string]*memdb.IndexSchema{
+					"id": {Name: "id", Unique: true, Indexer: &memdb.StringFieldIndex{Field: "ID"}},
+				},
+			}},
+			{New: func() any { return new(idemRow) }, Schema: &memdb.TableSchema{
+				Name: tableIdem,
+				Indexes: map[string]*memdb.IndexSchema{
+					"id":      {Name: "id", Unique: true, Indexer: &memdb.StringFieldIndex{Field: "ID"}},
+					"created": {Name: "created", Indexer: &memdb.IntFieldIndex{Field: "CreatedAt"}},
+				},
+			}},
+			{New: func() any { return new(Event) }, Schema: &memdb.TableSchema{
+				Name: tableChanges,
+				Indexes: map[string]*memdb.IndexSchema{
+					"id": {Name: "id", Unique: true, Indexer: &memdb.UintFieldIndex{Field: "Seq"}},
+				},
+			}},
+			{New: func() any { return new(Member) }, Schema: &memdb.TableSchema{
+				Name: tableMembers,
+				Indexes: map[string]*memdb.IndexSchema{
+					"id": {Name: "id", Unique: true, Indexer: &memdb.StringFieldIndex{Field: "ID"}},
+				},
+			}},
+		},
+		Commands: []CommandSpec{tickSpec(), memberUpsertSpec(), memberRemoveSpec()},
+		Queries:  []QuerySpec{membersQuerySpec(), changesQuerySpec()},
+	}
+}

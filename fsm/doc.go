@@ -1,0 +1,32 @@
+// Package fsm is Arbiter's deterministic state machine host.
+//
+// An FSM holds a go-memdb state store and a set of modules. Each module
+// registers its tables, its command handlers and its query handlers; the FSM
+// decodes every committed log entry (a log.Command), advances its clock to
+// max(previous now, leader stamp), consults the idempotency ledger, runs the
+// one handler for the command type inside one write transaction, appends
+// change events and commits, all or nothing. The result travels back to the
+// proposer as a *Response, with domain failures inside it rather than as a
+// raft error.
+//
+// Rules for handlers (they run inside raft's Apply on every replica):
+//
+//   - deterministic: time only from Tx.Now, no randomness, no goroutines, no
+//     I/O, no map iteration whose order reaches state or output;
+//   - never mutate an object read from the store; copy, change, insert;
+//   - validate again: the proposer's checks are not trusted;
+//   - return *errs.Error for a domain failure; the transaction is aborted.
+//
+// A panic inside a handler is turned into an internal error result and the
+// transaction is aborted, so one bad command cannot take down every replica;
+// the fuzz tests exist to make sure that path is never taken.
+//
+// Command and query type numbers are allocated per package: fsm owns 1-99
+// (core: 1-9, node primitives: 10-19), authority 100-199, capacity 200-299,
+// workitem 300-399, allocation 400-499, projection 500-599.
+//
+// The generic node primitives of the concept-reservation spec live here
+// (CreateNodeIfAbsent, CompareAndSetNodeFields, GetNodeProperties,
+// GetNodesByLabel) because they are the engine's native API; Nodes is their
+// typed client over any Proposer and Reader.
+package fsm

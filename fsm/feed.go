@@ -1,0 +1,97 @@
+package fsm
+
+import (
+	"github.com/arbiterhq/arbiter/errs"
+	memdb "github.com/hashicorp/go-memdb"
+)
+
+// The change feed: every committed mutation appends events with a monotonic
+// sequence. Retention is a count carried by Tick; a reader whose cursor
+// points before the oldest retained event gets cursor_expired rather than a
+// silent gap.
+
+// Query type numbers owned by the core.
+const (
+	QueryMembers QueryType = 1
+	QueryChanges QueryType = 2
+)
+
+// MaxChangesPage bounds one page of the change feed.
+const MaxChangesPage = 1024
+
+func appendEvents(txn *memdb.Txn, m *meta, events []Event) error {
+	for _, e := range events {
+		m.LastSeq++
+		e.Seq, e.Index, e.Time = m.LastSeq, m.Index, m.Now
+		if err := txn.Insert(tableChanges, &e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pruneFeed deletes the oldest events beyond retain, at most budget of them.
+func pruneFeed(txn *memdb.Txn, m *meta, retain uint64, budget int) int {
+	n := 0
+	for m.LastSeq-m.FirstSeq+1 > retain && n < budget {
+		raw, err := txn.First(tableChanges, "id", m.FirstSeq)
+		if err == nil && raw != nil {
+			_ = txn.Delete(tableChanges, raw)
+		}
+		m.FirstSeq++
+		n++
+	}
+	return n
+}
+
+// ChangesRequest asks for events with Seq > After.
+type ChangesRequest struct {
+	After uint64 `msgpack:"after"`
+	Limit int    `msgpack:"limit"`
+}
+
+// ChangesPage is one page of the change feed. Next is the cursor for the
+// following page (the last returned Seq, or After when empty); LastSeq is the
+// newest sequence that exists.
+type ChangesPage struct {
+	Events  []Event `msgpack:"events" json:"events"`
+	Next    uint64  `msgpack:"next" json:"next"`
+	LastSeq uint64  `msgpack:"last_seq" json:"last_seq"`
+}
+
+func changesQuerySpec() QuerySpec {
+	return QuerySpec{Type: QueryChanges, Name: "changes", Run: func(rt *ReadTx, payload []byte) (any, error) {
+		var req ChangesRequest
+		if err := decodePayload(payload, &req); err != nil {
+			return nil, err
+		}
+		return readChanges(rt.Txn, req)
+	}}
+}
+
+func readChanges(txn *memdb.Txn, req ChangesRequest) (*ChangesPage, error) {
+	if req.Limit < 0 || req.Limit > MaxChangesPage {
+		return nil, errs.Errorf(errs.CodeInvalid, "limit must be between 0 and %d", MaxChangesPage)
+	}
+	if req.Limit == 0 {
+		req.Limit = MaxChangesPage
+	}
+	m := readMeta(txn)
+	if req.After > m.LastSeq {
+		return nil, errs.Errorf(errs.CodeInvalid, "cursor %d is ahead of the feed (last %d)", req.After, m.LastSeq)
+	}
+	if req.After+1 < m.FirstSeq {
+		return nil, errs.Errorf(errs.CodeCursorExpired, "events after %d were pruned; oldest retained is %d", req.After, m.FirstSeq)
+	}
+	page := &ChangesPage{Events: []Event{}, Next: req.After, LastSeq: m.LastSeq}
+	it, err := txn.LowerBound(tableChanges, "id", req.After+1)
+	if err != nil {
+		return nil, errs.Errorf(errs.CodeInternal, "changes: %v", err)
+	}
+	for raw := it.Next(); raw != nil && len(page.Events) < req.Limit; raw = it.Next() {
+		e := *raw.(*Event)
+		page.Events = append(page.Events, e)
+		page.Next = e.Seq
+	}
+	return page, nil
+}

@@ -1,0 +1,352 @@
+package fsm
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/log"
+	memdb "github.com/hashicorp/go-memdb"
+	"github.com/hashicorp/raft"
+)
+
+var (
+	_ raft.FSM         = (*FSM)(nil)
+	_ raft.BatchingFSM = (*FSM)(nil)
+)
+
+// Config configures an FSM. Every replica of a cluster must be built with
+// the same modules, or their states diverge.
+type Config struct {
+	// Modules are the domain modules; the core and node-primitive modules
+	// are always included.
+	Modules []Module
+	Logger  *slog.Logger
+}
+
+// FSM is the replicated state machine. Apply, ApplyBatch, Snapshot and
+// Restore are called by raft from one goroutine; Query, AppliedIndex,
+// WaitApplied and StateHash may be called from any goroutine.
+type FSM struct {
+	logger   *slog.Logger
+	schema   *memdb.DBSchema
+	tables   []Table // sorted by name: the order of snapshots
+	commands map[log.Type]*CommandSpec
+	queries  map[QueryType]*QuerySpec
+	ticks    []moduleTick
+
+	db      atomic.Pointer[memdb.MemDB]
+	applied atomic.Uint64 // index of the last entry applied
+	panics  atomic.Uint64 // handler panics turned into internal errors
+
+	mu     sync.Mutex
+	notify chan struct{} // closed and replaced after every batch
+}
+
+type moduleTick struct {
+	name string
+	fn   func(tx *Tx, budget int) error
+}
+
+// New builds an empty FSM with the core, node and given modules.
+func New(cfg Config) (*FSM, error) {
+	f := &FSM{
+		logger:   cfg.Logger,
+		schema:   &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{}},
+		commands: map[log.Type]*CommandSpec{},
+		queries:  map[QueryType]*QuerySpec{},
+		notify:   make(chan struct{}),
+	}
+	if f.logger == nil {
+		f.logger = slog.New(slog.DiscardHandler)
+	}
+	modules := append([]Module{f.coreModule(), nodesModule()}, cfg.Modules...)
+	for i := range modules {
+		if err := f.register(&modules[i]); err != nil {
+			return nil, err
+		}
+	}
+	sort.Slice(f.tables, func(i, j int) bool { return f.tables[i].Schema.Name < f.tables[j].Schema.Name })
+	if err := f.schema.Validate(); err != nil {
+		return nil, fmt.Errorf("fsm: schema: %w", err)
+	}
+	db, err := f.emptyDB()
+	if err != nil {
+		return nil, err
+	}
+	f.db.Store(db)
+	return f, nil
+}
+
+func (f *FSM) register(m *Module) error {
+	for _, t := range m.Tables {
+		name := t.Schema.Name
+		if _, dup := f.schema.Tables[name]; dup {
+			return fmt.Errorf("fsm: module %s: table %q registered twice", m.Name, name)
+		}
+		if t.New == nil {
+			return fmt.Errorf("fsm: module %s: table %q has no row constructor", m.Name, name)
+		}
+		f.schema.Tables[name] = t.Schema
+		f.tables = append(f.tables, t)
+	}
+	for i := range m.Commands {
+		c := &m.Commands[i]
+		if c.Type == 0 || c.Apply == nil || c.MaxVersion == 0 {
+			return fmt.Errorf("fsm: module %s: command %q needs a type, a handler and a version", m.Name, c.Name)
+		}
+		if prev, dup := f.commands[c.Type]; dup {
+			return fmt.Errorf("fsm: module %s: command type %d used by %q and %q", m.Name, c.Type, prev.Name, c.Name)
+		}
+		f.commands[c.Type] = c
+	}
+	for i := range m.Queries {
+		q := &m.Queries[i]
+		if q.Type == 0 || q.Run == nil {
+			return fmt.Errorf("fsm: module %s: query %q needs a type and a handler", m.Name, q.Name)
+		}
+		if prev, dup := f.queries[q.Type]; dup {
+			return fmt.Errorf("fsm: module %s: query type %d used by %q and %q", m.Name, q.Type, prev.Name, q.Name)
+		}
+		f.queries[q.Type] = q
+	}
+	if m.Tick != nil {
+		f.ticks = append(f.ticks, moduleTick{name: m.Name, fn: m.Tick})
+	}
+	return nil
+}
+
+func (f *FSM) emptyDB() (*memdb.MemDB, error) {
+	db, err := memdb.NewMemDB(f.schema)
+	if err != nil {
+		return nil, fmt.Errorf("fsm: state store: %w", err)
+	}
+	txn := db.Txn(true)
+	if err := txn.Insert(tableMeta, &meta{ID: tableMeta, FirstSeq: 1}); err != nil {
+		txn.Abort()
+		return nil, fmt.Errorf("fsm: state store: %w", err)
+	}
+	txn.Commit()
+	return db, nil
+}
+
+// IsInternal reports whether t is a command only the cluster may propose.
+// Unknown types are not internal; the FSM refuses them on its own.
+func (f *FSM) IsInternal(t log.Type) bool {
+	c, ok := f.commands[t]
+	return ok && c.Internal
+}
+
+// Apply applies one committed entry.
+func (f *FSM) Apply(l *raft.Log) any {
+	return f.ApplyBatch([]*raft.Log{l})[0]
+}
+
+// ApplyBatch applies committed entries in order, one transaction each.
+func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
+	out := make([]any, len(logs))
+	for i, l := range logs {
+		if l.Type == raft.LogCommand {
+			out[i] = f.applyCommand(l.Index, l.Data)
+		} else {
+			f.advanceIndex(l.Index)
+		}
+	}
+	if n := len(logs); n > 0 {
+		f.applied.Store(logs[n-1].Index)
+		f.broadcast()
+	}
+	return out
+}
+
+// applyCommand decodes, checks and dispatches one command.
+func (f *FSM) applyCommand(index uint64, data []byte) *Response {
+	cmd, err := log.Decode(data)
+	if err != nil {
+		return f.refuse(index, errs.Errorf(errs.CodeInvalid, "undecodable command: %v", err))
+	}
+	spec := f.commands[cmd.Type]
+	if spec == nil {
+		return f.refuse(index, errs.Errorf(errs.CodeInvalid, "unknown command type %d", cmd.Type))
+	}
+	if cmd.Version < 1 || cmd.Version > spec.MaxVersion {
+		return f.refuse(index, errs.Errorf(errs.CodeInvalid, "%s: unsupported version %d (max %d)", spec.Name, cmd.Version, spec.MaxVersion))
+	}
+
+	db := f.db.Load()
+	txn := db.Txn(true)
+	m := readMeta(txn)
+	m.Index = index
+	m.Now = max(m.Now, cmd.Stamp)
+
+	if cmd.IdemKey != "" {
+		if res, done := f.consultLedger(txn, &cmd, m); done {
+			writeMeta(txn, m)
+			txn.Commit()
+			return res
+		}
+	}
+
+	tx := &Tx{Now: m.Now, Index: index, Principal: cmd.Principal, Txn: txn, meta: m}
+	result, herr := f.dispatch(spec, tx, &cmd)
+	var body []byte
+	if herr == nil {
+		body, err = log.Marshal(result)
+		if err != nil {
+			herr = errs.Errorf(errs.CodeInternal, "%s: encode result: %v", spec.Name, err)
+		}
+	}
+	if herr != nil {
+		return f.fail(txn, index, m.Now, herr)
+	}
+	res := &Response{Index: index, Time: m.Now, Result: body}
+	if err := appendEvents(txn, m, tx.events); err != nil {
+		return f.fail(txn, index, m.Now, errs.Errorf(errs.CodeInternal, "%s: change feed: %v", spec.Name, err))
+	}
+	if cmd.IdemKey != "" {
+		if err := recordLedger(txn, &cmd, m.Now, res); err != nil {
+			return f.fail(txn, index, m.Now, errs.Errorf(errs.CodeInternal, "%s: idempotency ledger: %v", spec.Name, err))
+		}
+	}
+	writeMeta(txn, m)
+	txn.Commit()
+	return res
+}
+
+// dispatch runs a handler, turning a panic or a foreign error into an
+// internal error result. A panic here is a bug; it is logged with its stack
+// and counted, and the transaction is aborted by the caller.
+func (f *FSM) dispatch(spec *CommandSpec, tx *Tx, cmd *log.Command) (result any, err *errs.Error) {
+	defer func() {
+		if r := recover(); r != nil {
+			f.panics.Add(1)
+			f.logger.Error("command handler panicked", "command", spec.Name, "index", tx.Index, "panic", r, "stack", string(debug.Stack()))
+			result, err = nil, errs.Errorf(errs.CodeInternal, "%s: handler failed", spec.Name)
+		}
+	}()
+	res, herr := spec.Apply(tx, cmd)
+	if herr != nil {
+		e := errs.From(herr)
+		if e.Code == errs.CodeInternal {
+			f.logger.Error("command handler failed", "command", spec.Name, "index", tx.Index, "error", herr)
+		}
+		return nil, e
+	}
+	return res, nil
+}
+
+// fail aborts txn, so that nothing the handler did survives (including any
+// change to meta), and records only the index and the clock.
+func (f *FSM) fail(txn *memdb.Txn, index uint64, now int64, e *errs.Error) *Response {
+	txn.Abort()
+	txn = f.db.Load().Txn(true)
+	m := readMeta(txn)
+	m.Index, m.Now = index, now
+	writeMeta(txn, m)
+	txn.Commit()
+	return &Response{Index: index, Time: now, Err: e}
+}
+
+// refuse records an entry that could not be dispatched: the index advances,
+// nothing else changes.
+func (f *FSM) refuse(index uint64, e *errs.Error) *Response {
+	m := f.advanceIndex(index)
+	return &Response{Index: index, Time: m.Now, Err: e}
+}
+
+func (f *FSM) advanceIndex(index uint64) *meta {
+	txn := f.db.Load().Txn(true)
+	m := readMeta(txn)
+	m.Index = index
+	writeMeta(txn, m)
+	txn.Commit()
+	return m
+}
+
+func readMeta(txn *memdb.Txn) *meta {
+	raw, err := txn.First(tableMeta, "id", tableMeta)
+	if err != nil || raw == nil {
+		// The meta row is inserted when a store is created or restored;
+		// its absence is a bug, and a fresh row keeps Apply total.
+		return &meta{ID: tableMeta, FirstSeq: 1}
+	}
+	m := *raw.(*meta)
+	return &m
+}
+
+func writeMeta(txn *memdb.Txn, m *meta) {
+	// Insert of a row with a valid id into an existing table cannot fail.
+	_ = txn.Insert(tableMeta, m)
+}
+
+func (f *FSM) broadcast() {
+	f.mu.Lock()
+	close(f.notify)
+	f.notify = make(chan struct{})
+	f.mu.Unlock()
+}
+
+// changed returns a channel closed after the next applied batch or restore.
+func (f *FSM) changed() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.notify
+}
+
+// AppliedIndex is the index of the last entry this FSM applied.
+func (f *FSM) AppliedIndex() uint64 { return f.applied.Load() }
+
+// Panics counts handler panics turned into internal errors (for metrics).
+func (f *FSM) Panics() uint64 { return f.panics.Load() }
+
+// WaitApplied blocks until the FSM has applied index, or ctx ends.
+func (f *FSM) WaitApplied(ctx context.Context, index uint64) error {
+	for {
+		ch := f.changed()
+		if f.applied.Load() >= index {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return errs.Errorf(errs.CodeUnavailable, "waiting for index %d: %v", index, ctx.Err())
+		}
+	}
+}
+
+// Query runs a read against the current local state.
+func (f *FSM) Query(p log.Principal, q Query) (out []byte, err error) {
+	spec := f.queries[q.Type]
+	if spec == nil {
+		return nil, errs.Errorf(errs.CodeInvalid, "unknown query type %d", q.Type)
+	}
+	txn := f.db.Load().Txn(false)
+	m := readMeta(txn)
+	rt := &ReadTx{Now: m.Now, Index: m.Index, Principal: p, Txn: txn}
+	defer func() {
+		if r := recover(); r != nil {
+			f.panics.Add(1)
+			f.logger.Error("query handler panicked", "query", spec.Name, "panic", r, "stack", string(debug.Stack()))
+			out, err = nil, errs.Errorf(errs.CodeInternal, "%s: query failed", spec.Name)
+		}
+	}()
+	res, qerr := spec.Run(rt, q.Payload)
+	if qerr != nil {
+		return nil, errs.From(qerr)
+	}
+	body, merr := log.Marshal(res)
+	if merr != nil {
+		return nil, errs.Errorf(errs.CodeInternal, "%s: encode result: %v", spec.Name, merr)
+	}
+	return body, nil
+}
+
+// Now is the FSM clock (unix ms) as of the last applied command.
+func (f *FSM) Now() int64 {
+	return readMeta(f.db.Load().Txn(false)).Now
+}

@@ -1,0 +1,86 @@
+package fsm
+
+import (
+	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/internal/bounds"
+	"github.com/arbiterhq/arbiter/log"
+)
+
+// Member metadata is replicated so that any node can find the leader's API
+// address from the leader's raft id. The cluster proposes these commands;
+// raft's own configuration stays the authority on who votes.
+
+func memberUpsertSpec() CommandSpec {
+	return CommandSpec{Type: CmdMemberUpsert, Name: "member_upsert", MaxVersion: 1, Internal: true,
+		Apply: func(tx *Tx, cmd *log.Command) (any, error) {
+			var m Member
+			if err := decodePayload(cmd.Payload, &m); err != nil {
+				return nil, err
+			}
+			if err := validateMember(m); err != nil {
+				return nil, err
+			}
+			if err := tx.Txn.Insert(tableMembers, &m); err != nil {
+				return nil, errs.Errorf(errs.CodeInternal, "member upsert: %v", err)
+			}
+			tx.Emit("member_upsert", m.ID, "")
+			return m, nil
+		}}
+}
+
+func memberRemoveSpec() CommandSpec {
+	return CommandSpec{Type: CmdMemberRemove, Name: "member_remove", MaxVersion: 1, Internal: true,
+		Apply: func(tx *Tx, cmd *log.Command) (any, error) {
+			var m Member
+			if err := decodePayload(cmd.Payload, &m); err != nil {
+				return nil, err
+			}
+			raw, err := tx.Txn.First(tableMembers, "id", m.ID)
+			if err != nil || raw == nil {
+				return nil, errs.Errorf(errs.CodeNotFound, "no member %q", m.ID)
+			}
+			if err := tx.Txn.Delete(tableMembers, raw); err != nil {
+				return nil, errs.Errorf(errs.CodeInternal, "member remove: %v", err)
+			}
+			tx.Emit("member_remove", m.ID, "")
+			return raw.(*Member), nil
+		}}
+}
+
+func validateMember(m Member) error {
+	if err := bounds.Identifier("id", m.ID); err != nil {
+		return err
+	}
+	if err := bounds.Identifier("raft_addr", m.RaftAddr); err != nil {
+		return err
+	}
+	return bounds.Identifier("api_addr", m.APIAddr)
+}
+
+// MaxMembers bounds the members query (and, in practice, a cluster).
+const MaxMembers = 128
+
+func membersQuerySpec() QuerySpec {
+	return QuerySpec{Type: QueryMembers, Name: "members", Run: func(rt *ReadTx, _ []byte) (any, error) {
+		return readMembers(rt)
+	}}
+}
+
+func readMembers(rt *ReadTx) ([]Member, error) {
+	it, err := rt.Txn.Get(tableMembers, "id")
+	if err != nil {
+		return nil, errs.Errorf(errs.CodeInternal, "members: %v", err)
+	}
+	out := []Member{}
+	for raw := it.Next(); raw != nil && len(out) < MaxMembers; raw = it.Next() {
+		out = append(out, *raw.(*Member))
+	}
+	return out, nil
+}
+
+// Members returns the replicated member metadata from local state.
+func (f *FSM) Members() []Member {
+	txn := f.db.Load().Txn(false)
+	out, _ := readMembers(&ReadTx{Txn: txn})
+	return out
+}

@@ -1,0 +1,77 @@
+package fsm
+
+import (
+	"github.com/arbiterhq/arbiter/log"
+	memdb "github.com/hashicorp/go-memdb"
+)
+
+// Module is one unit of replicated state: its tables, the commands that
+// change them and the queries that read them.
+type Module struct {
+	Name     string
+	Tables   []Table
+	Commands []CommandSpec
+	Queries  []QuerySpec
+	// Tick, if set, runs inside every Tick command with a row budget: expire
+	// and reclaim at most budget rows, never more.
+	Tick func(tx *Tx, budget int) error
+}
+
+// Table is a memdb table plus the Go type of its rows, which snapshots need
+// to decode them. Rows are stored as pointers returned by New.
+type Table struct {
+	Schema *memdb.TableSchema
+	New    func() any
+}
+
+// CommandSpec describes one command type.
+type CommandSpec struct {
+	Type log.Type
+	Name string
+	// MaxVersion is the newest payload version the handler understands;
+	// versions 1..MaxVersion are accepted, others are rejected as invalid.
+	MaxVersion uint16
+	// Internal commands are proposed only by the cluster itself (ticks,
+	// membership); external callers are refused.
+	Internal bool
+	Apply    Handler
+}
+
+// Handler applies one command. It returns the result to encode, or an
+// *errs.Error (any other error becomes internal). On error the transaction
+// is aborted.
+type Handler func(tx *Tx, cmd *log.Command) (any, error)
+
+// QueryType identifies a read.
+type QueryType uint16
+
+// QuerySpec describes one read.
+type QuerySpec struct {
+	Type QueryType
+	Name string
+	Run  func(rt *ReadTx, payload []byte) (any, error)
+}
+
+// Tx is what a handler sees: FSM time, the entry's index, the verified
+// principal and one write transaction.
+type Tx struct {
+	Now       int64
+	Index     uint64
+	Principal log.Principal
+	Txn       *memdb.Txn
+	events    []Event
+	meta      *meta // the transaction's bookkeeping row, written at commit
+}
+
+// Emit records a change event, committed with the transaction.
+func (tx *Tx) Emit(kind, key, tenant string) {
+	tx.events = append(tx.events, Event{Kind: kind, Key: key, Tenant: tenant})
+}
+
+// ReadTx is what a query sees: a consistent read-only view.
+type ReadTx struct {
+	Now       int64
+	Index     uint64
+	Principal log.Principal
+	Txn       *memdb.Txn
+}

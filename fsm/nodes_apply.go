@@ -1,0 +1,158 @@
+package fsm
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/log"
+	memdb "github.com/hashicorp/go-memdb"
+)
+
+const (
+	tableNodes  = "nodes"
+	tableLabels = "node_labels"
+)
+
+func nodesModule() Module {
+	return Module{
+		Name: "nodes",
+		Tables: []Table{
+			{New: func() any { return new(Node) }, Schema: &memdb.TableSchema{
+				Name: tableNodes,
+				Indexes: map[string]*memdb.IndexSchema{
+					"id": {Name: "id", Unique: true, Indexer: &memdb.StringFieldIndex{Field: "NodeID"}},
+				},
+			}},
+			{New: func() any { return new(labelRow) }, Schema: &memdb.TableSchema{
+				Name: tableLabels,
+				Indexes: map[string]*memdb.IndexSchema{
+					"id": {Name: "id", Unique: true, Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
+						&memdb.StringFieldIndex{Field: "Label"},
+						&memdb.StringFieldIndex{Field: "NodeID"},
+					}}},
+				},
+			}},
+		},
+		Commands: []CommandSpec{
+			{Type: CmdNodeCreate, Name: "node_create", MaxVersion: 1, Apply: applyCreateNode},
+			{Type: CmdNodeCAS, Name: "node_cas", MaxVersion: 1, Apply: applyCAS},
+		},
+		Queries: []QuerySpec{
+			{Type: QueryNodeGet, Name: "node_get", Run: runGetNode},
+			{Type: QueryNodesByLabel, Name: "nodes_by_label", Run: runNodesByLabel},
+		},
+	}
+}
+
+// applyCreateNode stores the node unless one with the same id exists; the
+// first writer in log order wins, every later one reads the winner.
+func applyCreateNode(tx *Tx, cmd *log.Command) (any, error) {
+	var c CreateNodeCommand
+	if err := decodePayload(cmd.Payload, &c); err != nil {
+		return nil, err
+	}
+	if err := validateNodeID(c.NodeID); err != nil {
+		return nil, err
+	}
+	labels, err := normalizeLabels(c.Labels)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkFields("properties", c.Properties, len(c.Properties)); err != nil {
+		return nil, err
+	}
+	if existing, err := getNode(tx.Txn, c.NodeID); err != nil {
+		return nil, err
+	} else if existing != nil {
+		return CreateNodeResult{Created: false, Node: existing.clone()}, nil
+	}
+	n := &Node{
+		NodeID: c.NodeID, Labels: labels, Properties: withoutNulls(c.Properties),
+		Version: 1, CreatedIndex: tx.Index, ModifiedIndex: tx.Index,
+	}
+	if err := tx.Txn.Insert(tableNodes, n); err != nil {
+		return nil, errs.Errorf(errs.CodeInternal, "insert node: %v", err)
+	}
+	for _, l := range labels {
+		if err := tx.Txn.Insert(tableLabels, &labelRow{Label: l, NodeID: n.NodeID}); err != nil {
+			return nil, errs.Errorf(errs.CodeInternal, "insert label: %v", err)
+		}
+	}
+	tx.Emit("node_create", n.NodeID, "")
+	return CreateNodeResult{Created: true, Node: n.clone()}, nil
+}
+
+// applyCAS checks every condition against the stored node and, only if all
+// hold, applies every update in the same step.
+func applyCAS(tx *Tx, cmd *log.Command) (any, error) {
+	var c CASCommand
+	if err := decodePayload(cmd.Payload, &c); err != nil {
+		return nil, err
+	}
+	if err := validateNodeID(c.NodeID); err != nil {
+		return nil, err
+	}
+	if err := checkFields("conditions", c.Conditions, MaxFieldsPerCAS); err != nil {
+		return nil, err
+	}
+	if err := checkFields("updates", c.Updates, MaxFieldsPerCAS); err != nil {
+		return nil, err
+	}
+	if len(c.Updates) == 0 {
+		return nil, errs.New(errs.CodeInvalid, "updates is empty")
+	}
+	stored, err := getNode(tx.Txn, c.NodeID)
+	if err != nil {
+		return nil, err
+	}
+	if stored == nil {
+		return nil, errs.Errorf(errs.CodeNotFound, "node %q does not exist", c.NodeID)
+	}
+	if !conditionsHold(stored.Properties, c.Conditions) {
+		return CASResult{Swapped: false, Node: stored.clone()}, nil
+	}
+	next := stored.clone()
+	for k, v := range c.Updates {
+		if bytes.Equal(v, null) {
+			delete(next.Properties, k)
+		} else {
+			next.Properties[k] = v
+		}
+	}
+	if n := objectSize(next.Properties); n > MaxPropertiesBytes {
+		return nil, errs.Errorf(errs.CodeInvalid, "properties after update would be %d bytes, more than %d", n, MaxPropertiesBytes)
+	}
+	next.Version++
+	next.ModifiedIndex = tx.Index
+	if err := tx.Txn.Insert(tableNodes, &next); err != nil {
+		return nil, errs.Errorf(errs.CodeInternal, "update node: %v", err)
+	}
+	tx.Emit("node_cas", next.NodeID, "")
+	return CASResult{Swapped: true, Node: next.clone()}, nil
+}
+
+func conditionsHold(props, conditions map[string]json.RawMessage) bool {
+	for k, want := range conditions {
+		have, present := props[k]
+		if bytes.Equal(want, null) {
+			if present {
+				return false
+			}
+		} else if !present || !bytes.Equal(have, want) {
+			return false
+		}
+	}
+	return true
+}
+
+func getNode(txn *memdb.Txn, id string) (*Node, error) {
+	raw, err := txn.First(tableNodes, "id", id)
+	if err != nil {
+		return nil, errs.Errorf(errs.CodeInternal, "read node: %v", err)
+	}
+	if raw == nil {
+		return nil, nil
+	}
+	return raw.(*Node), nil
+}

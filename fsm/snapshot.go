@@ -1,0 +1,301 @@
+package fsm
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+
+	"github.com/arbiterhq/arbiter/log"
+	memdb "github.com/hashicorp/go-memdb"
+	"github.com/hashicorp/raft"
+)
+
+// Snapshot stream format, version 1:
+//
+//	magic "ARBSNAP" 0x01
+//	frames: kind byte, uint32 big-endian length, msgpack body
+//	  'H' snapHeader, once
+//	  'T' table name (string), once per table in name order
+//	  'R' one row of the current table, in primary-key order
+//	  'E' row count (uint64), once
+//	trailer: SHA-256 of every byte before it
+//
+// Equal states give equal streams, so the stream's hash is the state hash.
+
+var snapMagic = []byte("ARBSNAP\x01")
+
+const (
+	snapFormat    = 1
+	maxFrameBytes = 4 << 20
+)
+
+// ErrSnapshot is wrapped by every restore failure.
+var ErrSnapshot = errors.New("fsm: bad snapshot")
+
+type snapHeader struct {
+	Format int      `msgpack:"format"`
+	Index  uint64   `msgpack:"index"`
+	Now    int64    `msgpack:"now"`
+	Tables []string `msgpack:"tables"`
+}
+
+type fsmSnapshot struct {
+	f   *FSM
+	txn *memdb.Txn
+}
+
+// Snapshot captures the current state in O(1); Persist streams it.
+func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	return &fsmSnapshot{f: f, txn: f.db.Load().Txn(false)}, nil
+}
+
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	w := bufio.NewWriterSize(sink, 256<<10)
+	if _, err := s.f.writeState(w, s.txn); err != nil {
+		_ = sink.Cancel()
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		_ = sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (s *fsmSnapshot) Release() {}
+
+// StateHash returns the applied index and the SHA-256 of the state as of
+// that index. Replicas at the same index must have the same hash.
+func (f *FSM) StateHash() (uint64, [32]byte, error) {
+	txn := f.db.Load().Txn(false)
+	sum, err := f.writeState(io.Discard, txn)
+	return readMeta(txn).Index, sum, err
+}
+
+// WriteSnapshot streams the current state to w in the snapshot format.
+func (f *FSM) WriteSnapshot(w io.Writer) error {
+	_, err := f.writeState(w, f.db.Load().Txn(false))
+	return err
+}
+
+// writeState writes the stream and its trailer, returning the trailer.
+func (f *FSM) writeState(w io.Writer, txn *memdb.Txn) ([32]byte, error) {
+	h := sha256.New()
+	fw := &frameWriter{w: io.MultiWriter(w, h)}
+	fw.raw(snapMagic)
+	m := readMeta(txn)
+	hdr := snapHeader{Format: snapFormat, Index: m.Index, Now: m.Now}
+	for _, t := range f.tables {
+		hdr.Tables = append(hdr.Tables, t.Schema.Name)
+	}
+	fw.frame('H', hdr)
+	var rows uint64
+	for _, t := range f.tables {
+		fw.frame('T', t.Schema.Name)
+		it, err := txn.Get(t.Schema.Name, "id")
+		if err != nil {
+			return [32]byte{}, fmt.Errorf("fsm: snapshot table %s: %w", t.Schema.Name, err)
+		}
+		for raw := it.Next(); raw != nil && fw.err == nil; raw = it.Next() {
+			fw.frame('R', raw)
+			rows++
+		}
+	}
+	fw.frame('E', rows)
+	var sum [32]byte
+	h.Sum(sum[:0])
+	if fw.err == nil {
+		_, fw.err = w.Write(sum[:])
+	}
+	return sum, fw.err
+}
+
+type frameWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (fw *frameWriter) raw(b []byte) {
+	if fw.err == nil {
+		_, fw.err = fw.w.Write(b)
+	}
+}
+
+func (fw *frameWriter) frame(kind byte, v any) {
+	if fw.err != nil {
+		return
+	}
+	body, err := log.Marshal(v)
+	if err != nil {
+		fw.err = fmt.Errorf("fsm: snapshot encode: %w", err)
+		return
+	}
+	var hdr [5]byte
+	hdr[0] = kind
+	binary.BigEndian.PutUint32(hdr[1:], uint32(len(body)))
+	fw.raw(hdr[:])
+	fw.raw(body)
+}
+
+// Restore replaces the whole state with a snapshot stream. The new state is
+// built aside and swapped in only when the stream is complete and its hash
+// checks, so a bad snapshot leaves the old state untouched.
+func (f *FSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	db, hdr, err := f.readState(bufio.NewReaderSize(rc, 256<<10))
+	if err != nil {
+		return err
+	}
+	f.db.Store(db)
+	f.applied.Store(hdr.Index)
+	f.broadcast()
+	return nil
+}
+
+func (f *FSM) readState(r io.Reader) (*memdb.MemDB, *snapHeader, error) {
+	h := sha256.New()
+	fr := &frameReader{r: io.TeeReader(r, h)}
+	magic := make([]byte, len(snapMagic))
+	if _, err := io.ReadFull(fr.r, magic); err != nil || !bytes.Equal(magic, snapMagic) {
+		return nil, nil, fmt.Errorf("%w: not an Arbiter snapshot (or unknown format)", ErrSnapshot)
+	}
+	var hdr snapHeader
+	if err := fr.expect('H', &hdr); err != nil {
+		return nil, nil, err
+	}
+	if hdr.Format != snapFormat {
+		return nil, nil, fmt.Errorf("%w: unknown format %d", ErrSnapshot, hdr.Format)
+	}
+	db, err := memdb.NewMemDB(f.schema)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrSnapshot, err)
+	}
+	txn := db.Txn(true)
+	defer txn.Abort()
+	var rows uint64
+	for _, name := range hdr.Tables {
+		t, ok := f.table(name)
+		if !ok {
+			return nil, nil, fmt.Errorf("%w: unknown table %q", ErrSnapshot, name)
+		}
+		var got string
+		if err := fr.expect('T', &got); err != nil {
+			return nil, nil, err
+		}
+		if got != name {
+			return nil, nil, fmt.Errorf("%w: table %q where %q was announced", ErrSnapshot, got, name)
+		}
+		for {
+			kind, body, err := fr.next()
+			if err != nil {
+				return nil, nil, err
+			}
+			if kind != 'R' {
+				fr.unread(kind, body)
+				break
+			}
+			row := t.New()
+			if err := log.Unmarshal(body, row); err != nil {
+				return nil, nil, fmt.Errorf("%w: table %s row: %v", ErrSnapshot, name, err)
+			}
+			if err := txn.Insert(name, row); err != nil {
+				return nil, nil, fmt.Errorf("%w: table %s row: %v", ErrSnapshot, name, err)
+			}
+			rows++
+		}
+	}
+	var count uint64
+	if err := fr.expect('E', &count); err != nil {
+		return nil, nil, err
+	}
+	if count != rows {
+		return nil, nil, fmt.Errorf("%w: %d rows, trailer says %d", ErrSnapshot, rows, count)
+	}
+	if err := checkTrailer(r, h); err != nil {
+		return nil, nil, err
+	}
+	if raw, _ := txn.First(tableMeta, "id", tableMeta); raw == nil {
+		return nil, nil, fmt.Errorf("%w: no meta row", ErrSnapshot)
+	} else if m := raw.(*meta); m.Index != hdr.Index || m.Now != hdr.Now {
+		return nil, nil, fmt.Errorf("%w: header and meta row disagree", ErrSnapshot)
+	}
+	txn.Commit()
+	return db, &hdr, nil
+}
+
+func checkTrailer(r io.Reader, h hash.Hash) error {
+	var want [32]byte
+	h.Sum(want[:0])
+	var got [32]byte
+	if _, err := io.ReadFull(r, got[:]); err != nil {
+		return fmt.Errorf("%w: missing trailer", ErrSnapshot)
+	}
+	if got != want {
+		return fmt.Errorf("%w: checksum mismatch", ErrSnapshot)
+	}
+	if n, _ := r.Read(make([]byte, 1)); n != 0 {
+		return fmt.Errorf("%w: data after trailer", ErrSnapshot)
+	}
+	return nil
+}
+
+func (f *FSM) table(name string) (Table, bool) {
+	for _, t := range f.tables {
+		if t.Schema.Name == name {
+			return t, true
+		}
+	}
+	return Table{}, false
+}
+
+// frameReader reads frames; unread pushes back one frame so that the row
+// loop can stop at the first frame that is not a row.
+type frameReader struct {
+	r           io.Reader
+	pendingKind byte
+	pendingBody []byte
+	hasPending  bool
+}
+
+func (fr *frameReader) next() (byte, []byte, error) {
+	if fr.hasPending {
+		fr.hasPending = false
+		return fr.pendingKind, fr.pendingBody, nil
+	}
+	var hdr [5]byte
+	if _, err := io.ReadFull(fr.r, hdr[:]); err != nil {
+		return 0, nil, fmt.Errorf("%w: truncated frame header", ErrSnapshot)
+	}
+	n := binary.BigEndian.Uint32(hdr[1:])
+	if n > maxFrameBytes {
+		return 0, nil, fmt.Errorf("%w: frame of %d bytes exceeds %d", ErrSnapshot, n, maxFrameBytes)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(fr.r, body); err != nil {
+		return 0, nil, fmt.Errorf("%w: truncated frame", ErrSnapshot)
+	}
+	return hdr[0], body, nil
+}
+
+func (fr *frameReader) unread(kind byte, body []byte) {
+	fr.pendingKind, fr.pendingBody, fr.hasPending = kind, body, true
+}
+
+func (fr *frameReader) expect(kind byte, v any) error {
+	k, body, err := fr.next()
+	if err != nil {
+		return err
+	}
+	if k != kind {
+		return fmt.Errorf("%w: frame %q where %q was expected", ErrSnapshot, k, kind)
+	}
+	if err := log.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("%w: frame %q: %v", ErrSnapshot, kind, err)
+	}
+	return nil
+}

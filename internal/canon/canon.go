@@ -1,0 +1,219 @@
+package canon
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Bounds on a single value.
+const (
+	MaxDepth       = 32    // nesting of arrays and objects
+	MaxNumberChars = 128   // characters in one number literal
+	MaxExponent    = 10000 // magnitude of a normalized decimal exponent
+)
+
+// ErrInvalid is wrapped by every error this package returns.
+var ErrInvalid = errors.New("invalid JSON value")
+
+// JSON canonicalizes one JSON document. It rejects invalid UTF-8, trailing
+// data, nesting beyond MaxDepth and numbers beyond the bounds above.
+func JSON(raw []byte) ([]byte, error) {
+	if !utf8.Valid(raw) {
+		return nil, fmt.Errorf("%w: not valid UTF-8", ErrInvalid)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("%w: trailing data after value", ErrInvalid)
+	}
+	var buf bytes.Buffer
+	if err := encode(&buf, v, 0); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Value canonicalizes any Go value that encoding/json can marshal. Values that
+// are already json.RawMessage or json.Number keep their exact literal before
+// normalization, so no precision is lost on the way.
+func Value(v any) ([]byte, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return JSON(raw)
+}
+
+// IsCanonical reports whether b is already in canonical form.
+func IsCanonical(b []byte) bool {
+	c, err := JSON(b)
+	return err == nil && bytes.Equal(c, b)
+}
+
+func encode(buf *bytes.Buffer, v any, depth int) error {
+	if depth > MaxDepth {
+		return fmt.Errorf("%w: nested deeper than %d", ErrInvalid, MaxDepth)
+	}
+	switch x := v.(type) {
+	case nil:
+		buf.WriteString("null")
+	case bool:
+		buf.WriteString(strconv.FormatBool(x))
+	case json.Number:
+		n, err := Number(string(x))
+		if err != nil {
+			return err
+		}
+		buf.WriteString(n)
+	case string:
+		writeString(buf, x)
+	case []any:
+		buf.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if err := encode(buf, e, depth+1); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte(']')
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		buf.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			writeString(buf, k)
+			buf.WriteByte(':')
+			if err := encode(buf, x[k], depth+1); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte('}')
+	default:
+		return fmt.Errorf("%w: unsupported type %T", ErrInvalid, v)
+	}
+	return nil
+}
+
+// writeString escapes only what JSON requires: quote, backslash and control
+// characters. HTML characters stay as they are.
+func writeString(buf *bytes.Buffer, s string) {
+	var tmp bytes.Buffer
+	enc := json.NewEncoder(&tmp)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a valid UTF-8 string always encodes
+	buf.Write(bytes.TrimSuffix(tmp.Bytes(), []byte("\n")))
+}
+
+// Number normalizes one JSON number literal exactly. The result is an
+// integer literal when the value is an integer of at most 21 digits, a plain
+// decimal when its magnitude is at least 1e-6, and otherwise the form
+// d.ddde±x. Signed zero becomes 0.
+func Number(lit string) (string, error) {
+	if len(lit) == 0 || len(lit) > MaxNumberChars {
+		return "", fmt.Errorf("%w: number literal length %d", ErrInvalid, len(lit))
+	}
+	neg, digits, exp, err := parseNumber(lit)
+	if err != nil {
+		return "", err
+	}
+	digits = strings.TrimLeft(digits, "0")
+	if digits == "" {
+		return "0", nil
+	}
+	trimmed := strings.TrimRight(digits, "0")
+	exp += len(digits) - len(trimmed)
+	digits = trimmed
+	// Value is digits * 10^exp; point is where the decimal point falls.
+	point := len(digits) + exp
+	if point-1 > MaxExponent || point-1 < -MaxExponent {
+		return "", fmt.Errorf("%w: number exponent out of range", ErrInvalid)
+	}
+	var sb strings.Builder
+	if neg {
+		sb.WriteByte('-')
+	}
+	switch {
+	case exp >= 0 && point <= 21:
+		sb.WriteString(digits)
+		sb.WriteString(strings.Repeat("0", exp))
+	case exp < 0 && point > 0:
+		sb.WriteString(digits[:point])
+		sb.WriteByte('.')
+		sb.WriteString(digits[point:])
+	case exp < 0 && point > -6:
+		sb.WriteString("0.")
+		sb.WriteString(strings.Repeat("0", -point))
+		sb.WriteString(digits)
+	default:
+		sb.WriteByte(digits[0])
+		if len(digits) > 1 {
+			sb.WriteByte('.')
+			sb.WriteString(digits[1:])
+		}
+		sb.WriteByte('e')
+		if point-1 >= 0 {
+			sb.WriteByte('+')
+		}
+		sb.WriteString(strconv.Itoa(point - 1))
+	}
+	return sb.String(), nil
+}
+
+// parseNumber splits a JSON number literal into sign, all significant digits
+// (integer part then fraction) and the power of ten that scales them.
+func parseNumber(lit string) (neg bool, digits string, exp int, err error) {
+	bad := func() (bool, string, int, error) {
+		return false, "", 0, fmt.Errorf("%w: malformed number %q", ErrInvalid, lit)
+	}
+	s := lit
+	if strings.HasPrefix(s, "-") {
+		neg, s = true, s[1:]
+	}
+	mant, expPart, hasExp := strings.Cut(strings.ToLower(s), "e")
+	intPart, frac, hasFrac := strings.Cut(mant, ".")
+	if intPart == "" || !allDigits(intPart) || (hasFrac && (frac == "" || !allDigits(frac))) {
+		return bad()
+	}
+	if len(intPart) > 1 && intPart[0] == '0' {
+		return bad()
+	}
+	if hasExp {
+		e, perr := strconv.Atoi(strings.TrimPrefix(expPart, "+"))
+		if perr != nil || expPart == "" || expPart == "+" || expPart == "-" {
+			return bad()
+		}
+		if e > 2*MaxExponent || e < -2*MaxExponent {
+			return false, "", 0, fmt.Errorf("%w: number exponent out of range", ErrInvalid)
+		}
+		exp = e
+	}
+	return neg, intPart + frac, exp - len(frac), nil
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,74 @@
+package canon
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestNumber(t *testing.T) {
+	cases := map[string]string{
+		"0": "0", "-0": "0", "0.000": "0", "1": "1", "1.0": "1", "10e-1": "1",
+		"0.50": "0.5", "-12.340": "-12.34", "1e3": "1000", "1E+3": "1000",
+		"123456789012345678901": "123456789012345678901",
+		"1e21":                  "1e+21", "1e30": "1e+30", "0.000001": "0.000001",
+		"0.0000001": "1e-7", "1.5e-7": "1.5e-7", "25e-1": "2.5",
+		"9007199254740993": "9007199254740993",
+	}
+	for in, want := range cases {
+		got, err := Number(in)
+		if err != nil || got != want {
+			t.Errorf("Number(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "01", "1.", ".5", "1e", "1e+", "--1", "1x", "1e99999", strings.Repeat("1", 200)} {
+		if _, err := Number(bad); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Number(%q) accepted", bad)
+		}
+	}
+}
+
+func TestJSON(t *testing.T) {
+	got, err := JSON([]byte(` {"b": [1.0, true, null], "a": "x<y", "c": {"z":1,"y":2}} `))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"a":"x<y","b":[1,true,null],"c":{"y":2,"z":1}}`; string(got) != want {
+		t.Fatalf("got %s want %s", got, want)
+	}
+	if !IsCanonical(got) {
+		t.Fatal("canonical output is not canonical")
+	}
+	for _, bad := range []string{`{"a":1} x`, "\xff", `{`, strings.Repeat("[", 40) + strings.Repeat("]", 40)} {
+		if _, err := JSON([]byte(bad)); !errors.Is(err, ErrInvalid) {
+			t.Errorf("JSON(%q) accepted", bad)
+		}
+	}
+}
+
+func TestValueKeepsPrecision(t *testing.T) {
+	got, err := Value(map[string]any{"n": json.Number("123456789012345678901"), "r": json.RawMessage(`2.50`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"n":123456789012345678901,"r":2.5}`; string(got) != want {
+		t.Fatalf("got %s want %s", got, want)
+	}
+}
+
+func FuzzJSON(f *testing.F) {
+	for _, s := range []string{`{"a":[1,2.5e3,"x"]}`, `-0.0e-0`, `"\u0000"`, `null`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := JSON(b)
+		if err != nil {
+			return
+		}
+		again, err := JSON(c)
+		if err != nil || string(again) != string(c) {
+			t.Fatalf("not idempotent: %q -> %q -> %q (%v)", b, c, again, err)
+		}
+	})
+}

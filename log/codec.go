@@ -1,0 +1,72 @@
+package log
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// ErrMalformed is wrapped by every decoding error of this package.
+var ErrMalformed = errors.New("malformed msgpack")
+
+// maxDepth bounds nesting of msgpack containers in anything we decode.
+const maxDepth = 64
+
+var encPool = sync.Pool{New: func() any {
+	var buf bytes.Buffer
+	enc := msgpack.NewEncoder(&buf)
+	enc.SetSortMapKeys(true)
+	enc.UseCompactInts(true)
+	return &pooledEncoder{buf: &buf, enc: enc}
+}}
+
+type pooledEncoder struct {
+	buf *bytes.Buffer
+	enc *msgpack.Encoder
+}
+
+// Marshal encodes v canonically: map keys sorted, integers compact, struct
+// fields in declaration order. Equal values give equal bytes.
+func Marshal(v any) ([]byte, error) {
+	pe := encPool.Get().(*pooledEncoder)
+	defer encPool.Put(pe)
+	pe.buf.Reset()
+	if err := pe.enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.Clone(pe.buf.Bytes()), nil
+}
+
+// MustMarshal is Marshal for values whose types cannot fail to encode (plain
+// structs of strings, integers, byte slices, maps and slices of those).
+// Encoding such a value only fails on a programming error.
+func MustMarshal(v any) []byte {
+	b, err := Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("log.MustMarshal(%T): %v", v, err))
+	}
+	return b
+}
+
+// Unmarshal decodes exactly one value from b into v. It checks the shape of
+// b first (see CheckShape), rejects unknown struct fields and trailing bytes.
+func Unmarshal(b []byte, v any) error {
+	if err := CheckShape(b); err != nil {
+		return err
+	}
+	dec := msgpack.GetDecoder()
+	defer msgpack.PutDecoder(dec)
+	r := bytes.NewReader(b)
+	dec.Reset(r)
+	dec.DisallowUnknownFields(true)
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	if r.Len() != 0 {
+		return fmt.Errorf("%w: %d trailing bytes", ErrMalformed, r.Len())
+	}
+	return nil
+}

@@ -1,0 +1,109 @@
+package log
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+func TestEncodeDecodeRoundTrip(t *testing.T) {
+	in := Command{Type: 7, Version: 2, Stamp: 1700000000123, Principal: Principal{ID: "alice"},
+		IdemScope: "nodes", IdemKey: "k1", Payload: MustMarshal(map[string]any{"b": 1, "a": "x"})}
+	b, err := Encode(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(in, out); diff != "" {
+		t.Fatalf("round trip (-in +out):\n%s", diff)
+	}
+	again, _ := Encode(out)
+	if !bytes.Equal(b, again) {
+		t.Fatal("re-encoding changed the bytes")
+	}
+}
+
+func TestDecodeRejects(t *testing.T) {
+	good, _ := Encode(Command{Type: 1, Payload: []byte{0xc0}})
+	unknownField, _ := msgpack.Marshal(map[string]any{"t": 1, "zz": 1})
+	cases := map[string][]byte{
+		"empty":          nil,
+		"format":         append([]byte{0x01}, good[1:]...),
+		"truncated":      good[:len(good)-1],
+		"trailing":       append(append([]byte{}, good...), 0x00),
+		"type zero":      append([]byte{formatV1}, MustMarshal(&Command{})...),
+		"unknown field":  append([]byte{formatV1}, unknownField...),
+		"huge map claim": {formatV1, 0xdf, 0xff, 0xff, 0xff, 0xff},
+		"float":          append([]byte{formatV1}, MustMarshal(map[string]float64{"t": 1})...),
+	}
+	for name, b := range cases {
+		if _, err := Decode(b); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: Decode = %v, want ErrMalformed", name, err)
+		}
+	}
+	long := string(bytes.Repeat([]byte("k"), MaxKeyBytes+1))
+	if _, err := Encode(Command{Type: 1, IdemKey: long}); !errors.Is(err, ErrMalformed) {
+		t.Errorf("over-long key accepted: %v", err)
+	}
+}
+
+func TestDigestIgnoresTransportFields(t *testing.T) {
+	a := Command{Type: 3, Version: 1, Stamp: 1, Principal: Principal{ID: "p"}, IdemScope: "s", IdemKey: "k1", Payload: []byte{1}}
+	b := a
+	b.Stamp, b.Principal, b.IdemKey = 99, Principal{ID: "q"}, "k2"
+	if a.Digest() != b.Digest() {
+		t.Fatal("digest depends on stamp, principal or key")
+	}
+	b.Payload = []byte{2}
+	if a.Digest() == b.Digest() {
+		t.Fatal("digest ignores payload")
+	}
+}
+
+func TestCheckShape(t *testing.T) {
+	ok := [][]byte{MustMarshal(map[string]any{"a": []any{1, "x", nil, true, []byte{1, 2}}}), {0xc0}, {0x05}}
+	for _, b := range ok {
+		if err := CheckShape(b); err != nil {
+			t.Errorf("CheckShape(%x) = %v", b, err)
+		}
+	}
+	deep := bytes.Repeat([]byte{0x91}, maxDepth+2)
+	deep = append(deep, 0xc0)
+	bad := [][]byte{{}, {0xc1}, {0x92, 0x01}, {0xdd, 0, 0, 0, 9}, {0xa3, 'a'}, deep, {0xcb, 0, 0, 0, 0, 0, 0, 0, 0}, {0xd4, 1, 1}}
+	for _, b := range bad {
+		if err := CheckShape(b); !errors.Is(err, ErrMalformed) {
+			t.Errorf("CheckShape(%x) = %v, want ErrMalformed", b, err)
+		}
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	good, _ := Encode(Command{Type: 5, Version: 1, Stamp: 9, Principal: Principal{ID: "x"}, IdemKey: "k", Payload: []byte{0x80}})
+	f.Add(good)
+	f.Add([]byte{formatV1, 0x80})
+	f.Add([]byte{formatV1, 0xdf, 0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := Decode(b)
+		if err != nil {
+			return
+		}
+		// Whatever decodes must re-encode and decode to the same command.
+		again, err := Encode(c)
+		if err != nil {
+			t.Fatalf("decoded command does not encode: %v", err)
+		}
+		c2, err := Decode(again)
+		if err != nil {
+			t.Fatalf("re-encoded command does not decode: %v", err)
+		}
+		if diff := cmp.Diff(c, c2); diff != "" {
+			t.Fatalf("unstable round trip:\n%s", diff)
+		}
+	})
+}

@@ -1,0 +1,19 @@
+// Package log defines what goes into the replicated log and where the log
+// lives on disk.
+//
+// Every entry Arbiter proposes is one Command: a versioned envelope holding
+// the command type, the payload version, the leader's time stamp, the
+// verified principal, an optional idempotency key and the msgpack payload.
+// Encode and Decode are the only way in and out of the log's bytes; Marshal
+// and Unmarshal are the canonical msgpack codec every module uses for
+// payloads, results and snapshot rows.
+//
+// Decoding never trusts a length read off the wire: CheckShape walks the
+// bytes first and refuses any container that claims more elements than the
+// remaining input could hold, floating point numbers (no float may reach
+// authoritative state) and extension types.
+//
+// OpenStores opens the raft log and stable store (raft-boltdb/v2 behind a
+// raft.LogCache) and the file snapshot store, with fsync on unless the caller
+// explicitly asks for the unsafe no-sync mode.
+package log

@@ -1,0 +1,75 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+)
+
+// StoreOptions configure OpenStores.
+type StoreOptions struct {
+	// NoSyncUnsafe turns off fsync of the log. A crash may then lose
+	// acknowledged writes. For benchmarks and tests only.
+	NoSyncUnsafe bool
+	// LogCacheSize is how many recent entries stay in memory (default 512).
+	LogCacheSize int
+	// SnapshotRetain is how many snapshots stay on disk (default 2).
+	SnapshotRetain int
+	// LogOutput receives the snapshot store's own messages (default stderr).
+	LogOutput io.Writer
+}
+
+// Stores are the three durable stores a raft node needs.
+type Stores struct {
+	Log      raft.LogStore
+	Stable   raft.StableStore
+	Snapshot raft.SnapshotStore
+	bolt     *raftboltdb.BoltStore
+}
+
+// OpenStores opens (creating if needed) raft.db and snapshots/ in dir.
+func OpenStores(dir string, opt StoreOptions) (*Stores, error) {
+	if dir == "" {
+		return nil, errors.New("log: empty data directory")
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("log: create data directory: %w", err)
+	}
+	if opt.LogCacheSize <= 0 {
+		opt.LogCacheSize = 512
+	}
+	if opt.SnapshotRetain <= 0 {
+		opt.SnapshotRetain = 2
+	}
+	if opt.LogOutput == nil {
+		opt.LogOutput = os.Stderr
+	}
+	bolt, err := raftboltdb.New(raftboltdb.Options{
+		Path:   filepath.Join(dir, "raft.db"),
+		NoSync: opt.NoSyncUnsafe,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("log: open raft.db: %w", err)
+	}
+	cache, err := raft.NewLogCache(opt.LogCacheSize, bolt)
+	if err != nil {
+		bolt.Close()
+		return nil, fmt.Errorf("log: log cache: %w", err)
+	}
+	snaps, err := raft.NewFileSnapshotStore(dir, opt.SnapshotRetain, opt.LogOutput)
+	if err != nil {
+		bolt.Close()
+		return nil, fmt.Errorf("log: snapshot store: %w", err)
+	}
+	return &Stores{Log: cache, Stable: bolt, Snapshot: snaps, bolt: bolt}, nil
+}
+
+// Close closes the boltdb file. Call it only after raft has shut down.
+func (s *Stores) Close() error {
+	return s.bolt.Close()
+}
