@@ -70,6 +70,10 @@ type Error struct {
 	Code    Code           `json:"code" msgpack:"c"`
 	Message string         `json:"message" msgpack:"m"`
 	Detail  map[string]any `json:"detail,omitempty" msgpack:"d,omitempty"`
+	// OutcomeUnknown marks an unavailable error after which the command may
+	// or may not have been applied (a timeout or a lost leadership after the
+	// command reached the log). Retry with the same idempotency key.
+	OutcomeUnknown bool `json:"outcome_unknown,omitempty" msgpack:"u,omitempty"`
 }
 
 func (e *Error) Error() string {
@@ -125,6 +129,20 @@ func From(err error) *Error {
 		return e
 	}
 	return &Error{Code: CodeInternal, Message: err.Error()}
+}
+
+// Unknown returns an unavailable error whose outcome is unknown.
+func Unknown(format string, args ...any) *Error {
+	e := Errorf(CodeUnavailable, format, args...)
+	e.OutcomeUnknown = true
+	return e
+}
+
+// IsOutcomeUnknown reports whether err says a command may or may not have
+// been applied.
+func IsOutcomeUnknown(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.OutcomeUnknown
 }
 
 // CodeOf is the code of err, or "" for nil.

@@ -291,8 +291,8 @@ func (f *FSM) broadcast() {
 	f.mu.Unlock()
 }
 
-// changed returns a channel closed after the next applied batch or restore.
-func (f *FSM) changed() <-chan struct{} {
+// Changed returns a channel closed after the next applied batch or restore.
+func (f *FSM) Changed() <-chan struct{} {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.notify
@@ -307,7 +307,7 @@ func (f *FSM) Panics() uint64 { return f.panics.Load() }
 // WaitApplied blocks until the FSM has applied index, or ctx ends.
 func (f *FSM) WaitApplied(ctx context.Context, index uint64) error {
 	for {
-		ch := f.changed()
+		ch := f.Changed()
 		if f.applied.Load() >= index {
 			return nil
 		}

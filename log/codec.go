@@ -18,7 +18,6 @@ const maxDepth = 64
 var encPool = sync.Pool{New: func() any {
 	var buf bytes.Buffer
 	enc := msgpack.NewEncoder(&buf)
-	enc.SetSortMapKeys(true)
 	enc.UseCompactInts(true)
 	return &pooledEncoder{buf: &buf, enc: enc}
 }}
@@ -28,8 +27,10 @@ type pooledEncoder struct {
 	enc *msgpack.Encoder
 }
 
-// Marshal encodes v canonically: map keys sorted, integers compact, struct
-// fields in declaration order. Equal values give equal bytes.
+// Marshal encodes v canonically: every map's entries sorted by encoded key
+// (see Canonical), integers compact, struct fields in declaration order.
+// Equal values give equal bytes. Floats cannot be encoded: no float may
+// reach replicated state.
 func Marshal(v any) ([]byte, error) {
 	pe := encPool.Get().(*pooledEncoder)
 	defer encPool.Put(pe)
@@ -37,7 +38,7 @@ func Marshal(v any) ([]byte, error) {
 	if err := pe.enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return bytes.Clone(pe.buf.Bytes()), nil
+	return Canonical(pe.buf.Bytes())
 }
 
 // MustMarshal is Marshal for values whose types cannot fail to encode (plain

@@ -40,7 +40,7 @@ func TestDecodeRejects(t *testing.T) {
 		"type zero":      append([]byte{formatV1}, MustMarshal(&Command{})...),
 		"unknown field":  append([]byte{formatV1}, unknownField...),
 		"huge map claim": {formatV1, 0xdf, 0xff, 0xff, 0xff, 0xff},
-		"float":          append([]byte{formatV1}, MustMarshal(map[string]float64{"t": 1})...),
+		"float":          append([]byte{formatV1}, mustMsgpack(map[string]float64{"t": 1})...),
 	}
 	for name, b := range cases {
 		if _, err := Decode(b); !errors.Is(err, ErrMalformed) {
@@ -106,4 +106,50 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("unstable round trip:\n%s", diff)
 		}
 	})
+}
+
+func mustMsgpack(v any) []byte {
+	b, err := msgpack.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// Go randomizes map iteration; Marshal must not let that reach the bytes,
+// for any map type, at any depth.
+func TestMarshalIsCanonicalForEveryMapType(t *testing.T) {
+	type row struct {
+		Props map[string][]byte          `msgpack:"props"`
+		Deep  map[string]map[uint64]bool `msgpack:"deep"`
+	}
+	v := row{Props: map[string][]byte{}, Deep: map[string]map[uint64]bool{}}
+	for i := 0; i < 50; i++ {
+		k := string(rune('a'+i%26)) + string(rune('A'+i/26))
+		v.Props[k] = []byte{byte(i)}
+		v.Deep[k] = map[uint64]bool{uint64(i): true, uint64(i + 100): false}
+	}
+	first := MustMarshal(v)
+	for i := 0; i < 20; i++ {
+		if !bytes.Equal(first, MustMarshal(v)) {
+			t.Fatal("Marshal of the same value gave different bytes")
+		}
+	}
+	var back row
+	if err := Unmarshal(first, &back); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(v, back); diff != "" {
+		t.Fatalf("round trip:\n%s", diff)
+	}
+	if _, err := Marshal(map[string]float64{"x": 1}); err == nil {
+		t.Fatal("a float was marshaled")
+	}
+}
+
+func TestCanonicalRejectsDuplicateKeys(t *testing.T) {
+	dup := []byte{0x82, 0xa1, 'a', 0x01, 0xa1, 'a', 0x02}
+	if _, err := Canonical(dup); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("duplicate keys accepted: %v", err)
+	}
 }

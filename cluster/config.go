@@ -1,0 +1,199 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/internal/bounds"
+	"github.com/hashicorp/raft"
+)
+
+// Config configures a Node. Start from DefaultConfig.
+type Config struct {
+	// ID is this node's raft server id, unique in the cluster forever.
+	ID string
+	// DataDir holds raft.db (log and stable store) and snapshots/.
+	DataDir string
+	// RaftAddr is the host:port the raft transport listens on. Port 0 picks
+	// a free port. RaftAdvertise, if set, is the address peers dial instead.
+	RaftAddr      string
+	RaftAdvertise string
+	// HTTPAddr is the host:port of the HTTP API (port 0 picks a free port).
+	// HTTPAdvertise, if set, is the host:port peers and clients use.
+	HTTPAddr      string
+	HTTPAdvertise string
+
+	// Bootstrap makes this node the first voter of a new cluster when its
+	// data directory holds no raft state. Ignored once state exists.
+	Bootstrap bool
+	// Join lists API base URLs (http://host:port) of existing members; a
+	// node without raft state asks them to add it as a voter. Ignored once
+	// state exists.
+	Join []string
+
+	// Modules are the domain modules this node's FSM runs. Every node of a
+	// cluster must run the same modules.
+	Modules []fsm.Module
+
+	Logger *slog.Logger
+
+	// ApplyTimeout bounds a proposal or read whose context has no deadline.
+	ApplyTimeout time.Duration
+	// TickInterval is how often the leader proposes a Tick.
+	TickInterval time.Duration
+	// TickBudget bounds the rows one Tick may prune or expire.
+	TickBudget int
+	// IdempotencyRetention is how long idempotency ledger rows are kept.
+	IdempotencyRetention time.Duration
+	// ChangeFeedRetain is how many change-feed events are kept.
+	ChangeFeedRetain uint64
+
+	// Raft timing.
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
+	CommitTimeout      time.Duration
+	// MaxAppendEntries is also the largest group commit (and FSM batch).
+	MaxAppendEntries  int
+	SnapshotInterval  time.Duration
+	SnapshotThreshold uint64
+	TrailingLogs      uint64
+
+	// NoSyncUnsafe turns off fsync of the raft log: a crash may lose
+	// acknowledged writes. For benchmarks and tests only.
+	NoSyncUnsafe bool
+
+	// HTTP server limits.
+	MaxConcurrentRequests int
+	ReadHeaderTimeout     time.Duration
+	ReadTimeout           time.Duration
+	WriteTimeout          time.Duration
+	IdleTimeout           time.Duration
+
+	// Testing hooks. Transport replaces the TCP raft transport (its local
+	// address is the raft address). InitialServers replaces the one-voter
+	// bootstrap configuration. PeerClient is used for requests to other
+	// nodes (forwarding, join). Stores replaces the boltdb stores.
+	Transport      raft.Transport
+	InitialServers []raft.Server
+	PeerClient     *http.Client
+	Stores         *Stores
+}
+
+// Stores lets tests supply raft stores; Close is called on shutdown.
+type Stores struct {
+	Log      raft.LogStore
+	Stable   raft.StableStore
+	Snapshot raft.SnapshotStore
+	Close    func() error
+}
+
+// DefaultConfig returns settings for a LAN cluster: a single node on
+// loopback with data in ./arbiter-data.
+func DefaultConfig() Config {
+	return Config{
+		ID:                    "node1",
+		DataDir:               "arbiter-data",
+		RaftAddr:              "127.0.0.1:7000",
+		HTTPAddr:              "127.0.0.1:8000",
+		ApplyTimeout:          10 * time.Second,
+		TickInterval:          time.Second,
+		TickBudget:            128,
+		IdempotencyRetention:  24 * time.Hour,
+		ChangeFeedRetain:      100_000,
+		HeartbeatTimeout:      1000 * time.Millisecond,
+		ElectionTimeout:       1000 * time.Millisecond,
+		LeaderLeaseTimeout:    500 * time.Millisecond,
+		CommitTimeout:         5 * time.Millisecond,
+		MaxAppendEntries:      128,
+		SnapshotInterval:      30 * time.Second,
+		SnapshotThreshold:     8192,
+		TrailingLogs:          10240,
+		MaxConcurrentRequests: 1024,
+		ReadHeaderTimeout:     5 * time.Second,
+		ReadTimeout:           30 * time.Second,
+		WriteTimeout:          60 * time.Second,
+		IdleTimeout:           2 * time.Minute,
+	}
+}
+
+// Validate checks every field and their relations; it returns all problems
+// found, joined.
+func (c *Config) Validate() error {
+	var problems []error
+	bad := func(format string, args ...any) { problems = append(problems, fmt.Errorf(format, args...)) }
+	if err := bounds.Identifier("ID", c.ID); err != nil {
+		bad("%v", err)
+	}
+	if c.DataDir == "" && c.Stores == nil {
+		bad("DataDir is empty")
+	}
+	if c.Transport == nil {
+		checkHostPort(bad, "RaftAddr", c.RaftAddr, false)
+	}
+	checkHostPort(bad, "RaftAdvertise", c.RaftAdvertise, true)
+	checkHostPort(bad, "HTTPAddr", c.HTTPAddr, false)
+	checkHostPort(bad, "HTTPAdvertise", c.HTTPAdvertise, true)
+	if c.Bootstrap && len(c.Join) > 0 {
+		bad("Bootstrap and Join are exclusive: bootstrap the first node, join the others")
+	}
+	for _, j := range c.Join {
+		if j == "" {
+			bad("Join holds an empty URL")
+		}
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"ApplyTimeout", c.ApplyTimeout}, {"TickInterval", c.TickInterval},
+		{"HeartbeatTimeout", c.HeartbeatTimeout}, {"ElectionTimeout", c.ElectionTimeout},
+		{"LeaderLeaseTimeout", c.LeaderLeaseTimeout}, {"CommitTimeout", c.CommitTimeout},
+		{"SnapshotInterval", c.SnapshotInterval}, {"ReadHeaderTimeout", c.ReadHeaderTimeout},
+		{"ReadTimeout", c.ReadTimeout}, {"WriteTimeout", c.WriteTimeout},
+		{"IdleTimeout", c.IdleTimeout}, {"IdempotencyRetention", c.IdempotencyRetention},
+	} {
+		if d.v <= 0 {
+			bad("%s must be positive", d.name)
+		}
+	}
+	if c.LeaderLeaseTimeout > c.HeartbeatTimeout {
+		bad("LeaderLeaseTimeout (%v) must not exceed HeartbeatTimeout (%v)", c.LeaderLeaseTimeout, c.HeartbeatTimeout)
+	}
+	if c.IdempotencyRetention < time.Duration(fsm.MinIdemRetainMs)*time.Millisecond {
+		bad("IdempotencyRetention must be at least %dms", fsm.MinIdemRetainMs)
+	}
+	if c.TickBudget < 1 || c.TickBudget > fsm.MaxTickBudget {
+		bad("TickBudget must be between 1 and %d", fsm.MaxTickBudget)
+	}
+	if c.ChangeFeedRetain < fsm.MinFeedRetain {
+		bad("ChangeFeedRetain must be at least %d", fsm.MinFeedRetain)
+	}
+	if c.MaxAppendEntries < 1 || c.MaxAppendEntries > 1024 {
+		bad("MaxAppendEntries must be between 1 and 1024")
+	}
+	if c.SnapshotThreshold < 1 {
+		bad("SnapshotThreshold must be positive")
+	}
+	if c.MaxConcurrentRequests < 1 {
+		bad("MaxConcurrentRequests must be positive")
+	}
+	return errors.Join(problems...)
+}
+
+func checkHostPort(bad func(string, ...any), field, v string, optional bool) {
+	if v == "" {
+		if !optional {
+			bad("%s is empty", field)
+		}
+		return
+	}
+	if _, _, err := net.SplitHostPort(v); err != nil {
+		bad("%s %q is not host:port: %v", field, v, err)
+	}
+}

@@ -1,0 +1,32 @@
+// Package cluster runs an Arbiter node: raft wiring, bootstrap and join,
+// leader forwarding, linearizable reads, the leader's tick, the HTTP API,
+// metrics, and Remote, the HTTP client with the same interfaces.
+//
+// A host program embeds a node like this:
+//
+//	cfg := cluster.DefaultConfig()
+//	cfg.ID, cfg.DataDir = "n1", "/var/lib/arbiter"
+//	cfg.RaftAddr, cfg.HTTPAddr = "10.0.0.1:7000", "10.0.0.1:8000"
+//	cfg.Bootstrap = true // first node only; others set Join
+//	node, err := cluster.New(cfg)
+//	if err != nil { ... }
+//	if err := node.Start(ctx); err != nil { ... }
+//	defer node.Shutdown(context.Background())
+//	nodes := fsm.NewNodes(node, node)
+//
+// Node implements fsm.Proposer and fsm.Reader. Any node accepts any call:
+// a follower forwards writes, and linearizable reads, to the leader over
+// the leader's HTTP API. While no leader is known a call retries until its
+// context ends and then fails with errs.Unavailable.
+//
+// Outcomes. A write either returns its result (the command is in the log and
+// applied), a domain error inside the result (decided, nothing changed), or
+// an error. An error with errs.IsOutcomeUnknown may or may not have been
+// applied: retry it with the same idempotency key. Other errors mean the
+// command was not applied.
+//
+// Reads are linearizable by default: the leader serves them only after it
+// has committed an entry of its current term, confirmed its leadership with
+// a quorum (VerifyLeader), and applied everything committed when the read
+// began. Stale reads are served from local state.
+package cluster

@@ -1,0 +1,173 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+
+	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/fsm"
+	arblog "github.com/arbiterhq/arbiter/log"
+)
+
+// Node-to-node and Remote calls speak msgpack: the request body is an
+// encoded log.Command (apply) or a wireQuery (query), the reply a
+// wireReply. HTTP status is 200 whenever a reply was produced; failures
+// travel inside it with their code.
+
+const mimeMsgpack = "application/msgpack"
+
+// maxReplyBytes bounds what we read back from a peer.
+const maxReplyBytes = 8 << 20
+
+type wireQuery struct {
+	Query     fsm.Query        `msgpack:"q"`
+	Principal arblog.Principal `msgpack:"p"`
+}
+
+type wireReply struct {
+	Response *fsm.Response `msgpack:"res,omitempty"`
+	Result   []byte        `msgpack:"out,omitempty"`
+	Err      *errs.Error   `msgpack:"err,omitempty"`
+}
+
+// forwardApply sends cmd (principal included) to the leader's API.
+func (n *Node) forwardApply(ctx context.Context, api string, cmd arblog.Command) (*fsm.Response, error) {
+	body, err := arblog.Encode(cmd)
+	if err != nil {
+		return nil, errs.Errorf(errs.CodeInvalid, "encode command: %v", err)
+	}
+	var reply wireReply
+	if err := postMsgpack(ctx, n.peers, "http://"+api+"/v1/internal/apply", body, &reply); err != nil {
+		return nil, err
+	}
+	if reply.Err != nil {
+		return nil, reply.Err
+	}
+	if reply.Response == nil {
+		return nil, errs.Unknown("leader %s sent an empty reply", api)
+	}
+	return reply.Response, nil
+}
+
+// forwardQuery asks the leader for a linearizable read. Reads change
+// nothing, so every transport failure is safe to retry.
+func (n *Node) forwardQuery(ctx context.Context, api string, q fsm.Query, p arblog.Principal) ([]byte, error) {
+	body, err := arblog.Marshal(wireQuery{Query: q, Principal: p})
+	if err != nil {
+		return nil, errs.Errorf(errs.CodeInvalid, "encode query: %v", err)
+	}
+	var reply wireReply
+	if err := postMsgpack(ctx, n.peers, "http://"+api+"/v1/internal/query", body, &reply); err != nil {
+		if e := errs.From(err); e.OutcomeUnknown {
+			return nil, errs.Errorf(errs.CodeUnavailable, "%s", e.Message)
+		}
+		return nil, err
+	}
+	if reply.Err != nil {
+		return nil, reply.Err
+	}
+	return reply.Result, nil
+}
+
+func postMsgpack(ctx context.Context, c *http.Client, url string, body []byte, reply *wireReply) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return errs.Errorf(errs.CodeInvalid, "request: %v", err)
+	}
+	req.Header.Set("Content-Type", mimeMsgpack)
+	resp, err := c.Do(req)
+	if err != nil {
+		return transportError(url, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxReplyBytes))
+	if err != nil {
+		return errs.Unknown("%s: reading reply: %v", url, err)
+	}
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != mimeMsgpack {
+		return replyError(url, resp.StatusCode, raw)
+	}
+	if err := arblog.Unmarshal(raw, reply); err != nil {
+		return errs.Unknown("%s: undecodable reply: %v", url, err)
+	}
+	return nil
+}
+
+// postJSON posts body as JSON and decodes a 2xx reply into out (if not
+// nil); an error reply becomes its *errs.Error.
+func (n *Node) postJSON(ctx context.Context, url string, body, out any) error {
+	return postJSONWith(ctx, n.peers, url, body, out)
+}
+
+func postJSONWith(ctx context.Context, c *http.Client, url string, body, out any) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return errs.Errorf(errs.CodeInvalid, "encode: %v", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
+	if err != nil {
+		return errs.Errorf(errs.CodeInvalid, "request: %v", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return doJSON(c, req, out)
+}
+
+func doJSON(c *http.Client, req *http.Request, out any) error {
+	url := req.URL.String()
+	resp, err := c.Do(req)
+	if err != nil {
+		return transportError(url, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxReplyBytes))
+	if err != nil {
+		return errs.Unknown("%s: reading reply: %v", url, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		return replyError(url, resp.StatusCode, raw)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return errs.Errorf(errs.CodeInternal, "%s: undecodable reply: %v", url, err)
+		}
+	}
+	return nil
+}
+
+// replyError turns a non-OK HTTP reply into an error: the JSON error body
+// when there is one, else a code derived from the status.
+func replyError(url string, status int, raw []byte) error {
+	var body struct {
+		Error *errs.Error `json:"error"`
+	}
+	if json.Unmarshal(raw, &body) == nil && body.Error != nil && errs.Known(body.Error.Code) {
+		return body.Error
+	}
+	code := errs.CodeInternal
+	switch {
+	case status == http.StatusServiceUnavailable:
+		code = errs.CodeUnavailable
+	case status == http.StatusTooManyRequests:
+		code = errs.CodeBackpressure
+	case status == http.StatusNotFound:
+		code = errs.CodeNotFound
+	}
+	return errs.Errorf(code, "%s: HTTP %d: %s", url, status, bytes.TrimSpace(raw[:min(len(raw), 200)]))
+}
+
+// transportError classifies a failed HTTP call: a failed dial never
+// reached the peer, so nothing was applied; any later failure leaves the
+// outcome unknown.
+func transportError(url string, err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return errs.Errorf(errs.CodeUnavailable, "%s unreachable: %v", url, err)
+	}
+	return errs.Unknown("%s: %v", url, fmt.Sprint(err))
+}

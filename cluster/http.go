@@ -1,0 +1,203 @@
+package cluster
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/fsm"
+	arblog "github.com/arbiterhq/arbiter/log"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// MaxBodyBytes bounds a JSON request body; larger ones are refused with 413.
+const MaxBodyBytes = 1 << 20
+
+// maxHeaderBytes bounds request headers.
+const maxHeaderBytes = 64 << 10
+
+func (n *Node) startHTTP(ln net.Listener) {
+	n.sem = make(chan struct{}, n.cfg.MaxConcurrentRequests)
+	mux := http.NewServeMux()
+	n.routes(mux)
+	n.httpSrv = &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: n.cfg.ReadHeaderTimeout,
+		ReadTimeout:       n.cfg.ReadTimeout,
+		WriteTimeout:      n.cfg.WriteTimeout,
+		IdleTimeout:       n.cfg.IdleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          newHclog(n.logger, "http").StandardLogger(nil),
+	}
+	n.goBackground(func() {
+		if err := n.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			n.logger.Error("HTTP server stopped", "error", err)
+		}
+	})
+}
+
+func (n *Node) routes(mux *http.ServeMux) {
+	handle := func(pattern string, h func(http.ResponseWriter, *http.Request)) {
+		mux.Handle(pattern, n.instrument(pattern, http.HandlerFunc(h)))
+	}
+	handle("POST /v1/nodes/create", n.handleCreateNode)
+	handle("POST /v1/nodes/cas", n.handleCAS)
+	handle("GET /v1/nodes/get", n.handleGetNode)
+	handle("GET /v1/nodes/by-label", n.handleNodesByLabel)
+	handle("GET /v1/changes", n.handleChanges)
+	handle("GET /v1/cluster/status", n.handleStatus)
+	handle("GET /v1/cluster/state-hash", n.handleStateHash)
+	handle("POST /v1/cluster/join", n.handleJoin)
+	handle("POST /v1/cluster/remove", n.handleRemove)
+	handle("POST /v1/commands", n.handleCommand)
+	handle("POST /v1/queries", n.handleQuery)
+	handle("POST /v1/internal/apply", n.handleInternalApply)
+	handle("POST /v1/internal/query", n.handleInternalQuery)
+	handle("GET /healthz", n.handleHealthz)
+	handle("GET /readyz", n.handleReadyz)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(n.metrics.registry, promhttp.HandlerOpts{}))
+	mux.Handle("/", n.instrument("unknown", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, errs.Errorf(errs.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
+	})))
+}
+
+// instrument bounds concurrency (429 beyond MaxConcurrentRequests), counts
+// requests by route and status, and sets the request's principal. Without
+// authentication configured every caller is the anonymous principal.
+func (n *Node) instrument(route string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		select {
+		case n.sem <- struct{}{}:
+			defer func() { <-n.sem }()
+			h.ServeHTTP(rec, r.WithContext(fsm.WithPrincipal(r.Context(), arblog.Principal{})))
+		default:
+			writeError(rec, errs.Errorf(errs.CodeBackpressure, "more than %d requests in flight", cap(n.sem)))
+		}
+		n.metrics.httpRequests.WithLabelValues(route, strconv.Itoa(rec.status)).Inc()
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+// decodeJSON reads exactly one JSON object of at most MaxBodyBytes into v,
+// refusing unknown fields. Numbers keep their literals (json.Number).
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return errs.Errorf(errs.CodeTooLarge, "request body exceeds %d bytes", MaxBodyBytes)
+		}
+		return errs.Errorf(errs.CodeInvalid, "reading body: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return errs.Errorf(errs.CodeInvalid, "malformed JSON body: %v", err)
+	}
+	if dec.More() {
+		return errs.New(errs.CodeInvalid, "malformed JSON body: more than one value")
+	}
+	return nil
+}
+
+// readBody reads a binary body of at most limit bytes.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, errs.Errorf(errs.CodeTooLarge, "request body exceeds %d bytes", limit)
+		}
+		return nil, errs.Errorf(errs.CodeInvalid, "reading body: %v", err)
+	}
+	return body, nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+// writeError writes {"error": {...}} with the status of its code.
+func writeError(w http.ResponseWriter, err error) {
+	e := errs.From(err)
+	status := errs.Status(e.Code)
+	switch status {
+	case http.StatusServiceUnavailable, http.StatusTooManyRequests:
+		w.Header().Set("Retry-After", "1")
+	}
+	writeJSON(w, status, map[string]*errs.Error{"error": e})
+}
+
+func writeMsgpack(w http.ResponseWriter, reply wireReply) {
+	body, err := arblog.Marshal(reply)
+	if err != nil {
+		writeError(w, errs.Errorf(errs.CodeInternal, "encode reply: %v", err))
+		return
+	}
+	w.Header().Set("Content-Type", mimeMsgpack)
+	_, _ = w.Write(body)
+}
+
+// queryParams checks that r's query holds only allowed keys, each once.
+func queryParams(r *http.Request, allowed ...string) (map[string]string, error) {
+	out := map[string]string{}
+	for k, vs := range r.URL.Query() {
+		ok := false
+		for _, a := range allowed {
+			ok = ok || a == k
+		}
+		if !ok {
+			return nil, errs.Errorf(errs.CodeInvalid, "unknown query parameter %q", k)
+		}
+		if len(vs) != 1 {
+			return nil, errs.Errorf(errs.CodeInvalid, "query parameter %q given %d times", k, len(vs))
+		}
+		out[k] = vs[0]
+	}
+	return out, nil
+}
+
+func consistencyParam(v string) (fsm.Consistency, error) {
+	switch v {
+	case "", "linearizable":
+		return fsm.Linearizable, nil
+	case "stale":
+		return fsm.Stale, nil
+	}
+	return 0, errs.Errorf(errs.CodeInvalid, "consistency must be linearizable or stale, not %q", v)
+}
+
+func intParam(name, v string, lo, hi int) (int, error) {
+	if v == "" {
+		return 0, nil
+	}
+	i, err := strconv.Atoi(v)
+	if err != nil || i < lo || i > hi {
+		return 0, errs.Errorf(errs.CodeInvalid, "%s must be an integer between %d and %d", name, lo, hi)
+	}
+	return i, nil
+}
+
+// maxLongPoll bounds how long a change-feed request may wait.
+const maxLongPoll = 30 * time.Second

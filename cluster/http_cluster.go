@@ -1,0 +1,156 @@
+package cluster
+
+import (
+	"net/http"
+
+	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/fsm"
+	arblog "github.com/arbiterhq/arbiter/log"
+	"github.com/hashicorp/raft"
+)
+
+func (n *Node) handleStatus(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, n.Status())
+}
+
+func (n *Node) handleStateHash(w http.ResponseWriter, r *http.Request) {
+	h, err := n.StateHash()
+	if err != nil {
+		writeError(w, errs.Errorf(errs.CodeInternal, "state hash: %v", err))
+		return
+	}
+	writeJSON(w, http.StatusOK, h)
+}
+
+func (n *Node) handleJoin(w http.ResponseWriter, r *http.Request) {
+	var req JoinRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := n.Join(r.Context(), req); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"joined": true})
+}
+
+func (n *Node) handleRemove(w http.ResponseWriter, r *http.Request) {
+	var req RemoveRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := n.Remove(r.Context(), req); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"removed": true})
+}
+
+// handleCommand is Remote's write path: any command a client may propose,
+// run as the request's principal (any principal in the body is ignored).
+func (n *Node) handleCommand(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r, arblog.MaxCommandBytes)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	cmd, err := arblog.Decode(body)
+	if err != nil {
+		writeMsgpack(w, wireReply{Err: errs.Errorf(errs.CodeInvalid, "%v", err)})
+		return
+	}
+	res, err := n.Propose(r.Context(), cmd)
+	writeMsgpack(w, wireReply{Response: res, Err: errs.From(err)})
+}
+
+// handleQuery is Remote's read path.
+func (n *Node) handleQuery(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r, arblog.MaxCommandBytes)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var q fsm.Query
+	if err := arblog.Unmarshal(body, &q); err != nil {
+		writeMsgpack(w, wireReply{Err: errs.Errorf(errs.CodeInvalid, "%v", err)})
+		return
+	}
+	out, err := n.Query(r.Context(), q)
+	writeMsgpack(w, wireReply{Result: out, Err: errs.From(err)})
+}
+
+// handleInternalApply receives a command forwarded by another node. It
+// applies only on the leader and never forwards again, so a stale leader
+// hint cannot make a request loop; the sender retries elsewhere.
+func (n *Node) handleInternalApply(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r, arblog.MaxCommandBytes)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	cmd, err := arblog.Decode(body)
+	if err != nil {
+		writeMsgpack(w, wireReply{Err: errs.Errorf(errs.CodeInvalid, "%v", err)})
+		return
+	}
+	if n.fsm.IsInternal(cmd.Type) {
+		writeMsgpack(w, wireReply{Err: errs.Errorf(errs.CodeForbidden, "command type %d is internal to the cluster", cmd.Type)})
+		return
+	}
+	if !n.IsLeader() {
+		writeMsgpack(w, wireReply{Err: errs.New(errs.CodeUnavailable, "not the leader")})
+		return
+	}
+	ctx, cancel := n.withTimeout(r.Context())
+	defer cancel()
+	res, err := n.applyLocal(ctx, cmd)
+	writeMsgpack(w, wireReply{Response: res, Err: errs.From(err)})
+}
+
+// handleInternalQuery serves a linearizable read forwarded by a follower.
+func (n *Node) handleInternalQuery(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r, arblog.MaxCommandBytes)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var q wireQuery
+	if err := arblog.Unmarshal(body, &q); err != nil {
+		writeMsgpack(w, wireReply{Err: errs.Errorf(errs.CodeInvalid, "%v", err)})
+		return
+	}
+	if !n.IsLeader() {
+		writeMsgpack(w, wireReply{Err: errs.New(errs.CodeUnavailable, "not the leader")})
+		return
+	}
+	ctx, cancel := n.withTimeout(r.Context())
+	defer cancel()
+	if err := n.linearize(ctx); err != nil {
+		writeMsgpack(w, wireReply{Err: errs.From(err)})
+		return
+	}
+	out, err := n.fsm.Query(q.Principal, q.Query)
+	writeMsgpack(w, wireReply{Result: out, Err: errs.From(err)})
+}
+
+func (n *Node) handleHealthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// handleReadyz is 200 only when a leader is known and this node has applied
+// everything it knows to be committed.
+func (n *Node) handleReadyz(w http.ResponseWriter, r *http.Request) {
+	_, leader := n.raft.LeaderWithID()
+	switch {
+	case leader == "":
+		writeError(w, errs.New(errs.CodeUnavailable, "no known leader"))
+	case n.raft.State() == raft.Shutdown:
+		writeError(w, errs.New(errs.CodeUnavailable, "shut down"))
+	case n.raft.AppliedIndex() < n.raft.CommitIndex():
+		writeError(w, errs.Errorf(errs.CodeUnavailable, "applied %d of %d committed entries", n.raft.AppliedIndex(), n.raft.CommitIndex()))
+	default:
+		writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "leader_id": leader})
+	}
+}

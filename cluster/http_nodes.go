@@ -1,0 +1,136 @@
+package cluster
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/arbiterhq/arbiter/fsm"
+)
+
+// The node-primitive routes are thin: decode, call the typed client over
+// this node (which forwards to the leader as needed), encode.
+
+func (n *Node) nodes() *fsm.Nodes { return fsm.NewNodes(n, n) }
+
+func (n *Node) handleCreateNode(w http.ResponseWriter, r *http.Request) {
+	var req fsm.CreateNodeRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	res, err := n.nodes().CreateIfAbsent(r.Context(), req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (n *Node) handleCAS(w http.ResponseWriter, r *http.Request) {
+	var req fsm.CASRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	res, err := n.nodes().CompareAndSet(r.Context(), req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (n *Node) handleGetNode(w http.ResponseWriter, r *http.Request) {
+	p, err := queryParams(r, "node_id", "consistency")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	c, err := consistencyParam(p["consistency"])
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	node, err := n.nodes().Get(r.Context(), p["node_id"], c)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, node)
+}
+
+func (n *Node) handleNodesByLabel(w http.ResponseWriter, r *http.Request) {
+	p, err := queryParams(r, "label", "after", "limit", "consistency")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	c, err := consistencyParam(p["consistency"])
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	limit, err := intParam("limit", p["limit"], 1, fsm.MaxLabelPage)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	page, err := n.nodes().ByLabel(r.Context(), fsm.LabelQuery{Label: p["label"], After: p["after"], Limit: limit}, c)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+// handleChanges pages the change feed after a sequence. With wait_ms and
+// nothing new, it waits (at most maxLongPoll) for the next applied batch.
+func (n *Node) handleChanges(w http.ResponseWriter, r *http.Request) {
+	p, err := queryParams(r, "after", "limit", "wait_ms", "consistency")
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	c, err := consistencyParam(p["consistency"])
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	after, err := intParam("after", p["after"], 0, int(^uint(0)>>1))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	limit, err := intParam("limit", p["limit"], 1, fsm.MaxChangesPage)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	waitMs, err := intParam("wait_ms", p["wait_ms"], 0, int(maxLongPoll/time.Millisecond))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	req := fsm.ChangesRequest{After: uint64(after), Limit: limit}
+	ctx, cancel := context.WithTimeout(r.Context(), time.Duration(waitMs)*time.Millisecond)
+	defer cancel()
+	for {
+		changed := n.fsm.Changed()
+		var page fsm.ChangesPage
+		if err := fsm.Ask(r.Context(), n, fsm.QueryChanges, c == fsm.Stale, req, &page); err != nil {
+			writeError(w, err)
+			return
+		}
+		if len(page.Events) > 0 || waitMs == 0 {
+			writeJSON(w, http.StatusOK, page)
+			return
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			writeJSON(w, http.StatusOK, page)
+			return
+		}
+	}
+}

@@ -1,0 +1,238 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/internal/bounds"
+	arblog "github.com/arbiterhq/arbiter/log"
+	"github.com/hashicorp/raft"
+)
+
+// JoinRequest asks the cluster to add a voter.
+type JoinRequest struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raft_addr"`
+	APIAddr  string `json:"api_addr"`
+}
+
+// RemoveRequest asks the cluster to remove a member.
+type RemoveRequest struct {
+	ID string `json:"id"`
+}
+
+func (r JoinRequest) validate() error {
+	for _, f := range []struct{ name, v string }{{"id", r.ID}, {"raft_addr", r.RaftAddr}, {"api_addr", r.APIAddr}} {
+		if err := bounds.Identifier(f.name, f.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Join adds a voter (or updates its addresses) through the leader. It is
+// idempotent: joining a member that is already present changes nothing.
+func (n *Node) Join(ctx context.Context, req JoinRequest) error {
+	if err := req.validate(); err != nil {
+		return err
+	}
+	return n.onLeader(ctx, "/v1/cluster/join", req, func(ctx context.Context) error {
+		return n.addVoter(ctx, req)
+	})
+}
+
+// Remove removes a member through the leader: its metadata first, then its
+// vote. Removing the leader makes it step down.
+func (n *Node) Remove(ctx context.Context, req RemoveRequest) error {
+	if err := bounds.Identifier("id", req.ID); err != nil {
+		return err
+	}
+	return n.onLeader(ctx, "/v1/cluster/remove", req, func(ctx context.Context) error {
+		return n.removeServer(ctx, req.ID)
+	})
+}
+
+// onLeader runs do on the leader: here if this node leads, else by posting
+// body to path on the leader's API; it retries while no leader is known.
+func (n *Node) onLeader(ctx context.Context, path string, body any, do func(context.Context) error) error {
+	ctx, cancel := n.withTimeout(ctx)
+	defer cancel()
+	var last error
+	for attempt := 0; ; attempt++ {
+		var err error
+		if n.IsLeader() {
+			err = do(ctx)
+		} else if _, api := n.leaderAPI(); api != "" {
+			err = n.postJSON(ctx, "http://"+api+path, body, nil)
+		} else {
+			err = errs.New(errs.CodeUnavailable, "no known leader")
+		}
+		if !retryable(err) {
+			return err
+		}
+		last = err
+		if sleepCtx(ctx, backoff(attempt)) != nil {
+			return errs.Errorf(errs.CodeUnavailable, "%s: no leader before the deadline: %v", path, last)
+		}
+	}
+}
+
+func (n *Node) addVoter(ctx context.Context, req JoinRequest) error {
+	servers, err := n.servers()
+	if err != nil {
+		return err
+	}
+	present := false
+	for _, s := range servers {
+		switch {
+		case string(s.ID) == req.ID && string(s.Address) == req.RaftAddr && s.Suffrage == raft.Voter:
+			present = true
+		case string(s.ID) != req.ID && string(s.Address) == req.RaftAddr:
+			return errs.Errorf(errs.CodeConflict, "raft address %s belongs to member %s", req.RaftAddr, s.ID)
+		}
+	}
+	if err := n.ensureMember(ctx, fsm.Member{ID: req.ID, RaftAddr: req.RaftAddr, APIAddr: req.APIAddr}); err != nil {
+		return err
+	}
+	if present {
+		return nil
+	}
+	if err := waitFuture(ctx, n.raft.AddVoter(raft.ServerID(req.ID), raft.ServerAddress(req.RaftAddr), 0, n.cfg.ApplyTimeout)); err != nil {
+		return raftError("add voter", err)
+	}
+	n.logger.Info("added voter", "id", req.ID, "raft_addr", req.RaftAddr, "api_addr", req.APIAddr)
+	return nil
+}
+
+func (n *Node) removeServer(ctx context.Context, id string) error {
+	servers, err := n.servers()
+	if err != nil {
+		return err
+	}
+	found := false
+	for _, s := range servers {
+		found = found || string(s.ID) == id
+	}
+	if !found {
+		return errs.Errorf(errs.CodeNotFound, "no member %q", id)
+	}
+	res, err := n.applyLocal(ctx, arblog.Command{Type: fsm.CmdMemberRemove, Version: 1, Payload: arblog.MustMarshal(fsm.Member{ID: id})})
+	if err != nil {
+		return err
+	}
+	if res.Err != nil && res.Err.Code != errs.CodeNotFound {
+		return res.Err
+	}
+	if err := waitFuture(ctx, n.raft.RemoveServer(raft.ServerID(id), 0, n.cfg.ApplyTimeout)); err != nil {
+		return raftError("remove server", err)
+	}
+	n.logger.Info("removed member", "id", id)
+	return nil
+}
+
+// ensureMember replicates m's metadata unless it is already current. This
+// node must be the leader.
+func (n *Node) ensureMember(ctx context.Context, m fsm.Member) error {
+	for _, have := range n.fsm.Members() {
+		if have == m {
+			return nil
+		}
+	}
+	res, err := n.applyLocal(ctx, arblog.Command{Type: fsm.CmdMemberUpsert, Version: 1, Payload: arblog.MustMarshal(m)})
+	if err != nil {
+		return err
+	}
+	if res.Err != nil {
+		return res.Err
+	}
+	return nil
+}
+
+func (n *Node) servers() ([]raft.Server, error) {
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return nil, raftError("read configuration", err)
+	}
+	return f.Configuration().Servers, nil
+}
+
+// raftError classifies a raft membership error: not being the leader is
+// retryable, anything else is an outcome the caller must check.
+func raftError(op string, err error) error {
+	if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipTransferInProgress) {
+		return errs.Errorf(errs.CodeUnavailable, "%s: %v", op, err)
+	}
+	return errs.Unknown("%s: %v", op, err)
+}
+
+// joinCluster asks the members in cfg.Join, in turn, to add this node,
+// until one accepts or ctx ends.
+func (n *Node) joinCluster(ctx context.Context) error {
+	req := JoinRequest{ID: n.cfg.ID, RaftAddr: n.raftAddr, APIAddr: n.apiAddr}
+	var last error
+	for attempt := 0; ; attempt++ {
+		for _, base := range n.cfg.Join {
+			url := strings.TrimRight(base, "/") + "/v1/cluster/join"
+			if !strings.Contains(base, "://") {
+				url = "http://" + url
+			}
+			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			err := n.postJSON(cctx, url, req, nil)
+			cancel()
+			if err == nil {
+				n.logger.Info("joined the cluster", "via", base)
+				return nil
+			}
+			last = err
+			n.logger.Warn("join attempt failed", "via", base, "error", err)
+		}
+		if sleepCtx(ctx, backoff(attempt+3)) != nil {
+			return fmt.Errorf("cluster: could not join through %v: %w", n.cfg.Join, last)
+		}
+	}
+}
+
+// registerSelf makes sure the replicated member metadata holds this node's
+// current addresses (a restart may change the API address). The leader
+// registers itself when it takes office; a follower asks the leader.
+func (n *Node) registerSelf() {
+	me := fsm.Member{ID: n.cfg.ID, RaftAddr: n.raftAddr, APIAddr: n.apiAddr}
+	for attempt := 0; ; attempt++ {
+		for _, m := range n.fsm.Members() {
+			if m == me {
+				return
+			}
+		}
+		if !n.IsLeader() && n.inConfiguration() {
+			if _, api := n.leaderAPI(); api != "" {
+				ctx, cancel := context.WithTimeout(n.ctx, 5*time.Second)
+				err := n.postJSON(ctx, "http://"+api+"/v1/cluster/join", JoinRequest(me), nil)
+				cancel()
+				if err != nil && n.ctx.Err() == nil {
+					n.logger.Debug("registering member metadata failed", "error", err)
+				}
+			}
+		}
+		if sleepCtx(n.ctx, min(backoff(attempt+4), time.Second)) != nil {
+			return
+		}
+	}
+}
+
+func (n *Node) inConfiguration() bool {
+	servers, err := n.servers()
+	if err != nil {
+		return false
+	}
+	for _, s := range servers {
+		if string(s.ID) == n.cfg.ID {
+			return true
+		}
+	}
+	return false
+}

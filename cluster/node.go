@@ -1,0 +1,327 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/arbiterhq/arbiter/fsm"
+	arblog "github.com/arbiterhq/arbiter/log"
+	"github.com/hashicorp/raft"
+)
+
+// Node is one member of an Arbiter cluster. It implements fsm.Proposer and
+// fsm.Reader.
+type Node struct {
+	cfg     Config
+	logger  *slog.Logger
+	fsm     *fsm.FSM
+	metrics *metrics
+	peers   *http.Client
+
+	// Set by Start.
+	raft           *raft.Raft
+	transport      raft.Transport
+	closeTransport func() error
+	stores         *Stores
+	httpSrv        *http.Server
+	raftAddr       string // advertised raft address
+	apiAddr        string // advertised API host:port
+	sem            chan struct{}
+
+	// readyTerm is the term in which this node, as leader, has committed
+	// its first entry; linearizable reads are served only in that term.
+	readyTerm atomic.Uint64
+
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	started atomic.Bool
+	stopped sync.Once
+	stopErr error
+}
+
+var (
+	_ fsm.Proposer = (*Node)(nil)
+	_ fsm.Reader   = (*Node)(nil)
+)
+
+// New validates cfg and builds a node; Start brings it up.
+func New(cfg Config) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("cluster: invalid config: %w", err)
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	logger = logger.With("node", cfg.ID)
+	f, err := fsm.New(fsm.Config{Modules: cfg.Modules, Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	n := &Node{cfg: cfg, logger: logger, fsm: f, peers: cfg.PeerClient}
+	if n.peers == nil {
+		n.peers = &http.Client{Transport: &http.Transport{
+			MaxIdleConnsPerHost: 64,
+			IdleConnTimeout:     90 * time.Second,
+			DialContext:         (&net.Dialer{Timeout: 3 * time.Second}).DialContext,
+		}}
+	}
+	n.metrics = newMetrics(n)
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	return n, nil
+}
+
+// Start opens the stores, starts raft and the HTTP API, bootstraps or joins
+// when the data directory is new, and returns. A node with existing state
+// resumes its membership and ignores Bootstrap and Join. Joining retries
+// until ctx ends.
+func (n *Node) Start(ctx context.Context) (err error) {
+	if !n.started.CompareAndSwap(false, true) {
+		return errors.New("cluster: node already started")
+	}
+	cleanup := []func(){}
+	defer func() {
+		if err != nil {
+			n.cancel()
+			for i := len(cleanup) - 1; i >= 0; i-- {
+				cleanup[i]()
+			}
+		}
+	}()
+
+	if err := n.openStores(); err != nil {
+		return err
+	}
+	cleanup = append(cleanup, func() { _ = n.stores.Close() })
+	if err := n.openTransport(); err != nil {
+		return err
+	}
+	cleanup = append(cleanup, func() { _ = n.closeTransport() })
+	ln, err := net.Listen("tcp", n.cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("cluster: listen on %s: %w", n.cfg.HTTPAddr, err)
+	}
+	cleanup = append(cleanup, func() { _ = ln.Close() })
+	n.apiAddr = n.cfg.HTTPAdvertise
+	if n.apiAddr == "" {
+		n.apiAddr = ln.Addr().String()
+	}
+
+	hasState, err := raft.HasExistingState(n.stores.Log, n.stores.Stable, n.stores.Snapshot)
+	if err != nil {
+		return fmt.Errorf("cluster: inspect raft state: %w", err)
+	}
+	notify := make(chan bool, 16)
+	r, err := raft.NewRaft(n.raftConfig(notify), n.fsm, n.stores.Log, n.stores.Stable, n.stores.Snapshot, n.transport)
+	if err != nil {
+		return fmt.Errorf("cluster: start raft: %w", err)
+	}
+	n.raft = r
+	cleanup = append(cleanup, func() { _ = r.Shutdown().Error() })
+
+	if !hasState && n.cfg.Bootstrap {
+		if err := n.bootstrap(); err != nil {
+			return err
+		}
+	}
+	n.startHTTP(ln)
+	n.goBackground(func() { n.watchLeadership(notify) })
+	n.goBackground(n.registerSelf)
+	n.logger.Info("node started", "raft_addr", n.raftAddr, "api_addr", n.apiAddr, "existing_state", hasState)
+
+	if !hasState && len(n.cfg.Join) > 0 {
+		if err := n.joinCluster(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (n *Node) openStores() error {
+	if n.cfg.Stores != nil {
+		n.stores = n.cfg.Stores
+		if n.stores.Close == nil {
+			n.stores.Close = func() error { return nil }
+		}
+		return nil
+	}
+	s, err := arblog.OpenStores(n.cfg.DataDir, arblog.StoreOptions{
+		NoSyncUnsafe: n.cfg.NoSyncUnsafe,
+		LogOutput:    slogWriter{n.logger.With("component", "snapshots")},
+	})
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	n.stores = &Stores{Log: s.Log, Stable: s.Stable, Snapshot: s.Snapshot, Close: s.Close}
+	return nil
+}
+
+func (n *Node) openTransport() error {
+	if n.cfg.Transport != nil {
+		n.transport = n.cfg.Transport
+		n.closeTransport = func() error { return nil } // the caller owns it
+		n.raftAddr = string(n.transport.LocalAddr())
+		return nil
+	}
+	var advertise net.Addr
+	if n.cfg.RaftAdvertise != "" {
+		a, err := net.ResolveTCPAddr("tcp", n.cfg.RaftAdvertise)
+		if err != nil {
+			return fmt.Errorf("cluster: RaftAdvertise: %w", err)
+		}
+		advertise = a
+	}
+	t, err := raft.NewTCPTransportWithConfig(n.cfg.RaftAddr, advertise, &raft.NetworkTransportConfig{
+		MaxPool: 4,
+		Timeout: 10 * time.Second,
+		Logger:  newHclog(n.logger, "raft-net"),
+	})
+	if err != nil {
+		return fmt.Errorf("cluster: raft transport on %s: %w", n.cfg.RaftAddr, err)
+	}
+	n.transport, n.closeTransport = t, t.Close
+	n.raftAddr = string(t.LocalAddr())
+	return nil
+}
+
+func (n *Node) raftConfig(notify chan bool) *raft.Config {
+	c := raft.DefaultConfig()
+	c.LocalID = raft.ServerID(n.cfg.ID)
+	c.HeartbeatTimeout = n.cfg.HeartbeatTimeout
+	c.ElectionTimeout = n.cfg.ElectionTimeout
+	c.LeaderLeaseTimeout = n.cfg.LeaderLeaseTimeout
+	c.CommitTimeout = n.cfg.CommitTimeout
+	c.MaxAppendEntries = n.cfg.MaxAppendEntries
+	c.BatchApplyCh = true
+	c.SnapshotInterval = n.cfg.SnapshotInterval
+	c.SnapshotThreshold = n.cfg.SnapshotThreshold
+	c.TrailingLogs = n.cfg.TrailingLogs
+	c.ShutdownOnRemove = true
+	c.NotifyCh = notify
+	c.Logger = newHclog(n.logger, "raft")
+	return c
+}
+
+func (n *Node) bootstrap() error {
+	servers := n.cfg.InitialServers
+	if len(servers) == 0 {
+		servers = []raft.Server{{Suffrage: raft.Voter, ID: raft.ServerID(n.cfg.ID), Address: raft.ServerAddress(n.raftAddr)}}
+	}
+	if err := n.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+		return fmt.Errorf("cluster: bootstrap: %w", err)
+	}
+	n.logger.Info("bootstrapped a new cluster", "voters", len(servers))
+	return nil
+}
+
+func (n *Node) goBackground(f func()) {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		f()
+	}()
+}
+
+// Shutdown stops the node gracefully: a leader first hands leadership to
+// another voter, then the API, raft, the transport and the stores close.
+func (n *Node) Shutdown(ctx context.Context) error { return n.stop(ctx, true) }
+
+// Close stops the node at once, without handing over leadership.
+func (n *Node) Close() error { return n.stop(context.Background(), false) }
+
+func (n *Node) stop(ctx context.Context, transfer bool) error {
+	n.stopped.Do(func() {
+		if !n.started.Load() || n.raft == nil {
+			n.cancel()
+			return
+		}
+		if transfer && n.IsLeader() && n.voterCount() > 1 {
+			if err := waitFuture(ctx, n.raft.LeadershipTransfer()); err != nil {
+				n.logger.Warn("leadership transfer before shutdown failed", "error", err)
+			} else {
+				n.logger.Info("handed over leadership before shutdown")
+			}
+		}
+		n.cancel()
+		httpCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if err := n.httpSrv.Shutdown(httpCtx); err != nil {
+			_ = n.httpSrv.Close()
+		}
+		cancel()
+		errRaft := n.raft.Shutdown().Error()
+		n.wg.Wait()
+		errTransport := n.closeTransport()
+		errStores := n.stores.Close()
+		n.stopErr = errors.Join(errRaft, errTransport, errStores)
+		n.logger.Info("node stopped")
+	})
+	return n.stopErr
+}
+
+// waitFuture waits for a raft future or for ctx, whichever comes first.
+func waitFuture(ctx context.Context, f raft.Future) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ID is this node's raft server id.
+func (n *Node) ID() string { return n.cfg.ID }
+
+// APIAddr is the advertised host:port of this node's HTTP API.
+func (n *Node) APIAddr() string { return n.apiAddr }
+
+// RaftAddr is the advertised raft address.
+func (n *Node) RaftAddr() string { return n.raftAddr }
+
+// FSM exposes the local state machine (for state hashes and stale reads).
+func (n *Node) FSM() *fsm.FSM { return n.fsm }
+
+// Raft exposes the raft instance for tooling and tests. Changing
+// membership through it bypasses member metadata; use Join and Remove.
+func (n *Node) Raft() *raft.Raft { return n.raft }
+
+// IsLeader reports whether this node believes it is the leader.
+func (n *Node) IsLeader() bool { return n.raft != nil && n.raft.State() == raft.Leader }
+
+func (n *Node) voterCount() int {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return 0
+	}
+	c := 0
+	for _, s := range f.Configuration().Servers {
+		if s.Suffrage == raft.Voter {
+			c++
+		}
+	}
+	return c
+}
+
+// leaderAPI returns the leader's id and API address as this node knows
+// them, or "" when unknown.
+func (n *Node) leaderAPI() (id, api string) {
+	_, lid := n.raft.LeaderWithID()
+	if lid == "" {
+		return "", ""
+	}
+	for _, m := range n.fsm.Members() {
+		if m.ID == string(lid) {
+			return m.ID, m.APIAddr
+		}
+	}
+	return string(lid), ""
+}

@@ -1,0 +1,121 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/fsm"
+	arblog "github.com/arbiterhq/arbiter/log"
+	"github.com/hashicorp/raft"
+)
+
+// Propose submits cmd to the log as the principal on ctx, through the
+// leader, and returns its result. See the package doc for what an error
+// means about the command's outcome.
+func (n *Node) Propose(ctx context.Context, cmd arblog.Command) (*fsm.Response, error) {
+	if n.fsm.IsInternal(cmd.Type) {
+		return nil, errs.Errorf(errs.CodeForbidden, "command type %d is internal to the cluster", cmd.Type)
+	}
+	cmd.Principal, _ = fsm.PrincipalFrom(ctx)
+	return n.propose(ctx, cmd)
+}
+
+// propose applies cmd on the leader, from wherever it is called, retrying
+// while the command is known not to have been applied.
+func (n *Node) propose(ctx context.Context, cmd arblog.Command) (*fsm.Response, error) {
+	if n.raft == nil {
+		return nil, errs.New(errs.CodeUnavailable, "node is not started")
+	}
+	ctx, cancel := n.withTimeout(ctx)
+	defer cancel()
+	var last error
+	for attempt := 0; ; attempt++ {
+		var res *fsm.Response
+		var err error
+		if n.IsLeader() {
+			res, err = n.applyLocal(ctx, cmd)
+		} else if id, api := n.leaderAPI(); api != "" {
+			n.metrics.forwarded.Inc()
+			res, err = n.forwardApply(ctx, api, cmd)
+		} else if id != "" {
+			err = errs.Errorf(errs.CodeUnavailable, "leader %s has no known API address yet", id)
+		} else {
+			err = errs.New(errs.CodeUnavailable, "no known leader")
+		}
+		if !retryable(err) {
+			return res, err
+		}
+		last = err
+		if sleepCtx(ctx, backoff(attempt)) != nil {
+			return nil, errs.Errorf(errs.CodeUnavailable, "command not applied before the deadline: %v", last)
+		}
+	}
+}
+
+// applyLocal stamps and applies cmd on this node, which must be the leader.
+func (n *Node) applyLocal(ctx context.Context, cmd arblog.Command) (*fsm.Response, error) {
+	cmd.Stamp = time.Now().UnixMilli()
+	data, err := arblog.Encode(cmd)
+	if err != nil {
+		return nil, errs.Errorf(errs.CodeInvalid, "encode command: %v", err)
+	}
+	enqueue := n.cfg.ApplyTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		enqueue = time.Until(dl)
+	}
+	if enqueue <= 0 {
+		return nil, errs.New(errs.CodeUnavailable, "deadline passed before the command was proposed")
+	}
+	start := time.Now()
+	future := n.raft.Apply(data, enqueue)
+	err = waitFuture(ctx, future)
+	switch {
+	case err == nil:
+		n.metrics.applyLatency.Observe(time.Since(start).Seconds())
+		res, ok := future.Response().(*fsm.Response)
+		if !ok {
+			return nil, errs.Errorf(errs.CodeInternal, "FSM returned %T", future.Response())
+		}
+		return res, nil
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrEnqueueTimeout):
+		return nil, errs.Errorf(errs.CodeUnavailable, "not applied: %v", err)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return nil, errs.Unknown("gave up waiting for the command to commit: %v", err)
+	default: // leadership lost, shutdown, aborted by restore
+		return nil, errs.Unknown("command may or may not be applied: %v", err)
+	}
+}
+
+// retryable reports whether err says the command was certainly not applied
+// and another attempt (perhaps on another leader) is safe.
+func retryable(err error) bool {
+	var e *errs.Error
+	return errors.As(err, &e) && e.Code == errs.CodeUnavailable && !e.OutcomeUnknown
+}
+
+// withTimeout bounds ctx by ApplyTimeout when it has no deadline.
+func (n *Node) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, n.cfg.ApplyTimeout)
+}
+
+// backoff grows from 10ms to 500ms.
+func backoff(attempt int) time.Duration {
+	d := 10 * time.Millisecond << min(attempt, 6)
+	return min(d, 500*time.Millisecond)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

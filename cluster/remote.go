@@ -1,0 +1,143 @@
+package cluster
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/fsm"
+	arblog "github.com/arbiterhq/arbiter/log"
+)
+
+// Remote is an HTTP client of a cluster implementing fsm.Proposer and
+// fsm.Reader, so the same service code runs against an embedded node or a
+// cluster elsewhere. It spreads calls over the given API addresses and
+// moves on to the next one when a node cannot be reached; whichever node it
+// reaches forwards to the leader. The principal is the one the server
+// authenticates, never one set on the client's context.
+type Remote struct {
+	bases   []string
+	client  *http.Client
+	timeout time.Duration
+	next    atomic.Uint32
+}
+
+var (
+	_ fsm.Proposer = (*Remote)(nil)
+	_ fsm.Reader   = (*Remote)(nil)
+)
+
+// NewRemote returns a client of the nodes at addrs (host:port or base URLs).
+func NewRemote(addrs ...string) *Remote {
+	r := &Remote{client: &http.Client{}, timeout: 30 * time.Second}
+	for _, a := range addrs {
+		if !strings.Contains(a, "://") {
+			a = "http://" + a
+		}
+		r.bases = append(r.bases, strings.TrimRight(a, "/"))
+	}
+	return r
+}
+
+// WithHTTPClient replaces the HTTP client (for TLS or custom transports).
+func (r *Remote) WithHTTPClient(c *http.Client) *Remote {
+	r.client = c
+	return r
+}
+
+// WithTimeout sets the bound of a call whose context has no deadline.
+func (r *Remote) WithTimeout(d time.Duration) *Remote {
+	r.timeout = d
+	return r
+}
+
+// Propose submits cmd through one of the nodes.
+func (r *Remote) Propose(ctx context.Context, cmd arblog.Command) (*fsm.Response, error) {
+	body, err := arblog.Encode(cmd)
+	if err != nil {
+		return nil, errs.Errorf(errs.CodeInvalid, "encode command: %v", err)
+	}
+	reply, err := r.call(ctx, "/v1/commands", body)
+	if err != nil {
+		return nil, err
+	}
+	if reply.Err != nil {
+		return nil, reply.Err
+	}
+	if reply.Response == nil {
+		return nil, errs.Unknown("empty reply")
+	}
+	return reply.Response, nil
+}
+
+// Query runs q through one of the nodes.
+func (r *Remote) Query(ctx context.Context, q fsm.Query) ([]byte, error) {
+	body, err := arblog.Marshal(q)
+	if err != nil {
+		return nil, errs.Errorf(errs.CodeInvalid, "encode query: %v", err)
+	}
+	reply, err := r.call(ctx, "/v1/queries", body)
+	if err != nil {
+		return nil, err
+	}
+	if reply.Err != nil {
+		return nil, reply.Err
+	}
+	return reply.Result, nil
+}
+
+// Status returns the status of the first node that answers.
+func (r *Remote) Status(ctx context.Context) (*Status, error) {
+	ctx, cancel := r.bound(ctx)
+	defer cancel()
+	var last error
+	for range r.bases {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.pick()+"/v1/cluster/status", nil)
+		if err != nil {
+			return nil, errs.Errorf(errs.CodeInvalid, "%v", err)
+		}
+		var s Status
+		if last = doJSON(r.client, req, &s); last == nil {
+			return &s, nil
+		}
+	}
+	return nil, last
+}
+
+// call posts body to path on one node after another until one is reached.
+// Only failures to connect move on: once a request may have been received,
+// its error is returned (with an unknown outcome for writes).
+func (r *Remote) call(ctx context.Context, path string, body []byte) (*wireReply, error) {
+	if len(r.bases) == 0 {
+		return nil, errs.New(errs.CodeInvalid, "remote has no addresses")
+	}
+	ctx, cancel := r.bound(ctx)
+	defer cancel()
+	var last error
+	for range r.bases {
+		var reply wireReply
+		err := postMsgpack(ctx, r.client, r.pick()+path, body, &reply)
+		if err == nil {
+			return &reply, nil
+		}
+		last = err
+		if !retryable(err) {
+			return nil, err
+		}
+	}
+	return nil, last
+}
+
+func (r *Remote) pick() string {
+	return r.bases[int(r.next.Add(1)-1)%len(r.bases)]
+}
+
+func (r *Remote) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, r.timeout)
+}

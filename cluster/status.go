@@ -1,0 +1,69 @@
+package cluster
+
+import (
+	"encoding/hex"
+
+	"github.com/hashicorp/raft"
+)
+
+// Status is a node's view of the cluster.
+type Status struct {
+	NodeID        string         `json:"node_id"`
+	State         string         `json:"state"`
+	LeaderID      string         `json:"leader_id"`
+	LeaderAPIAddr string         `json:"leader_api_addr"`
+	Term          uint64         `json:"term"`
+	CommitIndex   uint64         `json:"commit_index"`
+	AppliedIndex  uint64         `json:"applied_index"`
+	Members       []MemberStatus `json:"members"`
+}
+
+// MemberStatus is one member: raft's configuration joined with the
+// replicated metadata.
+type MemberStatus struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raft_addr"`
+	APIAddr  string `json:"api_addr"`
+	Voter    bool   `json:"voter"`
+}
+
+// Status reports this node's view of the cluster.
+func (n *Node) Status() Status {
+	lid, lapi := n.leaderAPI()
+	s := Status{
+		NodeID:        n.cfg.ID,
+		State:         n.raft.State().String(),
+		LeaderID:      lid,
+		LeaderAPIAddr: lapi,
+		Term:          n.raft.CurrentTerm(),
+		CommitIndex:   n.raft.CommitIndex(),
+		AppliedIndex:  n.fsm.AppliedIndex(),
+		Members:       []MemberStatus{},
+	}
+	api := map[string]string{}
+	for _, m := range n.fsm.Members() {
+		api[m.ID] = m.APIAddr
+	}
+	if servers, err := n.servers(); err == nil {
+		for _, sv := range servers {
+			s.Members = append(s.Members, MemberStatus{
+				ID: string(sv.ID), RaftAddr: string(sv.Address), APIAddr: api[string(sv.ID)],
+				Voter: sv.Suffrage == raft.Voter,
+			})
+		}
+	}
+	return s
+}
+
+// StateHash is the FSM's applied index and state hash, for divergence
+// checks across replicas.
+type StateHash struct {
+	Index uint64 `json:"index"`
+	Hash  string `json:"hash"`
+}
+
+// StateHash hashes the local state (O(state); for tests and tooling).
+func (n *Node) StateHash() (StateHash, error) {
+	idx, sum, err := n.fsm.StateHash()
+	return StateHash{Index: idx, Hash: hex.EncodeToString(sum[:])}, err
+}

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/arbiterhq/arbiter/cluster"
+)
+
+func serve(args []string) error {
+	cfg := cluster.DefaultConfig()
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.StringVar(&cfg.ID, "id", cfg.ID, "this node's unique id")
+	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory for the raft log and snapshots")
+	fs.StringVar(&cfg.RaftAddr, "raft-addr", cfg.RaftAddr, "host:port for raft traffic")
+	fs.StringVar(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "host:port for the HTTP API")
+	fs.StringVar(&cfg.RaftAdvertise, "raft-advertise", "", "raft address peers dial, if not --raft-addr")
+	fs.StringVar(&cfg.HTTPAdvertise, "http-advertise", "", "API address peers and clients use, if not --http-addr")
+	bootstrap := fs.Bool("bootstrap", false, "start a new cluster with this node as its first voter (the default when --join is not given)")
+	join := fs.String("join", "", "comma-separated API URLs of existing members to join through")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	noSync := fs.Bool("unsafe-no-fsync", false, "do not fsync the raft log (benchmarks only: a crash may lose acknowledged writes)")
+	joinTimeout := fs.Duration("join-timeout", time.Minute, "how long to keep trying to join")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	cfg.NoSyncUnsafe = *noSync
+	if *join != "" {
+		if *bootstrap {
+			return errors.New("--bootstrap and --join are exclusive")
+		}
+		cfg.Join = strings.Split(*join, ",")
+	} else {
+		// Bootstrapping only happens on an empty data directory; on a
+		// restart the node resumes its membership whatever the flags say.
+		cfg.Bootstrap = true
+	}
+
+	node, err := cluster.New(cfg)
+	if err != nil {
+		return err
+	}
+	startCtx, cancel := context.WithTimeout(context.Background(), *joinTimeout)
+	err = node.Start(startCtx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	cfg.Logger.Info("serving", "id", cfg.ID, "api", "http://"+node.APIAddr(), "raft", node.RaftAddr())
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	s := <-sig
+	cfg.Logger.Info("shutting down", "signal", s.String())
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	return node.Shutdown(ctx)
+}

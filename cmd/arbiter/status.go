@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/arbiterhq/arbiter/cluster"
+)
+
+func status(args []string) error {
+	fs := flag.NewFlagSet("status", flag.ContinueOnError)
+	addr := fs.String("addr", "http://127.0.0.1:8000", "API URL of any node")
+	asJSON := fs.Bool("json", false, "print the raw JSON status")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := cluster.NewRemote(*addr).Status(ctx)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(st)
+	}
+	fmt.Printf("node %s is %s; leader %s (%s); term %d; commit %d; applied %d\n",
+		st.NodeID, st.State, orDash(st.LeaderID), orDash(st.LeaderAPIAddr), st.Term, st.CommitIndex, st.AppliedIndex)
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tRAFT\tAPI\tVOTER")
+	for _, m := range st.Members {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\n", m.ID, m.RaftAddr, orDash(m.APIAddr), m.Voter)
+	}
+	return tw.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
