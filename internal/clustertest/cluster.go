@@ -1,0 +1,369 @@
+package clustertest
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/arbiterhq/arbiter/cluster"
+	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/hashicorp/raft"
+)
+
+// Options shape a test cluster.
+type Options struct {
+	// Nodes is the cluster size (default 3).
+	Nodes int
+	// Modules builds the domain modules for each node (nil: none).
+	Modules func() []fsm.Module
+	// TCP runs raft over loopback TCP instead of the in-memory transport.
+	// Partitions then cut only HTTP; use it for durability, not faults.
+	TCP bool
+	// Configure, if set, adjusts each node's config before it starts.
+	Configure func(i int, cfg *cluster.Config)
+	// Verbose logs raft and node messages to the test log.
+	Verbose bool
+}
+
+// Cluster is a running test cluster.
+type Cluster struct {
+	t    testing.TB
+	opts Options
+	net  *network
+
+	mu      sync.Mutex
+	members []*member
+}
+
+type member struct {
+	id       string
+	dataDir  string
+	raftAddr string
+	trans    *raft.InmemTransport // nil in TCP mode
+	node     *cluster.Node        // nil while stopped
+}
+
+// New starts a cluster and waits for a leader.
+func New(t testing.TB, opts Options) *Cluster {
+	t.Helper()
+	if opts.Nodes == 0 {
+		opts.Nodes = 3
+	}
+	c := &Cluster{t: t, opts: opts, net: newNetwork()}
+	root := t.TempDir()
+	for i := 0; i < opts.Nodes; i++ {
+		m := &member{id: fmt.Sprintf("n%d", i+1), dataDir: filepath.Join(root, fmt.Sprintf("n%d", i+1))}
+		if !opts.TCP {
+			m.raftAddr = m.id
+		}
+		c.members = append(c.members, m)
+	}
+	t.Cleanup(c.stopAll)
+	if opts.TCP {
+		c.startTCP()
+	} else {
+		for i := range c.members {
+			c.start(i, true)
+		}
+	}
+	c.WaitLeader(20 * time.Second)
+	return c
+}
+
+// startTCP bootstraps node 0 and joins the others through it.
+func (c *Cluster) startTCP() {
+	c.start(0, true)
+	c.WaitLeader(20 * time.Second)
+	for i := 1; i < len(c.members); i++ {
+		c.start(i, false)
+	}
+}
+
+func (c *Cluster) config(i int, bootstrap bool) cluster.Config {
+	m := c.members[i]
+	cfg := cluster.DefaultConfig()
+	cfg.ID = m.id
+	cfg.DataDir = m.dataDir
+	cfg.HTTPAddr = "127.0.0.1:0"
+	cfg.RaftAddr = "127.0.0.1:0"
+	if m.raftAddr != "" {
+		cfg.RaftAddr = m.raftAddr
+	}
+	cfg.NoSyncUnsafe = true
+	cfg.HeartbeatTimeout = 200 * time.Millisecond
+	cfg.ElectionTimeout = 200 * time.Millisecond
+	cfg.LeaderLeaseTimeout = 100 * time.Millisecond
+	cfg.TickInterval = 100 * time.Millisecond
+	cfg.ApplyTimeout = 5 * time.Second
+	cfg.PeerClient = c.net.client(i)
+	if c.opts.Modules != nil {
+		cfg.Modules = c.opts.Modules()
+	}
+	if c.opts.Verbose {
+		cfg.Logger = slog.New(slog.NewTextHandler(testWriter{c.t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	if c.opts.TCP {
+		if bootstrap {
+			cfg.Bootstrap = true
+		} else if _, err := os.Stat(filepath.Join(m.dataDir, "raft.db")); err != nil {
+			cfg.Join = []string{"http://" + c.members[0].node.APIAddr()}
+		}
+	} else {
+		cfg.Bootstrap = bootstrap
+		for _, o := range c.members {
+			cfg.InitialServers = append(cfg.InitialServers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(o.id), Address: raft.ServerAddress(o.id)})
+		}
+	}
+	if c.opts.Configure != nil {
+		c.opts.Configure(i, &cfg)
+	}
+	return cfg
+}
+
+// start creates and starts node i. In inmem mode it gets a fresh transport
+// wired to every running peer the current partition allows.
+func (c *Cluster) start(i int, bootstrap bool) {
+	c.t.Helper()
+	m := c.members[i]
+	cfg := c.config(i, bootstrap)
+	if !c.opts.TCP {
+		_, m.trans = raft.NewInmemTransport(raft.ServerAddress(m.id))
+		cfg.Transport = m.trans
+	}
+	node, err := cluster.New(cfg)
+	if err != nil {
+		c.t.Fatalf("clustertest: node %s: %v", m.id, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := node.Start(ctx); err != nil {
+		c.t.Fatalf("clustertest: start %s: %v", m.id, err)
+	}
+	c.mu.Lock()
+	m.node = node
+	if c.opts.TCP {
+		m.raftAddr = node.RaftAddr()
+	}
+	c.mu.Unlock()
+	c.net.setAPIAddr(i, node.APIAddr())
+	c.rewire()
+}
+
+// Node returns node i (nil while it is stopped).
+func (c *Cluster) Node(i int) *cluster.Node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.members[i].node
+}
+
+// Size is the number of members, running or not.
+func (c *Cluster) Size() int { return len(c.members) }
+
+// Running lists the indexes of running nodes.
+func (c *Cluster) Running() []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []int
+	for i, m := range c.members {
+		if m.node != nil {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// Leader returns the index of a running node in the leader state, or -1.
+func (c *Cluster) Leader() int {
+	for _, i := range c.Running() {
+		if n := c.Node(i); n != nil && n.IsLeader() {
+			return i
+		}
+	}
+	return -1
+}
+
+// WaitLeader waits until a leader exists that every running node reachable
+// from it agrees on, and returns its index.
+func (c *Cluster) WaitLeader(timeout time.Duration) int {
+	c.t.Helper()
+	var last string
+	ok := c.Eventually(timeout, func() bool {
+		l := c.Leader()
+		if l < 0 {
+			last = "no leader"
+			return false
+		}
+		for _, i := range c.Running() {
+			if c.net.blocked(l, i) || i == l {
+				continue
+			}
+			if st := c.Node(i).Status(); st.LeaderID != c.members[l].id {
+				last = fmt.Sprintf("%s sees leader %q, not %s", c.members[i].id, st.LeaderID, c.members[l].id)
+				return false
+			}
+		}
+		return true
+	})
+	if !ok {
+		c.t.Fatalf("clustertest: no agreed leader within %v: %s", timeout, last)
+	}
+	return c.Leader()
+}
+
+// Stop closes node i at once (no leadership transfer); its files remain.
+func (c *Cluster) Stop(i int) {
+	c.t.Helper()
+	c.mu.Lock()
+	m := c.members[i]
+	node := m.node
+	m.node = nil
+	c.mu.Unlock()
+	if node == nil {
+		return
+	}
+	if err := node.Close(); err != nil {
+		c.t.Logf("clustertest: stop %s: %v", m.id, err)
+	}
+	c.rewire()
+}
+
+// Restart starts a stopped node i on its existing data.
+func (c *Cluster) Restart(i int) {
+	c.t.Helper()
+	if c.Node(i) != nil {
+		c.t.Fatalf("clustertest: node %d is running", i)
+	}
+	c.start(i, false)
+}
+
+func (c *Cluster) stopAll() {
+	for i := range c.members {
+		c.Stop(i)
+	}
+}
+
+// Partition cuts every link between nodes in different groups. Nodes not
+// named in any group are cut off from everyone.
+func (c *Cluster) Partition(groups ...[]int) {
+	group := map[int]int{}
+	for g, members := range groups {
+		for _, i := range members {
+			group[i] = g + 1
+		}
+	}
+	cut := map[[2]int]bool{}
+	for a := range c.members {
+		for b := range c.members {
+			if a != b && (group[a] == 0 || group[a] != group[b]) {
+				cut[[2]int{a, b}] = true
+			}
+		}
+	}
+	c.net.setCut(cut)
+	c.rewire()
+}
+
+// Isolate cuts node i off from every other node.
+func (c *Cluster) Isolate(i int) {
+	var rest []int
+	for j := range c.members {
+		if j != i {
+			rest = append(rest, j)
+		}
+	}
+	c.Partition(rest)
+}
+
+// Heal restores every link.
+func (c *Cluster) Heal() {
+	c.net.setCut(map[[2]int]bool{})
+	c.rewire()
+}
+
+// rewire makes the inmem transports match the partition: a running node
+// can route to a running peer exactly when the link is not cut.
+func (c *Cluster) rewire() {
+	if c.opts.TCP {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for a, ma := range c.members {
+		if ma.node == nil {
+			continue
+		}
+		for b, mb := range c.members {
+			if a == b {
+				continue
+			}
+			if mb.node == nil || c.net.blocked(a, b) {
+				ma.trans.Disconnect(raft.ServerAddress(mb.id))
+			} else {
+				ma.trans.Connect(raft.ServerAddress(mb.id), mb.trans)
+			}
+		}
+	}
+}
+
+// Eventually polls cond every 20ms until it holds or timeout passes.
+func (c *Cluster) Eventually(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// WaitConverged waits until every running node has applied the same index
+// and returns that index and hash. Nodes at the same index with different
+// hashes have diverged: that fails the test at once. Ticks keep the index
+// moving, so it polls until it catches every node between two entries.
+func (c *Cluster) WaitConverged(timeout time.Duration) cluster.StateHash {
+	c.t.Helper()
+	var last string
+	var agreed cluster.StateHash
+	ok := c.Eventually(timeout, func() bool {
+		var hashes []cluster.StateHash
+		for _, i := range c.Running() {
+			h, err := c.Node(i).StateHash()
+			if err != nil {
+				last = err.Error()
+				return false
+			}
+			hashes = append(hashes, h)
+		}
+		for i, h := range hashes[1:] {
+			if h.Index != hashes[0].Index {
+				last = fmt.Sprintf("applied indexes differ: %d vs %d", hashes[0].Index, h.Index)
+				return false
+			}
+			if h.Hash != hashes[0].Hash {
+				c.t.Fatalf("clustertest: replicas diverged at index %d: %s vs %s (running nodes %v, pair 0/%d)",
+					h.Index, hashes[0].Hash, h.Hash, c.Running(), i+1)
+			}
+		}
+		agreed = hashes[0]
+		return true
+	})
+	if !ok {
+		c.t.Fatalf("clustertest: replicas did not reach the same index within %v: %s", timeout, last)
+	}
+	return agreed
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}
