@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Compare Arbiter's create-if-absent with etcd's transactional
+# create-if-absent on this machine: 3 loopback nodes each, fsync on, the
+# same load generator, runs interleaved (etcd, arbiter, etcd, arbiter, ...)
+# so that both see the same machine noise.
+#
+#   bench/compare.sh [rounds] [duration] [clients]
+#   bench/compare.sh 3 10s 1,16,64
+set -euo pipefail
+rounds=${1:-3}
+duration=${2:-10s}
+clients=${3:-1,16,64}
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d /tmp/arbiter-compare-XXXXXX)
+bin=$work/bin
+mkdir -p "$bin"
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo "building into $bin"
+(cd "$root" && go build -o "$bin/arbiter" ./cmd/arbiter)
+(cd "$root/bench/etcd" && go build -o "$bin/" ./cmd/...)
+
+wait_http() { # url
+  for _ in $(seq 1 200); do curl -sf "$1" >/dev/null 2>&1 && return 0; sleep 0.1; done
+  echo "timed out waiting for $1" >&2; return 1
+}
+
+start_etcd() {
+  local cluster="e1=http://127.0.0.1:23801,e2=http://127.0.0.1:23802,e3=http://127.0.0.1:23803"
+  for i in 1 2 3; do
+    "$bin/etcd" --name "e$i" --data-dir "$work/etcd$i" \
+      --listen-peer-urls "http://127.0.0.1:2380$i" --initial-advertise-peer-urls "http://127.0.0.1:2380$i" \
+      --listen-client-urls "http://127.0.0.1:2379$i" --advertise-client-urls "http://127.0.0.1:2379$i" \
+      --initial-cluster "$cluster" --initial-cluster-state new --log-level error \
+      >"$work/etcd$i.log" 2>&1 &
+    pids+=($!)
+  done
+  for i in 1 2 3; do wait_http "http://127.0.0.1:2379$i/health"; done
+}
+
+start_arbiter() {
+  "$bin/arbiter" serve --id a1 --data-dir "$work/arb1" --raft-addr 127.0.0.1:27001 --http-addr 127.0.0.1:28001 --log-level warn >"$work/arb1.log" 2>&1 &
+  pids+=($!)
+  wait_http http://127.0.0.1:28001/readyz
+  for i in 2 3; do
+    "$bin/arbiter" serve --id "a$i" --data-dir "$work/arb$i" --raft-addr "127.0.0.1:2700$i" --http-addr "127.0.0.1:2800$i" \
+      --join http://127.0.0.1:28001 --log-level warn >"$work/arb$i.log" 2>&1 &
+    pids+=($!)
+  done
+  for i in 2 3; do wait_http "http://127.0.0.1:2800$i/readyz"; done
+}
+
+start_etcd
+start_arbiter
+echo "3 etcd members and 3 arbiter nodes are up; $rounds rounds of $duration per client count"
+for r in $(seq 1 "$rounds"); do
+  echo "== round $r: etcd"
+  "$bin/etcdload" --endpoints 127.0.0.1:23791,127.0.0.1:23792,127.0.0.1:23793 --clients "$clients" --duration "$duration"
+  echo "== round $r: arbiter"
+  "$bin/arbiter" bench --addrs http://127.0.0.1:28001,http://127.0.0.1:28002,http://127.0.0.1:28003 --clients "$clients" --duration "$duration"
+done

@@ -1,0 +1,51 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/arbiterhq/arbiter/cluster"
+	"github.com/arbiterhq/arbiter/fsm"
+)
+
+// A single-node cluster embedded in a program. Other nodes would set
+// cfg.Join to this node's API URL instead of cfg.Bootstrap.
+func ExampleNode() {
+	dir, _ := os.MkdirTemp("", "arbiter-example-")
+	defer os.RemoveAll(dir)
+
+	cfg := cluster.DefaultConfig()
+	cfg.ID, cfg.DataDir = "n1", dir
+	cfg.RaftAddr, cfg.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Bootstrap = true
+	node, err := cluster.New(cfg)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx := context.Background()
+	if err := node.Start(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer node.Shutdown(ctx)
+
+	// Proposals wait for a leader (bounded by ApplyTimeout).
+	nodes := fsm.NewNodes(node, node)
+	res, err := nodes.CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: "job-1", IdempotencyKey: "req-1"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	again, _ := nodes.CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: "job-1", IdempotencyKey: "req-1"})
+	fmt.Println("created:", res.Created, "retry replayed:", again.Replayed, "retry created:", again.Created)
+
+	// The same calls over HTTP, from anywhere.
+	remote := cluster.NewRemote(node.APIAddr())
+	got, _ := fsm.NewNodes(remote, remote).Get(ctx, "job-1", fsm.Linearizable)
+	fmt.Println("read back:", got.NodeID, "version", got.Version)
+	// Output:
+	// created: true retry replayed: true retry created: true
+	// read back: job-1 version 1
+}

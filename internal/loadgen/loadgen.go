@@ -1,0 +1,102 @@
+// Package loadgen drives an operation from N concurrent clients for a fixed
+// time and reports throughput and latency percentiles. It is shared by
+// `arbiter bench` and the etcd comparison so both are measured the same way.
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Op performs one operation for client c; seq counts that client's calls.
+type Op func(ctx context.Context, c, seq int) error
+
+// Result summarizes one run.
+type Result struct {
+	Clients  int
+	Duration time.Duration
+	Ops      int
+	Errors   int
+	FirstErr error
+	P50      time.Duration
+	P99      time.Duration
+	P999     time.Duration
+}
+
+// OpsPerSec is successful operations per second.
+func (r Result) OpsPerSec() float64 { return float64(r.Ops) / r.Duration.Seconds() }
+
+func (r Result) String() string {
+	return fmt.Sprintf("clients=%-3d ops/s=%8.0f p50=%-9v p99=%-9v p999=%-9v ops=%d errors=%d",
+		r.Clients, r.OpsPerSec(), r.P50, r.P99, r.P999, r.Ops, r.Errors)
+}
+
+// maxSamples bounds the latencies kept per client (~64 MiB for 64 clients
+// would be far more than a run produces; this keeps memory bounded anyway).
+const maxSamples = 1 << 20
+
+// Run calls op from clients goroutines until d has passed (after a warmup
+// whose operations are not counted) and returns the summary.
+func Run(ctx context.Context, clients int, warmup, d time.Duration, op Op) Result {
+	var (
+		mu       sync.Mutex
+		all      []time.Duration
+		errCount int
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	start := time.Now()
+	measureFrom := start.Add(warmup)
+	end := measureFrom.Add(d)
+	for c := 0; c < clients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var lat []time.Duration
+			errs := 0
+			var first error
+			for seq := 0; ; seq++ {
+				t0 := time.Now()
+				if t0.After(end) || ctx.Err() != nil {
+					break
+				}
+				err := op(ctx, c, seq)
+				if t0.Before(measureFrom) {
+					continue
+				}
+				if err != nil {
+					errs++
+					if first == nil {
+						first = err
+					}
+				} else if len(lat) < maxSamples {
+					lat = append(lat, time.Since(t0))
+				}
+			}
+			mu.Lock()
+			all = append(all, lat...)
+			errCount += errs
+			if firstErr == nil {
+				firstErr = first
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	slices.Sort(all)
+	return Result{
+		Clients: clients, Duration: d, Ops: len(all), Errors: errCount, FirstErr: firstErr,
+		P50: pct(all, 0.50), P99: pct(all, 0.99), P999: pct(all, 0.999),
+	}
+}
+
+func pct(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(p * float64(len(sorted)-1))
+	return sorted[i].Round(10 * time.Microsecond)
+}
