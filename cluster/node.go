@@ -251,7 +251,11 @@ func (n *Node) stop(ctx context.Context, transfer bool) error {
 			}
 		}
 		n.cancel()
-		httpCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		// In-flight requests get a short grace period. Connections that
+		// never sent a request count as busy in http.Server.Shutdown for
+		// their first 5 s, so waiting longer would only wait for those.
+		n.httpSrv.SetKeepAlivesEnabled(false)
+		httpCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		if err := n.httpSrv.Shutdown(httpCtx); err != nil {
 			_ = n.httpSrv.Close()
 		}
