@@ -18,6 +18,22 @@ func nodesOf(c *clustertest.Cluster, i int) *fsm.Nodes {
 	return fsm.NewNodes(n, n)
 }
 
+// retryUnknown calls op until its outcome is known, as a careful client
+// does: a retry carries the same idempotency key, so it either replays the
+// first call's result or runs the command for the first time.
+func retryUnknown[T any](t *testing.T, op func(ctx context.Context) (T, error)) (T, error) {
+	t.Helper()
+	for attempt := 0; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		res, err := op(ctx)
+		cancel()
+		if !errs.IsOutcomeUnknown(err) || attempt == 5 {
+			return res, err
+		}
+		t.Logf("outcome unknown, retrying with the same idempotency key: %v", err)
+	}
+}
+
 // Many goroutines, spread over every node, race to create the same ids:
 // exactly one create per id reports created, every other sees the winner.
 func TestConcurrentCreateHasExactlyOneWinnerPerID(t *testing.T) {
@@ -34,9 +50,10 @@ func TestConcurrentCreateHasExactlyOneWinnerPerID(t *testing.T) {
 			nodes := nodesOf(c, cl%c.Size())
 			for k := 0; k < ids; k++ {
 				id := fmt.Sprintf("id-%d", (k+cl)%ids)
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				res, err := nodes.CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: id, Properties: map[string]any{"owner": cl}})
-				cancel()
+				res, err := retryUnknown(t, func(ctx context.Context) (*fsm.CreateNodeResult, error) {
+					return nodes.CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: id, Properties: map[string]any{"owner": cl},
+						IdempotencyKey: fmt.Sprintf("client-%d-%s", cl, id)})
+				})
 				if err != nil {
 					t.Errorf("client %d create %s: %v", cl, id, err)
 					return
@@ -84,8 +101,11 @@ func TestCASRaceHasExactlyOneWinner(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := nodesOf(c, r%c.Size()).CompareAndSet(ctx, fsm.CASRequest{NodeID: "lock",
-				Conditions: map[string]any{"fence": 1}, Updates: map[string]any{"fence": 2, "owner": r}})
+			res, err := retryUnknown(t, func(ctx context.Context) (*fsm.CASResult, error) {
+				return nodesOf(c, r%c.Size()).CompareAndSet(ctx, fsm.CASRequest{NodeID: "lock",
+					Conditions: map[string]any{"fence": 1}, Updates: map[string]any{"fence": 2, "owner": r},
+					IdempotencyKey: fmt.Sprintf("racer-%d", r)})
+			})
 			if err != nil {
 				t.Errorf("racer %d: %v", r, err)
 				return

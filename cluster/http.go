@@ -9,9 +9,11 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/internal/canon"
 	arblog "github.com/arbiterhq/arbiter/log"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -105,14 +107,22 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 		}
 		return errs.Errorf(errs.CodeInvalid, "reading body: %v", err)
 	}
+	// Go's decoder would quietly replace invalid UTF-8 and lone surrogate
+	// escapes with U+FFFD, storing something other than what was sent.
+	if !utf8.Valid(body) {
+		return errs.New(errs.CodeInvalid, "malformed JSON body: not valid UTF-8")
+	}
+	if err := canon.CheckEscapes(body); err != nil {
+		return errs.Errorf(errs.CodeInvalid, "malformed JSON body: %v", err)
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	dec.UseNumber()
 	if err := dec.Decode(v); err != nil {
 		return errs.Errorf(errs.CodeInvalid, "malformed JSON body: %v", err)
 	}
-	if dec.More() {
-		return errs.New(errs.CodeInvalid, "malformed JSON body: more than one value")
+	if _, err := dec.Token(); err != io.EOF {
+		return errs.New(errs.CodeInvalid, "malformed JSON body: data after the value")
 	}
 	return nil
 }

@@ -91,6 +91,9 @@ func (r *Remote) Query(ctx context.Context, q fsm.Query) ([]byte, error) {
 
 // Status returns the status of the first node that answers.
 func (r *Remote) Status(ctx context.Context) (*Status, error) {
+	if len(r.bases) == 0 {
+		return nil, errs.New(errs.CodeInvalid, "remote has no addresses")
+	}
 	ctx, cancel := r.bound(ctx)
 	defer cancel()
 	var last error

@@ -28,6 +28,9 @@ func JSON(raw []byte) ([]byte, error) {
 	if !utf8.Valid(raw) {
 		return nil, fmt.Errorf("%w: not valid UTF-8", ErrInvalid)
 	}
+	if err := CheckEscapes(raw); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any

@@ -72,3 +72,19 @@ func FuzzJSON(f *testing.F) {
 		}
 	})
 }
+
+func TestCheckEscapes(t *testing.T) {
+	for _, ok := range []string{`"plain"`, `"\u00e9"`, `"\ud83d\ude00"`, `"\\ud800"`, `{"a":"\"\ud83d\ude00"}`, `"\ufffd"`} {
+		if err := CheckEscapes([]byte(ok)); err != nil {
+			t.Errorf("CheckEscapes(%s) = %v", ok, err)
+		}
+	}
+	for _, bad := range []string{`"\ud800"`, `"\udc00"`, `"\ud800x"`, `"\ud800\u0041"`, `"x\ud83d"`} {
+		if err := CheckEscapes([]byte(bad)); !errors.Is(err, ErrInvalid) {
+			t.Errorf("CheckEscapes(%s) accepted", bad)
+		}
+	}
+	if _, err := JSON([]byte(`"\ud800"`)); !errors.Is(err, ErrInvalid) {
+		t.Error("JSON accepted a lone surrogate")
+	}
+}

@@ -95,9 +95,11 @@ func (c *Cluster) config(i int, bootstrap bool) cluster.Config {
 		cfg.RaftAddr = m.raftAddr
 	}
 	cfg.NoSyncUnsafe = true
-	cfg.HeartbeatTimeout = 200 * time.Millisecond
-	cfg.ElectionTimeout = 200 * time.Millisecond
-	cfg.LeaderLeaseTimeout = 100 * time.Millisecond
+	// Fast enough for failover tests, slow enough that a healthy leader
+	// does not step down when -race and parallel packages starve it.
+	cfg.HeartbeatTimeout = 400 * time.Millisecond
+	cfg.ElectionTimeout = 400 * time.Millisecond
+	cfg.LeaderLeaseTimeout = 200 * time.Millisecond
 	cfg.TickInterval = 100 * time.Millisecond
 	cfg.ApplyTimeout = 5 * time.Second
 	cfg.PeerClient = c.net.client(i)
