@@ -113,7 +113,15 @@ func checkFields(what string, fields map[string]json.RawMessage, maxFields int) 
 	if len(fields) > maxFields {
 		return errs.Errorf(errs.CodeInvalid, "%s: %d fields, more than %d", what, len(fields), maxFields)
 	}
-	for k, v := range fields {
+	// In key order: the first bad field names the error, and the error is
+	// part of the response, which must be the same on every replica.
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := fields[k]
 		if err := bounds.Identifier(what+" field", k); err != nil {
 			return err
 		}
@@ -136,7 +144,9 @@ func objectSize(fields map[string]json.RawMessage) int {
 			n++ // comma
 		}
 		first = false
-		q, _ := json.Marshal(k)
+		// The key as the canonical object spells it: json.Marshal would
+		// escape <, > and & and overcount.
+		q, _ := canon.Value(k)
 		n += len(q) + 1 + len(v)
 	}
 	return n
