@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"time"
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
@@ -34,6 +35,17 @@ type wireReply struct {
 	Response *fsm.Response `msgpack:"res,omitempty"`
 	Result   []byte        `msgpack:"out,omitempty"`
 	Err      *errs.Error   `msgpack:"err,omitempty"`
+}
+
+// newPeerTransport keeps enough idle connections per host for many
+// concurrent callers: net/http's default of 2 would make most calls under
+// load dial and tear down a connection of their own.
+func newPeerTransport() *http.Transport {
+	return &http.Transport{
+		MaxIdleConnsPerHost: 256,
+		IdleConnTimeout:     90 * time.Second,
+		DialContext:         (&net.Dialer{Timeout: 3 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+	}
 }
 
 // forwardApply sends cmd (principal included) to the leader's API.

@@ -68,11 +68,7 @@ func New(cfg Config) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, logger: logger, fsm: f, peers: cfg.PeerClient}
 	if n.peers == nil {
-		n.peers = &http.Client{Transport: &http.Transport{
-			MaxIdleConnsPerHost: 64,
-			IdleConnTimeout:     90 * time.Second,
-			DialContext:         (&net.Dialer{Timeout: 3 * time.Second}).DialContext,
-		}}
+		n.peers = &http.Client{Transport: newPeerTransport()}
 	}
 	n.metrics = newMetrics(n)
 	n.ctx, n.cancel = context.WithCancel(context.Background())

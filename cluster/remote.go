@@ -32,7 +32,7 @@ var (
 
 // NewRemote returns a client of the nodes at addrs (host:port or base URLs).
 func NewRemote(addrs ...string) *Remote {
-	r := &Remote{client: &http.Client{}, timeout: 30 * time.Second}
+	r := &Remote{client: &http.Client{Transport: newPeerTransport()}, timeout: 30 * time.Second}
 	for _, a := range addrs {
 		if !strings.Contains(a, "://") {
 			a = "http://" + a

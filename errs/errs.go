@@ -77,6 +77,9 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
+	if e == nil {
+		return "<nil>"
+	}
 	if e.Message == "" {
 		return string(e.Code)
 	}
@@ -126,7 +129,7 @@ func From(err error) *Error {
 	}
 	var e *Error
 	if errors.As(err, &e) {
-		return e
+		return e // nil for a typed nil *Error, which is no error
 	}
 	return &Error{Code: CodeInternal, Message: err.Error()}
 }
@@ -147,8 +150,8 @@ func IsOutcomeUnknown(err error) bool {
 
 // CodeOf is the code of err, or "" for nil.
 func CodeOf(err error) Code {
-	if err == nil {
-		return ""
+	if e := From(err); e != nil {
+		return e.Code
 	}
-	return From(err).Code
+	return ""
 }

@@ -49,8 +49,8 @@ func ledgerID(cmd *log.Command) string {
 
 // pruneLedger deletes at most budget rows created at or before cutoff,
 // oldest first, and returns how many it deleted.
-func pruneLedger(txn *memdb.Txn, cutoff int64, budget int) int {
-	it, err := txn.Get(tableIdem, "created")
+func pruneLedger(tx *Tx, cutoff int64, budget int) int {
+	it, err := tx.Get(tableIdem, "created")
 	if err != nil {
 		return 0
 	}
@@ -63,7 +63,7 @@ func pruneLedger(txn *memdb.Txn, cutoff int64, budget int) int {
 		doomed = append(doomed, row)
 	}
 	for _, row := range doomed {
-		_ = txn.Delete(tableIdem, row)
+		_ = tx.Delete(tableIdem, row)
 	}
 	return len(doomed)
 }

@@ -20,7 +20,7 @@ func memberUpsertSpec() CommandSpec {
 			if err := validateMember(m); err != nil {
 				return nil, err
 			}
-			if err := tx.Txn.Insert(tableMembers, &m); err != nil {
+			if err := tx.Insert(tableMembers, &m); err != nil {
 				return nil, errs.Errorf(errs.CodeInternal, "member upsert: %v", err)
 			}
 			tx.Emit("member_upsert", m.ID, "")
@@ -35,11 +35,11 @@ func memberRemoveSpec() CommandSpec {
 			if err := decodePayload(cmd.Payload, &m); err != nil {
 				return nil, err
 			}
-			raw, err := tx.Txn.First(tableMembers, "id", m.ID)
+			raw, err := tx.First(tableMembers, "id", m.ID)
 			if err != nil || raw == nil {
 				return nil, errs.Errorf(errs.CodeNotFound, "no member %q", m.ID)
 			}
-			if err := tx.Txn.Delete(tableMembers, raw); err != nil {
+			if err := tx.Delete(tableMembers, raw); err != nil {
 				return nil, errs.Errorf(errs.CodeInternal, "member remove: %v", err)
 			}
 			tx.Emit("member_remove", m.ID, "")

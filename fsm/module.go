@@ -52,18 +52,62 @@ type QuerySpec struct {
 	Run  func(rt *ReadTx, payload []byte) (any, error)
 }
 
+// Store is the read side of the state store, as handlers and queries use
+// it. *memdb.Txn, *Tx and ReadTx.Txn all provide it.
+type Store interface {
+	First(table, index string, args ...any) (any, error)
+	Get(table, index string, args ...any) (memdb.ResultIterator, error)
+	LowerBound(table, index string, args ...any) (memdb.ResultIterator, error)
+	ReverseLowerBound(table, index string, args ...any) (memdb.ResultIterator, error)
+}
+
 // Tx is what a handler sees: FSM time, the entry's index, the verified
-// principal and one write transaction.
+// principal, reads of the current state and writes through Insert and
+// Delete. A handler must write only through Tx, and should validate before
+// it writes: a handler that fails after writing makes the FSM redo its
+// whole batch one command per transaction (correct, but slow).
 type Tx struct {
 	Now       int64
 	Index     uint64
 	Principal log.Principal
-	Txn       *memdb.Txn
+	txn       *memdb.Txn
+	wrote     bool
 	events    []Event
-	meta      *meta // the transaction's bookkeeping row, written at commit
+	meta      *meta // the batch's bookkeeping row, written at commit
 }
 
-// Emit records a change event, committed with the transaction.
+var _ Store = (*Tx)(nil)
+
+func (tx *Tx) First(table, index string, args ...any) (any, error) {
+	return tx.txn.First(table, index, args...)
+}
+
+func (tx *Tx) Get(table, index string, args ...any) (memdb.ResultIterator, error) {
+	return tx.txn.Get(table, index, args...)
+}
+
+func (tx *Tx) LowerBound(table, index string, args ...any) (memdb.ResultIterator, error) {
+	return tx.txn.LowerBound(table, index, args...)
+}
+
+func (tx *Tx) ReverseLowerBound(table, index string, args ...any) (memdb.ResultIterator, error) {
+	return tx.txn.ReverseLowerBound(table, index, args...)
+}
+
+// Insert inserts or replaces a row. Never pass an object read from the
+// store after changing it in place: copy it first.
+func (tx *Tx) Insert(table string, obj any) error {
+	tx.wrote = true
+	return tx.txn.Insert(table, obj)
+}
+
+// Delete deletes a row.
+func (tx *Tx) Delete(table string, obj any) error {
+	tx.wrote = true
+	return tx.txn.Delete(table, obj)
+}
+
+// Emit records a change event, committed with the command.
 func (tx *Tx) Emit(kind, key, tenant string) {
 	tx.events = append(tx.events, Event{Kind: kind, Key: key, Tenant: tenant})
 }

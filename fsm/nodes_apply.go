@@ -62,7 +62,7 @@ func applyCreateNode(tx *Tx, cmd *log.Command) (any, error) {
 	if err := checkFields("properties", c.Properties, len(c.Properties)); err != nil {
 		return nil, err
 	}
-	if existing, err := getNode(tx.Txn, c.NodeID); err != nil {
+	if existing, err := getNode(tx, c.NodeID); err != nil {
 		return nil, err
 	} else if existing != nil {
 		return CreateNodeResult{Created: false, Node: existing.clone()}, nil
@@ -71,11 +71,11 @@ func applyCreateNode(tx *Tx, cmd *log.Command) (any, error) {
 		NodeID: c.NodeID, Labels: labels, Properties: withoutNulls(c.Properties),
 		Version: 1, CreatedIndex: tx.Index, ModifiedIndex: tx.Index,
 	}
-	if err := tx.Txn.Insert(tableNodes, n); err != nil {
+	if err := tx.Insert(tableNodes, n); err != nil {
 		return nil, errs.Errorf(errs.CodeInternal, "insert node: %v", err)
 	}
 	for _, l := range labels {
-		if err := tx.Txn.Insert(tableLabels, &labelRow{Label: l, NodeID: n.NodeID}); err != nil {
+		if err := tx.Insert(tableLabels, &labelRow{Label: l, NodeID: n.NodeID}); err != nil {
 			return nil, errs.Errorf(errs.CodeInternal, "insert label: %v", err)
 		}
 	}
@@ -102,7 +102,7 @@ func applyCAS(tx *Tx, cmd *log.Command) (any, error) {
 	if len(c.Updates) == 0 {
 		return nil, errs.New(errs.CodeInvalid, "updates is empty")
 	}
-	stored, err := getNode(tx.Txn, c.NodeID)
+	stored, err := getNode(tx, c.NodeID)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +125,7 @@ func applyCAS(tx *Tx, cmd *log.Command) (any, error) {
 	}
 	next.Version++
 	next.ModifiedIndex = tx.Index
-	if err := tx.Txn.Insert(tableNodes, &next); err != nil {
+	if err := tx.Insert(tableNodes, &next); err != nil {
 		return nil, errs.Errorf(errs.CodeInternal, "update node: %v", err)
 	}
 	tx.Emit("node_cas", next.NodeID, "")
@@ -146,7 +146,7 @@ func conditionsHold(props, conditions map[string]json.RawMessage) bool {
 	return true
 }
 
-func getNode(txn *memdb.Txn, id string) (*Node, error) {
+func getNode(txn Store, id string) (*Node, error) {
 	raw, err := txn.First(tableNodes, "id", id)
 	if err != nil {
 		return nil, errs.Errorf(errs.CodeInternal, "read node: %v", err)

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/arbiterhq/arbiter/errs"
-	memdb "github.com/hashicorp/go-memdb"
 )
 
 // GetNodeQuery reads one node.
@@ -55,7 +54,7 @@ func runNodesByLabel(rt *ReadTx, payload []byte) (any, error) {
 	return nodesByLabel(rt.Txn, q)
 }
 
-func nodesByLabel(txn *memdb.Txn, q LabelQuery) (*NodePage, error) {
+func nodesByLabel(txn Store, q LabelQuery) (*NodePage, error) {
 	if err := validateLabelQuery(&q); err != nil {
 		return nil, err
 	}

@@ -63,8 +63,8 @@ func (f *FSM) applyTick(tx *Tx, cmd *log.Command) (any, error) {
 			MaxTickBudget, MinFeedRetain, MinIdemRetainMs)
 	}
 	res := TickResult{Now: tx.Now}
-	res.IdemPruned = pruneLedger(tx.Txn, tx.Now-t.IdemRetentionMs, t.Budget)
-	res.FeedPruned = pruneFeed(tx.Txn, tx.meta, t.FeedRetain, t.Budget)
+	res.IdemPruned = pruneLedger(tx, tx.Now-t.IdemRetentionMs, t.Budget)
+	res.FeedPruned = pruneFeed(tx, t.FeedRetain, t.Budget)
 	for _, mt := range f.ticks {
 		if err := mt.fn(tx, t.Budget); err != nil {
 			return nil, errs.Errorf(errs.CodeInternal, "tick of module %s: %v", mt.name, err)

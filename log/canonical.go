@@ -3,7 +3,7 @@ package log
 import (
 	"bytes"
 	"fmt"
-	"sort"
+	"slices"
 )
 
 // Canonical rewrites one msgpack value so that every map's entries are in
@@ -28,7 +28,9 @@ func Canonical(b []byte) ([]byte, error) {
 
 // appendCanonical appends the canonical form of the value at the start of b
 // and returns how many bytes of b it consumed. b has passed CheckShape, so
-// nesting is bounded and every length is in range.
+// nesting is bounded and every length is in range. A map's entries are
+// appended in their original order first; only if their keys are out of
+// order are they copied aside once and written back sorted.
 func appendCanonical(out, b []byte) ([]byte, int, error) {
 	size, children, err := item(b)
 	if err != nil {
@@ -36,9 +38,9 @@ func appendCanonical(out, b []byte) ([]byte, int, error) {
 	}
 	out = append(out, b[:size]...)
 	pos := size
+	var n int
 	if !isMap(b[0]) {
 		for i := 0; i < children; i++ {
-			var n int
 			if out, n, err = appendCanonical(out, b[pos:]); err != nil {
 				return nil, 0, err
 			}
@@ -46,30 +48,48 @@ func appendCanonical(out, b []byte) ([]byte, int, error) {
 		}
 		return out, pos, nil
 	}
-	type entry struct{ key, value []byte }
-	entries := make([]entry, children/2)
-	for i := range entries {
-		k, n, err := appendCanonical(nil, b[pos:])
-		if err != nil {
+	start := len(out)
+	var small [16]entry
+	entries := small[:0]
+	for i := 0; i < children/2; i++ {
+		e := entry{keyStart: len(out) - start}
+		if out, n, err = appendCanonical(out, b[pos:]); err != nil {
 			return nil, 0, err
 		}
 		pos += n
-		v, n, err := appendCanonical(nil, b[pos:])
-		if err != nil {
+		e.keyEnd = len(out) - start
+		if out, n, err = appendCanonical(out, b[pos:]); err != nil {
 			return nil, 0, err
 		}
 		pos += n
-		entries[i] = entry{k, v}
+		e.end = len(out) - start
+		entries = append(entries, e)
 	}
-	sort.Slice(entries, func(i, j int) bool { return bytes.Compare(entries[i].key, entries[j].key) < 0 })
-	for i, e := range entries {
-		if i > 0 && bytes.Equal(entries[i-1].key, e.key) {
+	region := out[start:]
+	key := func(e entry) []byte { return region[e.keyStart:e.keyEnd] }
+	sorted := true
+	for i := 1; i < len(entries) && sorted; i++ {
+		sorted = bytes.Compare(key(entries[i-1]), key(entries[i])) < 0
+	}
+	if sorted {
+		return out, pos, nil
+	}
+	slices.SortFunc(entries, func(a, b entry) int { return bytes.Compare(key(a), key(b)) })
+	for i := 1; i < len(entries); i++ {
+		if bytes.Equal(key(entries[i-1]), key(entries[i])) {
 			return nil, 0, fmt.Errorf("%w: duplicate map key", ErrMalformed)
 		}
-		out = append(out, e.key...)
-		out = append(out, e.value...)
+	}
+	aside := bytes.Clone(region)
+	w := start
+	for _, e := range entries {
+		w += copy(out[w:], aside[e.keyStart:e.end])
 	}
 	return out, pos, nil
 }
+
+// entry locates one map entry (key, then value) relative to the map's
+// first entry.
+type entry struct{ keyStart, keyEnd, end int }
 
 func isMap(c byte) bool { return (c >= 0x80 && c <= 0x8f) || c == 0xde || c == 0xdf }

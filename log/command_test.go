@@ -153,3 +153,29 @@ func TestCanonicalRejectsDuplicateKeys(t *testing.T) {
 		t.Fatalf("duplicate keys accepted: %v", err)
 	}
 }
+
+// Canonical never panics, is idempotent, and keeps every map's entries.
+func FuzzCanonical(f *testing.F) {
+	f.Add(MustMarshal(map[string]any{"b": map[string]int{"z": 1, "a": 2}, "a": []any{map[string]bool{"y": true, "x": false}}}))
+	f.Add([]byte{0x82, 0xa1, 'b', 0x01, 0xa1, 'a', 0x02})
+	f.Add([]byte{0x82, 0xa1, 'a', 0x01, 0xa1, 'a', 0x02})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := Canonical(b)
+		if err != nil {
+			return
+		}
+		again, err := Canonical(c)
+		if err != nil || !bytes.Equal(c, again) {
+			t.Fatalf("not idempotent: %x -> %x -> %x (%v)", b, c, again, err)
+		}
+		if len(c) != len(b) {
+			t.Fatalf("length changed: %d -> %d", len(b), len(c))
+		}
+		var x, y any
+		if msgpack.Unmarshal(b, &x) == nil && msgpack.Unmarshal(c, &y) == nil {
+			if diff := cmp.Diff(x, y); diff != "" {
+				t.Fatalf("value changed:\n%s", diff)
+			}
+		}
+	})
+}

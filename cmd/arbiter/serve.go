@@ -6,6 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strings"
@@ -29,6 +32,7 @@ func serve(args []string) error {
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	noSync := fs.Bool("unsafe-no-fsync", false, "do not fsync the raft log (benchmarks only: a crash may lose acknowledged writes)")
 	joinTimeout := fs.Duration("join-timeout", time.Minute, "how long to keep trying to join")
+	pprofAddr := fs.String("pprof-addr", "", "if set, serve Go's pprof profiles on this host:port (keep it private)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -52,6 +56,11 @@ func serve(args []string) error {
 		cfg.Bootstrap = true
 	}
 
+	if *pprofAddr != "" {
+		if err := servePprof(*pprofAddr, cfg.Logger); err != nil {
+			return err
+		}
+	}
 	node, err := cluster.New(cfg)
 	if err != nil {
 		return err
@@ -71,4 +80,25 @@ func serve(args []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	return node.Shutdown(ctx)
+}
+
+// servePprof serves net/http/pprof on its own listener, never on the API.
+func servePprof(addr string, logger *slog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("--pprof-addr: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil {
+			logger.Warn("pprof server stopped", "error", err)
+		}
+	}()
+	logger.Info("serving pprof", "addr", ln.Addr().String())
+	return nil
 }

@@ -85,12 +85,12 @@ func (q *quickstart) startCluster() error {
 			return err
 		}
 		if i == 0 {
-			if _, err := q.waitLeader(10*time.Second); err != nil {
+			if _, err := q.waitLeader(10 * time.Second); err != nil {
 				return err
 			}
 		}
 	}
-	leader, err := q.waitLeader(10*time.Second)
+	leader, err := q.waitLeader(10 * time.Second)
 	if err != nil {
 		return err
 	}
@@ -174,7 +174,7 @@ func (q *quickstart) race() error {
 
 // failover stops the leader and shows the new one serving fenced updates.
 func (q *quickstart) failover() (int, error) {
-	old, err := q.waitLeader(5*time.Second)
+	old, err := q.waitLeader(5 * time.Second)
 	if err != nil {
 		return 0, err
 	}
@@ -184,7 +184,7 @@ func (q *quickstart) failover() (int, error) {
 		return 0, err
 	}
 	q.nodes[old] = nil
-	leader, err := q.waitLeader(15*time.Second)
+	leader, err := q.waitLeader(15 * time.Second)
 	if err != nil {
 		return 0, err
 	}

@@ -60,8 +60,52 @@ func Value(v any) ([]byte, error) {
 
 // IsCanonical reports whether b is already in canonical form.
 func IsCanonical(b []byte) bool {
+	if simple, ok := isSimpleCanonical(b); simple {
+		return ok
+	}
 	c, err := JSON(b)
 	return err == nil && bytes.Equal(c, b)
+}
+
+// isSimpleCanonical decides the common scalars without parsing: literals,
+// strings of printable ASCII with nothing to escape, and short integers
+// without leading zeros. simple is false when the full check must decide.
+func isSimpleCanonical(b []byte) (simple, ok bool) {
+	switch {
+	case len(b) == 0:
+		return true, false
+	case string(b) == "null" || string(b) == "true" || string(b) == "false":
+		return true, true
+	case b[0] == '"':
+		if len(b) < 2 || b[len(b)-1] != '"' {
+			return true, false
+		}
+		for _, c := range b[1 : len(b)-1] {
+			if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+				return false, false
+			}
+		}
+		return true, true
+	case b[0] == '-' || (b[0] >= '0' && b[0] <= '9'):
+		digits := b
+		if b[0] == '-' {
+			digits = b[1:]
+		}
+		if len(digits) == 0 || len(digits) > 18 {
+			return false, false
+		}
+		for _, c := range digits {
+			if c < '0' || c > '9' {
+				return false, false
+			}
+		}
+		// "0" is canonical; "-0" and leading zeros are not.
+		if digits[0] == '0' {
+			return true, len(b) == 1
+		}
+		return true, true
+	}
+	return false, false
 }
 
 func encode(buf *bytes.Buffer, v any, depth int) error {

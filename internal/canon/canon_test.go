@@ -88,3 +88,15 @@ func TestCheckEscapes(t *testing.T) {
 		t.Error("JSON accepted a lone surrogate")
 	}
 }
+
+// The fast path of IsCanonical must agree with the full check.
+func TestIsCanonicalFastPathAgrees(t *testing.T) {
+	for _, v := range []string{`null`, `true`, `false`, `"abc"`, `"a b~"`, `""`, `"a\"b"`, `"\u0001"`, "\"\u2028\"", `"é"`,
+		`0`, `-0`, `00`, `01`, `1`, `-1`, `123456789012345678`, `1234567890123456789`, `100`, `1.0`, `1e3`, `-`, `"unterminated`, ``, `[1]`, `{"a":1}`} {
+		c, err := JSON([]byte(v))
+		full := err == nil && string(c) == v
+		if got := IsCanonical([]byte(v)); got != full {
+			t.Errorf("IsCanonical(%s) = %v, full check says %v", v, got, full)
+		}
+	}
+}
