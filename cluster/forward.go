@@ -48,25 +48,6 @@ func newPeerTransport() *http.Transport {
 	}
 }
 
-// forwardApply sends cmd (principal included) to the leader's API.
-func (n *Node) forwardApply(ctx context.Context, api string, cmd arblog.Command) (*fsm.Response, error) {
-	body, err := arblog.Encode(cmd)
-	if err != nil {
-		return nil, errs.Errorf(errs.CodeInvalid, "encode command: %v", err)
-	}
-	var reply wireReply
-	if err := postMsgpack(ctx, n.peers, "http://"+api+"/v1/internal/apply", body, &reply); err != nil {
-		return nil, err
-	}
-	if reply.Err != nil {
-		return nil, reply.Err
-	}
-	if reply.Response == nil {
-		return nil, errs.Unknown("leader %s sent an empty reply", api)
-	}
-	return reply.Response, nil
-}
-
 // forwardQuery asks the leader for a linearizable read. Reads change
 // nothing, so every transport failure is safe to retry.
 func (n *Node) forwardQuery(ctx context.Context, api string, q fsm.Query, p arblog.Principal) ([]byte, error) {

@@ -81,34 +81,6 @@ func (n *Node) handleQuery(w http.ResponseWriter, r *http.Request) {
 	writeMsgpack(w, wireReply{Result: out, Err: errs.From(err)})
 }
 
-// handleInternalApply receives a command forwarded by another node. It
-// applies only on the leader and never forwards again, so a stale leader
-// hint cannot make a request loop; the sender retries elsewhere.
-func (n *Node) handleInternalApply(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(w, r, arblog.MaxCommandBytes)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	cmd, err := arblog.Decode(body)
-	if err != nil {
-		writeMsgpack(w, wireReply{Err: errs.Errorf(errs.CodeInvalid, "%v", err)})
-		return
-	}
-	if n.fsm.IsInternal(cmd.Type) {
-		writeMsgpack(w, wireReply{Err: errs.Errorf(errs.CodeForbidden, "command type %d is internal to the cluster", cmd.Type)})
-		return
-	}
-	if !n.IsLeader() {
-		writeMsgpack(w, wireReply{Err: errs.New(errs.CodeUnavailable, "not the leader")})
-		return
-	}
-	ctx, cancel := n.withTimeout(r.Context())
-	defer cancel()
-	res, err := n.applyLocal(ctx, cmd)
-	writeMsgpack(w, wireReply{Response: res, Err: errs.From(err)})
-}
-
 // handleInternalQuery serves a linearizable read forwarded by a follower.
 func (n *Node) handleInternalQuery(w http.ResponseWriter, r *http.Request) {
 	body, err := readBody(w, r, arblog.MaxCommandBytes)

@@ -19,11 +19,12 @@ import (
 // Node is one member of an Arbiter cluster. It implements fsm.Proposer and
 // fsm.Reader.
 type Node struct {
-	cfg     Config
-	logger  *slog.Logger
-	fsm     *fsm.FSM
-	metrics *metrics
-	peers   *http.Client
+	cfg       Config
+	logger    *slog.Logger
+	fsm       *fsm.FSM
+	metrics   *metrics
+	peers     *http.Client
+	forwarder *forwarder
 
 	// Set by Start.
 	raft           *raft.Raft
@@ -71,6 +72,7 @@ func New(cfg Config) (*Node, error) {
 		n.peers = &http.Client{Transport: newPeerTransport()}
 	}
 	n.metrics = newMetrics(n)
+	n.forwarder = newForwarder(n)
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	return n, nil
 }
@@ -130,6 +132,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	}
 	n.startHTTP(ln)
 	n.goBackground(func() { n.watchLeadership(notify) })
+	n.forwarder.start()
 	n.goBackground(n.registerSelf)
 	n.logger.Info("node started", "raft_addr", n.raftAddr, "api_addr", n.apiAddr, "existing_state", hasState)
 

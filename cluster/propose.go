@@ -38,7 +38,7 @@ func (n *Node) propose(ctx context.Context, cmd arblog.Command) (*fsm.Response, 
 			res, err = n.applyLocal(ctx, cmd)
 		} else if id, api := n.leaderAPI(); api != "" {
 			n.metrics.forwarded.Inc()
-			res, err = n.forwardApply(ctx, api, cmd)
+			res, err = n.forwarder.submit(ctx, api, cmd)
 		} else if id != "" {
 			err = errs.Errorf(errs.CodeUnavailable, "leader %s has no known API address yet", id)
 		} else {
@@ -56,27 +56,47 @@ func (n *Node) propose(ctx context.Context, cmd arblog.Command) (*fsm.Response, 
 
 // applyLocal stamps and applies cmd on this node, which must be the leader.
 func (n *Node) applyLocal(ctx context.Context, cmd arblog.Command) (*fsm.Response, error) {
+	return n.finishApply(ctx, n.startApply(ctx, cmd))
+}
+
+// pendingApply is a command handed to raft whose outcome is not known yet.
+type pendingApply struct {
+	future raft.ApplyFuture
+	start  time.Time
+	err    error // set if the command never reached raft
+}
+
+// startApply stamps cmd with this leader's clock and hands it to raft
+// without waiting, so that a batch of forwarded commands can share a
+// group commit.
+func (n *Node) startApply(ctx context.Context, cmd arblog.Command) pendingApply {
 	cmd.Stamp = time.Now().UnixMilli()
 	data, err := arblog.Encode(cmd)
 	if err != nil {
-		return nil, errs.Errorf(errs.CodeInvalid, "encode command: %v", err)
+		return pendingApply{err: errs.Errorf(errs.CodeInvalid, "encode command: %v", err)}
 	}
 	enqueue := n.cfg.ApplyTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		enqueue = time.Until(dl)
 	}
 	if enqueue <= 0 {
-		return nil, errs.New(errs.CodeUnavailable, "deadline passed before the command was proposed")
+		return pendingApply{err: errs.New(errs.CodeUnavailable, "deadline passed before the command was proposed")}
 	}
-	start := time.Now()
-	future := n.raft.Apply(data, enqueue)
-	err = waitFuture(ctx, future)
+	return pendingApply{future: n.raft.Apply(data, enqueue), start: time.Now()}
+}
+
+// finishApply waits for a started command and classifies its outcome.
+func (n *Node) finishApply(ctx context.Context, p pendingApply) (*fsm.Response, error) {
+	if p.err != nil {
+		return nil, p.err
+	}
+	err := waitFuture(ctx, p.future)
 	switch {
 	case err == nil:
-		n.metrics.applyLatency.Observe(time.Since(start).Seconds())
-		res, ok := future.Response().(*fsm.Response)
+		n.metrics.applyLatency.Observe(time.Since(p.start).Seconds())
+		res, ok := p.future.Response().(*fsm.Response)
 		if !ok {
-			return nil, errs.Errorf(errs.CodeInternal, "FSM returned %T", future.Response())
+			return nil, errs.Errorf(errs.CodeInternal, "FSM returned %T", p.future.Response())
 		}
 		return res, nil
 	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrEnqueueTimeout):
