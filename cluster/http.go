@@ -188,6 +188,17 @@ func queryParams(r *http.Request, allowed ...string) (map[string]string, error) 
 	return out, nil
 }
 
+// readQuery reads a read route's query parameters: the allowed ones plus
+// consistency, which it parses.
+func readQuery(r *http.Request, allowed ...string) (map[string]string, fsm.Consistency, error) {
+	p, err := queryParams(r, append(allowed, "consistency")...)
+	if err != nil {
+		return nil, 0, err
+	}
+	c, err := consistencyParam(p["consistency"])
+	return p, c, err
+}
+
 func consistencyParam(v string) (fsm.Consistency, error) {
 	switch v {
 	case "", "linearizable":

@@ -42,12 +42,7 @@ func (n *Node) handleCAS(w http.ResponseWriter, r *http.Request) {
 }
 
 func (n *Node) handleGetNode(w http.ResponseWriter, r *http.Request) {
-	p, err := queryParams(r, "node_id", "consistency")
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	c, err := consistencyParam(p["consistency"])
+	p, c, err := readQuery(r, "node_id")
 	if err != nil {
 		writeError(w, err)
 		return
@@ -61,12 +56,7 @@ func (n *Node) handleGetNode(w http.ResponseWriter, r *http.Request) {
 }
 
 func (n *Node) handleNodesByLabel(w http.ResponseWriter, r *http.Request) {
-	p, err := queryParams(r, "label", "after", "limit", "consistency")
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	c, err := consistencyParam(p["consistency"])
+	p, c, err := readQuery(r, "label", "after", "limit")
 	if err != nil {
 		writeError(w, err)
 		return
@@ -87,12 +77,7 @@ func (n *Node) handleNodesByLabel(w http.ResponseWriter, r *http.Request) {
 // handleChanges pages the change feed after a sequence. With wait_ms and
 // nothing new, it waits (at most maxLongPoll) for the next applied batch.
 func (n *Node) handleChanges(w http.ResponseWriter, r *http.Request) {
-	p, err := queryParams(r, "after", "limit", "wait_ms", "consistency")
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	c, err := consistencyParam(p["consistency"])
+	p, c, err := readQuery(r, "after", "limit", "wait_ms")
 	if err != nil {
 		writeError(w, err)
 		return

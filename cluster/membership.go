@@ -60,26 +60,9 @@ func (n *Node) Remove(ctx context.Context, req RemoveRequest) error {
 // onLeader runs do on the leader: here if this node leads, else by posting
 // body to path on the leader's API; it retries while no leader is known.
 func (n *Node) onLeader(ctx context.Context, path string, body any, do func(context.Context) error) error {
-	ctx, cancel := n.withTimeout(ctx)
-	defer cancel()
-	var last error
-	for attempt := 0; ; attempt++ {
-		var err error
-		if n.IsLeader() {
-			err = do(ctx)
-		} else if _, api := n.leaderAPI(); api != "" {
-			err = n.postJSON(ctx, "http://"+api+path, body, nil)
-		} else {
-			err = errs.New(errs.CodeUnavailable, "no known leader")
-		}
-		if !retryable(err) {
-			return err
-		}
-		last = err
-		if sleepCtx(ctx, backoff(attempt)) != nil {
-			return errs.Errorf(errs.CodeUnavailable, "%s: no leader before the deadline: %v", path, last)
-		}
-	}
+	return n.viaLeader(ctx, path, do, func(ctx context.Context, api string) error {
+		return n.postJSON(ctx, "http://"+api+path, body, nil)
+	})
 }
 
 func (n *Node) addVoter(ctx context.Context, req JoinRequest) error {

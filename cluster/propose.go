@@ -24,32 +24,46 @@ func (n *Node) Propose(ctx context.Context, cmd arblog.Command) (*fsm.Response, 
 
 // propose applies cmd on the leader, from wherever it is called, retrying
 // while the command is known not to have been applied.
-func (n *Node) propose(ctx context.Context, cmd arblog.Command) (*fsm.Response, error) {
+func (n *Node) propose(ctx context.Context, cmd arblog.Command) (res *fsm.Response, err error) {
+	err = n.viaLeader(ctx, "command",
+		func(ctx context.Context) (err error) {
+			res, err = n.applyLocal(ctx, cmd)
+			return err
+		},
+		func(ctx context.Context, api string) (err error) {
+			n.metrics.forwarded.Inc()
+			res, err = n.forwarder.submit(ctx, api, cmd)
+			return err
+		})
+	return res, err
+}
+
+// viaLeader runs onLeader when this node leads, else toLeader with the
+// leader's API address, and tries again (with backoff, until ctx or
+// ApplyTimeout ends) for as long as an attempt certainly did nothing: no
+// leader known, or a leader that turned out not to be one.
+func (n *Node) viaLeader(ctx context.Context, what string, onLeader func(context.Context) error, toLeader func(context.Context, string) error) error {
 	if n.raft == nil {
-		return nil, errs.New(errs.CodeUnavailable, "node is not started")
+		return errs.New(errs.CodeUnavailable, "node is not started")
 	}
 	ctx, cancel := n.withTimeout(ctx)
 	defer cancel()
-	var last error
 	for attempt := 0; ; attempt++ {
-		var res *fsm.Response
 		var err error
 		if n.IsLeader() {
-			res, err = n.applyLocal(ctx, cmd)
+			err = onLeader(ctx)
 		} else if id, api := n.leaderAPI(); api != "" {
-			n.metrics.forwarded.Inc()
-			res, err = n.forwarder.submit(ctx, api, cmd)
+			err = toLeader(ctx, api)
 		} else if id != "" {
 			err = errs.Errorf(errs.CodeUnavailable, "leader %s has no known API address yet", id)
 		} else {
 			err = errs.New(errs.CodeUnavailable, "no known leader")
 		}
 		if !retryable(err) {
-			return res, err
+			return err
 		}
-		last = err
 		if sleepCtx(ctx, backoff(attempt)) != nil {
-			return nil, errs.Errorf(errs.CodeUnavailable, "command not applied before the deadline: %v", last)
+			return errs.Errorf(errs.CodeUnavailable, "%s not done before the deadline: %v", what, err)
 		}
 	}
 }

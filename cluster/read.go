@@ -15,35 +15,21 @@ func (n *Node) Query(ctx context.Context, q fsm.Query) ([]byte, error) {
 	if q.Stale {
 		return n.fsm.Query(p, q)
 	}
-	if n.raft == nil {
-		return nil, errs.New(errs.CodeUnavailable, "node is not started")
-	}
-	ctx, cancel := n.withTimeout(ctx)
-	defer cancel()
-	var last error
-	for attempt := 0; ; attempt++ {
-		var out []byte
-		var err error
-		if n.IsLeader() {
-			if err = n.linearize(ctx); err == nil {
-				return n.fsm.Query(p, q)
+	var out []byte
+	err := n.viaLeader(ctx, "linearizable read",
+		func(ctx context.Context) (err error) {
+			if err = n.linearize(ctx); err != nil {
+				return err
 			}
-		} else if id, api := n.leaderAPI(); api != "" {
+			out, err = n.fsm.Query(p, q)
+			return err
+		},
+		func(ctx context.Context, api string) (err error) {
 			n.metrics.forwardedRead.Inc()
 			out, err = n.forwardQuery(ctx, api, q, p)
-		} else if id != "" {
-			err = errs.Errorf(errs.CodeUnavailable, "leader %s has no known API address yet", id)
-		} else {
-			err = errs.New(errs.CodeUnavailable, "no known leader")
-		}
-		if !retryable(err) {
-			return out, err
-		}
-		last = err
-		if sleepCtx(ctx, backoff(attempt)) != nil {
-			return nil, errs.Errorf(errs.CodeUnavailable, "no linearizable read before the deadline: %v", last)
-		}
-	}
+			return err
+		})
+	return out, err
 }
 
 // linearize makes the local state at least as new as every write
