@@ -17,6 +17,11 @@ const (
 	MaxDepth       = 32    // nesting of arrays and objects
 	MaxNumberChars = 128   // characters in one number literal
 	MaxExponent    = 10000 // magnitude of a normalized decimal exponent
+	// MaxSignificantDigits bounds a number's digits once leading and
+	// trailing zeros are dropped. It keeps every canonical form shorter
+	// than MaxNumberChars (at most 100 digits, a point, a sign and
+	// "e+10000"), so a canonical number is always accepted again.
+	MaxSignificantDigits = 100
 )
 
 // ErrInvalid is wrapped by every error this package returns.
@@ -189,6 +194,9 @@ func Number(lit string) (string, error) {
 	trimmed := strings.TrimRight(digits, "0")
 	exp += len(digits) - len(trimmed)
 	digits = trimmed
+	if len(digits) > MaxSignificantDigits {
+		return "", fmt.Errorf("%w: more than %d significant digits", ErrInvalid, MaxSignificantDigits)
+	}
 	// Value is digits * 10^exp; point is where the decimal point falls.
 	point := len(digits) + exp
 	if point-1 > MaxExponent || point-1 < -MaxExponent {

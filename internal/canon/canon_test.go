@@ -22,7 +22,7 @@ func TestNumber(t *testing.T) {
 			t.Errorf("Number(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"", "01", "1.", ".5", "1e", "1e+", "--1", "1x", "1e99999", strings.Repeat("1", 200)} {
+	for _, bad := range []string{"", "01", "1.", ".5", "1e", "1e+", "--1", "1x", "1e99999", strings.Repeat("1", 200), strings.Repeat("7", 123)} {
 		if _, err := Number(bad); !errors.Is(err, ErrInvalid) {
 			t.Errorf("Number(%q) accepted", bad)
 		}
