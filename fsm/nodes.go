@@ -56,6 +56,9 @@ type CreateNodeCommand struct {
 	NodeID     string                     `msgpack:"node_id"`
 	Labels     []string                   `msgpack:"labels"`
 	Properties map[string]json.RawMessage `msgpack:"properties"`
+	// SetNow sets each named field to FSM time plus the given offset in
+	// milliseconds (see TimeFields).
+	SetNow map[string]int64 `msgpack:"set_now,omitempty"`
 }
 
 // CASCommand is the payload of CmdNodeCAS. A condition whose value is null
@@ -64,6 +67,7 @@ type CASCommand struct {
 	NodeID     string                     `msgpack:"node_id"`
 	Conditions map[string]json.RawMessage `msgpack:"conditions"`
 	Updates    map[string]json.RawMessage `msgpack:"updates"`
+	TimeFields `msgpack:",inline"`
 }
 
 // CreateNodeResult says whether this call created the node, and the node as

@@ -62,6 +62,9 @@ func applyCreateNode(tx *Tx, cmd *log.Command) (any, error) {
 	if err := checkFields("properties", c.Properties, len(c.Properties)); err != nil {
 		return nil, err
 	}
+	if err := checkTimeFields(c.SetNow, nil, nil, c.Properties); err != nil {
+		return nil, err
+	}
 	if existing, err := getNode(tx, c.NodeID); err != nil {
 		return nil, err
 	} else if existing != nil {
@@ -70,6 +73,10 @@ func applyCreateNode(tx *Tx, cmd *log.Command) (any, error) {
 	n := &Node{
 		NodeID: c.NodeID, Labels: labels, Properties: withoutNulls(c.Properties),
 		Version: 1, CreatedIndex: tx.Index, ModifiedIndex: tx.Index,
+	}
+	applySetNow(n.Properties, c.SetNow, tx.Now)
+	if size := objectSize(n.Properties); size > MaxPropertiesBytes {
+		return nil, errs.Errorf(errs.CodeInvalid, "properties would be %d bytes, more than %d", size, MaxPropertiesBytes)
 	}
 	if err := tx.Insert(tableNodes, n); err != nil {
 		return nil, errs.Errorf(errs.CodeInternal, "insert node: %v", err)
@@ -99,7 +106,10 @@ func applyCAS(tx *Tx, cmd *log.Command) (any, error) {
 	if err := checkFields("updates", c.Updates, MaxFieldsPerCAS); err != nil {
 		return nil, err
 	}
-	if len(c.Updates) == 0 {
+	if err := c.TimeFields.check(c.Updates); err != nil {
+		return nil, err
+	}
+	if len(c.Updates)+len(c.SetNow) == 0 {
 		return nil, errs.New(errs.CodeInvalid, "updates is empty")
 	}
 	stored, err := getNode(tx, c.NodeID)
@@ -109,7 +119,7 @@ func applyCAS(tx *Tx, cmd *log.Command) (any, error) {
 	if stored == nil {
 		return nil, errs.Errorf(errs.CodeNotFound, "node %q does not exist", c.NodeID)
 	}
-	if !conditionsHold(stored.Properties, c.Conditions) {
+	if !conditionsHold(stored.Properties, c.Conditions) || !c.deadlinesHold(stored.Properties, tx.Now) {
 		return CASResult{Swapped: false, Node: stored.clone()}, nil
 	}
 	next := stored.clone()
@@ -120,6 +130,7 @@ func applyCAS(tx *Tx, cmd *log.Command) (any, error) {
 			next.Properties[k] = v
 		}
 	}
+	applySetNow(next.Properties, c.SetNow, tx.Now)
 	if n := objectSize(next.Properties); n > MaxPropertiesBytes {
 		return nil, errs.Errorf(errs.CodeInvalid, "properties after update would be %d bytes, more than %d", n, MaxPropertiesBytes)
 	}

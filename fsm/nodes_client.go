@@ -36,6 +36,9 @@ type CreateNodeRequest struct {
 	NodeID     string         `json:"node_id"`
 	Labels     []string       `json:"labels"`
 	Properties map[string]any `json:"properties"`
+	// SetNow sets fields to FSM time plus an offset in milliseconds, for
+	// timestamps and deadlines decided by the log's clock.
+	SetNow map[string]int64 `json:"set_now,omitempty"`
 	// IdempotencyKey, if set, makes a retry after an unknown outcome return
 	// this call's own result (with Replayed) instead of created=false.
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
@@ -45,10 +48,13 @@ type CreateNodeRequest struct {
 // condition value of nil requires the field to be absent; an update value
 // of nil removes the field.
 type CASRequest struct {
-	NodeID         string         `json:"node_id"`
-	Conditions     map[string]any `json:"conditions"`
-	Updates        map[string]any `json:"updates"`
-	IdempotencyKey string         `json:"idempotency_key,omitempty"`
+	NodeID     string         `json:"node_id"`
+	Conditions map[string]any `json:"conditions"`
+	Updates    map[string]any `json:"updates"`
+	// TimeFields adds deadline conditions (due, not_due) and fields set to
+	// FSM time (set_now), all judged by the log's clock.
+	TimeFields
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
 }
 
 // CreateIfAbsent creates the node if no node has its id. Exactly one caller
@@ -86,7 +92,10 @@ func (req CreateNodeRequest) command() (*CreateNodeCommand, error) {
 	if err := checkFields("properties", props, len(props)); err != nil {
 		return nil, err
 	}
-	return &CreateNodeCommand{NodeID: req.NodeID, Labels: labels, Properties: props}, nil
+	if err := checkTimeFields(req.SetNow, nil, nil, props); err != nil {
+		return nil, err
+	}
+	return &CreateNodeCommand{NodeID: req.NodeID, Labels: labels, Properties: props, SetNow: req.SetNow}, nil
 }
 
 // CompareAndSet applies req.Updates if every condition holds, atomically.
@@ -126,10 +135,13 @@ func (req CASRequest) command() (*CASCommand, error) {
 	if err := checkFields("updates", updates, MaxFieldsPerCAS); err != nil {
 		return nil, err
 	}
-	if len(updates) == 0 {
+	if err := req.TimeFields.check(updates); err != nil {
+		return nil, err
+	}
+	if len(updates)+len(req.SetNow) == 0 {
 		return nil, errs.New(errs.CodeInvalid, "updates is empty")
 	}
-	return &CASCommand{NodeID: req.NodeID, Conditions: conds, Updates: updates}, nil
+	return &CASCommand{NodeID: req.NodeID, Conditions: conds, Updates: updates, TimeFields: req.TimeFields}, nil
 }
 
 // Get reads one node; errs.NotFound if it does not exist.

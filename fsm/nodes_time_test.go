@@ -1,0 +1,111 @@
+package fsm_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/internal/fsmtest"
+	"github.com/arbiterhq/arbiter/log"
+	"github.com/google/go-cmp/cmp"
+)
+
+func intProp(t *testing.T, n fsm.Node, k string) int64 {
+	t.Helper()
+	v, err := strconv.ParseInt(string(n.Properties[k]), 10, 64)
+	if err != nil {
+		t.Fatalf("property %s = %s is not an integer", k, n.Properties[k])
+	}
+	return v
+}
+
+// Timestamps and deadlines come from the log's clock: set_now writes FSM
+// time (plus an offset), due/not_due compare against FSM time when the CAS
+// applies, whatever the caller's clock says.
+func TestTimeFieldsUseFSMTime(t *testing.T) {
+	ctx := context.Background()
+	l, nodes := newNodes(t)
+	created, err := nodes.CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: "lease",
+		Properties: map[string]any{"state": "held"}, SetNow: map[string]int64{"created_ms": 0, "expires_ms": 30_000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := intProp(t, created.Node, "created_ms"); got != fsmtest.Epoch {
+		t.Fatalf("created_ms = %d, want FSM time %d", got, fsmtest.Epoch)
+	}
+	if got := intProp(t, created.Node, "expires_ms"); got != fsmtest.Epoch+30_000 {
+		t.Fatalf("expires_ms = %d, want %d", got, fsmtest.Epoch+30_000)
+	}
+	expire := fsm.CASRequest{NodeID: "lease", Conditions: map[string]any{"state": "held"},
+		Updates: map[string]any{"state": "expired"}, TimeFields: fsm.TimeFields{Due: []string{"expires_ms"}, SetNow: map[string]int64{"expired_ms": 0}}}
+	renew := fsm.CASRequest{NodeID: "lease", Conditions: map[string]any{"state": "held"},
+		TimeFields: fsm.TimeFields{NotDue: []string{"expires_ms"}, SetNow: map[string]int64{"expires_ms": 30_000}}}
+
+	l.Advance(29_999 * time.Millisecond)
+	if res, err := nodes.CompareAndSet(ctx, expire); err != nil || res.Swapped {
+		t.Fatalf("expired 1 ms early: %+v %v", res, err)
+	}
+	res, err := nodes.CompareAndSet(ctx, renew)
+	if err != nil || !res.Swapped || intProp(t, res.Node, "expires_ms") != fsmtest.Epoch+29_999+30_000 {
+		t.Fatalf("renew before the deadline: %+v %v", res, err)
+	}
+	// A proposer whose clock runs behind cannot move FSM time back.
+	l.SetClock(fsmtest.Epoch)
+	if res, err := nodes.CompareAndSet(ctx, expire); err != nil || res.Swapped {
+		t.Fatalf("expired by a clock that went back: %+v %v", res, err)
+	}
+	l.SetClock(fsmtest.Epoch + 29_999 + 30_000)
+	if res, err := nodes.CompareAndSet(ctx, renew); err != nil || res.Swapped {
+		t.Fatalf("renewed at the deadline: %+v %v", res, err)
+	}
+	res, err = nodes.CompareAndSet(ctx, expire)
+	if err != nil || !res.Swapped || string(res.Node.Properties["state"]) != `"expired"` {
+		t.Fatalf("expire at the deadline: %+v %v", res, err)
+	}
+	if intProp(t, res.Node, "expired_ms") != fsmtest.Epoch+29_999+30_000 {
+		t.Fatalf("expired_ms = %s", res.Node.Properties["expired_ms"])
+	}
+}
+
+func TestTimeFieldsValidation(t *testing.T) {
+	ctx := context.Background()
+	_, nodes := newNodes(t)
+	if _, err := nodes.CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: "n", Properties: map[string]any{"a": 1}}); err != nil {
+		t.Fatal(err)
+	}
+	bad := []fsm.CASRequest{
+		{NodeID: "n", TimeFields: fsm.TimeFields{SetNow: map[string]int64{"t": -1}}},
+		{NodeID: "n", TimeFields: fsm.TimeFields{SetNow: map[string]int64{"t": fsm.MaxNowOffsetMs + 1}}},
+		{NodeID: "n", Updates: map[string]any{"t": 1}, TimeFields: fsm.TimeFields{SetNow: map[string]int64{"t": 0}}},
+		{NodeID: "n", Updates: map[string]any{"a": 2}, TimeFields: fsm.TimeFields{Due: []string{""}}},
+		{NodeID: "n", Updates: map[string]any{"a": 2}, TimeFields: fsm.TimeFields{NotDue: []string{"x\n"}}},
+	}
+	for i, req := range bad {
+		if _, err := nodes.CompareAndSet(ctx, req); !errors.Is(err, errs.Invalid) {
+			t.Errorf("case %d accepted: %v", i, err)
+		}
+	}
+	if _, err := nodes.CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: "m", SetNow: map[string]int64{"t": -5}}); !errors.Is(err, errs.Invalid) {
+		t.Errorf("negative create offset accepted: %v", err)
+	}
+	// A due condition on a missing or non-integer field does not hold.
+	res, err := nodes.CompareAndSet(ctx, fsm.CASRequest{NodeID: "n", Updates: map[string]any{"a": 3}, TimeFields: fsm.TimeFields{Due: []string{"missing"}}})
+	if err != nil || res.Swapped {
+		t.Fatalf("due on a missing field: %+v %v", res, err)
+	}
+}
+
+func TestCASCommandTimeFieldsRoundTrip(t *testing.T) {
+	in := fsm.CASCommand{NodeID: "n", TimeFields: fsm.TimeFields{SetNow: map[string]int64{"a": 5}, Due: []string{"b"}, NotDue: []string{"c"}}}
+	var out fsm.CASCommand
+	if err := log.Unmarshal(log.MustMarshal(in), &out); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(in, out); diff != "" {
+		t.Fatalf("round trip:\n%s", diff)
+	}
+}
