@@ -262,17 +262,17 @@ func (s *nodesMachine) create(t *rapid.T, req fsm.CreateNodeRequest) {
 	row, done, wantErr := s.fromLedger(req.IdempotencyKey, request)
 	switch {
 	case done && wantErr == nil:
-		want = fsm.CreateNodeResult{Created: row.ok, Node: row.node, Replayed: true}
+		want = fsm.CreateNodeResult{Created: row.ok, Node: row.node, Replayed: true, TimeMs: row.at}
 	case done:
 	case s.m[req.NodeID] != nil:
-		want = fsm.CreateNodeResult{Created: false, Node: s.m[req.NodeID].node(req.NodeID)}
+		want = fsm.CreateNodeResult{Created: false, Node: s.m[req.NodeID].node(req.NodeID), TimeMs: s.now}
 	default:
 		labels := slices.Clone(req.Labels)
 		sort.Strings(labels)
 		n := &modelNode{labels: labels, props: canonicalMap(t, req.Properties, true), version: 1, created: s.index, modified: s.index}
 		s.m[req.NodeID] = n
 		s.emit("node_create", req.NodeID)
-		want = fsm.CreateNodeResult{Created: true, Node: n.node(req.NodeID)}
+		want = fsm.CreateNodeResult{Created: true, Node: n.node(req.NodeID), TimeMs: s.now}
 	}
 	if !done {
 		s.record(req.IdempotencyKey, request, want.Created, want.Node, req)
@@ -304,7 +304,7 @@ func (s *nodesMachine) cas(t *rapid.T, req fsm.CASRequest) {
 	n := s.m[req.NodeID]
 	switch {
 	case done && wantErr == nil:
-		want = fsm.CASResult{Swapped: row.ok, Node: row.node, Replayed: true}
+		want = fsm.CASResult{Swapped: row.ok, Node: row.node, Replayed: true, TimeMs: row.at}
 	case done:
 	case n == nil:
 		wantErr = errs.NotFound // a failure: not recorded in the ledger
@@ -328,7 +328,7 @@ func (s *nodesMachine) cas(t *rapid.T, req fsm.CASRequest) {
 			n.props, n.version, n.modified = next, n.version+1, s.index
 			s.emit("node_cas", req.NodeID)
 		}
-		want = fsm.CASResult{Swapped: holds, Node: n.node(req.NodeID)}
+		want = fsm.CASResult{Swapped: holds, Node: n.node(req.NodeID), TimeMs: s.now}
 	}
 	if !done && wantErr == nil {
 		s.record(req.IdempotencyKey, request, want.Swapped, want.Node, req)

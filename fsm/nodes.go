@@ -3,6 +3,7 @@ package fsm
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"sort"
 
 	"github.com/arbiterhq/arbiter/errs"
@@ -68,6 +69,68 @@ type CASCommand struct {
 	Conditions map[string]json.RawMessage `msgpack:"conditions"`
 	Updates    map[string]json.RawMessage `msgpack:"updates"`
 	TimeFields `msgpack:",inline"`
+	LabelEdits `msgpack:",inline"`
+}
+
+// LabelEdits change a node's labels in a CAS, applied with its updates.
+// A label may not be both added and removed.
+type LabelEdits struct {
+	AddLabels    []string `msgpack:"add_labels,omitempty" json:"add_labels,omitempty"`
+	RemoveLabels []string `msgpack:"remove_labels,omitempty" json:"remove_labels,omitempty"`
+}
+
+func (e *LabelEdits) check() error {
+	if len(e.AddLabels)+len(e.RemoveLabels) > MaxLabels {
+		return errs.Errorf(errs.CodeInvalid, "more than %d label edits", MaxLabels)
+	}
+	add, err := normalizeLabels(e.AddLabels)
+	if err != nil {
+		return err
+	}
+	remove, err := normalizeLabels(e.RemoveLabels)
+	if err != nil {
+		return err
+	}
+	for _, l := range add {
+		if _, both := slices.BinarySearch(remove, l); both {
+			return errs.Errorf(errs.CodeInvalid, "label %q is both added and removed", l)
+		}
+	}
+	return nil
+}
+
+// apply returns labels after the edits, sorted, and which rows to add and
+// remove in the label index.
+func (e *LabelEdits) apply(labels []string) (next, added, removed []string, err error) {
+	have := map[string]bool{}
+	for _, l := range labels {
+		have[l] = true
+	}
+	for _, l := range e.RemoveLabels {
+		if have[l] {
+			delete(have, l)
+			removed = append(removed, l)
+		}
+	}
+	for _, l := range e.AddLabels {
+		if !have[l] {
+			have[l] = true
+			added = append(added, l)
+		}
+	}
+	if len(have) > MaxLabels {
+		return nil, nil, nil, errs.Errorf(errs.CodeInvalid, "a node may carry at most %d labels", MaxLabels)
+	}
+	for l := range have {
+		next = append(next, l)
+	}
+	slices.Sort(next)
+	slices.Sort(added)
+	slices.Sort(removed)
+	if next == nil {
+		next = []string{}
+	}
+	return next, added, removed, nil
 }
 
 // CreateNodeResult says whether this call created the node, and the node as
@@ -76,6 +139,8 @@ type CreateNodeResult struct {
 	Created  bool `msgpack:"created" json:"created"`
 	Node     Node `msgpack:"node" json:"node"`
 	Replayed bool `msgpack:"-" json:"replayed,omitempty"`
+	// TimeMs is FSM time when the result was decided (unix ms).
+	TimeMs int64 `msgpack:"-" json:"-"`
 }
 
 // CASResult says whether every condition held and the updates were applied,
@@ -84,6 +149,8 @@ type CASResult struct {
 	Swapped  bool `msgpack:"swapped" json:"swapped"`
 	Node     Node `msgpack:"node" json:"node"`
 	Replayed bool `msgpack:"-" json:"replayed,omitempty"`
+	// TimeMs is FSM time when the result was decided (unix ms).
+	TimeMs int64 `msgpack:"-" json:"-"`
 }
 
 func validateNodeID(id string) error {

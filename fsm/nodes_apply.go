@@ -109,7 +109,10 @@ func applyCAS(tx *Tx, cmd *log.Command) (any, error) {
 	if err := c.TimeFields.check(c.Updates); err != nil {
 		return nil, err
 	}
-	if len(c.Updates)+len(c.SetNow) == 0 {
+	if err := c.LabelEdits.check(); err != nil {
+		return nil, err
+	}
+	if len(c.Updates)+len(c.SetNow)+len(c.AddLabels)+len(c.RemoveLabels) == 0 {
 		return nil, errs.New(errs.CodeInvalid, "updates is empty")
 	}
 	stored, err := getNode(tx, c.NodeID)
@@ -134,10 +137,25 @@ func applyCAS(tx *Tx, cmd *log.Command) (any, error) {
 	if n := objectSize(next.Properties); n > MaxPropertiesBytes {
 		return nil, errs.Errorf(errs.CodeInvalid, "properties after update would be %d bytes, more than %d", n, MaxPropertiesBytes)
 	}
+	labels, added, removed, err := c.LabelEdits.apply(next.Labels)
+	if err != nil {
+		return nil, err
+	}
+	next.Labels = labels
 	next.Version++
 	next.ModifiedIndex = tx.Index
 	if err := tx.Insert(tableNodes, &next); err != nil {
 		return nil, errs.Errorf(errs.CodeInternal, "update node: %v", err)
+	}
+	for _, l := range removed {
+		if err := tx.Delete(tableLabels, &labelRow{Label: l, NodeID: next.NodeID}); err != nil {
+			return nil, errs.Errorf(errs.CodeInternal, "remove label: %v", err)
+		}
+	}
+	for _, l := range added {
+		if err := tx.Insert(tableLabels, &labelRow{Label: l, NodeID: next.NodeID}); err != nil {
+			return nil, errs.Errorf(errs.CodeInternal, "add label: %v", err)
+		}
 	}
 	tx.Emit("node_cas", next.NodeID, "")
 	return CASResult{Swapped: true, Node: next.clone()}, nil

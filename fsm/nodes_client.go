@@ -54,6 +54,8 @@ type CASRequest struct {
 	// TimeFields adds deadline conditions (due, not_due) and fields set to
 	// FSM time (set_now), all judged by the log's clock.
 	TimeFields
+	// LabelEdits add and remove labels along with the updates.
+	LabelEdits
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 }
 
@@ -69,7 +71,7 @@ func (n *Nodes) CreateIfAbsent(ctx context.Context, req CreateNodeRequest) (*Cre
 	if err != nil {
 		return nil, err
 	}
-	out.Replayed = res.Replayed
+	out.Replayed, out.TimeMs = res.Replayed, res.Time
 	return &out, nil
 }
 
@@ -110,7 +112,7 @@ func (n *Nodes) CompareAndSet(ctx context.Context, req CASRequest) (*CASResult, 
 	if err != nil {
 		return nil, err
 	}
-	out.Replayed = res.Replayed
+	out.Replayed, out.TimeMs = res.Replayed, res.Time
 	return &out, nil
 }
 
@@ -138,10 +140,13 @@ func (req CASRequest) command() (*CASCommand, error) {
 	if err := req.TimeFields.check(updates); err != nil {
 		return nil, err
 	}
-	if len(updates)+len(req.SetNow) == 0 {
+	if err := req.LabelEdits.check(); err != nil {
+		return nil, err
+	}
+	if len(updates)+len(req.SetNow)+len(req.AddLabels)+len(req.RemoveLabels) == 0 {
 		return nil, errs.New(errs.CodeInvalid, "updates is empty")
 	}
-	return &CASCommand{NodeID: req.NodeID, Conditions: conds, Updates: updates, TimeFields: req.TimeFields}, nil
+	return &CASCommand{NodeID: req.NodeID, Conditions: conds, Updates: updates, TimeFields: req.TimeFields, LabelEdits: req.LabelEdits}, nil
 }
 
 // Get reads one node; errs.NotFound if it does not exist.

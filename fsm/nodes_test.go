@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/arbiterhq/arbiter/errs"
@@ -139,4 +140,37 @@ func joined(s []string) string {
 		out += x
 	}
 	return out
+}
+
+// A CAS can move a node between labels; the label index follows.
+func TestCASLabelEdits(t *testing.T) {
+	ctx := context.Background()
+	_, nodes := newNodes(t)
+	if _, err := nodes.CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: "n", Labels: []string{"a", "keep"}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := nodes.CompareAndSet(ctx, fsm.CASRequest{NodeID: "n", LabelEdits: fsm.LabelEdits{AddLabels: []string{"b"}, RemoveLabels: []string{"a", "absent"}}})
+	if err != nil || !res.Swapped || joined(res.Node.Labels) != "bkeep" || res.Node.Version != 2 {
+		t.Fatalf("label edit: %+v %v", res, err)
+	}
+	count := func(label string) int {
+		page, err := nodes.ByLabel(ctx, fsm.LabelQuery{Label: label}, fsm.Linearizable)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(page.Nodes)
+	}
+	if count("a") != 0 || count("b") != 1 || count("keep") != 1 {
+		t.Fatalf("label index: a=%d b=%d keep=%d", count("a"), count("b"), count("keep"))
+	}
+	if _, err := nodes.CompareAndSet(ctx, fsm.CASRequest{NodeID: "n", LabelEdits: fsm.LabelEdits{AddLabels: []string{"x"}, RemoveLabels: []string{"x"}}}); !errors.Is(err, errs.Invalid) {
+		t.Fatalf("add and remove of one label accepted: %v", err)
+	}
+	many := make([]string, fsm.MaxLabels)
+	for i := range many {
+		many[i] = fmt.Sprintf("l%02d", i)
+	}
+	if _, err := nodes.CompareAndSet(ctx, fsm.CASRequest{NodeID: "n", LabelEdits: fsm.LabelEdits{AddLabels: many}}); !errors.Is(err, errs.Invalid) {
+		t.Fatalf("a node with more than %d labels: %v", fsm.MaxLabels, err)
+	}
 }
