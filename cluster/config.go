@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/arbiterhq/arbiter/authority"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/bounds"
 	"github.com/hashicorp/raft"
@@ -39,6 +40,12 @@ type Config struct {
 	// Modules are the domain modules this node's FSM runs. Every node of a
 	// cluster must run the same modules.
 	Modules []fsm.Module
+
+	// ConceptPolicies are the concept namespace policies the concept
+	// reservation routes bind requests to (nil: every reserve is refused
+	// as matching no policy). They only shape requests before they are
+	// proposed, so nodes may be given new policies one at a time.
+	ConceptPolicies *authority.PolicySet
 
 	Logger *slog.Logger
 

@@ -3,6 +3,7 @@
 //	arbiter serve  [--id ID] [--data-dir DIR] [--raft-addr HOST:PORT] [--http-addr HOST:PORT] [--bootstrap] [--join URL[,URL...]]
 //	arbiter status [--addr URL]
 //	arbiter bench  [--addrs URL[,URL...]] [--clients 1,16,64] [--duration 10s]
+//	arbiter concept reserve|reserve-next|transition|materialize|reconcile|get|list [flags]
 //
 // With no flags, serve runs a single-node cluster in ./arbiter-data with
 // raft on 127.0.0.1:7000 and the HTTP API on 127.0.0.1:8000.
@@ -26,6 +27,8 @@ func main() {
 		err = status(os.Args[2:])
 	case "bench":
 		err = bench(os.Args[2:])
+	case "concept":
+		err = concept(os.Args[2:])
 	case "help", "-h", "--help":
 		usage()
 		return
@@ -47,5 +50,6 @@ commands:
   serve    run a node (arbiter serve -h for flags)
   status   print a node's view of the cluster
   bench    measure create-if-absent throughput and latency against a cluster
+  concept  reserve and move concept ids (arbiter concept for its commands)
 `)
 }

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/arbiterhq/arbiter/authority"
 	"github.com/arbiterhq/arbiter/cluster"
 )
 
@@ -33,6 +34,7 @@ func serve(args []string) error {
 	noSync := fs.Bool("unsafe-no-fsync", false, "do not fsync the raft log (benchmarks only: a crash may lose acknowledged writes)")
 	joinTimeout := fs.Duration("join-timeout", time.Minute, "how long to keep trying to join")
 	pprofAddr := fs.String("pprof-addr", "", "if set, serve Go's pprof profiles on this host:port (keep it private)")
+	policyFile := fs.String("concept-policies", "", `JSON file of concept namespace policies: [{"namespace":"RMDD","min":1,"max":9999,"policy_version":"2"}]`)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -56,6 +58,13 @@ func serve(args []string) error {
 		cfg.Bootstrap = true
 	}
 
+	if *policyFile != "" {
+		ps, err := authority.LoadPolicyFile(*policyFile)
+		if err != nil {
+			return err
+		}
+		cfg.ConceptPolicies = ps
+	}
 	if *pprofAddr != "" {
 		if err := servePprof(*pprofAddr, cfg.Logger); err != nil {
 			return err

@@ -1,0 +1,38 @@
+// Package authority is the concept reservation authority of
+// concept-reservation-authority.txt, built only on the generic node
+// primitives of package fsm: CreateNodeIfAbsent, CompareAndSetNodeFields,
+// GetNodeProperties and GetNodesByLabel. The replicated cluster is the
+// "authoritative graph"; Service is the adapter the spec describes.
+//
+// One node per complete concept id (NAMESPACE-NUMBER, e.g. RMDD-27) with
+// identity "concept-reservation:<concept_id>" holds the durable record. The
+// first create wins. A failed create is classified by reading the node: the
+// same request key and fingerprint replay the winner; a released or expired
+// claim that was never repository-visible is reclaimed by one CAS over its
+// reservation id, fingerprint, state and fence; anything else conflicts.
+// Lifecycle transitions are one CAS conditioned on tenant, owner,
+// reservation id, fingerprint, state and the caller's fence, and advance the
+// fence by one:
+//
+//	reserved -> materialized -> landed -> tombstoned
+//	     |             |           |
+//	     +-> released  +-> released +-> tombstoned
+//	     +-> expired   +-> expired
+//
+// Visibility (none < repository < external) never decreases: landed is
+// repository-visible, tombstoned externally visible, and a release or
+// expiry after repository visibility becomes a tombstone. Expiry is decided
+// by FSM time (the node primitives' due/not_due conditions), never by a
+// caller's clock. Nodes are never deleted.
+//
+// There is no local fallback: when the cluster cannot answer, calls fail
+// with an error matching ErrAuthorityUnavailable and callers defer and
+// retry. FixtureConceptReservationAuthority runs the same protocol on an
+// in-process state machine for unit tests; it is not authoritative.
+//
+// ConceptReservationService adds the local projection: Materialize performs
+// the fenced transition, then appends a privacy-safe record to the caller's
+// own fragment file and regenerates the view; ReconcileProjection compares
+// the native records of a tenant with the fragments, the view and source
+// markers, read-only and bounded.
+package authority

@@ -1,0 +1,56 @@
+package authority
+
+import (
+	"context"
+	"time"
+
+	"github.com/arbiterhq/arbiter/internal/fsmtest"
+)
+
+// FixtureConceptReservationAuthority runs the reservation protocol on an
+// in-process state machine, for deterministic unit tests of callers. It is
+// safe for concurrent use inside one process and gives no guarantee across
+// processes or hosts: Authoritative reports false, and it must never stand
+// in for the cluster.
+type FixtureConceptReservationAuthority struct {
+	local *fsmtest.Local
+	svc   *Service
+}
+
+var _ Authority = (*FixtureConceptReservationAuthority)(nil)
+
+// NewFixture returns a fixture whose clock starts at fsmtest.Epoch and
+// moves only with Advance.
+func NewFixture(policies *PolicySet) (*FixtureConceptReservationAuthority, error) {
+	local, err := fsmtest.New()
+	if err != nil {
+		return nil, err
+	}
+	return &FixtureConceptReservationAuthority{local: local, svc: NewService(local, local, policies)}, nil
+}
+
+// Advance moves the fixture's clock forward (expiry follows it).
+func (f *FixtureConceptReservationAuthority) Advance(d time.Duration) { f.local.Advance(d) }
+
+// Authoritative reports false: a fixture decides nothing across processes.
+func (f *FixtureConceptReservationAuthority) Authoritative() bool { return false }
+
+func (f *FixtureConceptReservationAuthority) Reserve(ctx context.Context, req ReserveRequest) (*ReserveResult, error) {
+	return f.svc.Reserve(ctx, req)
+}
+
+func (f *FixtureConceptReservationAuthority) ReserveNextNumeric(ctx context.Context, req ReserveNextRequest) (*ReserveResult, error) {
+	return reserveNext(ctx, f, req)
+}
+
+func (f *FixtureConceptReservationAuthority) Transition(ctx context.Context, req TransitionRequest) (*TransitionResult, error) {
+	return f.svc.Transition(ctx, req)
+}
+
+func (f *FixtureConceptReservationAuthority) Get(ctx context.Context, conceptID, tenantRef string) (*Record, error) {
+	return f.svc.Get(ctx, conceptID, tenantRef)
+}
+
+func (f *FixtureConceptReservationAuthority) List(ctx context.Context, req ListRequest) (*RecordPage, error) {
+	return f.svc.List(ctx, req)
+}

@@ -1,0 +1,181 @@
+package authority
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/fsm"
+)
+
+// State is a lifecycle state.
+type State string
+
+const (
+	Reserved     State = "reserved"
+	Materialized State = "materialized"
+	Landed       State = "landed"
+	Tombstoned   State = "tombstoned"
+	Released     State = "released"
+	Expired      State = "expired"
+)
+
+// Visibility says how far a concept id has been seen. It never decreases.
+type Visibility string
+
+const (
+	VisibilityNone       Visibility = "none"
+	VisibilityRepository Visibility = "repository"
+	VisibilityExternal   Visibility = "external"
+)
+
+func (v Visibility) rank() int {
+	switch v {
+	case VisibilityRepository:
+		return 1
+	case VisibilityExternal:
+		return 2
+	}
+	return 0
+}
+
+// Record is the durable claim on one concept id, stored as the properties
+// of its node. Times are FSM time in unix milliseconds.
+type Record struct {
+	Schema        string `json:"schema"`
+	ConceptID     string `json:"concept_id"`
+	Namespace     string `json:"namespace"`
+	Number        uint64 `json:"number"`
+	PolicyVersion string `json:"policy_version"`
+	RangeMin      uint64 `json:"range_min"`
+	RangeMax      uint64 `json:"range_max"`
+
+	TenantRef      string   `json:"tenant_ref"`
+	RepositoryRef  string   `json:"repository_ref"`
+	LaneRef        string   `json:"lane_ref"`
+	OwnerRef       string   `json:"owner_ref"`
+	RequestRef     string   `json:"request_ref"`
+	DesignRef      string   `json:"design_ref"`
+	ProvenanceRefs []string `json:"provenance_refs"`
+
+	PurposeDigest string `json:"purpose_digest"`
+	Fingerprint   string `json:"fingerprint"`
+	ReservationID string `json:"reservation_id"`
+
+	State      State      `json:"state"`
+	Fence      uint64     `json:"fence"`
+	Visibility Visibility `json:"visibility"`
+
+	CreatedAtMs      int64 `json:"created_at_ms"`
+	ExpiresAtMs      int64 `json:"expires_at_ms"`
+	ReservedAtMs     int64 `json:"reserved_at_ms"`
+	MaterializedAtMs int64 `json:"materialized_at_ms,omitempty"`
+	LandedAtMs       int64 `json:"landed_at_ms,omitempty"`
+	TombstonedAtMs   int64 `json:"tombstoned_at_ms,omitempty"`
+	ReleasedAtMs     int64 `json:"released_at_ms,omitempty"`
+	ExpiredAtMs      int64 `json:"expired_at_ms,omitempty"`
+	UpdatedAtMs      int64 `json:"updated_at_ms"`
+}
+
+// Record field names used in conditions, updates and time fields.
+const (
+	schemaV1         = "concept-reservation/v1"
+	fieldState       = "state"
+	fieldFence       = "fence"
+	fieldVisibility  = "visibility"
+	fieldExpiresAt   = "expires_at_ms"
+	fieldUpdatedAt   = "updated_at_ms"
+	fieldCreatedAt   = "created_at_ms"
+	fieldReservedAt  = "reserved_at_ms"
+	labelAll         = "concept-reservation"
+	tenantLabelStart = "concept-reservation-tenant:"
+)
+
+// timestampField is the field that records entering a state.
+var timestampField = map[State]string{
+	Reserved: fieldReservedAt, Materialized: "materialized_at_ms", Landed: "landed_at_ms",
+	Tombstoned: "tombstoned_at_ms", Released: "released_at_ms", Expired: "expired_at_ms",
+}
+
+// tenantLabel is the label the tenant-scoped queries page through. The
+// tenant ref is hashed so that any opaque ref fits a label.
+func tenantLabel(tenant string) string {
+	sum := sha256.Sum256([]byte(tenant))
+	return tenantLabelStart + hex.EncodeToString(sum[:16])
+}
+
+// active reports whether the record holds its concept id.
+func (r *Record) active() bool {
+	return r.State == Reserved || r.State == Materialized || r.State == Landed || r.State == Tombstoned
+}
+
+// properties turns a record into node properties. Zero timestamps are
+// left out (absent), since the FSM writes them.
+func (r *Record) properties() (map[string]any, error) {
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return nil, errs.Errorf(errs.CodeInternal, "encode record: %v", err)
+	}
+	var props map[string]any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&props); err != nil {
+		return nil, errs.Errorf(errs.CodeInternal, "encode record: %v", err)
+	}
+	for _, f := range []string{fieldCreatedAt, fieldExpiresAt, fieldReservedAt, fieldUpdatedAt} {
+		if props[f] == json.Number("0") {
+			delete(props, f)
+		}
+	}
+	return props, nil
+}
+
+// recordOf reads the record stored in a node.
+func recordOf(n *fsm.Node) (*Record, error) {
+	raw, err := json.Marshal(n.Properties)
+	if err != nil {
+		return nil, errs.Errorf(errs.CodeInternal, "node %s: %v", n.NodeID, err)
+	}
+	var r Record
+	if err := json.Unmarshal(raw, &r); err != nil || r.Schema != schemaV1 {
+		return nil, errs.Errorf(errs.CodeInternal, "node %s does not hold a concept reservation record (%v)", n.NodeID, err)
+	}
+	return &r, nil
+}
+
+// fingerprint identifies what a reservation asks for: the same request
+// retried has the same fingerprint; any changed input a different one.
+func fingerprint(id ConceptID, req *ReserveRequest) string {
+	body, _ := json.Marshal([]any{
+		id.String(), req.TenantRef, req.RepositoryRef, req.LaneRef, req.OwnerRef,
+		req.RequestRef, req.DesignRef, req.PurposeDigest, req.ProvenanceRefs,
+	})
+	sum := sha256.Sum256(body)
+	return "v1:" + hex.EncodeToString(sum[:])
+}
+
+// reservationID names one claim: the concept, the request, its fingerprint
+// and the fence the claim starts at, so a reclaim by the same request is a
+// new reservation.
+func reservationID(id ConceptID, requestRef, fp string, fence uint64) string {
+	sum := sha256.Sum256([]byte(id.String() + "\x00" + requestRef + "\x00" + fp + "\x00" + strconv.FormatUint(fence, 10)))
+	return "rsv-" + hex.EncodeToString(sum[:12])
+}
+
+// publicFields are the parts of a record any caller may see in a conflict:
+// nothing that names a tenant, owner, request or design.
+func (r *Record) publicFields() map[string]any {
+	return map[string]any{
+		"concept_id": r.ConceptID, "namespace": r.Namespace, "policy_version": r.PolicyVersion,
+		"state": string(r.State), "visibility": string(r.Visibility), "fence": r.Fence,
+		"created_at_ms": r.CreatedAtMs, "expires_at_ms": r.ExpiresAtMs,
+	}
+}
+
+func (r *Record) String() string {
+	return fmt.Sprintf("%s %s fence %d (%s)", r.ConceptID, r.State, r.Fence, r.ReservationID)
+}

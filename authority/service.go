@@ -1,0 +1,282 @@
+package authority
+
+import (
+	"context"
+	"time"
+
+	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/internal/bounds"
+)
+
+// Authority is what callers of the reservation protocol use; Service (the
+// native adapter) and FixtureConceptReservationAuthority implement it.
+type Authority interface {
+	Reserve(ctx context.Context, req ReserveRequest) (*ReserveResult, error)
+	ReserveNextNumeric(ctx context.Context, req ReserveNextRequest) (*ReserveResult, error)
+	Transition(ctx context.Context, req TransitionRequest) (*TransitionResult, error)
+	Get(ctx context.Context, conceptID, tenantRef string) (*Record, error)
+	List(ctx context.Context, req ListRequest) (*RecordPage, error)
+	// Authoritative is true only for an adapter backed by the replicated
+	// graph; a fixture gives no cross-process guarantee.
+	Authoritative() bool
+}
+
+// Service is the native adapter: the reservation protocol over the node
+// primitives of any Proposer and Reader (an embedded cluster.Node, a
+// cluster.Remote, or a bare FSM).
+type Service struct {
+	nodes    *fsm.Nodes
+	policies *PolicySet
+}
+
+var _ Authority = (*Service)(nil)
+
+// NewService returns the native adapter.
+func NewService(p fsm.Proposer, r fsm.Reader, policies *PolicySet) *Service {
+	return &Service{nodes: fsm.NewNodes(p, r), policies: policies}
+}
+
+// Authoritative reports true: decisions come from the replicated log.
+func (s *Service) Authoritative() bool { return true }
+
+// Bounds of a reservation request.
+const (
+	DefaultTTL         = 24 * time.Hour
+	MaxTTL             = 30 * 24 * time.Hour
+	MinTTL             = time.Second
+	MaxProvenanceRefs  = 64
+	maxReclaimAttempts = 8
+)
+
+// ReserveRequest asks for one complete concept id.
+type ReserveRequest struct {
+	ConceptID      string   `json:"concept_id"`
+	TenantRef      string   `json:"tenant_ref"`
+	RepositoryRef  string   `json:"repository_ref,omitempty"`
+	LaneRef        string   `json:"lane_ref,omitempty"`
+	OwnerRef       string   `json:"owner_ref"`
+	RequestRef     string   `json:"request_ref"`
+	DesignRef      string   `json:"design_ref,omitempty"`
+	ProvenanceRefs []string `json:"provenance_refs,omitempty"`
+	PurposeDigest  string   `json:"purpose_digest"`
+	// TTLMs is how long the reservation lasts before it may expire,
+	// counted in FSM time from the moment it is decided (0: DefaultTTL).
+	TTLMs int64 `json:"ttl_ms,omitempty"`
+	// RangeMin and RangeMax are accepted from callers that still send
+	// them and are replaced by the selected policy's range: they are not
+	// authority policy.
+	RangeMin *uint64 `json:"range_min,omitempty"`
+	RangeMax *uint64 `json:"range_max,omitempty"`
+}
+
+// ReserveResult is a reservation that holds. Exactly one of Created,
+// Reclaimed and Replayed is true.
+type ReserveResult struct {
+	Record *Record `json:"record"`
+	// Created: this call made the first claim of the id.
+	Created bool `json:"created"`
+	// Reclaimed: this call took over a released or expired claim that had
+	// never been visible in a repository.
+	Reclaimed bool `json:"reclaimed"`
+	// Replayed: the same request (request ref and fingerprint) had already
+	// claimed the id; this is its record.
+	Replayed bool `json:"replayed"`
+}
+
+func (req *ReserveRequest) validate() error {
+	for _, f := range []struct{ name, v string }{
+		{"tenant_ref", req.TenantRef}, {"owner_ref", req.OwnerRef},
+		{"request_ref", req.RequestRef}, {"purpose_digest", req.PurposeDigest},
+	} {
+		if err := bounds.Identifier(f.name, f.v); err != nil {
+			return err
+		}
+	}
+	for _, f := range []struct{ name, v string }{
+		{"repository_ref", req.RepositoryRef}, {"lane_ref", req.LaneRef}, {"design_ref", req.DesignRef},
+	} {
+		if err := bounds.OptionalIdentifier(f.name, f.v); err != nil {
+			return err
+		}
+	}
+	if len(req.ProvenanceRefs) > MaxProvenanceRefs {
+		return errs.Errorf(errs.CodeInvalid, "%d provenance refs, more than %d", len(req.ProvenanceRefs), MaxProvenanceRefs)
+	}
+	for _, p := range req.ProvenanceRefs {
+		if err := bounds.Identifier("provenance ref", p); err != nil {
+			return err
+		}
+	}
+	if req.TTLMs == 0 {
+		req.TTLMs = DefaultTTL.Milliseconds()
+	}
+	if req.TTLMs < MinTTL.Milliseconds() || req.TTLMs > MaxTTL.Milliseconds() {
+		return errs.Errorf(errs.CodeInvalid, "ttl_ms must be between %d and %d", MinTTL.Milliseconds(), MaxTTL.Milliseconds())
+	}
+	return nil
+}
+
+// Reserve claims req.ConceptID, following the spec's algorithm: bind the
+// policy, create the node once, and on a failed create classify the
+// stored claim as a replay, a reclaimable claim or a conflict. A conflict
+// is an errs.Conflict whose Detail holds the winner's public fields.
+func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (*ReserveResult, error) {
+	id, pol, err := s.bind(&req)
+	if err != nil {
+		return nil, err
+	}
+	rec := newRecord(id, pol, &req, 1)
+	props, err := rec.properties()
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.nodes.CreateIfAbsent(ctx, fsm.CreateNodeRequest{
+		NodeID: id.NodeID(), Labels: []string{labelAll, tenantLabel(req.TenantRef)},
+		Properties: props, SetNow: claimTimes(req.TTLMs),
+	})
+	if err != nil {
+		return nil, fromCluster(err)
+	}
+	if res.Created {
+		stored, err := recordOf(&res.Node)
+		if err != nil {
+			return nil, err
+		}
+		return &ReserveResult{Record: stored, Created: true}, nil
+	}
+	return s.classify(ctx, id, pol, &req, &res.Node, res.TimeMs)
+}
+
+// bind validates req, parses its id and selects the one policy for it.
+func (s *Service) bind(req *ReserveRequest) (ConceptID, ConceptNamespacePolicy, error) {
+	id, err := ParseConceptID(req.ConceptID)
+	if err != nil {
+		return ConceptID{}, ConceptNamespacePolicy{}, err
+	}
+	if err := req.validate(); err != nil {
+		return ConceptID{}, ConceptNamespacePolicy{}, err
+	}
+	if s.policies == nil {
+		return ConceptID{}, ConceptNamespacePolicy{}, errs.New(errs.CodeInvalid, "no concept namespace policies are configured")
+	}
+	pol, err := s.policies.Select(id)
+	return id, pol, err
+}
+
+// claimTimes are the fields a new claim takes from FSM time.
+func claimTimes(ttlMs int64) map[string]int64 {
+	return map[string]int64{fieldCreatedAt: 0, fieldReservedAt: 0, fieldUpdatedAt: 0, fieldExpiresAt: ttlMs}
+}
+
+func newRecord(id ConceptID, pol ConceptNamespacePolicy, req *ReserveRequest, fence uint64) *Record {
+	fp := fingerprint(id, req)
+	refs := append([]string{}, req.ProvenanceRefs...)
+	return &Record{
+		Schema: schemaV1, ConceptID: id.String(), Namespace: id.Namespace, Number: id.Number,
+		PolicyVersion: pol.PolicyVersion, RangeMin: pol.Min, RangeMax: pol.Max,
+		TenantRef: req.TenantRef, RepositoryRef: req.RepositoryRef, LaneRef: req.LaneRef,
+		OwnerRef: req.OwnerRef, RequestRef: req.RequestRef, DesignRef: req.DesignRef, ProvenanceRefs: refs,
+		PurposeDigest: req.PurposeDigest, Fingerprint: fp,
+		ReservationID: reservationID(id, req.RequestRef, fp, fence),
+		State:         Reserved, Fence: fence, Visibility: VisibilityNone,
+	}
+}
+
+// classify decides what a failed create met. node is the stored node and
+// nowMs the FSM time at which it was read. A reclaim CAS that loses reads
+// the new winner from its own result and classifies again, a bounded
+// number of times; then the authority fails closed.
+func (s *Service) classify(ctx context.Context, id ConceptID, pol ConceptNamespacePolicy, req *ReserveRequest, node *fsm.Node, nowMs int64) (*ReserveResult, error) {
+	fp := fingerprint(id, req)
+	for attempt := 0; attempt < maxReclaimAttempts; attempt++ {
+		cur, err := recordOf(node)
+		if err != nil {
+			return nil, err
+		}
+		if cur.RequestRef == req.RequestRef && cur.Fingerprint == fp {
+			return &ReserveResult{Record: cur, Replayed: true}, nil
+		}
+		if !reclaimable(cur, nowMs) {
+			return nil, conflict(cur)
+		}
+		next := newRecord(id, pol, req, cur.Fence+1)
+		cas, err := reclaimCAS(cur, next, req.TTLMs)
+		if err != nil {
+			return nil, err
+		}
+		res, err := s.nodes.CompareAndSet(ctx, cas)
+		if err != nil {
+			return nil, fromCluster(err)
+		}
+		if res.Swapped {
+			stored, err := recordOf(&res.Node)
+			if err != nil {
+				return nil, err
+			}
+			return &ReserveResult{Record: stored, Reclaimed: true}, nil
+		}
+		node, nowMs = &res.Node, res.TimeMs
+	}
+	return nil, failClosed(id.String(), maxReclaimAttempts)
+}
+
+// reclaimable: released or expired (or past its expiry without being
+// marked), and never visible in a repository.
+func reclaimable(r *Record, nowMs int64) bool {
+	if r.Visibility != VisibilityNone {
+		return false
+	}
+	switch r.State {
+	case Released, Expired:
+		return true
+	case Reserved, Materialized:
+		return nowMs >= r.ExpiresAtMs
+	}
+	return false
+}
+
+// reclaimCAS replaces cur by next in one CAS conditioned on cur's
+// reservation id, fingerprint, state, fence and visibility (and, for a
+// claim not yet marked expired, on its deadline having passed).
+func reclaimCAS(cur, next *Record, ttlMs int64) (fsm.CASRequest, error) {
+	updates, err := next.properties()
+	if err != nil {
+		return fsm.CASRequest{}, err
+	}
+	// Timestamps of the old claim's lifecycle do not describe the new one.
+	for _, f := range timestampField {
+		if _, kept := updates[f]; !kept {
+			updates[f] = nil
+		}
+	}
+	times := claimTimes(ttlMs)
+	for f := range times {
+		delete(updates, f)
+	}
+	req := fsm.CASRequest{
+		NodeID: ConceptID{Namespace: next.Namespace, Number: next.Number}.NodeID(),
+		Conditions: map[string]any{
+			"reservation_id": cur.ReservationID, "fingerprint": cur.Fingerprint,
+			fieldState: string(cur.State), fieldFence: cur.Fence, fieldVisibility: string(VisibilityNone),
+		},
+		Updates:    updates,
+		TimeFields: fsm.TimeFields{SetNow: times},
+	}
+	if cur.State == Reserved || cur.State == Materialized {
+		req.Due = []string{fieldExpiresAt}
+	}
+	if cur.TenantRef != next.TenantRef {
+		req.AddLabels = []string{tenantLabel(next.TenantRef)}
+		req.RemoveLabels = []string{tenantLabel(cur.TenantRef)}
+	}
+	return req, nil
+}
+
+// conflict is the answer for an id another request holds: only the
+// winner's public fields travel.
+func conflict(winner *Record) error {
+	e := errs.Errorf(errs.CodeConflict, "%s is held by another request (%s, fence %d)", winner.ConceptID, winner.State, winner.Fence)
+	e.Detail = winner.publicFields()
+	return e
+}

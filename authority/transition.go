@@ -1,0 +1,202 @@
+package authority
+
+import (
+	"context"
+
+	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/internal/bounds"
+)
+
+// Action is a lifecycle transition a holder asks for.
+type Action string
+
+const (
+	Materialize Action = "materialize"
+	Land        Action = "land"
+	Tombstone   Action = "tombstone"
+	Release     Action = "release"
+	Expire      Action = "expire"
+)
+
+// TransitionRequest moves a claim the caller holds. The caller proves it
+// holds the claim with everything the reservation gave it: tenant, owner,
+// reservation id, fingerprint and the fence it last saw.
+type TransitionRequest struct {
+	ConceptID     string `json:"concept_id"`
+	TenantRef     string `json:"tenant_ref"`
+	OwnerRef      string `json:"owner_ref"`
+	ReservationID string `json:"reservation_id"`
+	Fingerprint   string `json:"fingerprint"`
+	ExpectedFence uint64 `json:"expected_fence"`
+	Action        Action `json:"action"`
+}
+
+// TransitionResult is the record after the transition. Replayed is true
+// when the same owner retried a transition already committed with the
+// fence it holds: the committed record is returned, nothing changes.
+type TransitionResult struct {
+	Record   *Record `json:"record"`
+	Replayed bool    `json:"replayed"`
+}
+
+// step is what an action does from one state.
+type step struct {
+	to         State
+	visibility Visibility
+	due        bool // the claim's deadline must have passed (expiry)
+	notDue     bool // the claim's deadline must not have passed
+}
+
+// plan decides the step for action from cur, or why there is none.
+// Visibility never decreases; a release or expiry of a claim visible in a
+// repository becomes a tombstone.
+func plan(cur *Record, action Action) (step, error) {
+	visible := cur.Visibility.rank() >= VisibilityRepository.rank()
+	tombstone := step{to: Tombstoned, visibility: VisibilityExternal}
+	switch {
+	case action == Materialize && cur.State == Reserved:
+		return step{to: Materialized, visibility: cur.Visibility, notDue: true}, nil
+	case action == Land && cur.State == Materialized:
+		return step{to: Landed, visibility: maxVisibility(cur.Visibility, VisibilityRepository), notDue: true}, nil
+	case action == Tombstone && cur.State == Landed:
+		return tombstone, nil
+	case (action == Release || action == Expire) && cur.State == Landed:
+		return tombstone, nil
+	case action == Release && (cur.State == Reserved || cur.State == Materialized):
+		if visible {
+			return tombstone, nil
+		}
+		return step{to: Released, visibility: cur.Visibility}, nil
+	case action == Expire && (cur.State == Reserved || cur.State == Materialized):
+		if visible {
+			return tombstone, nil
+		}
+		return step{to: Expired, visibility: cur.Visibility, due: true}, nil
+	}
+	return step{}, errs.Errorf(errs.CodeConflict, "cannot %s a %s claim of %s", action, cur.State, cur.ConceptID)
+}
+
+func maxVisibility(a, b Visibility) Visibility {
+	if a.rank() >= b.rank() {
+		return a
+	}
+	return b
+}
+
+// outcomes are the states an action may end in, for recognizing a retry.
+var outcomes = map[Action][]State{
+	Materialize: {Materialized}, Land: {Landed}, Tombstone: {Tombstoned},
+	Release: {Released, Tombstoned}, Expire: {Expired, Tombstoned},
+}
+
+func (req *TransitionRequest) validate() error {
+	for _, f := range []struct{ name, v string }{
+		{"tenant_ref", req.TenantRef}, {"owner_ref", req.OwnerRef},
+		{"reservation_id", req.ReservationID}, {"fingerprint", req.Fingerprint},
+	} {
+		if err := bounds.Identifier(f.name, f.v); err != nil {
+			return err
+		}
+	}
+	if _, ok := outcomes[req.Action]; !ok {
+		return errs.Errorf(errs.CodeInvalid, "action must be materialize, land, tombstone, release or expire, not %q", req.Action)
+	}
+	if req.ExpectedFence < 1 {
+		return errs.New(errs.CodeInvalid, "expected_fence must be at least 1")
+	}
+	return nil
+}
+
+// holds reports whether r is the claim the request names.
+func (req *TransitionRequest) holds(r *Record) bool {
+	return r.TenantRef == req.TenantRef && r.OwnerRef == req.OwnerRef &&
+		r.ReservationID == req.ReservationID && r.Fingerprint == req.Fingerprint
+}
+
+// committed reports whether r is this very transition, already applied:
+// the same holder, the fence right after the one it holds, and a state
+// the action leads to.
+func (req *TransitionRequest) committed(r *Record) bool {
+	if !req.holds(r) || r.Fence != req.ExpectedFence+1 {
+		return false
+	}
+	for _, s := range outcomes[req.Action] {
+		if r.State == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Transition applies req.Action as one CAS conditioned on tenant, owner,
+// reservation id, fingerprint, state and expected fence; the next record
+// carries fence+1. An exact retry of the committed transition returns the
+// committed record; every other stale call fails with errs.StaleFence.
+func (s *Service) Transition(ctx context.Context, req TransitionRequest) (*TransitionResult, error) {
+	id, err := ParseConceptID(req.ConceptID)
+	if err != nil {
+		return nil, err
+	}
+	if err := req.validate(); err != nil {
+		return nil, err
+	}
+	cur, err := s.read(ctx, id, req.TenantRef)
+	if err != nil {
+		return nil, err
+	}
+	for attempt := 0; attempt < maxReclaimAttempts; attempt++ {
+		if req.committed(cur) {
+			return &TransitionResult{Record: cur, Replayed: true}, nil
+		}
+		if !req.holds(cur) || cur.Fence != req.ExpectedFence {
+			return nil, errs.Errorf(errs.CodeStaleFence, "%s: the caller does not hold fence %d (the claim is at fence %d)", id, req.ExpectedFence, cur.Fence)
+		}
+		st, err := plan(cur, req.Action)
+		if err != nil {
+			return nil, err
+		}
+		res, err := s.nodes.CompareAndSet(ctx, transitionCAS(id, cur, st))
+		if err != nil {
+			return nil, fromCluster(err)
+		}
+		next, err := recordOf(&res.Node)
+		if err != nil {
+			return nil, err
+		}
+		if res.Swapped {
+			return &TransitionResult{Record: next}, nil
+		}
+		if next.Fence == cur.Fence && next.State == cur.State {
+			// Nothing changed, so the deadline condition failed.
+			if st.due {
+				return nil, errs.Errorf(errs.CodeConflict, "%s has not expired yet (expires at %d)", id, cur.ExpiresAtMs)
+			}
+			return nil, errs.Errorf(errs.CodeExpired, "%s expired at %d", id, cur.ExpiresAtMs)
+		}
+		cur = next
+	}
+	return nil, failClosed(id.String(), maxReclaimAttempts)
+}
+
+func transitionCAS(id ConceptID, cur *Record, st step) fsm.CASRequest {
+	req := fsm.CASRequest{
+		NodeID: id.NodeID(),
+		Conditions: map[string]any{
+			"tenant_ref": cur.TenantRef, "owner_ref": cur.OwnerRef,
+			"reservation_id": cur.ReservationID, "fingerprint": cur.Fingerprint,
+			fieldState: string(cur.State), fieldFence: cur.Fence,
+		},
+		Updates: map[string]any{
+			fieldState: string(st.to), fieldFence: cur.Fence + 1, fieldVisibility: string(st.visibility),
+		},
+		TimeFields: fsm.TimeFields{SetNow: map[string]int64{timestampField[st.to]: 0, fieldUpdatedAt: 0}},
+	}
+	if st.due {
+		req.Due = []string{fieldExpiresAt}
+	}
+	if st.notDue {
+		req.NotDue = []string{fieldExpiresAt}
+	}
+	return req
+}

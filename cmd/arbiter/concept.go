@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/arbiterhq/arbiter/authority"
+	"github.com/arbiterhq/arbiter/cluster"
+)
+
+const conceptUsage = `usage: arbiter concept <command> [flags]
+
+commands (each takes --addr URL[,URL...] of the cluster's API):
+  reserve      claim a concept id                 --concept-id --tenant --owner --request --purpose [--repository --lane --design --provenance a,b --ttl 24h]
+  reserve-next claim the first free number        --namespace --from --to and the reserve flags but --concept-id
+  transition   move a claim you hold              --concept-id --tenant --owner --reservation --fingerprint --fence --action
+  materialize  transition to materialized, then project into a repository   the transition flags but --action, and --repo DIR
+  reconcile    compare a tenant's claims with a repository's projection      --tenant --repo DIR [--max 1000] [--markers RMDD-1,GOC-2]
+  get          read one claim                     --concept-id [--tenant]
+  list         read a tenant's claims             --tenant [--after CURSOR] [--limit N]
+`
+
+func concept(args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(os.Stderr, conceptUsage)
+		return errors.New("missing concept command")
+	}
+	cmd, args := args[0], args[1:]
+	fs := flag.NewFlagSet("concept "+cmd, flag.ContinueOnError)
+	addr := fs.String("addr", "http://127.0.0.1:8000", "comma-separated API URLs")
+	var (
+		rr           authority.ReserveRequest
+		tr           authority.TransitionRequest
+		provenance   string
+		ttl          time.Duration
+		action       string
+		repo         string
+		markers      string
+		maxRecords   int
+		list         authority.ListRequest
+		next         authority.ReserveNextRequest
+		conceptID    string
+		tenant, own  string
+		reservation  string
+		fingerprint  string
+		expectedFnce uint64
+	)
+	fs.StringVar(&conceptID, "concept-id", "", "complete concept id, e.g. RMDD-27")
+	fs.StringVar(&tenant, "tenant", "", "opaque tenant ref")
+	fs.StringVar(&own, "owner", "", "opaque owner ref")
+	fs.StringVar(&rr.RequestRef, "request", "", "request key (retry with the same one)")
+	fs.StringVar(&rr.PurposeDigest, "purpose", "", "purpose digest")
+	fs.StringVar(&rr.RepositoryRef, "repository", "", "repository ref")
+	fs.StringVar(&rr.LaneRef, "lane", "", "lane ref")
+	fs.StringVar(&rr.DesignRef, "design", "", "design ref")
+	fs.StringVar(&provenance, "provenance", "", "comma-separated provenance refs")
+	fs.DurationVar(&ttl, "ttl", 0, "reservation lifetime (default 24h)")
+	fs.StringVar(&next.Namespace, "namespace", "", "namespace for reserve-next")
+	fs.Uint64Var(&next.From, "from", 0, "first candidate number")
+	fs.Uint64Var(&next.To, "to", 0, "last candidate number")
+	fs.StringVar(&reservation, "reservation", "", "reservation id you hold")
+	fs.StringVar(&fingerprint, "fingerprint", "", "fingerprint of your claim")
+	fs.Uint64Var(&expectedFnce, "fence", 0, "fence you hold")
+	fs.StringVar(&action, "action", "", "materialize, land, tombstone, release or expire")
+	fs.StringVar(&repo, "repo", "", "repository working tree for the projection")
+	fs.StringVar(&markers, "markers", "", "comma-separated concept ids referenced by sources")
+	fs.IntVar(&maxRecords, "max", 1000, "reconcile bound")
+	fs.StringVar(&list.After, "after", "", "list cursor")
+	fs.IntVar(&list.Limit, "limit", 0, "list page size")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	client := cluster.NewConceptClient(strings.Split(*addr, ",")...)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	rr.ConceptID, rr.TenantRef, rr.OwnerRef, rr.TTLMs = conceptID, tenant, own, ttl.Milliseconds()
+	if provenance != "" {
+		rr.ProvenanceRefs = strings.Split(provenance, ",")
+	}
+	tr = authority.TransitionRequest{ConceptID: conceptID, TenantRef: tenant, OwnerRef: own,
+		ReservationID: reservation, Fingerprint: fingerprint, ExpectedFence: expectedFnce, Action: authority.Action(action)}
+	var out any
+	var err error
+	switch cmd {
+	case "reserve":
+		out, err = client.Reserve(ctx, rr)
+	case "reserve-next":
+		rr.ConceptID, next.Request = "", rr
+		out, err = client.ReserveNextNumeric(ctx, next)
+	case "transition":
+		out, err = client.Transition(ctx, tr)
+	case "materialize":
+		if repo == "" {
+			return errors.New("--repo is required")
+		}
+		out, err = authority.NewConceptReservationService(client, repo).Materialize(ctx, authority.MaterializeRequest{
+			ConceptID: conceptID, TenantRef: tenant, OwnerRef: own, ReservationID: reservation, Fingerprint: fingerprint, ExpectedFence: expectedFnce})
+	case "reconcile":
+		if repo == "" {
+			return errors.New("--repo is required")
+		}
+		req := authority.ReconcileRequest{TenantRef: tenant, MaxRecords: maxRecords}
+		if markers != "" {
+			req.SourceMarkers = strings.Split(markers, ",")
+		}
+		out, err = authority.NewConceptReservationService(client, repo).ReconcileProjection(ctx, req)
+	case "get":
+		out, err = client.Get(ctx, conceptID, tenant)
+	case "list":
+		list.TenantRef = tenant
+		out, err = client.List(ctx, list)
+	default:
+		fmt.Fprint(os.Stderr, conceptUsage)
+		return fmt.Errorf("unknown concept command %q", cmd)
+	}
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
