@@ -215,10 +215,7 @@ func objectSize(fields map[string]json.RawMessage) int {
 			n++ // comma
 		}
 		first = false
-		// The key as the canonical object spells it: json.Marshal would
-		// escape <, > and & and overcount.
-		q, _ := canon.Value(k)
-		n += len(q) + 1 + len(v)
+		n += canon.QuotedLen(k) + 1 + len(v)
 	}
 	return n
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/arbiterhq/arbiter/authority"
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/loadgen"
@@ -23,6 +24,7 @@ func bench(args []string) error {
 	duration := fs.Duration("duration", 10*time.Second, "measured time per run")
 	warmup := fs.Duration("warmup", 2*time.Second, "unmeasured time before each run")
 	prefix := fs.String("prefix", fmt.Sprintf("bench-%d", time.Now().UnixNano()), "node id prefix (ids must be new)")
+	op := fs.String("op", "create", "create (CreateNodeIfAbsent of a new node) or reserve (the concept reservation protocol on a new concept id)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -35,29 +37,64 @@ func bench(args []string) error {
 		counts = append(counts, n)
 	}
 	urls := strings.Split(*addrs, ",")
-	fmt.Printf("create-if-absent of distinct ids via %d node(s), %v per run after %v warmup\n", len(urls), *duration, *warmup)
+	var makeOp func(run int, remotes []*cluster.Remote) loadgen.Op
+	switch *op {
+	case "create":
+		makeOp = func(run int, remotes []*cluster.Remote) loadgen.Op { return createOp(*prefix, run, remotes) }
+	case "reserve":
+		makeOp = reserveOp
+	default:
+		return fmt.Errorf("--op must be create or reserve, not %q", *op)
+	}
+	fmt.Printf("%s of distinct ids via %d node(s), %v per run after %v warmup\n", *op, len(urls), *duration, *warmup)
 	for run, clients := range counts {
-		nodes := make([]*fsm.Nodes, clients)
-		for c := range nodes {
-			r := cluster.NewRemote(urls[c%len(urls)])
-			nodes[c] = fsm.NewNodes(r, r)
+		remotes := make([]*cluster.Remote, clients)
+		for c := range remotes {
+			remotes[c] = cluster.NewRemote(urls[c%len(urls)])
 		}
-		res := loadgen.Run(context.Background(), clients, *warmup, *duration, func(ctx context.Context, c, seq int) error {
-			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			defer cancel()
-			out, err := nodes[c].CreateIfAbsent(ctx, fsm.CreateNodeRequest{
-				NodeID: fmt.Sprintf("%s-r%d-c%d-%d", *prefix, run, c, seq), Labels: []string{"bench"},
-				Properties: map[string]any{"owner": c},
-			})
-			if err == nil && !out.Created {
-				err = fmt.Errorf("id was not new")
-			}
-			return err
-		})
+		res := loadgen.Run(context.Background(), clients, *warmup, *duration, makeOp(run, remotes))
 		fmt.Println(res)
 		if res.FirstErr != nil {
 			fmt.Printf("  first error: %v\n", res.FirstErr)
 		}
 	}
 	return nil
+}
+
+// createOp creates a new node per call through each client's Remote.
+func createOp(prefix string, run int, remotes []*cluster.Remote) loadgen.Op {
+	return func(ctx context.Context, c, seq int) error {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		out, err := fsm.NewNodes(remotes[c], remotes[c]).CreateIfAbsent(ctx, fsm.CreateNodeRequest{
+			NodeID: fmt.Sprintf("%s-r%d-c%d-%d", prefix, run, c, seq), Labels: []string{"bench"},
+			Properties: map[string]any{"owner": c},
+		})
+		if err == nil && !out.Created {
+			err = fmt.Errorf("id was not new")
+		}
+		return err
+	}
+}
+
+// reserveOp reserves a new concept id per call with the authority
+// adapter over each client's Remote, under a bench-only policy (policies
+// shape requests before they are proposed, so the client may hold them).
+func reserveOp(run int, remotes []*cluster.Remote) loadgen.Op {
+	ns := fmt.Sprintf("BENCH%d", time.Now().UnixNano()%1_000_000)
+	policies, _ := authority.NewPolicySet([]authority.ConceptNamespacePolicy{{Namespace: ns, Min: 1, Max: 999_999_999_999_999, PolicyVersion: "bench"}})
+	return func(ctx context.Context, c, seq int) error {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		svc := authority.NewService(remotes[c], remotes[c], policies)
+		number := uint64(run)*1_000_000_000_000 + uint64(c)*1_000_000_000 + uint64(seq) + 1
+		res, err := svc.Reserve(ctx, authority.ReserveRequest{
+			ConceptID: fmt.Sprintf("%s-%d", ns, number), TenantRef: "bench-tenant",
+			OwnerRef: fmt.Sprintf("client-%d", c), RequestRef: fmt.Sprintf("req-%d-%d", c, seq), PurposeDigest: "sha256:bench",
+		})
+		if err == nil && !res.Created {
+			err = fmt.Errorf("concept id was not new")
+		}
+		return err
+	}
 }

@@ -56,6 +56,27 @@ func JSON(raw []byte) ([]byte, error) {
 // are already json.RawMessage or json.Number keep their exact literal before
 // normalization, so no precision is lost on the way.
 func Value(v any) ([]byte, error) {
+	switch x := v.(type) { // the common scalars, without a JSON round trip
+	case nil:
+		return []byte("null"), nil
+	case bool:
+		return []byte(strconv.FormatBool(x)), nil
+	case string:
+		if utf8.ValidString(x) {
+			var buf bytes.Buffer
+			writeString(&buf, x)
+			return buf.Bytes(), nil
+		}
+	case int:
+		return []byte(strconv.Itoa(x)), nil
+	case int64:
+		return []byte(strconv.FormatInt(x, 10)), nil
+	case uint64:
+		return []byte(strconv.FormatUint(x, 10)), nil
+	case json.Number:
+		n, err := Number(string(x))
+		return []byte(n), err
+	}
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
@@ -163,6 +184,19 @@ func encode(buf *bytes.Buffer, v any, depth int) error {
 		return fmt.Errorf("%w: unsupported type %T", ErrInvalid, v)
 	}
 	return nil
+}
+
+// QuotedLen is the length of s as a canonical JSON string, quotes
+// included, without building it in the common case of printable ASCII.
+func QuotedLen(s string) int {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			var buf bytes.Buffer
+			writeString(&buf, s)
+			return buf.Len()
+		}
+	}
+	return len(s) + 2
 }
 
 // writeString escapes only what JSON requires: quote, backslash and control

@@ -100,3 +100,24 @@ func TestIsCanonicalFastPathAgrees(t *testing.T) {
 		}
 	}
 }
+
+func TestQuotedLen(t *testing.T) {
+	for _, s := range []string{"", "abc", "a<b>&c", "quote\"", "back\\slash", "tab\t", "é", "\u2028"} {
+		c, err := Value(s)
+		if err != nil || QuotedLen(s) != len(c) {
+			t.Errorf("QuotedLen(%q) = %d, canonical %q is %d (%v)", s, QuotedLen(s), c, len(c), err)
+		}
+	}
+}
+
+// The scalar fast paths of Value agree with the JSON round trip.
+func TestValueFastPathsAgree(t *testing.T) {
+	for _, v := range []any{nil, true, false, "", "a<b>", "quote\"", "\u2028x", "é", 0, -7, int64(1) << 62, uint64(1) << 63, json.Number("1.50"), json.Number("-0")} {
+		fast, err := Value(v)
+		raw, _ := json.Marshal(v)
+		slow, err2 := JSON(raw)
+		if err != nil || err2 != nil || string(fast) != string(slow) {
+			t.Errorf("Value(%#v) = %s (%v), round trip %s (%v)", v, fast, err, slow, err2)
+		}
+	}
+}
