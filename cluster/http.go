@@ -57,6 +57,7 @@ func (n *Node) routes(mux *http.ServeMux) {
 	handle("POST /v1/concepts/transition", n.handleConceptTransition)
 	handle("GET /v1/concepts/get", n.handleConceptGet)
 	handle("GET /v1/concepts/list", n.handleConceptList)
+	n.capacityRoutes(handle)
 	handle("GET /v1/changes", n.handleChanges)
 	handle("GET /v1/cluster/status", n.handleStatus)
 	handle("GET /v1/cluster/state-hash", n.handleStateHash)

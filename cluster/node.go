@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/arbiterhq/arbiter/capacity"
 	"github.com/arbiterhq/arbiter/fsm"
 	arblog "github.com/arbiterhq/arbiter/log"
 	"github.com/hashicorp/raft"
@@ -53,6 +54,12 @@ var (
 	_ fsm.Reader   = (*Node)(nil)
 )
 
+// BuiltinModules are the domain modules every node runs, before any in
+// Config.Modules.
+func BuiltinModules() []fsm.Module {
+	return []fsm.Module{capacity.Module()}
+}
+
 // New validates cfg and builds a node; Start brings it up.
 func New(cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
@@ -63,7 +70,7 @@ func New(cfg Config) (*Node, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	logger = logger.With("node", cfg.ID)
-	f, err := fsm.New(fsm.Config{Modules: cfg.Modules, Logger: logger})
+	f, err := fsm.New(fsm.Config{Modules: append(BuiltinModules(), cfg.Modules...), Logger: logger})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}

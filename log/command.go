@@ -16,6 +16,51 @@ type Type uint16
 // never supplies it.
 type Principal struct {
 	ID string `msgpack:"id"`
+	// Tenants the principal may act for ("*": every tenant) and the roles
+	// it holds (admin, controller, member, reader). An empty principal is
+	// an embedding host acting for itself, which handlers trust.
+	Tenants []string `msgpack:"tenants,omitempty"`
+	Roles   []string `msgpack:"roles,omitempty"`
+}
+
+// Role names.
+const (
+	RoleAdmin      = "admin"
+	RoleController = "controller"
+	RoleMember     = "member"
+	RoleReader     = "reader"
+)
+
+// Trusted reports whether p is the empty principal of an embedding host.
+func (p Principal) Trusted() bool { return p.ID == "" && len(p.Roles) == 0 && len(p.Tenants) == 0 }
+
+// HasRole reports whether p may act in role: admin implies controller,
+// controller implies member, member implies reader. The trusted empty
+// principal holds every role.
+func (p Principal) HasRole(role string) bool {
+	if p.Trusted() {
+		return true
+	}
+	rank := map[string]int{RoleReader: 1, RoleMember: 2, RoleController: 3, RoleAdmin: 4}
+	for _, r := range p.Roles {
+		if rank[r] >= rank[role] && rank[role] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// InTenant reports whether p may act for tenant.
+func (p Principal) InTenant(tenant string) bool {
+	if p.Trusted() {
+		return true
+	}
+	for _, t := range p.Tenants {
+		if t == "*" || t == tenant {
+			return true
+		}
+	}
+	return false
 }
 
 // Command is the one envelope of every log entry Arbiter writes.
@@ -41,8 +86,11 @@ const (
 	// MaxCommandBytes bounds an encoded command (a 1 MiB request plus room
 	// for the envelope and canonical re-encoding).
 	MaxCommandBytes = 2 << 20
-	// MaxKeyBytes bounds the idempotency scope, key and principal id.
+	// MaxKeyBytes bounds the idempotency scope, key, principal id and each
+	// of the principal's tenants and roles.
 	MaxKeyBytes = 512
+	// MaxPrincipalList bounds a principal's tenants and roles.
+	MaxPrincipalList = 256
 )
 
 // Encode returns the log bytes of c: a format byte, then canonical msgpack.
@@ -86,7 +134,11 @@ func (c *Command) check() error {
 	if c.Type == 0 {
 		return fmt.Errorf("%w: command type 0", ErrMalformed)
 	}
-	for _, s := range []string{c.Principal.ID, c.IdemScope, c.IdemKey} {
+	if len(c.Principal.Tenants) > MaxPrincipalList || len(c.Principal.Roles) > MaxPrincipalList {
+		return fmt.Errorf("%w: principal lists more than %d tenants or roles", ErrMalformed, MaxPrincipalList)
+	}
+	fields := append([]string{c.Principal.ID, c.IdemScope, c.IdemKey}, c.Principal.Tenants...)
+	for _, s := range append(fields, c.Principal.Roles...) {
 		if len(s) > MaxKeyBytes || !utf8.ValidString(s) {
 			return fmt.Errorf("%w: principal or idempotency field longer than %d bytes or not UTF-8", ErrMalformed, MaxKeyBytes)
 		}

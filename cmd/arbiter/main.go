@@ -4,6 +4,7 @@
 //	arbiter status [--addr URL]
 //	arbiter bench  [--addrs URL[,URL...]] [--clients 1,16,64] [--duration 10s]
 //	arbiter concept reserve|reserve-next|transition|materialize|reconcile|get|list [flags]
+//	arbiter capacity acquire|renew|release|reclaim|reconcile|status|cells [--json BODY]
 //
 // With no flags, serve runs a single-node cluster in ./arbiter-data with
 // raft on 127.0.0.1:7000 and the HTTP API on 127.0.0.1:8000.
@@ -29,6 +30,8 @@ func main() {
 		err = bench(os.Args[2:])
 	case "concept":
 		err = concept(os.Args[2:])
+	case "capacity":
+		err = capacityCmd(os.Args[2:])
 	case "help", "-h", "--help":
 		usage()
 		return
@@ -51,5 +54,6 @@ commands:
   status   print a node's view of the cluster
   bench    measure create-if-absent throughput and latency against a cluster
   concept  reserve and move concept ids (arbiter concept for its commands)
+  capacity acquire, renew, release and inspect capacity leases (arbiter capacity)
 `)
 }

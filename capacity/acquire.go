@@ -1,0 +1,152 @@
+package capacity
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/log"
+)
+
+// acquireCmd is the payload of CmdAcquire: the request without its
+// transport fields (now_ms, idempotency_key), so that a retry has the same
+// digest.
+type acquireCmd struct {
+	TenantRef        string   `msgpack:"tenant_ref"`
+	WorkItemID       string   `msgpack:"work_item_id"`
+	OwnerDigest      string   `msgpack:"owner_digest"`
+	Priority         int32    `msgpack:"priority"`
+	Demands          []Demand `msgpack:"demands"`
+	LeaseID          string   `msgpack:"lease_id"`
+	TTLMs            int64    `msgpack:"ttl_ms"`
+	CostBudgetMicros *int64   `msgpack:"cost_budget_micros"`
+	TokenBudget      *int64   `msgpack:"token_budget"`
+}
+
+// classKey is one (cell, resource class) a command touches.
+type classKey struct{ cell, class string }
+
+// applyAcquire reclaims a bounded page of the tenant's expired leases,
+// then grants every demand or none. A denial is a result, not an error:
+// the reclaim it did first stays, and nothing is charged.
+func applyAcquire(tx *fsm.Tx, cmd *log.Command) (any, error) {
+	var c acquireCmd
+	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
+		return nil, err
+	}
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	if err := checkCaller(tx.Principal, c.TenantRef, c.OwnerDigest); err != nil {
+		return nil, err
+	}
+	if c.LeaseID != "" {
+		if l, err := getLease(tx, c.TenantRef, c.LeaseID); err != nil {
+			return nil, err
+		} else if l != nil {
+			return nil, errs.Errorf(errs.CodeConflict, "lease %q exists", c.LeaseID)
+		}
+	}
+	if _, _, err := reclaimTenant(tx, c.TenantRef, "", MaxRowsPerPage, nil); err != nil {
+		return nil, err
+	}
+
+	res := &AcquireResult{SchemaVersion: SchemaVersion, Leases: []Lease{}, NowMs: tx.Now}
+	cells := map[string]*cellRow{}
+	want := map[classKey]uint64{}
+	var keys []classKey
+	for _, d := range c.Demands {
+		cell, ok := cells[d.CellID]
+		if !ok {
+			stored, err := getCell(tx, c.TenantRef, d.CellID)
+			if err != nil {
+				return nil, err
+			}
+			if stored == nil {
+				return deny(res, Invalid, fmt.Sprintf("no cell %q", d.CellID)), nil
+			}
+			cell = stored.clone()
+			cells[d.CellID] = cell
+		}
+		if d.ExpectedEpoch != nil && *d.ExpectedEpoch != cell.Epoch {
+			return deny(res, StaleEpoch, fmt.Sprintf("cell %q is at epoch %d, not %d", d.CellID, cell.Epoch, *d.ExpectedEpoch)), nil
+		}
+		k := classKey{d.CellID, d.ResourceClass}
+		if _, seen := want[k]; !seen {
+			keys = append(keys, k)
+		}
+		want[k] += d.Amount
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return keys[i].cell < keys[j].cell || keys[i].cell == keys[j].cell && keys[i].class < keys[j].class
+	})
+	res.Available = available(cells, keys)
+	for _, k := range keys {
+		cell := cells[k.cell]
+		if free := cell.Capacity[k.class] - min(cell.Used[k.class], cell.Capacity[k.class]); want[k] > free {
+			return deny(res, Exhausted, fmt.Sprintf("cell %q has %d of %q free, %d asked", k.cell, free, k.class, want[k])), nil
+		}
+	}
+	if activeCount(tx, c.TenantRef)+uint64(len(c.Demands)) > MaxActivePerTenant {
+		return deny(res, Backpressure, fmt.Sprintf("tenant holds %d active leases; at most %d", activeCount(tx, c.TenantRef), MaxActivePerTenant)), nil
+	}
+
+	for i, d := range c.Demands {
+		cell := cells[d.CellID]
+		cell.LastFence++
+		cell.Used[d.ResourceClass] += d.Amount
+		id := c.LeaseID
+		if id == "" {
+			id = fmt.Sprintf("lease-%d-%d", tx.Index, i)
+		}
+		l := &Lease{
+			LeaseID: id, TenantRef: c.TenantRef, CellID: d.CellID, ResourceClass: d.ResourceClass, Amount: d.Amount,
+			OwnerDigest: c.OwnerDigest, WorkItemID: c.WorkItemID, Priority: c.Priority,
+			LeaseEpoch: 1, FenceToken: cell.LastFence, CellEpoch: cell.Epoch, State: LeaseActive,
+			AcquiredAtMs: tx.Now, ExpiresAtMs: tx.Now + c.TTLMs, TTLMs: c.TTLMs,
+			CostBudgetMicros: c.CostBudgetMicros, TokenBudget: c.TokenBudget,
+		}
+		if err := grant(tx, l); err != nil {
+			return nil, err
+		}
+		res.Leases = append(res.Leases, *l)
+	}
+	for _, cell := range sortedCells(cells) {
+		if err := tx.Insert(tableCells, cell); err != nil {
+			return nil, errs.Errorf(errs.CodeInternal, "charge cell: %v", err)
+		}
+	}
+	res.Decision = Granted
+	res.Available = available(cells, keys)
+	return res, nil
+}
+
+func deny(res *AcquireResult, d Decision, msg string) *AcquireResult {
+	res.Decision, res.Message = d, msg
+	return res
+}
+
+func sortedCells(cells map[string]*cellRow) []*cellRow {
+	out := make([]*cellRow, 0, len(cells))
+	for _, c := range cells {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CellID < out[j].CellID })
+	return out
+}
+
+// available reports, for each touched (cell, class), capacity and usage.
+func available(cells map[string]*cellRow, keys []classKey) []Available {
+	out := make([]Available, 0, len(keys))
+	for _, k := range keys {
+		c := cells[k.cell]
+		out = append(out, availableOf(c, k.class))
+	}
+	return out
+}
+
+func availableOf(c *cellRow, class string) Available {
+	capacity, used := c.Capacity[class], c.Used[class]
+	return Available{CellID: c.CellID, ResourceClass: class, Capacity: capacity, Used: used, Free: capacity - min(used, capacity), Epoch: c.Epoch}
+}

@@ -1,0 +1,88 @@
+package capacity
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/log"
+)
+
+// updateCellCmd is the payload of CmdUpdateCell.
+type updateCellCmd struct {
+	TenantRef     string   `msgpack:"tenant_ref"`
+	Cell          CellSpec `msgpack:"cell"`
+	ExpectedEpoch *uint64  `msgpack:"expected_epoch"`
+}
+
+// applyUpdateCell creates or changes a cell: controllers only; the epoch
+// advances by one; an expected epoch, if given, must match; no class's
+// capacity may go below its durable usage.
+func applyUpdateCell(tx *fsm.Tx, cmd *log.Command) (any, error) {
+	var c updateCellCmd
+	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
+		return nil, err
+	}
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	if !tx.Principal.HasRole(log.RoleController) {
+		return nil, errs.Errorf(errs.CodeForbidden, "updating capacity cells needs the controller role")
+	}
+	res := &UpdateCellResult{SchemaVersion: SchemaVersion, NowMs: tx.Now}
+	stored, err := getCell(tx, c.TenantRef, c.Cell.CellID)
+	if err != nil {
+		return nil, err
+	}
+	cell := &cellRow{TenantRef: c.TenantRef, CellID: c.Cell.CellID, Used: map[string]uint64{}}
+	if stored != nil {
+		cell = stored.clone()
+	}
+	if c.ExpectedEpoch != nil && *c.ExpectedEpoch != cell.Epoch {
+		res.Decision, res.Message = StaleEpoch, fmt.Sprintf("cell %q is at epoch %d, not %d", cell.CellID, cell.Epoch, *c.ExpectedEpoch)
+		res.Cell = statusOf(cell)
+		return res, nil
+	}
+	for class, used := range cell.Used {
+		if c.Cell.Capacities[class] < used {
+			res.Decision = Invalid
+			res.Message = fmt.Sprintf("capacity of %q cannot go below its usage %d", class, used)
+			res.Cell = statusOf(cell)
+			return res, nil
+		}
+	}
+	cell.Capacity = make(map[string]uint64, len(c.Cell.Capacities))
+	for class, v := range c.Cell.Capacities {
+		cell.Capacity[class] = v
+	}
+	cell.Epoch++
+	cell.UpdatedAtMs = tx.Now
+	if err := tx.Insert(tableCells, cell); err != nil {
+		return nil, errs.Errorf(errs.CodeInternal, "update cell: %v", err)
+	}
+	tx.Emit("capacity_cell", cell.CellID, cell.TenantRef)
+	res.Decision, res.Cell = Granted, statusOf(cell)
+	return res, nil
+}
+
+// statusOf describes a cell, its classes in name order.
+func statusOf(c *cellRow) CellStatus {
+	classes := map[string]bool{}
+	for k := range c.Capacity {
+		classes[k] = true
+	}
+	for k := range c.Used {
+		classes[k] = true
+	}
+	names := make([]string, 0, len(classes))
+	for k := range classes {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	st := CellStatus{TenantRef: c.TenantRef, CellID: c.CellID, Epoch: c.Epoch, LastFence: c.LastFence, UpdatedAtMs: c.UpdatedAtMs, Classes: []Available{}}
+	for _, k := range names {
+		st.Classes = append(st.Classes, availableOf(c, k))
+	}
+	return st
+}

@@ -1,0 +1,111 @@
+package capacity
+
+import (
+	"fmt"
+
+	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/log"
+)
+
+// leasesCmd is the payload of CmdRenew and CmdRelease.
+type leasesCmd struct {
+	TenantRef   string     `msgpack:"tenant_ref"`
+	OwnerDigest string     `msgpack:"owner_digest"`
+	Leases      []LeaseRef `msgpack:"leases"`
+	TTLMs       int64      `msgpack:"ttl_ms"`
+}
+
+// prevalidate checks every named lease before anything changes, so a batch
+// is all-or-nothing. It returns the stored leases in request order, or the
+// decision that refuses the batch.
+func prevalidate(tx *fsm.Tx, c *leasesCmd) ([]*Lease, Decision, string, error) {
+	out := make([]*Lease, 0, len(c.Leases))
+	for _, ref := range c.Leases {
+		l, err := getLease(tx, c.TenantRef, ref.LeaseID)
+		if err != nil {
+			return nil, "", "", err
+		}
+		switch {
+		case l == nil:
+			return nil, Invalid, fmt.Sprintf("no lease %q", ref.LeaseID), nil
+		case l.OwnerDigest != c.OwnerDigest:
+			return nil, StaleFence, fmt.Sprintf("lease %q has another owner", ref.LeaseID), nil
+		case l.State == LeaseExpired || (l.State == LeaseActive && tx.Now >= l.ExpiresAtMs):
+			return nil, Expired, fmt.Sprintf("lease %q expired at %d", ref.LeaseID, l.ExpiresAtMs), nil
+		case l.State != LeaseActive:
+			return nil, StaleFence, fmt.Sprintf("lease %q is %s", ref.LeaseID, l.State), nil
+		case l.FenceToken != ref.FenceToken:
+			return nil, StaleFence, fmt.Sprintf("lease %q holds fence %d, not %d", ref.LeaseID, l.FenceToken, ref.FenceToken), nil
+		case l.LeaseEpoch != ref.LeaseEpoch:
+			return nil, StaleEpoch, fmt.Sprintf("lease %q is at epoch %d, not %d", ref.LeaseID, l.LeaseEpoch, ref.LeaseEpoch), nil
+		}
+		out = append(out, l)
+	}
+	return out, "", "", nil
+}
+
+func decodeLeases(tx *fsm.Tx, cmd *log.Command) (*leasesCmd, error) {
+	var c leasesCmd
+	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
+		return nil, err
+	}
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	if err := checkCaller(tx.Principal, c.TenantRef, c.OwnerDigest); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// applyRenew advances the expiry (from FSM time) and the epoch of every
+// lease, or of none.
+func applyRenew(tx *fsm.Tx, cmd *log.Command) (any, error) {
+	c, err := decodeLeases(tx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	res := &LeasesResult{SchemaVersion: SchemaVersion, Leases: []Lease{}, NowMs: tx.Now}
+	leases, d, msg, err := prevalidate(tx, c)
+	if err != nil || d != "" {
+		res.Decision, res.Message = d, msg
+		return res, err
+	}
+	for _, l := range leases {
+		ttl := c.TTLMs
+		if ttl == 0 {
+			ttl = l.TTLMs
+		}
+		n, err := renew(tx, l, ttl)
+		if err != nil {
+			return nil, err
+		}
+		res.Leases = append(res.Leases, *n)
+	}
+	res.Decision = Granted
+	return res, nil
+}
+
+// applyRelease returns every lease's usage to its cell and terminalizes
+// it, or does nothing.
+func applyRelease(tx *fsm.Tx, cmd *log.Command) (any, error) {
+	c, err := decodeLeases(tx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	res := &LeasesResult{SchemaVersion: SchemaVersion, Leases: []Lease{}, NowMs: tx.Now}
+	leases, d, msg, err := prevalidate(tx, c)
+	if err != nil || d != "" {
+		res.Decision, res.Message = d, msg
+		return res, err
+	}
+	for _, l := range leases {
+		n, err := end(tx, l, LeaseReleased)
+		if err != nil {
+			return nil, err
+		}
+		res.Leases = append(res.Leases, *n)
+	}
+	res.Decision = Granted
+	return res, nil
+}

@@ -1,0 +1,37 @@
+package capacity
+
+import (
+	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/log"
+)
+
+// Command and query types (capacity owns 200-299).
+const (
+	CmdAcquire     log.Type      = 200
+	CmdRenew       log.Type      = 201
+	CmdRelease     log.Type      = 202
+	CmdReclaim     log.Type      = 203
+	CmdUpdateCell  log.Type      = 204
+	QueryStatus    fsm.QueryType = 200
+	QueryReconcile fsm.QueryType = 201
+)
+
+// Module is the capacity FSM module; every node of a cluster must run it.
+func Module() fsm.Module {
+	return fsm.Module{
+		Name:   "capacity",
+		Tables: tables(),
+		Commands: []fsm.CommandSpec{
+			{Type: CmdAcquire, Name: "capacity_acquire", MaxVersion: 1, Apply: applyAcquire},
+			{Type: CmdRenew, Name: "capacity_renew", MaxVersion: 1, Apply: applyRenew},
+			{Type: CmdRelease, Name: "capacity_release", MaxVersion: 1, Apply: applyRelease},
+			{Type: CmdReclaim, Name: "capacity_reclaim", MaxVersion: 1, Apply: applyReclaim},
+			{Type: CmdUpdateCell, Name: "capacity_update_cell", MaxVersion: 1, Apply: applyUpdateCell},
+		},
+		Queries: []fsm.QuerySpec{
+			{Type: QueryStatus, Name: "capacity_status", Run: runStatus},
+			{Type: QueryReconcile, Name: "capacity_reconcile", Run: runReconcile},
+		},
+		Tick: tick,
+	}
+}

@@ -1,0 +1,166 @@
+package capacity
+
+import (
+	"context"
+
+	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/internal/bounds"
+	"github.com/arbiterhq/arbiter/log"
+)
+
+// Service is the typed Go API of capacity leases over any Proposer and
+// Reader. Requests are checked here first (a bad one is never proposed)
+// and again by the FSM. A denial returns the result that explains it
+// together with an error of the decision's code (errs.Exhausted,
+// errs.StaleEpoch, errs.StaleFence, errs.Expired, errs.Invalid,
+// errs.Backpressure, errs.Forbidden).
+type Service struct {
+	p fsm.Proposer
+	r fsm.Reader
+}
+
+// NewService returns the capacity API over p and r.
+func NewService(p fsm.Proposer, r fsm.Reader) *Service { return &Service{p: p, r: r} }
+
+// Acquire is AcquireCapacity: every demand granted in one command, or
+// none. Replaying the same idempotency key with the same request returns
+// the first result (Replayed); with another request, idempotency_conflict.
+func (s *Service) Acquire(ctx context.Context, req AcquireRequest) (*AcquireResult, error) {
+	if err := checkSchema(req.SchemaVersion); err != nil {
+		return nil, err
+	}
+	if err := bounds.Identifier("idempotency_key", req.IdempotencyKey); err != nil {
+		return nil, err
+	}
+	cmd := acquireCmd{
+		TenantRef: req.TenantRef, WorkItemID: req.WorkItemID, OwnerDigest: req.OwnerDigest, Priority: req.Priority,
+		Demands: req.Demands, LeaseID: req.LeaseID, TTLMs: req.TTLMs,
+		CostBudgetMicros: req.CostBudgetMicros, TokenBudget: req.TokenBudget,
+	}
+	if err := cmd.validate(); err != nil {
+		return nil, err
+	}
+	var out AcquireResult
+	res, err := fsm.Submit(ctx, s.p, log.Command{Type: CmdAcquire, IdemScope: "capacity/acquire/" + req.TenantRef, IdemKey: req.IdempotencyKey}, cmd, &out)
+	if err != nil {
+		return nil, err
+	}
+	out.Replayed = res.Replayed
+	return &out, decisionError(out.Decision, out.Message)
+}
+
+// Renew is RenewCapacity: every lease's expiry moves to FSM now + TTL and
+// its epoch advances, or nothing changes.
+func (s *Service) Renew(ctx context.Context, req LeasesRequest) (*LeasesResult, error) {
+	return s.leases(ctx, CmdRenew, "renew", req)
+}
+
+// Release is ReleaseCapacity: every lease's usage returns to its cell and
+// the lease ends, or nothing changes.
+func (s *Service) Release(ctx context.Context, req LeasesRequest) (*LeasesResult, error) {
+	return s.leases(ctx, CmdRelease, "release", req)
+}
+
+func (s *Service) leases(ctx context.Context, t log.Type, name string, req LeasesRequest) (*LeasesResult, error) {
+	if err := checkSchema(req.SchemaVersion); err != nil {
+		return nil, err
+	}
+	if err := bounds.OptionalIdentifier("idempotency_key", req.IdempotencyKey); err != nil {
+		return nil, err
+	}
+	cmd := leasesCmd{TenantRef: req.TenantRef, OwnerDigest: req.OwnerDigest, Leases: req.Leases, TTLMs: req.TTLMs}
+	if err := cmd.validate(); err != nil {
+		return nil, err
+	}
+	if err := bounds.Identifier("owner_digest", req.OwnerDigest); err != nil {
+		return nil, err
+	}
+	envelope := log.Command{Type: t}
+	if req.IdempotencyKey != "" {
+		envelope.IdemScope, envelope.IdemKey = "capacity/"+name+"/"+req.TenantRef, req.IdempotencyKey
+	}
+	var out LeasesResult
+	res, err := fsm.Submit(ctx, s.p, envelope, cmd, &out)
+	if err != nil {
+		return nil, err
+	}
+	out.Replayed = res.Replayed
+	return &out, decisionError(out.Decision, out.Message)
+}
+
+// Reclaim is ReclaimExpiredCapacity: at most max_count expired leases of
+// the tenant (or one cell) end in one command; NextCursor goes on.
+func (s *Service) Reclaim(ctx context.Context, req ReclaimRequest) (*ReclaimResult, error) {
+	if err := checkSchema(req.SchemaVersion); err != nil {
+		return nil, err
+	}
+	cmd := reclaimCmd{TenantRef: req.TenantRef, CellID: req.CellID, MaxCount: req.MaxCount, Cursor: req.Cursor}
+	if err := cmd.validate(); err != nil {
+		return nil, err
+	}
+	var out ReclaimResult
+	if _, err := fsm.Submit(ctx, s.p, log.Command{Type: CmdReclaim}, cmd, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// UpdateCell is UpdateCapacityCell, for controllers.
+func (s *Service) UpdateCell(ctx context.Context, req UpdateCellRequest) (*UpdateCellResult, error) {
+	if err := checkSchema(req.SchemaVersion); err != nil {
+		return nil, err
+	}
+	cmd := updateCellCmd{TenantRef: req.TenantRef, Cell: req.Cell, ExpectedEpoch: req.ExpectedEpoch}
+	if err := cmd.validate(); err != nil {
+		return nil, err
+	}
+	var out UpdateCellResult
+	if _, err := fsm.Submit(ctx, s.p, log.Command{Type: CmdUpdateCell}, cmd, &out); err != nil {
+		return nil, err
+	}
+	return &out, decisionError(out.Decision, out.Message)
+}
+
+// Status is CapacityStatus: a page of the tenant's cells with usage.
+func (s *Service) Status(ctx context.Context, req ReadRequest, c fsm.Consistency) (*ReadResult, error) {
+	return s.read(ctx, QueryStatus, req, c)
+}
+
+// Reconcile is ReconcileCapacity: a page of the tenant's leases and their
+// cells, as the FSM holds them.
+func (s *Service) Reconcile(ctx context.Context, req ReadRequest, c fsm.Consistency) (*ReadResult, error) {
+	return s.read(ctx, QueryReconcile, req, c)
+}
+
+func (s *Service) read(ctx context.Context, t fsm.QueryType, req ReadRequest, c fsm.Consistency) (*ReadResult, error) {
+	if err := checkSchema(req.SchemaVersion); err != nil {
+		return nil, err
+	}
+	q := readQuery{TenantRef: req.TenantRef, CellID: req.CellID, LeaseID: req.LeaseID, MaxCount: req.MaxCount, Cursor: req.Cursor}
+	var out ReadResult
+	if err := fsm.Ask(ctx, s.r, t, c == fsm.Stale, q, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// decisionCodes maps each denial to its error code.
+var decisionCodes = map[Decision]errs.Code{
+	Exhausted: errs.CodeExhausted, StaleEpoch: errs.CodeStaleEpoch, StaleFence: errs.CodeStaleFence,
+	Expired: errs.CodeExpired, Invalid: errs.CodeInvalid, Backpressure: errs.CodeBackpressure, Forbidden: errs.CodeForbidden,
+}
+
+// decisionError is nil for a grant and the decision's error otherwise.
+func decisionError(d Decision, msg string) error {
+	if d == Granted {
+		return nil
+	}
+	code, ok := decisionCodes[d]
+	if !ok {
+		return errs.Errorf(errs.CodeInternal, "unknown decision %q", d)
+	}
+	e := errs.New(code, msg)
+	e.Detail = map[string]any{"decision": string(d)}
+	return e
+}
