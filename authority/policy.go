@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 
@@ -98,6 +99,9 @@ func LoadPolicyFile(path string) (*PolicySet, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&policies); err != nil {
 		return nil, fmt.Errorf("authority: policy file %s: %w", path, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("authority: policy file %s: data after the policy array", path)
 	}
 	return NewPolicySet(policies)
 }

@@ -70,8 +70,10 @@ type ReserveRequest struct {
 	RangeMax *uint64 `json:"range_max,omitempty"`
 }
 
-// ReserveResult is a reservation that holds. Exactly one of Created,
-// Reclaimed and Replayed is true.
+// ReserveResult is the claim a reserve call obtained or found. Exactly one
+// of Created, Reclaimed and Replayed is true. A replay returns the same
+// request's claim in whatever state it is now (it may since have been
+// released or expired): the request's outcome, not a fresh claim.
 type ReserveResult struct {
 	Record *Record `json:"record"`
 	// Created: this call made the first claim of the id.

@@ -59,9 +59,12 @@ func plan(cur *Record, action Action) (step, error) {
 		return step{to: Materialized, visibility: cur.Visibility, notDue: true}, nil
 	case action == Land && cur.State == Materialized:
 		return step{to: Landed, visibility: maxVisibility(cur.Visibility, VisibilityRepository), notDue: true}, nil
-	case action == Tombstone && cur.State == Landed:
+	case (action == Tombstone || action == Release) && cur.State == Landed:
 		return tombstone, nil
-	case (action == Release || action == Expire) && cur.State == Landed:
+	case action == Expire && cur.State == Landed:
+		// Expiry is accepted only once its deadline has passed, even when
+		// it is promoted to a tombstone.
+		tombstone.due = true
 		return tombstone, nil
 	case action == Release && (cur.State == Reserved || cur.State == Materialized):
 		if visible {
@@ -70,6 +73,7 @@ func plan(cur *Record, action Action) (step, error) {
 		return step{to: Released, visibility: cur.Visibility}, nil
 	case action == Expire && (cur.State == Reserved || cur.State == Materialized):
 		if visible {
+			tombstone.due = true
 			return tombstone, nil
 		}
 		return step{to: Expired, visibility: cur.Visibility, due: true}, nil
