@@ -9,6 +9,7 @@ import (
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/bounds"
+	"github.com/arbiterhq/arbiter/log"
 )
 
 // read returns the record of id as the tenant sees it: a claim of another
@@ -41,6 +42,19 @@ func (s *Service) Get(ctx context.Context, conceptID, tenantRef string) (*Record
 	if err := bounds.OptionalIdentifier("tenant_ref", tenantRef); err != nil {
 		return nil, err
 	}
+	p, _ := fsm.PrincipalFrom(ctx)
+	if !p.Trusted() {
+		// An external caller reads only its own tenant's claims.
+		if tenantRef == "" && len(p.Tenants) == 1 && p.Tenants[0] != "*" {
+			tenantRef = p.Tenants[0]
+		}
+		if tenantRef == "" {
+			return nil, errs.New(errs.CodeInvalid, "tenant_ref is required")
+		}
+		if _, err := authorize(ctx, log.RoleReader, tenantRef); err != nil {
+			return nil, err
+		}
+	}
 	return s.read(ctx, id, tenantRef)
 }
 
@@ -65,6 +79,9 @@ type RecordPage struct {
 // could not make a caller loop forever.
 func (s *Service) List(ctx context.Context, req ListRequest) (*RecordPage, error) {
 	if err := bounds.Identifier("tenant_ref", req.TenantRef); err != nil {
+		return nil, err
+	}
+	if _, err := authorize(ctx, log.RoleReader, req.TenantRef); err != nil {
 		return nil, err
 	}
 	if req.Limit < 0 || req.Limit > fsm.MaxLabelPage {

@@ -6,6 +6,7 @@ import (
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/bounds"
+	"github.com/arbiterhq/arbiter/log"
 )
 
 // Action is a lifecycle transition a holder asks for.
@@ -138,6 +139,13 @@ func (req *TransitionRequest) committed(r *Record) bool {
 // carries fence+1. An exact retry of the committed transition returns the
 // committed record; every other stale call fails with errs.StaleFence.
 func (s *Service) Transition(ctx context.Context, req TransitionRequest) (*TransitionResult, error) {
+	p, err := authorize(ctx, log.RoleMember, req.TenantRef)
+	if err != nil {
+		return nil, err
+	}
+	if err := bindOwner(p, &req.OwnerRef); err != nil {
+		return nil, err
+	}
 	id, err := ParseConceptID(req.ConceptID)
 	if err != nil {
 		return nil, err

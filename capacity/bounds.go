@@ -1,8 +1,6 @@
 package capacity
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"time"
 
 	"github.com/arbiterhq/arbiter/errs"
@@ -60,12 +58,9 @@ func checkPage(maxCount int, cursor string) error {
 	return nil
 }
 
-// OwnerDigest is the owner digest bound to a principal's persistent id:
-// an external caller may only act as the owner its principal derives.
-func OwnerDigest(principalID string) string {
-	sum := sha256.Sum256([]byte("arbiter-owner\x00" + principalID))
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
+// OwnerDigest is the owner digest bound to a principal's persistent id
+// (log.Principal.OwnerDigest).
+func OwnerDigest(principalID string) string { return log.Principal{ID: principalID}.OwnerDigest() }
 
 // checkCaller requires the member role in the tenant and refuses an owner
 // digest that is not the verified principal's. A command without a
@@ -78,7 +73,7 @@ func checkCaller(p log.Principal, tenant, owner string) error {
 	if !p.InTenant(tenant) || !p.HasRole(log.RoleMember) {
 		return errs.Errorf(errs.CodeForbidden, "principal %q may not hold capacity in tenant %q", p.ID, tenant)
 	}
-	if p.ID != "" && owner != OwnerDigest(p.ID) {
+	if !p.Trusted() && owner != p.OwnerDigest() {
 		return errs.Errorf(errs.CodeForbidden, "owner_digest is not the digest of principal %q", p.ID)
 	}
 	return nil

@@ -25,6 +25,18 @@ func NewConceptClient(addrs ...string) *ConceptClient {
 	return &ConceptClient{remote: NewRemote(addrs...)}
 }
 
+// WithToken authenticates every call with a principal's bearer token.
+func (c *ConceptClient) WithToken(token string) *ConceptClient {
+	c.remote.WithToken(token)
+	return c
+}
+
+// WithHTTPClient replaces the HTTP client (for TLS).
+func (c *ConceptClient) WithHTTPClient(h *http.Client) *ConceptClient {
+	c.remote.WithHTTPClient(h)
+	return c
+}
+
 // Authoritative reports true: the cluster decides.
 func (c *ConceptClient) Authoritative() bool { return true }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/authority"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/bounds"
 	"github.com/hashicorp/raft"
 )
@@ -46,6 +47,19 @@ type Config struct {
 	// as matching no policy). They only shape requests before they are
 	// proposed, so nodes may be given new policies one at a time.
 	ConceptPolicies *authority.PolicySet
+
+	// Principals turns authentication on: every call but health,
+	// readiness and metrics needs a principal's bearer token or client
+	// certificate. Without it the node runs in open development mode
+	// (every caller trusted), which Validate allows only on loopback.
+	Principals *identity.Registry
+	// TLS serves raft and the API over TLS with node certificates; see
+	// TLSConfig. Needed, with Principals, beyond loopback.
+	TLS *TLSConfig
+	// PeerToken, as an alternative to TLS on loopback (tests, single
+	// hosts), is a shared secret nodes present to each other. Never
+	// logged.
+	PeerToken string
 
 	Logger *slog.Logger
 
@@ -190,7 +204,48 @@ func (c *Config) Validate() error {
 	if c.MaxConcurrentRequests < 1 {
 		bad("MaxConcurrentRequests must be positive")
 	}
+	if c.TLS != nil {
+		if err := c.TLS.validate(); err != nil {
+			bad("%v", err)
+		}
+	}
+	if c.PeerToken != "" && len(c.PeerToken) < 16 {
+		bad("PeerToken must be at least 16 characters")
+	}
+	loopback := allLoopback(c.HTTPAddr, c.HTTPAdvertise)
+	if c.Transport == nil { // a supplied transport is in-process or the caller's business
+		loopback = loopback && allLoopback(c.RaftAddr, c.RaftAdvertise)
+	}
+	switch {
+	case c.Principals == nil && !loopback:
+		bad("without Principals the node runs in open mode, which must listen on loopback only (RaftAddr, HTTPAddr and their advertised forms)")
+	case c.Principals != nil && c.TLS == nil && !loopback:
+		bad("with Principals beyond loopback, TLS is required so that nodes authenticate each other")
+	case c.Principals != nil && c.TLS == nil && c.PeerToken == "":
+		bad("with Principals, nodes need TLS or a PeerToken to authenticate each other")
+	}
 	return errors.Join(problems...)
+}
+
+// allLoopback reports whether every non-empty address is on loopback.
+func allLoopback(addrs ...string) bool {
+	for _, a := range addrs {
+		if a == "" {
+			continue
+		}
+		host, _, err := net.SplitHostPort(a)
+		if err != nil {
+			return false
+		}
+		if host == "localhost" {
+			continue
+		}
+		ip := net.ParseIP(host)
+		if ip == nil || !ip.IsLoopback() {
+			return false
+		}
+	}
+	return true
 }
 
 func checkHostPort(bad func(string, ...any), field, v string, optional bool) {

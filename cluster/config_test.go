@@ -104,7 +104,7 @@ func TestConfigValidateAcceptsBoundaries(t *testing.T) {
 	}{
 		{"port 0", func(c *cluster.Config) { c.RaftAddr, c.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0" }},
 		{"IPv6 addresses", func(c *cluster.Config) { c.RaftAddr, c.HTTPAddr = "[::1]:7000", "[::1]:8000" }},
-		{"advertised addresses", func(c *cluster.Config) { c.RaftAdvertise, c.HTTPAdvertise = "10.0.0.1:7000", "10.0.0.1:8000" }},
+		{"advertised addresses", func(c *cluster.Config) { c.RaftAdvertise, c.HTTPAdvertise = "127.0.0.2:7000", "localhost:8000" }},
 		{"join without bootstrap", func(c *cluster.Config) { c.Join = []string{"http://127.0.0.1:8001", "127.0.0.1:8002"} }},
 		{"lease equal to the heartbeat timeout", func(c *cluster.Config) { c.LeaderLeaseTimeout = c.HeartbeatTimeout }},
 		{"TickBudget 1", func(c *cluster.Config) { c.TickBudget = 1 }},

@@ -56,7 +56,7 @@ func (n *Node) forwardQuery(ctx context.Context, api string, q fsm.Query, p arbl
 		return nil, errs.Errorf(errs.CodeInvalid, "encode query: %v", err)
 	}
 	var reply wireReply
-	if err := postMsgpack(ctx, n.peers, "http://"+api+"/v1/internal/query", body, &reply); err != nil {
+	if err := postMsgpack(ctx, n.peers, n.url(api, "/v1/internal/query"), body, &reply); err != nil {
 		if e := errs.From(err); e.OutcomeUnknown {
 			return nil, errs.Errorf(errs.CodeUnavailable, "%s", e.Message)
 		}

@@ -160,7 +160,7 @@ func (fw *forwarder) post(ctx context.Context, api string, body applyBatch, repl
 		return errs.Errorf(errs.CodeInternal, "encode batch: %v", err)
 	}
 	var wire wireReply
-	if err := postMsgpack(ctx, fw.n.peers, "http://"+api+"/v1/internal/apply", raw, &wire); err != nil {
+	if err := postMsgpack(ctx, fw.n.peers, fw.n.url(api, "/v1/internal/apply"), raw, &wire); err != nil {
 		return err
 	}
 	if wire.Err != nil {

@@ -45,50 +45,68 @@ func (n *Node) startHTTP(ln net.Listener) {
 }
 
 func (n *Node) routes(mux *http.ServeMux) {
-	handle := func(pattern string, h func(http.ResponseWriter, *http.Request)) {
-		mux.Handle(pattern, n.instrument(pattern, http.HandlerFunc(h)))
+	handle := func(pattern string, a access, h func(http.ResponseWriter, *http.Request)) {
+		mux.Handle(pattern, n.instrument(pattern, a, http.HandlerFunc(h)))
 	}
-	handle("POST /v1/nodes/create", n.handleCreateNode)
-	handle("POST /v1/nodes/cas", n.handleCAS)
-	handle("GET /v1/nodes/get", n.handleGetNode)
-	handle("GET /v1/nodes/by-label", n.handleNodesByLabel)
-	handle("POST /v1/concepts/reserve", n.handleConceptReserve)
-	handle("POST /v1/concepts/reserve-next", n.handleConceptReserveNext)
-	handle("POST /v1/concepts/transition", n.handleConceptTransition)
-	handle("GET /v1/concepts/get", n.handleConceptGet)
-	handle("GET /v1/concepts/list", n.handleConceptList)
-	n.capacityRoutes(handle)
-	handle("GET /v1/changes", n.handleChanges)
-	handle("GET /v1/cluster/status", n.handleStatus)
-	handle("GET /v1/cluster/state-hash", n.handleStateHash)
-	handle("POST /v1/cluster/join", n.handleJoin)
-	handle("POST /v1/cluster/remove", n.handleRemove)
-	handle("POST /v1/commands", n.handleCommand)
-	handle("POST /v1/queries", n.handleQuery)
-	handle("POST /v1/internal/apply", n.handleInternalApply)
-	handle("POST /v1/internal/query", n.handleInternalQuery)
-	handle("GET /healthz", n.handleHealthz)
-	handle("GET /readyz", n.handleReadyz)
+	member := func(pattern string, h func(http.ResponseWriter, *http.Request)) { handle(pattern, accessPrincipal, h) }
+	handle("POST /v1/nodes/create", accessAdmin, n.handleCreateNode)
+	handle("POST /v1/nodes/cas", accessAdmin, n.handleCAS)
+	handle("GET /v1/nodes/get", accessAdmin, n.handleGetNode)
+	handle("GET /v1/nodes/by-label", accessAdmin, n.handleNodesByLabel)
+	member("POST /v1/concepts/reserve", n.handleConceptReserve)
+	member("POST /v1/concepts/reserve-next", n.handleConceptReserveNext)
+	member("POST /v1/concepts/transition", n.handleConceptTransition)
+	member("GET /v1/concepts/get", n.handleConceptGet)
+	member("GET /v1/concepts/list", n.handleConceptList)
+	n.capacityRoutes(member)
+	member("GET /v1/changes", n.handleChanges)
+	member("GET /v1/cluster/status", n.handleStatus)
+	handle("GET /v1/cluster/state-hash", accessAdmin, n.handleStateHash)
+	handle("POST /v1/cluster/join", accessAdmin, n.handleJoin)
+	handle("POST /v1/cluster/remove", accessAdmin, n.handleRemove)
+	member("POST /v1/commands", n.handleCommand)
+	member("POST /v1/queries", n.handleQuery)
+	handle("POST /v1/internal/apply", accessPeer, n.handleInternalApply)
+	handle("POST /v1/internal/query", accessPeer, n.handleInternalQuery)
+	handle("GET /healthz", accessPublic, n.handleHealthz)
+	handle("GET /readyz", accessPublic, n.handleReadyz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(n.metrics.registry, promhttp.HandlerOpts{}))
-	mux.Handle("/", n.instrument("unknown", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("/", n.instrument("unknown", accessPublic, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errs.Errorf(errs.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
 	})))
 }
 
-// instrument bounds concurrency (429 beyond MaxConcurrentRequests), counts
-// requests by route and status, and sets the request's principal. Without
-// authentication configured every caller is the anonymous principal.
-func (n *Node) instrument(route string, h http.Handler) http.Handler {
+// instrument bounds concurrency (429 beyond MaxConcurrentRequests),
+// authenticates the caller and applies the route's access level (401, 403),
+// puts the verified principal on the request's context, and counts
+// requests by route and status.
+func (n *Node) instrument(route string, a access, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		defer func() { n.metrics.httpRequests.WithLabelValues(route, strconv.Itoa(rec.status)).Inc() }()
 		select {
 		case n.sem <- struct{}{}:
 			defer func() { <-n.sem }()
-			h.ServeHTTP(rec, r.WithContext(fsm.WithPrincipal(r.Context(), arblog.Principal{})))
 		default:
 			writeError(rec, errs.Errorf(errs.CodeBackpressure, "more than %d requests in flight", cap(n.sem)))
+			return
 		}
-		n.metrics.httpRequests.WithLabelValues(route, strconv.Itoa(rec.status)).Inc()
+		if a == accessPublic {
+			h.ServeHTTP(rec, r)
+			return
+		}
+		c, err := n.authenticate(r)
+		if err == nil {
+			err = authorizeRoute(a, c)
+		}
+		if err != nil {
+			if errs.CodeOf(err) == errs.CodeUnauthorized {
+				rec.Header().Set("WWW-Authenticate", `Bearer realm="arbiter"`)
+			}
+			writeError(rec, err)
+			return
+		}
+		h.ServeHTTP(rec, r.WithContext(fsm.WithPrincipal(r.Context(), c.principal)))
 	})
 }
 

@@ -61,6 +61,7 @@ func (n *Node) handleCommand(w http.ResponseWriter, r *http.Request) {
 		writeMsgpack(w, wireReply{Err: errs.Errorf(errs.CodeInvalid, "%v", err)})
 		return
 	}
+	cmd.Adapter = "" // a client cannot speak as an in-server adapter
 	res, err := n.Propose(r.Context(), cmd)
 	writeMsgpack(w, wireReply{Response: res, Err: errs.From(err)})
 }
@@ -77,6 +78,7 @@ func (n *Node) handleQuery(w http.ResponseWriter, r *http.Request) {
 		writeMsgpack(w, wireReply{Err: errs.Errorf(errs.CodeInvalid, "%v", err)})
 		return
 	}
+	q.Adapter = "" // a client cannot speak as an in-server adapter
 	out, err := n.Query(r.Context(), q)
 	writeMsgpack(w, wireReply{Result: out, Err: errs.From(err)})
 }

@@ -9,8 +9,12 @@ import (
 
 // The concept reservation routes: the authority adapter over this node.
 
+// concepts is the authority adapter over this node. It checks the
+// caller's tenant and role itself and then reaches the raw node primitives
+// as the "authority" adapter.
 func (n *Node) concepts() *authority.Service {
-	return authority.NewService(n, n, n.cfg.ConceptPolicies)
+	a := adapter{n: n, name: "authority"}
+	return authority.NewService(a, a, n.cfg.ConceptPolicies)
 }
 
 // writeReserve answers 201 for a claim this call made (created or

@@ -107,7 +107,10 @@ func (n *Node) handleChanges(w http.ResponseWriter, r *http.Request) {
 			writeError(w, err)
 			return
 		}
-		if len(page.Events) > 0 || waitMs == 0 {
+		// Answer at once when there is something to show or the cursor
+		// moved (past events of other tenants); wait only when nothing
+		// happened at all.
+		if len(page.Events) > 0 || page.Next != req.After || waitMs == 0 {
 			writeJSON(w, http.StatusOK, page)
 			return
 		}

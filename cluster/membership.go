@@ -61,7 +61,7 @@ func (n *Node) Remove(ctx context.Context, req RemoveRequest) error {
 // body to path on the leader's API; it retries while no leader is known.
 func (n *Node) onLeader(ctx context.Context, path string, body any, do func(context.Context) error) error {
 	return n.viaLeader(ctx, path, do, func(ctx context.Context, api string) error {
-		return n.postJSON(ctx, "http://"+api+path, body, nil)
+		return n.postJSON(ctx, n.url(api, path), body, nil)
 	})
 }
 
@@ -162,7 +162,7 @@ func (n *Node) joinCluster(ctx context.Context) error {
 		for _, base := range n.cfg.Join {
 			url := strings.TrimRight(base, "/") + "/v1/cluster/join"
 			if !strings.Contains(base, "://") {
-				url = "http://" + url
+				url = n.url(strings.TrimRight(base, "/"), "/v1/cluster/join")
 			}
 			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			err := n.postJSON(cctx, url, req, nil)
@@ -194,7 +194,7 @@ func (n *Node) registerSelf() {
 		if !n.IsLeader() && n.inConfiguration() {
 			if _, api := n.leaderAPI(); api != "" {
 				ctx, cancel := context.WithTimeout(n.ctx, 5*time.Second)
-				err := n.postJSON(ctx, "http://"+api+"/v1/cluster/join", JoinRequest(me), nil)
+				err := n.postJSON(ctx, n.url(api, "/v1/cluster/join"), JoinRequest(me), nil)
 				cancel()
 				if err != nil && n.ctx.Err() == nil {
 					n.logger.Debug("registering member metadata failed", "error", err)

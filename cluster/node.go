@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/capacity"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	arblog "github.com/arbiterhq/arbiter/log"
 	"github.com/hashicorp/raft"
 )
@@ -26,6 +28,8 @@ type Node struct {
 	metrics   *metrics
 	peers     *http.Client
 	forwarder *forwarder
+	// principals is nil in open mode; SetPrincipals replaces it.
+	principals atomic.Pointer[identity.Registry]
 
 	// Set by Start.
 	raft           *raft.Raft
@@ -75,9 +79,8 @@ func New(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	n := &Node{cfg: cfg, logger: logger, fsm: f, peers: cfg.PeerClient}
-	if n.peers == nil {
-		n.peers = &http.Client{Transport: newPeerTransport()}
-	}
+	n.principals.Store(cfg.Principals)
+	n.peers = peerClient(cfg)
 	n.metrics = newMetrics(n)
 	n.forwarder = newForwarder(n)
 	n.ctx, n.cancel = context.WithCancel(context.Background())
@@ -113,6 +116,9 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	ln, err := net.Listen("tcp", n.cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("cluster: listen on %s: %w", n.cfg.HTTPAddr, err)
+	}
+	if n.cfg.TLS != nil {
+		ln = tls.NewListener(ln, n.cfg.TLS.apiServerConfig())
 	}
 	cleanup = append(cleanup, func() { _ = ln.Close() })
 	n.apiAddr = n.cfg.HTTPAdvertise
@@ -175,6 +181,18 @@ func (n *Node) openTransport() error {
 		n.transport = n.cfg.Transport
 		n.closeTransport = func() error { return nil } // the caller owns it
 		n.raftAddr = string(n.transport.LocalAddr())
+		return nil
+	}
+	if n.cfg.TLS != nil {
+		layer, err := newTLSStreamLayer(n.cfg.RaftAddr, n.cfg.RaftAdvertise, n.cfg.TLS)
+		if err != nil {
+			return fmt.Errorf("cluster: raft TLS listener on %s: %w", n.cfg.RaftAddr, err)
+		}
+		t := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+			Stream: layer, MaxPool: 4, Timeout: 10 * time.Second, Logger: newHclog(n.logger, "raft-net"),
+		})
+		n.transport, n.closeTransport = t, t.Close
+		n.raftAddr = string(t.LocalAddr())
 		return nil
 	}
 	var advertise net.Addr
@@ -274,6 +292,33 @@ func (n *Node) stop(ctx context.Context, transfer bool) error {
 		n.logger.Info("node stopped")
 	})
 	return n.stopErr
+}
+
+// peerClient is the HTTP client a node uses to reach other nodes: the
+// configured one (tests inject faults there) or pooled connections, with
+// this node's certificate and the peer token when they are configured.
+func peerClient(cfg Config) *http.Client {
+	base := http.RoundTripper(newPeerTransport())
+	if cfg.PeerClient != nil && cfg.PeerClient.Transport != nil {
+		base = cfg.PeerClient.Transport
+	}
+	if cfg.TLS != nil {
+		if t, ok := base.(*http.Transport); ok {
+			t.TLSClientConfig = cfg.TLS.peerClientConfig()
+		}
+	}
+	if cfg.PeerToken != "" {
+		base = bearerTransport{base: base, token: cfg.PeerToken}
+	}
+	return &http.Client{Transport: base}
+}
+
+// url is a peer's API URL for path.
+func (n *Node) url(api, path string) string {
+	if n.cfg.TLS != nil {
+		return "https://" + api + path
+	}
+	return "http://" + api + path
 }
 
 // waitFuture waits for a raft future or for ctx, whichever comes first.

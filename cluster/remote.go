@@ -48,6 +48,16 @@ func (r *Remote) WithHTTPClient(c *http.Client) *Remote {
 	return r
 }
 
+// WithToken authenticates every call with a principal's bearer token.
+func (r *Remote) WithToken(token string) *Remote {
+	base := r.client.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	r.client = &http.Client{Transport: bearerTransport{base: base, token: token}, Timeout: r.client.Timeout}
+	return r
+}
+
 // WithTimeout sets the bound of a call whose context has no deadline.
 func (r *Remote) WithTimeout(d time.Duration) *Remote {
 	r.timeout = d

@@ -8,7 +8,10 @@ import (
 
 // Status is a node's view of the cluster.
 type Status struct {
-	NodeID        string         `json:"node_id"`
+	NodeID string `json:"node_id"`
+	// AuthMode is "open" (development: every caller trusted, loopback
+	// only) or "principals".
+	AuthMode      string         `json:"auth_mode"`
 	State         string         `json:"state"`
 	LeaderID      string         `json:"leader_id"`
 	LeaderAPIAddr string         `json:"leader_api_addr"`
@@ -32,6 +35,7 @@ func (n *Node) Status() Status {
 	lid, lapi := n.leaderAPI()
 	s := Status{
 		NodeID:        n.cfg.ID,
+		AuthMode:      n.AuthMode(),
 		State:         n.raft.State().String(),
 		LeaderID:      lid,
 		LeaderAPIAddr: lapi,

@@ -110,7 +110,7 @@ func (f *FSM) applyCommand(txn *memdb.Txn, m *meta, index uint64, data []byte) (
 		}
 	}
 
-	tx := &Tx{Now: m.Now, Index: index, Principal: cmd.Principal, txn: txn, meta: m}
+	tx := &Tx{Now: m.Now, Index: index, Principal: cmd.Principal, Adapter: cmd.Adapter, txn: txn, meta: m}
 	fail := func(e *errs.Error) (*Response, bool) {
 		return &Response{Index: index, Time: m.Now, Err: e}, !tx.wrote
 	}

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/log"
 	memdb "github.com/hashicorp/go-memdb"
 )
 
@@ -66,11 +67,14 @@ func changesQuerySpec() QuerySpec {
 		if err := decodePayload(payload, &req); err != nil {
 			return nil, err
 		}
-		return readChanges(rt.Txn, req)
+		return readChanges(rt.Txn, req, rt.Principal)
 	}}
 }
 
-func readChanges(txn *memdb.Txn, req ChangesRequest) (*ChangesPage, error) {
+// readChanges pages the feed. A principal that is not an admin sees only
+// events of its own tenants; the page still advances past the others, so
+// Next moves on and nothing about them leaks but their sequence numbers.
+func readChanges(txn *memdb.Txn, req ChangesRequest, p log.Principal) (*ChangesPage, error) {
 	if req.Limit < 0 || req.Limit > MaxChangesPage {
 		return nil, errs.Errorf(errs.CodeInvalid, "limit must be between 0 and %d", MaxChangesPage)
 	}
@@ -89,9 +93,12 @@ func readChanges(txn *memdb.Txn, req ChangesRequest) (*ChangesPage, error) {
 	if err != nil {
 		return nil, errs.Errorf(errs.CodeInternal, "changes: %v", err)
 	}
-	for raw := it.Next(); raw != nil && len(page.Events) < req.Limit; raw = it.Next() {
+	admin := p.HasRole(log.RoleAdmin)
+	for raw, scanned := it.Next(), 0; raw != nil && scanned < req.Limit; raw, scanned = it.Next(), scanned+1 {
 		e := *raw.(*Event)
-		page.Events = append(page.Events, e)
+		if admin || (e.Tenant != "" && p.InTenant(e.Tenant)) {
+			page.Events = append(page.Events, e)
+		}
 		page.Next = e.Seq
 	}
 	return page, nil

@@ -201,7 +201,7 @@ func (f *FSM) Query(p log.Principal, q Query) (out []byte, err error) {
 	}
 	txn := f.db.Load().Txn(false)
 	m := readMeta(txn)
-	rt := &ReadTx{Now: m.Now, Index: m.Index, Principal: p, Txn: txn}
+	rt := &ReadTx{Now: m.Now, Index: m.Index, Principal: p, Adapter: q.Adapter, Txn: txn}
 	defer func() {
 		if r := recover(); r != nil {
 			f.panics.Add(1)

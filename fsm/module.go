@@ -70,6 +70,7 @@ type Tx struct {
 	Now       int64
 	Index     uint64
 	Principal log.Principal
+	Adapter   string // see log.Command.Adapter
 	txn       *memdb.Txn
 	wrote     bool
 	events    []Event
@@ -117,5 +118,6 @@ type ReadTx struct {
 	Now       int64
 	Index     uint64
 	Principal log.Principal
+	Adapter   string // see log.Command.Adapter
 	Txn       *memdb.Txn
 }

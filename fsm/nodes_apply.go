@@ -48,6 +48,9 @@ func nodesModule() Module {
 // applyCreateNode stores the node unless one with the same id exists; the
 // first writer in log order wins, every later one reads the winner.
 func applyCreateNode(tx *Tx, cmd *log.Command) (any, error) {
+	if err := rawAccess(tx.Principal, tx.Adapter); err != nil {
+		return nil, err
+	}
 	var c CreateNodeCommand
 	if err := decodePayload(cmd.Payload, &c); err != nil {
 		return nil, err
@@ -93,6 +96,9 @@ func applyCreateNode(tx *Tx, cmd *log.Command) (any, error) {
 // applyCAS checks every condition against the stored node and, only if all
 // hold, applies every update in the same step.
 func applyCAS(tx *Tx, cmd *log.Command) (any, error) {
+	if err := rawAccess(tx.Principal, tx.Adapter); err != nil {
+		return nil, err
+	}
 	var c CASCommand
 	if err := decodePayload(cmd.Payload, &c); err != nil {
 		return nil, err
@@ -159,6 +165,17 @@ func applyCAS(tx *Tx, cmd *log.Command) (any, error) {
 	}
 	tx.Emit("node_cas", next.NodeID, "")
 	return CASResult{Swapped: true, Node: next.clone()}, nil
+}
+
+// rawAccess guards the node primitives. They are the engine's native API
+// and know nothing of tenants, so only an admin may use them directly; a
+// tenant's caller reaches them through an in-server adapter (such as the
+// concept authority) that checked its tenant and role first.
+func rawAccess(p log.Principal, adapter string) error {
+	if adapter != "" || p.HasRole(log.RoleAdmin) {
+		return nil
+	}
+	return errs.Errorf(errs.CodeForbidden, "the raw node API needs the admin role")
 }
 
 func conditionsHold(props, conditions map[string]json.RawMessage) bool {

@@ -29,6 +29,9 @@ type NodePage struct {
 }
 
 func runGetNode(rt *ReadTx, payload []byte) (any, error) {
+	if err := rawAccess(rt.Principal, rt.Adapter); err != nil {
+		return nil, err
+	}
 	var q GetNodeQuery
 	if err := decodePayload(payload, &q); err != nil {
 		return nil, err
@@ -47,6 +50,9 @@ func runGetNode(rt *ReadTx, payload []byte) (any, error) {
 }
 
 func runNodesByLabel(rt *ReadTx, payload []byte) (any, error) {
+	if err := rawAccess(rt.Principal, rt.Adapter); err != nil {
+		return nil, err
+	}
 	var q LabelQuery
 	if err := decodePayload(payload, &q); err != nil {
 		return nil, err

@@ -36,6 +36,8 @@ type Query struct {
 	// Stale allows the node to answer from its local state without
 	// confirming leadership; it may be behind.
 	Stale bool `msgpack:"s,omitempty"`
+	// Adapter: see log.Command.Adapter.
+	Adapter string `msgpack:"a,omitempty"`
 }
 
 // Reader answers queries; the result is canonical msgpack.

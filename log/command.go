@@ -3,6 +3,7 @@ package log
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"unicode/utf8"
 )
@@ -30,6 +31,13 @@ const (
 	RoleMember     = "member"
 	RoleReader     = "reader"
 )
+
+// OwnerDigest is the owner digest bound to the principal's persistent id:
+// an external caller may only act as the owner its principal derives.
+func (p Principal) OwnerDigest() string {
+	sum := sha256.Sum256([]byte("arbiter-owner\x00" + p.ID))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
 
 // Trusted reports whether p is the empty principal of an embedding host.
 func (p Principal) Trusted() bool { return p.ID == "" && len(p.Roles) == 0 && len(p.Tenants) == 0 }
@@ -76,7 +84,13 @@ type Command struct {
 	// the same digest replays the first result.
 	IdemScope string `msgpack:"is,omitempty"`
 	IdemKey   string `msgpack:"ik,omitempty"`
-	Payload   []byte `msgpack:"d"`
+	// Adapter names the in-server adapter that proposed the command on
+	// the principal's behalf after checking its tenant and role (for
+	// example "authority" for concept reservations over the raw node
+	// primitives). Only code inside a node sets it; the HTTP layer clears
+	// it on everything a client sends.
+	Adapter string `msgpack:"a,omitempty"`
+	Payload []byte `msgpack:"d"`
 }
 
 // Bounds on the envelope.
@@ -137,7 +151,7 @@ func (c *Command) check() error {
 	if len(c.Principal.Tenants) > MaxPrincipalList || len(c.Principal.Roles) > MaxPrincipalList {
 		return fmt.Errorf("%w: principal lists more than %d tenants or roles", ErrMalformed, MaxPrincipalList)
 	}
-	fields := append([]string{c.Principal.ID, c.IdemScope, c.IdemKey}, c.Principal.Tenants...)
+	fields := append([]string{c.Principal.ID, c.IdemScope, c.IdemKey, c.Adapter}, c.Principal.Tenants...)
 	for _, s := range append(fields, c.Principal.Roles...) {
 		if len(s) > MaxKeyBytes || !utf8.ValidString(s) {
 			return fmt.Errorf("%w: principal or idempotency field longer than %d bytes or not UTF-8", ErrMalformed, MaxKeyBytes)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +25,7 @@ func bench(args []string) error {
 	duration := fs.Duration("duration", 10*time.Second, "measured time per run")
 	warmup := fs.Duration("warmup", 2*time.Second, "unmeasured time before each run")
 	prefix := fs.String("prefix", fmt.Sprintf("bench-%d", time.Now().UnixNano()), "node id prefix (ids must be new)")
+	cf := addClientFlags(fs)
 	op := fs.String("op", "create", "create (CreateNodeIfAbsent of a new node) or reserve (the concept reservation protocol on a new concept id)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -49,8 +51,20 @@ func bench(args []string) error {
 	fmt.Printf("%s of distinct ids via %d node(s), %v per run after %v warmup\n", *op, len(urls), *duration, *warmup)
 	for run, clients := range counts {
 		remotes := make([]*cluster.Remote, clients)
+		hc, err := cf.httpClient()
+		if err != nil {
+			return err
+		}
 		for c := range remotes {
 			remotes[c] = cluster.NewRemote(urls[c%len(urls)])
+			if hc != nil {
+				t := hc.Transport.(*http.Transport).Clone()
+				t.MaxIdleConnsPerHost = 256
+				remotes[c].WithHTTPClient(&http.Client{Transport: t})
+			}
+			if *cf.token != "" {
+				remotes[c].WithToken(*cf.token)
+			}
 		}
 		res := loadgen.Run(context.Background(), clients, *warmup, *duration, makeOp(run, remotes))
 		fmt.Println(res)

@@ -33,12 +33,19 @@ func capacityCmd(args []string) error {
 	fs := flag.NewFlagSet("capacity "+cmd, flag.ContinueOnError)
 	addr := fs.String("addr", "http://127.0.0.1:8000", "API URL of any node")
 	body := fs.String("json", "", "request DTO (default: read standard input)")
+	cf := addClientFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	hc, err := cf.httpClient()
+	if err != nil {
+		return err
+	}
+	if hc == nil {
+		hc = http.DefaultClient
+	}
 	raw := []byte(*body)
 	if *body == "" {
-		var err error
 		if raw, err = io.ReadAll(io.LimitReader(os.Stdin, 1<<20)); err != nil {
 			return err
 		}
@@ -50,7 +57,10 @@ func capacityCmd(args []string) error {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	if *cf.token != "" {
+		req.Header.Set("Authorization", "Bearer "+*cf.token)
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		return err
 	}

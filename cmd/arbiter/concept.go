@@ -73,10 +73,19 @@ func concept(args []string) error {
 	fs.IntVar(&maxRecords, "max", 1000, "reconcile bound")
 	fs.StringVar(&list.After, "after", "", "list cursor")
 	fs.IntVar(&list.Limit, "limit", 0, "list page size")
+	cf := addClientFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	client := cluster.NewConceptClient(strings.Split(*addr, ",")...)
+	if hc, err := cf.httpClient(); err != nil {
+		return err
+	} else if hc != nil {
+		client.WithHTTPClient(hc)
+	}
+	if *cf.token != "" {
+		client.WithToken(*cf.token)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 

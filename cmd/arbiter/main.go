@@ -32,6 +32,8 @@ func main() {
 		err = concept(os.Args[2:])
 	case "capacity":
 		err = capacityCmd(os.Args[2:])
+	case "principal":
+		err = principal(os.Args[2:])
 	case "help", "-h", "--help":
 		usage()
 		return
@@ -55,5 +57,6 @@ commands:
   bench    measure create-if-absent throughput and latency against a cluster
   concept  reserve and move concept ids (arbiter concept for its commands)
   capacity acquire, renew, release and inspect capacity leases (arbiter capacity)
+  principal make a bearer token and the hash a principals file stores
 `)
 }

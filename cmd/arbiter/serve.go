@@ -17,6 +17,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/authority"
 	"github.com/arbiterhq/arbiter/cluster"
+	"github.com/arbiterhq/arbiter/identity"
 )
 
 func serve(args []string) error {
@@ -34,6 +35,12 @@ func serve(args []string) error {
 	noSync := fs.Bool("unsafe-no-fsync", false, "do not fsync the raft log (benchmarks only: a crash may lose acknowledged writes)")
 	joinTimeout := fs.Duration("join-timeout", time.Minute, "how long to keep trying to join")
 	pprofAddr := fs.String("pprof-addr", "", "if set, serve Go's pprof profiles on this host:port (keep it private)")
+	principalsFile := fs.String("principals", "", "JSON file of principals (turns authentication on; reloaded on SIGHUP)")
+	tlsCert := fs.String("tls-cert", "", "this node's certificate (PEM); with --tls-key and --tls-peer-ca, raft and the API use TLS")
+	tlsKey := fs.String("tls-key", "", "this node's private key (PEM)")
+	tlsPeerCA := fs.String("tls-peer-ca", "", "CA (PEM) that signs every node's certificate")
+	tlsClientCA := fs.String("tls-client-ca", "", "CA (PEM) that signs client certificates (optional)")
+	peerTokenFile := fs.String("peer-token-file", "", "file holding a secret shared by the nodes, instead of TLS (loopback only)")
 	policyFile := fs.String("concept-policies", "", `JSON file of concept namespace policies: [{"namespace":"RMDD","min":1,"max":9999,"policy_version":"2"}]`)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -58,6 +65,27 @@ func serve(args []string) error {
 		cfg.Bootstrap = true
 	}
 
+	if *principalsFile != "" {
+		reg, err := identity.Load(*principalsFile)
+		if err != nil {
+			return err
+		}
+		cfg.Principals = reg
+	}
+	if *tlsCert != "" || *tlsKey != "" || *tlsPeerCA != "" {
+		t, err := cluster.LoadTLS(*tlsCert, *tlsKey, *tlsPeerCA, *tlsClientCA)
+		if err != nil {
+			return err
+		}
+		cfg.TLS = t
+	}
+	if *peerTokenFile != "" {
+		raw, err := os.ReadFile(*peerTokenFile)
+		if err != nil {
+			return fmt.Errorf("--peer-token-file: %w", err)
+		}
+		cfg.PeerToken = strings.TrimSpace(string(raw))
+	}
 	if *policyFile != "" {
 		ps, err := authority.LoadPolicyFile(*policyFile)
 		if err != nil {
@@ -80,12 +108,30 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	cfg.Logger.Info("serving", "id", cfg.ID, "api", "http://"+node.APIAddr(), "raft", node.RaftAddr())
+	cfg.Logger.Info("serving", "id", cfg.ID, "api", node.APIAddr(), "raft", node.RaftAddr(), "auth", node.AuthMode(), "tls", cfg.TLS != nil)
+	if node.AuthMode() == "open" {
+		cfg.Logger.Warn("open development mode: every caller is trusted; listening on loopback only (configure --principals to authenticate)")
+	}
 
 	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-	s := <-sig
-	cfg.Logger.Info("shutting down", "signal", s.String())
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	for s := range sig {
+		if s != syscall.SIGHUP {
+			cfg.Logger.Info("shutting down", "signal", s.String())
+			break
+		}
+		if *principalsFile == "" {
+			cfg.Logger.Warn("SIGHUP ignored: no --principals file to reload")
+			continue
+		}
+		reg, err := identity.Load(*principalsFile)
+		if err == nil {
+			err = node.SetPrincipals(reg)
+		}
+		if err != nil {
+			cfg.Logger.Error("reloading principals failed; keeping the previous ones", "error", err)
+		}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	return node.Shutdown(ctx)

@@ -16,12 +16,22 @@ func status(args []string) error {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	addr := fs.String("addr", "http://127.0.0.1:8000", "API URL of any node")
 	asJSON := fs.Bool("json", false, "print the raw JSON status")
+	cf := addClientFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	st, err := cluster.NewRemote(*addr).Status(ctx)
+	remote := cluster.NewRemote(*addr)
+	if hc, err := cf.httpClient(); err != nil {
+		return err
+	} else if hc != nil {
+		remote.WithHTTPClient(hc)
+	}
+	if *cf.token != "" {
+		remote.WithToken(*cf.token)
+	}
+	st, err := remote.Status(ctx)
 	if err != nil {
 		return err
 	}
@@ -30,8 +40,8 @@ func status(args []string) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(st)
 	}
-	fmt.Printf("node %s is %s; leader %s (%s); term %d; commit %d; applied %d\n",
-		st.NodeID, st.State, orDash(st.LeaderID), orDash(st.LeaderAPIAddr), st.Term, st.CommitIndex, st.AppliedIndex)
+	fmt.Printf("node %s is %s; leader %s (%s); term %d; commit %d; applied %d; auth %s\n",
+		st.NodeID, st.State, orDash(st.LeaderID), orDash(st.LeaderAPIAddr), st.Term, st.CommitIndex, st.AppliedIndex, st.AuthMode)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tRAFT\tAPI\tVOTER")
 	for _, m := range st.Members {

@@ -1,0 +1,135 @@
+package cluster
+
+import (
+	"crypto/subtle"
+	"net/http"
+	"strings"
+
+	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/identity"
+	arblog "github.com/arbiterhq/arbiter/log"
+)
+
+// access is what a route asks of its caller.
+type access int
+
+const (
+	// accessPublic: anyone (health, readiness, metrics).
+	accessPublic access = iota
+	// accessPrincipal: any authenticated caller; the module behind the
+	// route checks tenant and role.
+	accessPrincipal
+	// accessAdmin: a principal with the admin role (or another node).
+	accessAdmin
+	// accessPeer: another node of the cluster only.
+	accessPeer
+)
+
+// caller is who sent a request.
+type caller struct {
+	principal arblog.Principal
+	peer      bool // another node of this cluster
+}
+
+// AuthMode says how a node authenticates callers.
+func (n *Node) AuthMode() string {
+	if n.principals.Load() == nil {
+		return "open"
+	}
+	return "principals"
+}
+
+// SetPrincipals replaces the principal registry while the node runs (nil
+// is refused: a node started with authentication keeps it).
+func (n *Node) SetPrincipals(r *identity.Registry) error {
+	if r == nil {
+		return errs.New(errs.CodeInvalid, "a node with authentication cannot be switched to open mode")
+	}
+	if n.principals.Load() == nil {
+		return errs.New(errs.CodeInvalid, "a node started in open mode cannot be switched to authentication")
+	}
+	n.principals.Store(r)
+	n.logger.Info("principals reloaded", "count", r.Len())
+	return nil
+}
+
+// authenticate identifies the caller of r. In open mode every caller is
+// the trusted empty principal. Otherwise a node proves itself with a
+// certificate from the peer CAs (or the shared peer token), and a
+// principal with a bearer token or a client certificate; anything else is
+// unauthorized. The credential never comes from the request body.
+func (n *Node) authenticate(r *http.Request) (caller, error) {
+	peer := n.isPeer(r)
+	reg := n.principals.Load()
+	if reg == nil {
+		// Open development mode: bound to loopback (Validate enforces
+		// it); with TLS, only nodes are peers.
+		return caller{peer: peer || n.cfg.TLS == nil}, nil
+	}
+	if peer {
+		return caller{peer: true}, nil
+	}
+	if token, ok := bearer(r); ok {
+		if p, ok := reg.ByToken(token); ok {
+			return caller{principal: p}, nil
+		}
+		return caller{}, errs.New(errs.CodeUnauthorized, "unknown bearer token")
+	}
+	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+		if p, ok := reg.ByCert(r.TLS.PeerCertificates[0].Raw); ok {
+			return caller{principal: p}, nil
+		}
+		return caller{}, errs.New(errs.CodeUnauthorized, "client certificate names no principal")
+	}
+	return caller{}, errs.New(errs.CodeUnauthorized, "no credential: send Authorization: Bearer <token> or a client certificate")
+}
+
+// isPeer reports whether r comes from another node: a TLS client
+// certificate from the peer CAs, or the shared peer token.
+func (n *Node) isPeer(r *http.Request) bool {
+	if n.cfg.TLS != nil && r.TLS != nil && len(r.TLS.PeerCertificates) > 0 && n.cfg.TLS.verifyPeer(r.TLS.PeerCertificates) == nil {
+		return true
+	}
+	if n.cfg.PeerToken == "" {
+		return false
+	}
+	token, ok := bearer(r)
+	return ok && subtle.ConstantTimeCompare([]byte(token), []byte(n.cfg.PeerToken)) == 1
+}
+
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return "", false
+	}
+	return token, true
+}
+
+// authorizeRoute applies a route's access level to its caller.
+func authorizeRoute(a access, c caller) error {
+	switch a {
+	case accessPeer:
+		if !c.peer {
+			return errs.New(errs.CodeForbidden, "this endpoint is for the cluster's nodes only")
+		}
+	case accessAdmin:
+		if !c.peer && !c.principal.HasRole(arblog.RoleAdmin) {
+			return errs.New(errs.CodeForbidden, "this endpoint needs the admin role")
+		}
+	}
+	return nil
+}
+
+// bearerTransport adds a bearer token to every request: the peer token on
+// a node's requests to other nodes, a principal's token on a client's.
+type bearerTransport struct {
+	base  http.RoundTripper
+	token string
+}
+
+func (t bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+t.token)
+	return t.base.RoundTrip(r)
+}

@@ -1,0 +1,166 @@
+package cluster
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// TLSConfig turns on TLS for everything a node serves and dials: the raft
+// transport, the HTTP API, forwarding and joins. Nodes authenticate each
+// other with certificates signed by PeerCAs: raft connections without one
+// are refused during the handshake, and the node-to-node HTTP endpoints
+// refuse callers that did not present one. Client certificates signed by
+// ClientCAs (optional) identify principals (identity.PrincipalConfig
+// CertSHA256).
+type TLSConfig struct {
+	// Certificate is this node's certificate and key, used both as server
+	// and as client. It must be signed by one of PeerCAs.
+	Certificate tls.Certificate
+	PeerCAs     *x509.CertPool
+	ClientCAs   *x509.CertPool
+}
+
+// LoadTLS reads PEM files into a TLSConfig; clientCAFile may be empty.
+func LoadTLS(certFile, keyFile, peerCAFile, clientCAFile string) (*TLSConfig, error) {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: TLS key pair: %w", err)
+	}
+	peers, err := loadPool(peerCAFile)
+	if err != nil {
+		return nil, err
+	}
+	c := &TLSConfig{Certificate: cert, PeerCAs: peers}
+	if clientCAFile != "" {
+		if c.ClientCAs, err = loadPool(clientCAFile); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func loadPool(file string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: CA file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("cluster: no certificate in %s", file)
+	}
+	return pool, nil
+}
+
+func (c *TLSConfig) validate() error {
+	if c.PeerCAs == nil || len(c.Certificate.Certificate) == 0 {
+		return errors.New("TLS needs this node's certificate and the peer CAs")
+	}
+	return nil
+}
+
+// verifyPeer checks a presented chain against the peer CAs. Nodes are
+// identified by the CA that signed them, not by host name, so that an
+// address can change without reissuing certificates.
+func (c *TLSConfig) verifyPeer(certs []*x509.Certificate) error {
+	if len(certs) == 0 {
+		return errors.New("no certificate presented")
+	}
+	inter := x509.NewCertPool()
+	for _, ic := range certs[1:] {
+		inter.AddCert(ic)
+	}
+	_, err := certs[0].Verify(x509.VerifyOptions{Roots: c.PeerCAs, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}})
+	return err
+}
+
+// peerClientConfig is what a node presents and checks when it dials
+// another node.
+func (c *TLSConfig) peerClientConfig() *tls.Config {
+	return &tls.Config{
+		MinVersion:   tls.VersionTLS12,
+		Certificates: []tls.Certificate{c.Certificate},
+		// The chain is checked against the peer CAs below instead of the
+		// default host name check.
+		InsecureSkipVerify: true,
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			return c.verifyPeer(cs.PeerCertificates)
+		},
+	}
+}
+
+// raftServerConfig admits only nodes to the raft port.
+func (c *TLSConfig) raftServerConfig() *tls.Config {
+	return &tls.Config{
+		MinVersion:   tls.VersionTLS12,
+		Certificates: []tls.Certificate{c.Certificate},
+		ClientAuth:   tls.RequireAnyClientCert,
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			return c.verifyPeer(cs.PeerCertificates)
+		},
+	}
+}
+
+// apiServerConfig accepts any client on the HTTP API; a certificate, if
+// presented, must be a node's or a client CA's. What a caller may do is
+// decided per request (see authenticate).
+func (c *TLSConfig) apiServerConfig() *tls.Config {
+	return &tls.Config{
+		MinVersion:   tls.VersionTLS12,
+		Certificates: []tls.Certificate{c.Certificate},
+		ClientAuth:   tls.RequestClientCert,
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 || c.verifyPeer(cs.PeerCertificates) == nil {
+				return nil
+			}
+			if c.ClientCAs == nil {
+				return errors.New("client certificate from an unknown CA")
+			}
+			inter := x509.NewCertPool()
+			for _, ic := range cs.PeerCertificates[1:] {
+				inter.AddCert(ic)
+			}
+			_, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{Roots: c.ClientCAs, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+			return err
+		},
+	}
+}
+
+// tlsStreamLayer is a raft.StreamLayer over mutual TLS.
+type tlsStreamLayer struct {
+	net.Listener
+	advertise net.Addr
+	dial      *tls.Config
+}
+
+var _ raft.StreamLayer = (*tlsStreamLayer)(nil)
+
+func newTLSStreamLayer(bind, advertise string, c *TLSConfig) (*tlsStreamLayer, error) {
+	ln, err := tls.Listen("tcp", bind, c.raftServerConfig())
+	if err != nil {
+		return nil, err
+	}
+	var adv net.Addr = ln.Addr()
+	if advertise != "" {
+		if adv, err = net.ResolveTCPAddr("tcp", advertise); err != nil {
+			ln.Close()
+			return nil, err
+		}
+	} else if tcp, ok := adv.(*net.TCPAddr); ok && tcp.IP.IsUnspecified() {
+		ln.Close()
+		return nil, fmt.Errorf("raft address %s is not advertisable; set RaftAdvertise", bind)
+	}
+	return &tlsStreamLayer{Listener: ln, advertise: adv, dial: c.peerClientConfig()}, nil
+}
+
+func (l *tlsStreamLayer) Addr() net.Addr { return l.advertise }
+
+func (l *tlsStreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, "tcp", string(address), l.dial)
+}

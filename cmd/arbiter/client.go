@@ -1,0 +1,40 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+)
+
+// clientFlags are what every client command takes to reach a cluster
+// that authenticates callers.
+type clientFlags struct {
+	token *string
+	ca    *string
+}
+
+func addClientFlags(fs *flag.FlagSet) clientFlags {
+	return clientFlags{
+		token: fs.String("token", os.Getenv("ARBITER_TOKEN"), "bearer token of a principal (default $ARBITER_TOKEN)"),
+		ca:    fs.String("ca", "", "PEM file of the CA that signed the nodes' certificates (for https URLs)"),
+	}
+}
+
+// httpClient is an HTTP client trusting --ca, or nil for the default.
+func (f clientFlags) httpClient() (*http.Client, error) {
+	if *f.ca == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(*f.ca)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("no certificate in %s", *f.ca)
+	}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}, nil
+}

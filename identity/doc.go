@@ -1,0 +1,17 @@
+// Package identity maps credentials to principals: who is calling, for
+// which tenants, in which roles. Every module takes the principal from the
+// context (set by the HTTP layer from the verified credential, or by an
+// embedding host), and the leader stamps it into every command, so no
+// module invents its own identity and no request body can claim one.
+//
+// Principals come from the deployment (Go config, or a JSON file for
+// `arbiter serve --principals`), with tokens stored only as SHA-256
+// hashes (`arbiter principal hash-token`), and client certificates
+// identified by the SHA-256 of their DER encoding. A Registry can be
+// replaced while the node runs (Node.SetPrincipals, SIGHUP for the
+// binary).
+//
+// Roles: admin (membership, snapshots, the raw node API), controller
+// (capacity cells, policies), member (normal operations), reader (reads).
+// Each role includes the ones after it.
+package identity

@@ -1,0 +1,139 @@
+package identity
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/arbiterhq/arbiter/internal/bounds"
+	"github.com/arbiterhq/arbiter/log"
+)
+
+// PrincipalConfig is one principal as the deployment declares it.
+type PrincipalConfig struct {
+	ID      string   `json:"id"`
+	Tenants []string `json:"tenants"`
+	Roles   []string `json:"roles"`
+	// TokenSHA256 are hex SHA-256 digests of bearer tokens (never the
+	// tokens themselves).
+	TokenSHA256 []string `json:"token_sha256,omitempty"`
+	// CertSHA256 are hex SHA-256 digests of client certificates (DER).
+	CertSHA256 []string `json:"cert_sha256,omitempty"`
+}
+
+// Registry resolves credentials. It is immutable; replace it to reload.
+type Registry struct {
+	byToken map[string]log.Principal
+	byCert  map[string]log.Principal
+	count   int
+}
+
+// HashToken is the digest a registry stores for a bearer token.
+func HashToken(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// HashCert is the digest a registry stores for a client certificate.
+func HashCert(der []byte) string {
+	sum := sha256.Sum256(der)
+	return hex.EncodeToString(sum[:])
+}
+
+var knownRoles = []string{log.RoleAdmin, log.RoleController, log.RoleMember, log.RoleReader}
+
+// NewRegistry validates principals: unique ids, known roles, at least one
+// tenant and role each, well-formed and unshared digests.
+func NewRegistry(principals []PrincipalConfig) (*Registry, error) {
+	r := &Registry{byToken: map[string]log.Principal{}, byCert: map[string]log.Principal{}, count: len(principals)}
+	ids := map[string]bool{}
+	for _, pc := range principals {
+		if err := bounds.Identifier("principal id", pc.ID); err != nil {
+			return nil, fmt.Errorf("identity: %v", err)
+		}
+		if ids[pc.ID] {
+			return nil, fmt.Errorf("identity: principal %q declared twice", pc.ID)
+		}
+		ids[pc.ID] = true
+		if len(pc.Tenants) == 0 || len(pc.Roles) == 0 {
+			return nil, fmt.Errorf("identity: principal %q needs at least one tenant and one role", pc.ID)
+		}
+		for _, t := range pc.Tenants {
+			if err := bounds.Identifier("tenant", t); err != nil {
+				return nil, fmt.Errorf("identity: principal %q: %v", pc.ID, err)
+			}
+		}
+		for _, role := range pc.Roles {
+			if !slices.Contains(knownRoles, role) {
+				return nil, fmt.Errorf("identity: principal %q: unknown role %q (want one of %v)", pc.ID, role, knownRoles)
+			}
+		}
+		if len(pc.TokenSHA256)+len(pc.CertSHA256) == 0 {
+			return nil, fmt.Errorf("identity: principal %q has no credential", pc.ID)
+		}
+		p := log.Principal{ID: pc.ID, Tenants: slices.Clone(pc.Tenants), Roles: slices.Clone(pc.Roles)}
+		for _, set := range []struct {
+			name string
+			list []string
+			into map[string]log.Principal
+		}{{"token_sha256", pc.TokenSHA256, r.byToken}, {"cert_sha256", pc.CertSHA256, r.byCert}} {
+			for _, h := range set.list {
+				h = strings.ToLower(h)
+				if b, err := hex.DecodeString(h); err != nil || len(b) != sha256.Size {
+					return nil, fmt.Errorf("identity: principal %q: %s entries must be 64 hex digits", pc.ID, set.name)
+				}
+				if other, dup := set.into[h]; dup {
+					return nil, fmt.Errorf("identity: principals %q and %q share a credential", other.ID, pc.ID)
+				}
+				set.into[h] = p
+			}
+		}
+	}
+	return r, nil
+}
+
+// Load reads a JSON array of PrincipalConfig.
+func Load(path string) (*Registry, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("identity: %w", err)
+	}
+	var principals []PrincipalConfig
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&principals); err != nil {
+		return nil, fmt.Errorf("identity: %s: %w", path, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("identity: %s: data after the principal array", path)
+	}
+	return NewRegistry(principals)
+}
+
+// Len is the number of principals.
+func (r *Registry) Len() int { return r.count }
+
+// ByToken resolves a bearer token. The lookup is by digest, so the time it
+// takes says nothing about how close a wrong token came.
+func (r *Registry) ByToken(token string) (log.Principal, bool) {
+	p, ok := r.byToken[HashToken(token)]
+	return p, ok
+}
+
+// ByCert resolves a client certificate (DER).
+func (r *Registry) ByCert(der []byte) (log.Principal, bool) {
+	p, ok := r.byCert[HashCert(der)]
+	return p, ok
+}
+
+// equalDigest compares two digests in constant time.
+func equalDigest(a, b string) bool {
+	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
