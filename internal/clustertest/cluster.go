@@ -12,6 +12,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/hashicorp/raft"
 )
 
@@ -28,6 +29,12 @@ type Options struct {
 	Configure func(i int, cfg *cluster.Config)
 	// Verbose logs raft and node messages to the test log.
 	Verbose bool
+	// Principals turns authentication on. Nodes then authenticate each
+	// other with TLS (when TLS is set) or a generated peer token.
+	Principals *identity.Registry
+	// TLS gives every node a certificate from the cluster's CA (PeerCA)
+	// and serves the API over TLS; with Options.TCP, raft too.
+	TLS bool
 }
 
 // Cluster is a running test cluster.
@@ -35,6 +42,12 @@ type Cluster struct {
 	t    testing.TB
 	opts Options
 	net  *network
+	// PeerCA signs the nodes' certificates (nil without Options.TLS);
+	// ClientCA signs client certificates the nodes accept.
+	PeerCA, ClientCA *CA
+	// PeerToken is the secret nodes share when Principals is set without
+	// TLS.
+	PeerToken string
 
 	mu      sync.Mutex
 	members []*member
@@ -55,6 +68,11 @@ func New(t testing.TB, opts Options) *Cluster {
 		opts.Nodes = 3
 	}
 	c := &Cluster{t: t, opts: opts, net: newNetwork()}
+	if opts.TLS {
+		c.PeerCA, c.ClientCA = NewCA(t, "arbiter-test-peers"), NewCA(t, "arbiter-test-clients")
+	} else if opts.Principals != nil {
+		c.PeerToken = "clustertest-peer-token-" + t.Name()
+	}
 	root := t.TempDir()
 	for i := 0; i < opts.Nodes; i++ {
 		m := &member{id: fmt.Sprintf("n%d", i+1), dataDir: filepath.Join(root, fmt.Sprintf("n%d", i+1))}
@@ -106,6 +124,10 @@ func (c *Cluster) config(i int, bootstrap bool) cluster.Config {
 	if c.opts.Modules != nil {
 		cfg.Modules = c.opts.Modules()
 	}
+	cfg.Principals, cfg.PeerToken = c.opts.Principals, c.PeerToken
+	if c.opts.TLS {
+		cfg.TLS = &cluster.TLSConfig{Certificate: c.PeerCA.Issue(c.t, m.id), PeerCAs: c.PeerCA.Pool, ClientCAs: c.ClientCA.Pool}
+	}
 	if c.opts.Verbose {
 		cfg.Logger = slog.New(slog.NewTextHandler(testWriter{c.t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
@@ -113,7 +135,7 @@ func (c *Cluster) config(i int, bootstrap bool) cluster.Config {
 		if bootstrap {
 			cfg.Bootstrap = true
 		} else if _, err := os.Stat(filepath.Join(m.dataDir, "raft.db")); err != nil {
-			cfg.Join = []string{"http://" + c.members[0].node.APIAddr()}
+			cfg.Join = []string{c.URL(0)}
 		}
 	} else {
 		cfg.Bootstrap = bootstrap
@@ -154,6 +176,15 @@ func (c *Cluster) start(i int, bootstrap bool) {
 	c.mu.Unlock()
 	c.net.setAPIAddr(i, node.APIAddr())
 	c.rewire()
+}
+
+// URL is the base URL of node i's API (https with Options.TLS).
+func (c *Cluster) URL(i int) string {
+	scheme := "http://"
+	if c.opts.TLS {
+		scheme = "https://"
+	}
+	return scheme + c.Node(i).APIAddr()
 }
 
 // Node returns node i (nil while it is stopped).
