@@ -22,9 +22,10 @@ type ReserveNextRequest struct {
 }
 
 // ReserveNextNumeric tries the candidates From..To in order, each through
-// the same create-once path as Reserve, and returns the first claim that
-// holds (created, reclaimed or a replay of this same request). Candidates
-// held by others are skipped; independent ranges share no lock.
+// the same create-once path as Reserve, and returns the first that is
+// this request's: created, reclaimed, or a replay of this same request
+// (in whatever state that claim is now, as for Reserve). Candidates held
+// by others are skipped; independent ranges share no lock.
 func (s *Service) ReserveNextNumeric(ctx context.Context, req ReserveNextRequest) (*ReserveResult, error) {
 	return reserveNext(ctx, s, req)
 }

@@ -266,15 +266,15 @@ func writeFileAtomic(path string, body []byte) error {
 
 // readView reads view.json (missing: empty).
 func (s *ConceptReservationService) readView() ([]ProjectedRecord, error) {
+	if st, err := os.Stat(s.viewPath()); err == nil && st.Size() > maxFragmentBytes {
+		return nil, errs.Errorf(errs.CodeTooLarge, "view is %d bytes, more than %d", st.Size(), maxFragmentBytes)
+	}
 	raw, err := os.ReadFile(s.viewPath())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("authority: projection: %w", err)
-	}
-	if len(raw) > maxFragmentBytes {
-		return nil, errs.Errorf(errs.CodeTooLarge, "view is %d bytes, more than %d", len(raw), maxFragmentBytes)
 	}
 	var v struct {
 		Records []ProjectedRecord `json:"records"`

@@ -93,3 +93,52 @@ func TestExpiryFollowsFSMTime(t *testing.T) {
 		t.Fatalf("reclaim after expiry: %+v %v", re, err)
 	}
 }
+
+// wantCode fails the test unless err carries code (errors.Is on the
+// sentinel of that code).
+func wantCode(t *testing.T, what string, err error, code errs.Code) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("%s: no error, want %s", what, code)
+	}
+	if got := errs.CodeOf(err); got != code || !errors.Is(err, &errs.Error{Code: code}) {
+		t.Fatalf("%s: %v (code %q), want %s", what, err, got, code)
+	}
+}
+
+// holder is the transition request of the claim rec for action, with
+// the fence the caller presents.
+func holder(rec *authority.Record, action authority.Action, fence uint64) authority.TransitionRequest {
+	return authority.TransitionRequest{
+		ConceptID: rec.ConceptID, TenantRef: rec.TenantRef, OwnerRef: rec.OwnerRef,
+		ReservationID: rec.ReservationID, Fingerprint: rec.Fingerprint,
+		ExpectedFence: fence, Action: action,
+	}
+}
+
+// mustReserve reserves and requires a claim this call made.
+func mustReserve(t *testing.T, a authority.Authority, req authority.ReserveRequest) *authority.Record {
+	t.Helper()
+	res, err := a.Reserve(context.Background(), req)
+	if err != nil {
+		t.Fatalf("reserve %s by %s/%s: %v", req.ConceptID, req.OwnerRef, req.RequestRef, err)
+	}
+	if !res.Created && !res.Reclaimed {
+		t.Fatalf("reserve %s by %s/%s: %+v, want created or reclaimed", req.ConceptID, req.OwnerRef, req.RequestRef, res)
+	}
+	return res.Record
+}
+
+// mustStep applies action with the record's own fence and requires a
+// fresh (not replayed) transition.
+func mustStep(t *testing.T, a authority.Authority, rec *authority.Record, action authority.Action) *authority.Record {
+	t.Helper()
+	res, err := a.Transition(context.Background(), holder(rec, action, rec.Fence))
+	if err != nil {
+		t.Fatalf("%s %s at fence %d: %v", action, rec.ConceptID, rec.Fence, err)
+	}
+	if res.Replayed {
+		t.Fatalf("%s %s at fence %d: replayed, want a fresh transition", action, rec.ConceptID, rec.Fence)
+	}
+	return res.Record
+}
