@@ -27,8 +27,8 @@ func applyUpdateCell(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	if !tx.Principal.HasRole(log.RoleController) {
-		return nil, errs.Errorf(errs.CodeForbidden, "updating capacity cells needs the controller role")
+	if !tx.Principal.HasRole(log.RoleController) || !tx.Principal.InTenant(c.TenantRef) {
+		return nil, errs.Errorf(errs.CodeForbidden, "updating capacity cells needs the controller role in tenant %q", c.TenantRef)
 	}
 	res := &UpdateCellResult{SchemaVersion: SchemaVersion, NowMs: tx.Now}
 	stored, err := getCell(tx, c.TenantRef, c.Cell.CellID)

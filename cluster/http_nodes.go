@@ -98,7 +98,9 @@ func (n *Node) handleChanges(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := fsm.ChangesRequest{After: uint64(after), Limit: limit}
-	ctx, cancel := context.WithTimeout(r.Context(), time.Duration(waitMs)*time.Millisecond)
+	// A long poll must answer before the server's write timeout cuts it.
+	wait := min(time.Duration(waitMs)*time.Millisecond, n.cfg.WriteTimeout-time.Second)
+	ctx, cancel := context.WithTimeout(r.Context(), max(wait, 0))
 	defer cancel()
 	for {
 		changed := n.fsm.Changed()

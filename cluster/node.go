@@ -147,7 +147,10 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	n.goBackground(func() { n.watchLeadership(notify) })
 	n.forwarder.start()
 	n.goBackground(n.registerSelf)
-	n.logger.Info("node started", "raft_addr", n.raftAddr, "api_addr", n.apiAddr, "existing_state", hasState)
+	n.logger.Info("node started", "raft_addr", n.raftAddr, "api_addr", n.apiAddr, "existing_state", hasState, "auth", n.AuthMode(), "tls", n.cfg.TLS != nil)
+	if n.AuthMode() == "open" {
+		n.logger.Warn("open development mode: every caller is trusted; the node listens on loopback only")
+	}
 
 	if !hasState && len(n.cfg.Join) > 0 {
 		if err := n.joinCluster(ctx); err != nil {

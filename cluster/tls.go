@@ -1,12 +1,14 @@
 package cluster
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -160,6 +162,52 @@ func newTLSStreamLayer(bind, advertise string, c *TLSConfig) (*tlsStreamLayer, e
 }
 
 func (l *tlsStreamLayer) Addr() net.Addr { return l.advertise }
+
+// handshakeTimeout bounds a raft TLS handshake: a connection that does not
+// complete one in time is closed instead of holding a goroutine forever.
+var handshakeTimeout = 10 * time.Second
+
+// Accept returns connections whose first read or write runs the handshake
+// under handshakeTimeout (raft reads without deadlines, and handshaking in
+// Accept itself would let one slow dialer stall every other).
+func (l *tlsStreamLayer) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &handshakeConn{Conn: c.(*tls.Conn)}, nil
+}
+
+type handshakeConn struct {
+	*tls.Conn
+	once sync.Once
+	err  error
+}
+
+func (c *handshakeConn) handshake() error {
+	c.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
+		defer cancel()
+		if c.err = c.Conn.HandshakeContext(ctx); c.err != nil {
+			c.Conn.Close()
+		}
+	})
+	return c.err
+}
+
+func (c *handshakeConn) Read(b []byte) (int, error) {
+	if err := c.handshake(); err != nil {
+		return 0, err
+	}
+	return c.Conn.Read(b)
+}
+
+func (c *handshakeConn) Write(b []byte) (int, error) {
+	if err := c.handshake(); err != nil {
+		return 0, err
+	}
+	return c.Conn.Write(b)
+}
 
 func (l *tlsStreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, "tcp", string(address), l.dial)

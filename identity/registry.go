@@ -3,7 +3,6 @@ package identity
 import (
 	"bytes"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -124,16 +123,18 @@ func (r *Registry) Len() int { return r.count }
 // takes says nothing about how close a wrong token came.
 func (r *Registry) ByToken(token string) (log.Principal, bool) {
 	p, ok := r.byToken[HashToken(token)]
-	return p, ok
+	return clonePrincipal(p), ok
 }
 
 // ByCert resolves a client certificate (DER).
 func (r *Registry) ByCert(der []byte) (log.Principal, bool) {
 	p, ok := r.byCert[HashCert(der)]
-	return p, ok
+	return clonePrincipal(p), ok
 }
 
-// equalDigest compares two digests in constant time.
-func equalDigest(a, b string) bool {
-	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+// clonePrincipal keeps callers from changing the registry through the
+// slices of a principal it returns.
+func clonePrincipal(p log.Principal) log.Principal {
+	p.Tenants, p.Roles = slices.Clone(p.Tenants), slices.Clone(p.Roles)
+	return p
 }
