@@ -98,7 +98,7 @@ func applyAcquire(tx *fsm.Tx, cmd *log.Command) (any, error) {
 		cell.Used[d.ResourceClass] += d.Amount
 		id := c.LeaseID
 		if id == "" {
-			id = fmt.Sprintf("lease-%d-%d", tx.Index, i)
+			id = fmt.Sprintf("%s%d-%d", generatedLeasePrefix, tx.Index, i)
 		}
 		l := &Lease{
 			LeaseID: id, TenantRef: c.TenantRef, CellID: d.CellID, ResourceClass: d.ResourceClass, Amount: d.Amount,

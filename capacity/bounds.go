@@ -1,6 +1,9 @@
 package capacity
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
 	"time"
 
 	"github.com/arbiterhq/arbiter/errs"
@@ -23,6 +26,18 @@ const (
 	EndedLeaseRetention = time.Hour
 	maxScanPerReclaim   = 8 * MaxRowsPerPage
 )
+
+// generatedLeasePrefix starts every lease id the FSM makes up
+// ("lease-<index>-<demand>"); a caller's lease_id may not, so the two
+// can never collide.
+const generatedLeasePrefix = "lease-"
+
+// idemScope is the idempotency scope of an operation in a tenant, of fixed
+// length whatever the tenant ref (the envelope bounds a scope to 512 bytes).
+func idemScope(op, tenant string) string {
+	sum := sha256.Sum256([]byte(tenant))
+	return "capacity/" + op + "/" + hex.EncodeToString(sum[:16])
+}
 
 func checkSchema(v string) error {
 	if v != SchemaVersion {
@@ -86,6 +101,12 @@ func (c *acquireCmd) validate() error {
 		}
 	}
 	if err := bounds.OptionalIdentifier("lease_id", c.LeaseID); err != nil {
+		return err
+	}
+	if strings.HasPrefix(c.LeaseID, generatedLeasePrefix) {
+		return errs.Errorf(errs.CodeInvalid, "lease ids starting with %q are the FSM's to give", generatedLeasePrefix)
+	}
+	if err := bounds.Identifier("owner_digest", c.OwnerDigest); err != nil {
 		return err
 	}
 	if len(c.Demands) == 0 || len(c.Demands) > MaxDemands {

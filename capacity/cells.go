@@ -44,8 +44,8 @@ func applyUpdateCell(tx *fsm.Tx, cmd *log.Command) (any, error) {
 		res.Cell = statusOf(cell)
 		return res, nil
 	}
-	for class, used := range cell.Used {
-		if c.Cell.Capacities[class] < used {
+	for _, class := range sortedKeys(cell.Used) { // the first offender names the answer, on every replica
+		if used := cell.Used[class]; c.Cell.Capacities[class] < used {
 			res.Decision = Invalid
 			res.Message = fmt.Sprintf("capacity of %q cannot go below its usage %d", class, used)
 			res.Cell = statusOf(cell)
@@ -64,6 +64,15 @@ func applyUpdateCell(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	tx.Emit("capacity_cell", cell.CellID, cell.TenantRef)
 	res.Decision, res.Cell = Granted, statusOf(cell)
 	return res, nil
+}
+
+func sortedKeys(m map[string]uint64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // statusOf describes a cell, its classes in name order.

@@ -42,7 +42,7 @@ func (s *Service) Acquire(ctx context.Context, req AcquireRequest) (*AcquireResu
 		return nil, err
 	}
 	var out AcquireResult
-	res, err := fsm.Submit(ctx, s.p, log.Command{Type: CmdAcquire, IdemScope: "capacity/acquire/" + req.TenantRef, IdemKey: req.IdempotencyKey}, cmd, &out)
+	res, err := fsm.Submit(ctx, s.p, log.Command{Type: CmdAcquire, IdemScope: idemScope("acquire", req.TenantRef), IdemKey: req.IdempotencyKey}, cmd, &out)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +78,7 @@ func (s *Service) leases(ctx context.Context, t log.Type, name string, req Lease
 	}
 	envelope := log.Command{Type: t}
 	if req.IdempotencyKey != "" {
-		envelope.IdemScope, envelope.IdemKey = "capacity/"+name+"/"+req.TenantRef, req.IdempotencyKey
+		envelope.IdemScope, envelope.IdemKey = idemScope(name, req.TenantRef), req.IdempotencyKey
 	}
 	var out LeasesResult
 	res, err := fsm.Submit(ctx, s.p, envelope, cmd, &out)
@@ -98,6 +98,11 @@ func (s *Service) Reclaim(ctx context.Context, req ReclaimRequest) (*ReclaimResu
 	cmd := reclaimCmd{TenantRef: req.TenantRef, CellID: req.CellID, MaxCount: req.MaxCount, Cursor: req.Cursor}
 	if err := cmd.validate(); err != nil {
 		return nil, err
+	}
+	if req.Cursor != "" {
+		if err := decodeCursor("reclaim", req.TenantRef+"\x00"+req.CellID, req.Cursor, new(timeRow)); err != nil {
+			return nil, err
+		}
 	}
 	var out ReclaimResult
 	if _, err := fsm.Submit(ctx, s.p, log.Command{Type: CmdReclaim}, cmd, &out); err != nil {
@@ -148,7 +153,7 @@ func (s *Service) read(ctx context.Context, t fsm.QueryType, req ReadRequest, c 
 // decisionCodes maps each denial to its error code.
 var decisionCodes = map[Decision]errs.Code{
 	Exhausted: errs.CodeExhausted, StaleEpoch: errs.CodeStaleEpoch, StaleFence: errs.CodeStaleFence,
-	Expired: errs.CodeExpired, Invalid: errs.CodeInvalid, Backpressure: errs.CodeBackpressure, Forbidden: errs.CodeForbidden,
+	Expired: errs.CodeExpired, Invalid: errs.CodeInvalid, Backpressure: errs.CodeBackpressure,
 }
 
 // decisionError is nil for a grant and the decision's error otherwise.

@@ -49,6 +49,11 @@ func addActive(tx *fsm.Tx, tenant string, delta int64) error {
 // grant inserts a new active lease and charges its cell (already copied
 // and charged by the caller).
 func grant(tx *fsm.Tx, l *Lease) error {
+	if old, err := getLease(tx, l.TenantRef, l.LeaseID); err != nil {
+		return err
+	} else if old != nil {
+		return errs.Errorf(errs.CodeInternal, "lease id %q is taken", l.LeaseID)
+	}
 	if err := tx.Insert(tableLeases, l); err != nil {
 		return errs.Errorf(errs.CodeInternal, "insert lease: %v", err)
 	}

@@ -14,7 +14,6 @@ const (
 	Expired      Decision = "expired"
 	Invalid      Decision = "invalid"
 	Backpressure Decision = "backpressure"
-	Forbidden    Decision = "forbidden"
 )
 
 // Lease states.

@@ -448,7 +448,7 @@ func TestIsolationMatrix(t *testing.T) {
 			Demands: []capacity.Demand{{CellID: "cell-a", ResourceClass: "gpu", Amount: 1}}}
 	}
 	leaseRef := map[string]capacity.LeaseRef{}
-	for _, l := range []string{"lease-renew", "lease-release"} {
+	for _, l := range []string{"own-lease-renew", "own-lease-release"} {
 		var res capacity.AcquireResult
 		if err := json.Unmarshal(mustOK(l, post("mem-a", "/v1/capacity/acquire", acquire("mem-a", "a", l))).body, &res); err != nil || len(res.Leases) != 1 {
 			t.Fatalf("acquire %s: %+v %v", l, res, err)
@@ -486,7 +486,7 @@ func TestIsolationMatrix(t *testing.T) {
 	}
 	acquireCmd := func(who string) []byte {
 		return encode(arblog.Command{Type: capacity.CmdAcquire, Version: 1, Payload: marshal(map[string]any{
-			"tenant_ref": "a", "work_item_id": "w-cmd", "owner_digest": capacity.OwnerDigest(who), "lease_id": "lease-cmd", "ttl_ms": 600_000,
+			"tenant_ref": "a", "work_item_id": "w-cmd", "owner_digest": capacity.OwnerDigest(who), "lease_id": "own-lease-cmd", "ttl_ms": 600_000,
 			"demands": []capacity.Demand{{CellID: "cell-a", ResourceClass: "gpu", Amount: 1}},
 		})})
 	}
@@ -602,20 +602,20 @@ func TestIsolationMatrix(t *testing.T) {
 				}
 			}},
 		{route: "POST /v1/capacity/acquire", access: isoPrincipal,
-			wrongTenant: []isoCase{forbidden("mem-b", acquire("mem-b", "a", "lease-acq"))},
-			wrongRole:   []isoCase{forbidden("read-a", acquire("read-a", "a", "lease-acq"))},
-			valid:       valid("mem-a", acquire("mem-a", "a", "lease-acq"), 200),
-			state:       capState(capacity.ReadRequest{TenantRef: "a", CellID: "cell-a", LeaseID: "lease-acq"})},
+			wrongTenant: []isoCase{forbidden("mem-b", acquire("mem-b", "a", "own-lease-acq"))},
+			wrongRole:   []isoCase{forbidden("read-a", acquire("read-a", "a", "own-lease-acq"))},
+			valid:       valid("mem-a", acquire("mem-a", "a", "own-lease-acq"), 200),
+			state:       capState(capacity.ReadRequest{TenantRef: "a", CellID: "cell-a", LeaseID: "own-lease-acq"})},
 		{route: "POST /v1/capacity/renew", access: isoPrincipal,
-			wrongTenant: []isoCase{forbidden("mem-b", leases("lease-renew")("mem-b"))},
-			wrongRole:   []isoCase{forbidden("read-a", leases("lease-renew")("read-a")), otherOwner("mem-a2", leases("lease-renew")("mem-a2"))},
-			valid:       valid("mem-a", leases("lease-renew")("mem-a"), 200),
-			state:       capState(capacity.ReadRequest{TenantRef: "a", LeaseID: "lease-renew"})},
+			wrongTenant: []isoCase{forbidden("mem-b", leases("own-lease-renew")("mem-b"))},
+			wrongRole:   []isoCase{forbidden("read-a", leases("own-lease-renew")("read-a")), otherOwner("mem-a2", leases("own-lease-renew")("mem-a2"))},
+			valid:       valid("mem-a", leases("own-lease-renew")("mem-a"), 200),
+			state:       capState(capacity.ReadRequest{TenantRef: "a", LeaseID: "own-lease-renew"})},
 		{route: "POST /v1/capacity/release", access: isoPrincipal,
-			wrongTenant: []isoCase{forbidden("mem-b", leases("lease-release")("mem-b"))},
-			wrongRole:   []isoCase{forbidden("read-a", leases("lease-release")("read-a")), otherOwner("mem-a2", leases("lease-release")("mem-a2"))},
-			valid:       valid("mem-a", leases("lease-release")("mem-a"), 200),
-			state:       capState(capacity.ReadRequest{TenantRef: "a", CellID: "cell-a", LeaseID: "lease-release"})},
+			wrongTenant: []isoCase{forbidden("mem-b", leases("own-lease-release")("mem-b"))},
+			wrongRole:   []isoCase{forbidden("read-a", leases("own-lease-release")("read-a")), otherOwner("mem-a2", leases("own-lease-release")("mem-a2"))},
+			valid:       valid("mem-a", leases("own-lease-release")("mem-a"), 200),
+			state:       capState(capacity.ReadRequest{TenantRef: "a", CellID: "cell-a", LeaseID: "own-lease-release"})},
 		{route: "POST /v1/capacity/reclaim", access: isoPrincipal,
 			wrongTenant: []isoCase{forbidden("mem-b", capacity.ReclaimRequest{SchemaVersion: "1", TenantRef: "a", MaxCount: 10})},
 			wrongRole:   []isoCase{forbidden("read-a", capacity.ReclaimRequest{SchemaVersion: "1", TenantRef: "a", MaxCount: 10})},
@@ -653,7 +653,7 @@ func TestIsolationMatrix(t *testing.T) {
 			wrongRole:   []isoCase{inside("mem-a", encode(createCmd("iso-cmd")), errs.CodeForbidden), inside("read-a", acquireCmd("read-a"), errs.CodeForbidden)},
 			valid:       valid("admin", encode(createCmd("iso-cmd")), 200),
 			state: func(t *testing.T) string {
-				return getNode("iso-cmd")(t) + " " + isoCapacity(t, c, leader, capacity.ReadRequest{TenantRef: "a", LeaseID: "lease-cmd"})
+				return getNode("iso-cmd")(t) + " " + isoCapacity(t, c, leader, capacity.ReadRequest{TenantRef: "a", LeaseID: "own-lease-cmd"})
 			}},
 		{route: "POST /v1/queries", access: isoPrincipal,
 			wrongTenant: []isoCase{inside("mem-b", query(fsm.Query{Type: capacity.QueryStatus, Payload: marshal(map[string]any{"tenant_ref": "a", "max_count": 10})}), errs.CodeNotFound)},
@@ -833,7 +833,7 @@ func TestIsolationTenantScopedReads(t *testing.T) {
 		t.Fatalf("cell: %s", r)
 	}
 	if r := do("mem-a", http.MethodPost, "/v1/capacity/acquire", capacity.AcquireRequest{SchemaVersion: "1", TenantRef: "a", WorkItemID: "w-secret",
-		OwnerDigest: capacity.OwnerDigest("mem-a"), IdempotencyKey: "k-secret", LeaseID: "lease-secret-a", TTLMs: 600_000,
+		OwnerDigest: capacity.OwnerDigest("mem-a"), IdempotencyKey: "k-secret", LeaseID: "own-lease-secret-a", TTLMs: 600_000,
 		Demands: []capacity.Demand{{CellID: "cell-secret-a", ResourceClass: "gpu", Amount: 1}}}); r.status != 200 {
 		t.Fatalf("acquire: %s", r)
 	}
@@ -842,7 +842,7 @@ func TestIsolationTenantScopedReads(t *testing.T) {
 		Cell: capacity.CellSpec{CellID: "cell-secret-a", Capacities: map[string]uint64{"cpu": 1}}}); r.status != 200 {
 		t.Fatalf("cell b: %s", r)
 	}
-	secrets := []string{"secret-request-a", "secret-purpose-a", rec.Record.OwnerRef, rec.Record.ReservationID, rec.Record.Fingerprint, "lease-secret-a", "w-secret"}
+	secrets := []string{"secret-request-a", "secret-purpose-a", rec.Record.OwnerRef, rec.Record.ReservationID, rec.Record.Fingerprint, "own-lease-secret-a", "w-secret"}
 
 	// same404 requires that the answer about an existing record of
 	// tenant a equals the answer about a record that does not exist.
@@ -879,10 +879,10 @@ func TestIsolationTenantScopedReads(t *testing.T) {
 		ask := func(tenant, lease string) isoReply {
 			return do("mem-b", http.MethodPost, route, capacity.ReadRequest{SchemaVersion: "1", TenantRef: tenant, LeaseID: lease, MaxCount: 10})
 		}
-		same404("mem-b "+route+" tenant a", ask("a", "lease-secret-a"), ask("zz", "lease-secret-a"), [2]string{`\"a\"`, `\"zz\"`})
+		same404("mem-b "+route+" tenant a", ask("a", "own-lease-secret-a"), ask("zz", "own-lease-secret-a"), [2]string{`\"a\"`, `\"zz\"`})
 		// Its own tenant: tenant b's cell of the same name, never tenant
 		// a's lease.
-		if r := ask("b", "lease-secret-a"); r.status != 200 || bytes.Contains(r.body, []byte("gpu")) || bytes.Contains(r.body, []byte(`"lease_id":"lease-secret-a"`)) {
+		if r := ask("b", "own-lease-secret-a"); r.status != 200 || bytes.Contains(r.body, []byte("gpu")) || bytes.Contains(r.body, []byte(`"lease_id":"own-lease-secret-a"`)) {
 			t.Errorf("mem-b %s of tenant b: %s", route, r)
 		}
 	}
@@ -910,7 +910,7 @@ func TestIsolationTenantScopedReads(t *testing.T) {
 			return do("mem-b", http.MethodPost, path, capacity.LeasesRequest{SchemaVersion: "1", TenantRef: "b", OwnerDigest: capacity.OwnerDigest("mem-b"),
 				Leases: []capacity.LeaseRef{{LeaseID: lease, LeaseEpoch: 1, FenceToken: 1}}})
 		}
-		sameAnswer("mem-b "+path+" of tenant a's lease id in tenant b", leaseOp("lease-secret-a"), leaseOp("lease-secret-z"), [2]string{"lease-secret-a", "lease-secret-z"})
+		sameAnswer("mem-b "+path+" of tenant a's lease id in tenant b", leaseOp("own-lease-secret-a"), leaseOp("own-lease-secret-z"), [2]string{"own-lease-secret-a", "own-lease-secret-z"})
 	}
 
 	// The generic query route is scoped the same way.
@@ -936,7 +936,7 @@ func TestIsolationTenantScopedReads(t *testing.T) {
 	aEvents, _ := isoFeed(t, c, follower, isoToken("read-a"), seq, "")
 	sawA := false
 	for _, e := range aEvents {
-		sawA = sawA || e.Key == "lease-secret-a"
+		sawA = sawA || e.Key == "own-lease-secret-a"
 		if e.Tenant != "a" {
 			t.Errorf("read-a sees an event of tenant %q: %+v", e.Tenant, e)
 		}
@@ -975,7 +975,7 @@ func TestIsolationTenantScopedReads(t *testing.T) {
 	}()
 	time.Sleep(200 * time.Millisecond)
 	if r := do("mem-a", http.MethodPost, "/v1/capacity/release", capacity.LeasesRequest{SchemaVersion: "1", TenantRef: "a", OwnerDigest: capacity.OwnerDigest("mem-a"),
-		Leases: []capacity.LeaseRef{{LeaseID: "lease-secret-a", LeaseEpoch: 1, FenceToken: 1}}}); r.status != 200 {
+		Leases: []capacity.LeaseRef{{LeaseID: "own-lease-secret-a", LeaseEpoch: 1, FenceToken: 1}}}); r.status != 200 {
 		t.Logf("release (for the long poll): %s", r)
 	}
 	lp := <-done
@@ -1183,7 +1183,7 @@ func TestIsolationOwnerBinding(t *testing.T) {
 	}
 	for i, tc := range acquires {
 		t.Run("acquire "+tc.name, func(t *testing.T) {
-			lease := fmt.Sprintf("lease-own-%d", i)
+			lease := fmt.Sprintf("own-lease-own-%d", i)
 			r := do("mem-a", "/v1/capacity/acquire", capacity.AcquireRequest{SchemaVersion: "1", TenantRef: "a", WorkItemID: "w", OwnerDigest: tc.owner,
 				IdempotencyKey: "k-" + lease, LeaseID: lease, TTLMs: 600_000, Demands: []capacity.Demand{{CellID: "cell-own", ResourceClass: "gpu", Amount: 1}}})
 			if r.status != tc.status {
@@ -1202,13 +1202,13 @@ func TestIsolationOwnerBinding(t *testing.T) {
 	for _, owner := range []string{capacity.OwnerDigest("mem-a"), capacity.OwnerDigest("mem-a2")} {
 		for _, path := range []string{"/v1/capacity/renew", "/v1/capacity/release"} {
 			r := do("mem-a2", path, capacity.LeasesRequest{SchemaVersion: "1", TenantRef: "a", OwnerDigest: owner,
-				Leases: []capacity.LeaseRef{{LeaseID: "lease-own-3", LeaseEpoch: 1, FenceToken: 1}}})
+				Leases: []capacity.LeaseRef{{LeaseID: "own-lease-own-3", LeaseEpoch: 1, FenceToken: 1}}})
 			if r.status/100 == 2 {
 				t.Errorf("mem-a2 %s of mem-a's lease with owner %s: %s", path, owner, r)
 			}
 		}
 	}
-	if s := isoCapacity(t, c, leader, capacity.ReadRequest{TenantRef: "a", LeaseID: "lease-own-3"}); !strings.Contains(s, `"state":"active"`) || !strings.Contains(s, `"lease_epoch":1`) {
+	if s := isoCapacity(t, c, leader, capacity.ReadRequest{TenantRef: "a", LeaseID: "own-lease-own-3"}); !strings.Contains(s, `"state":"active"`) || !strings.Contains(s, `"lease_epoch":1`) {
 		t.Errorf("mem-a's lease after mem-a2's attempts: %s", s)
 	}
 }

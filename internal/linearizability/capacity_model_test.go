@@ -1,0 +1,359 @@
+package linearizability
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/arbiterhq/arbiter/capacity"
+	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/internal/fsmtest"
+)
+
+// Cells "a" and "b" hold 4 units each.
+var capCaps = map[string]uint64{"a": 4, "b": 4}
+
+func capOp(client int, call, ret int64, in CapInput, out any) porcupine.Operation {
+	return porcupine.Operation{ClientId: client, Input: in, Call: call, Output: out, Return: ret}
+}
+
+func capAcq(cell, owner string, amount uint64) CapInput {
+	return CapInput{Kind: CapAcquire, Cell: cell, Owner: owner, Amount: amount}
+}
+
+func capRenewIn(cell, owner string, fence, epoch uint64) CapInput {
+	return CapInput{Kind: CapRenew, Cell: cell, Owner: owner, Fence: fence, Epoch: epoch}
+}
+
+func capReleaseIn(cell, owner string, fence, epoch uint64) CapInput {
+	return CapInput{Kind: CapRelease, Cell: cell, Owner: owner, Fence: fence, Epoch: epoch}
+}
+
+func capStatusIn(cell string) CapInput { return CapInput{Kind: CapStatus, Cell: cell} }
+
+func capGrant(fence, used uint64) CapOutput {
+	return CapOutput{Decision: CapGranted, Fence: fence, Used: used}
+}
+
+func capDenied(decision string) CapOutput { return CapOutput{Decision: decision} }
+
+func capSeen(used, lastFence uint64) CapOutput { return CapOutput{Used: used, LastFence: lastFence} }
+
+var (
+	capOK        = CapOutput{Decision: CapGranted}
+	capUnknownOp = UnknownOutput{}
+)
+
+// checkCap runs porcupine on ops both as operations and as events, which
+// exercises both partition functions, and requires them to agree.
+func checkCap(t *testing.T, ops []porcupine.Operation) porcupine.CheckResult {
+	t.Helper()
+	m := CapacityModel(capCaps)
+	res := porcupine.CheckOperationsTimeout(m, ops, 5*time.Second)
+	if ev := porcupine.CheckEventsTimeout(m, toEvents(ops), 5*time.Second); ev != res {
+		t.Fatalf("operations check says %s, events check says %s", res, ev)
+	}
+	return res
+}
+
+func TestCapacityModelAcceptsLinearizableHistories(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ops  []porcupine.Operation
+	}{
+		{"sequential lifecycle", []porcupine.Operation{
+			capOp(0, 0, 1, capAcq("a", "o1", 3), capGrant(1, 3)),
+			capOp(0, 2, 3, capAcq("a", "o2", 2), CapOutput{Decision: CapExhausted, Used: 3}),
+			capOp(0, 4, 5, capRenewIn("a", "o1", 1, 1), CapOutput{Decision: CapGranted, Epoch: 2}),
+			capOp(0, 6, 7, capRenewIn("a", "o1", 1, 1), capDenied(CapStaleEpoch)),
+			capOp(0, 8, 9, capReleaseIn("a", "o2", 1, 2), capDenied(CapStaleFence)),
+			capOp(0, 10, 11, capReleaseIn("a", "o1", 1, 2), capOK),
+			capOp(0, 12, 13, capReleaseIn("a", "o1", 1, 2), capDenied(CapStaleFence)),
+			capOp(0, 14, 15, capStatusIn("a"), capSeen(0, 1)),
+			capOp(0, 16, 17, capAcq("a", "o2", 4), capGrant(2, 4)),
+			capOp(0, 18, 19, capRenewIn("a", "o2", 7, 1), capDenied(CapInvalid)),
+		}},
+		{"concurrent acquires take fences in their linearization order", []porcupine.Operation{
+			capOp(0, 0, 10, capAcq("a", "o1", 1), capGrant(2, 3)),
+			capOp(1, 1, 9, capAcq("a", "o2", 2), capGrant(1, 2)),
+			capOp(2, 11, 12, capStatusIn("a"), capSeen(3, 2)),
+		}},
+		{"a status concurrent with a release may see either side", []porcupine.Operation{
+			capOp(0, 0, 1, capAcq("a", "o1", 4), capGrant(1, 4)),
+			capOp(0, 2, 10, capReleaseIn("a", "o1", 1, 1), capOK),
+			capOp(1, 3, 4, capStatusIn("a"), capSeen(4, 1)),
+			capOp(2, 5, 6, capStatusIn("a"), capSeen(0, 1)),
+		}},
+		{"cells are independent", []porcupine.Operation{
+			capOp(0, 0, 1, capAcq("a", "o1", 4), capGrant(1, 4)),
+			capOp(1, 0, 1, capAcq("b", "o1", 4), capGrant(1, 4)),
+			capOp(0, 2, 3, capAcq("a", "o1", 1), CapOutput{Decision: CapExhausted, Used: 4}),
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if res := checkCap(t, tc.ops); res != porcupine.Ok {
+				t.Fatalf("legal history judged %s", res)
+			}
+		})
+	}
+}
+
+func TestCapacityModelRejectsNonLinearizableHistories(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ops  []porcupine.Operation
+	}{
+		{"two grants of one fence", []porcupine.Operation{
+			capOp(0, 0, 10, capAcq("a", "o1", 1), capGrant(1, 1)),
+			capOp(1, 1, 9, capAcq("a", "o2", 1), capGrant(1, 2)),
+		}},
+		{"a grant over capacity", []porcupine.Operation{
+			capOp(0, 0, 1, capAcq("a", "o1", 3), capGrant(1, 3)),
+			capOp(0, 2, 3, capAcq("a", "o2", 2), capGrant(2, 5)),
+		}},
+		{"exhausted while free", []porcupine.Operation{
+			capOp(0, 0, 1, capAcq("a", "o1", 1), capGrant(1, 1)),
+			capOp(0, 2, 3, capAcq("a", "o2", 2), CapOutput{Decision: CapExhausted, Used: 1}),
+		}},
+		{"a fence skipped", []porcupine.Operation{
+			capOp(0, 0, 1, capAcq("a", "o1", 1), capGrant(1, 1)),
+			capOp(0, 2, 3, capAcq("a", "o1", 1), capGrant(3, 2)),
+		}},
+		{"a stale epoch renewed", []porcupine.Operation{
+			capOp(0, 0, 1, capAcq("a", "o1", 1), capGrant(1, 1)),
+			capOp(0, 2, 3, capRenewIn("a", "o1", 1, 1), CapOutput{Decision: CapGranted, Epoch: 2}),
+			capOp(0, 4, 5, capRenewIn("a", "o1", 1, 1), CapOutput{Decision: CapGranted, Epoch: 3}),
+		}},
+		{"a lease released twice", []porcupine.Operation{
+			capOp(0, 0, 1, capAcq("a", "o1", 1), capGrant(1, 1)),
+			capOp(0, 2, 3, capReleaseIn("a", "o1", 1, 1), capOK),
+			capOp(1, 4, 5, capReleaseIn("a", "o1", 1, 1), capOK),
+		}},
+		{"another owner releases", []porcupine.Operation{
+			capOp(0, 0, 1, capAcq("a", "o1", 1), capGrant(1, 1)),
+			capOp(1, 2, 3, capReleaseIn("a", "o2", 1, 1), capOK),
+		}},
+		{"a release not seen by a later status", []porcupine.Operation{
+			capOp(0, 0, 1, capAcq("a", "o1", 2), capGrant(1, 2)),
+			capOp(0, 2, 3, capReleaseIn("a", "o1", 1, 1), capOK),
+			capOp(1, 4, 5, capStatusIn("a"), capSeen(2, 1)),
+		}},
+		{"usage that no grant explains", []porcupine.Operation{
+			capOp(0, 0, 1, capAcq("a", "o1", 2), capGrant(1, 2)),
+			capOp(1, 2, 3, capStatusIn("a"), capSeen(3, 1)),
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if res := checkCap(t, tc.ops); res != porcupine.Illegal {
+				t.Fatalf("non-linearizable history judged %s", res)
+			}
+		})
+	}
+}
+
+func TestCapacityModelUnknownOutcomes(t *testing.T) {
+	// An acquire whose outcome is unknown may explain a fence and a usage
+	// nobody else accounts for, at any point after its call.
+	applied := []porcupine.Operation{
+		capOp(0, 0, Pending, capAcq("a", "o1", 2), capUnknownOp),
+		capOp(1, 5, 6, capAcq("a", "o2", 1), capGrant(2, 3)),
+		capOp(1, 7, 8, capStatusIn("a"), capSeen(3, 2)),
+	}
+	if res := checkCap(t, applied); res != porcupine.Ok {
+		t.Fatalf("an unknown acquire that was applied: %s", res)
+	}
+	// ... or never take effect.
+	never := []porcupine.Operation{
+		capOp(0, 0, Pending, capAcq("a", "o1", 2), capUnknownOp),
+		capOp(1, 5, 6, capAcq("a", "o2", 4), capGrant(1, 4)),
+		capOp(1, 7, 8, capStatusIn("a"), capSeen(4, 1)),
+	}
+	if res := checkCap(t, never); res != porcupine.Ok {
+		t.Fatalf("an unknown acquire that never took effect: %s", res)
+	}
+	// But it cannot take effect before it was called.
+	early := []porcupine.Operation{
+		capOp(1, 0, 1, capAcq("a", "o2", 1), capGrant(2, 3)),
+		capOp(0, 5, Pending, capAcq("a", "o1", 2), capUnknownOp),
+	}
+	if res := checkCap(t, early); res != porcupine.Illegal {
+		t.Fatalf("an unknown acquire linearized before its call: %s", res)
+	}
+	// An unknown release frees capacity; an unknown renew moves the epoch.
+	release := []porcupine.Operation{
+		capOp(0, 0, 1, capAcq("a", "o1", 4), capGrant(1, 4)),
+		capOp(0, 2, Pending, capReleaseIn("a", "o1", 1, 1), capUnknownOp),
+		capOp(1, 3, 4, capAcq("a", "o2", 4), capGrant(2, 4)),
+	}
+	if res := checkCap(t, release); res != porcupine.Ok {
+		t.Fatalf("an unknown release that was applied: %s", res)
+	}
+	renew := []porcupine.Operation{
+		capOp(0, 0, 1, capAcq("a", "o1", 1), capGrant(1, 1)),
+		capOp(0, 2, Pending, capRenewIn("a", "o1", 1, 1), capUnknownOp),
+		capOp(1, 3, 4, capRenewIn("a", "o1", 1, 1), capDenied(CapStaleEpoch)),
+		capOp(1, 5, 6, capRenewIn("a", "o1", 1, 2), CapOutput{Decision: CapGranted, Epoch: 3}),
+	}
+	if res := checkCap(t, renew); res != porcupine.Ok {
+		t.Fatalf("an unknown renew that was applied: %s", res)
+	}
+}
+
+func TestCapacityModelRefusesUnknownCellsAndKinds(t *testing.T) {
+	m := CapacityModel(capCaps)
+	if ok, _ := m.Step(m.Init(), capAcq("nowhere", "o1", 1), UnknownOutput{}); ok {
+		t.Error("a cell without a capacity was accepted")
+	}
+	if ok, _ := m.Step(m.Init(), CapInput{Kind: 99, Cell: "a"}, UnknownOutput{}); ok {
+		t.Error("an unknown kind was accepted")
+	}
+	// Step must not change the state it is given.
+	s0 := m.Init()
+	_, s1 := m.Step(s0, capAcq("a", "o1", 1), capGrant(1, 1))
+	_, s2 := m.Step(s1, capReleaseIn("a", "o1", 1, 1), capOK)
+	if ok, _ := m.Step(s1, capReleaseIn("a", "o1", 1, 1), capOK); !ok {
+		t.Error("stepping s1 again after a release from it failed: Step changed s1")
+	}
+	if m.Equal(s1, s2) {
+		t.Error("states before and after a release are equal")
+	}
+	if !m.Equal(s0, m.Init()) || m.Hash(s0) != m.Hash(m.Init()) {
+		t.Error("Init changed, or equal states hash differently")
+	}
+}
+
+func TestCapacityModelDescriptions(t *testing.T) {
+	m := CapacityModel(capCaps)
+	for _, tc := range []struct {
+		in   CapInput
+		out  any
+		want string
+	}{
+		{capAcq("a", "o1", 2), capGrant(1, 2), "acquire(a, 2 for o1) -> granted fence 1, used 2"},
+		{capAcq("a", "o1", 2), CapOutput{Decision: CapExhausted, Used: 3}, "acquire(a, 2 for o1) -> exhausted, used 3"},
+		{capRenewIn("a", "o1", 1, 1), CapOutput{Decision: CapGranted, Epoch: 2}, "renew(a, fence 1 epoch 1 by o1) -> granted epoch 2"},
+		{capReleaseIn("b", "o2", 3, 2), capDenied(CapStaleFence), "release(b, fence 3 epoch 2 by o2) -> stale_fence"},
+		{capStatusIn("a"), capSeen(1, 2), "status(a) -> {used 1, last fence 2}"},
+		{capAcq("a", "o1", 1), UnknownOutput{}, "acquire(a, 1 for o1) -> ? (outcome unknown)"},
+	} {
+		if got := m.DescribeOperation(tc.in, tc.out); got != tc.want {
+			t.Errorf("DescribeOperation = %q, want %q", got, tc.want)
+		}
+	}
+	_, s := m.Step(m.Init(), capAcq("a", "o1", 2), capGrant(1, 2))
+	if got, want := m.DescribeState(s), "{used 2, last fence 1, active [#1 o1 2 e1]}"; got != want {
+		t.Errorf("DescribeState = %q, want %q", got, want)
+	}
+}
+
+// TestCapacityModelAgreesWithService runs random sequential calls against
+// the real capacity service over a bare FSM and requires every decided
+// output to be the one the model's step gives: the model is checked
+// against the implementation before it is trusted to judge histories.
+func TestCapacityModelAgreesWithService(t *testing.T) {
+	ctx := context.Background()
+	l, err := fsmtest.New(capacity.Module())
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := capacity.NewService(l, l)
+	for cell, c := range capCaps {
+		if _, err := svc.UpdateCell(ctx, capacity.UpdateCellRequest{SchemaVersion: "1", TenantRef: "t",
+			Cell: capacity.CellSpec{CellID: cell, Capacities: map[string]uint64{"slot": c}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := CapacityModel(capCaps)
+	state := map[string]any{"a": m.Init(), "b": m.Init()}
+	type held struct {
+		cell, id, owner string
+		fence, epoch    uint64
+	}
+	var leases []held
+	rng := rand.New(rand.NewPCG(1, 2))
+	owners := []string{"o1", "o2"}
+	cells := []string{"a", "b"}
+	for i := 0; i < 600; i++ {
+		var in CapInput
+		var h held
+		p := rng.IntN(10)
+		switch {
+		case p < 4 || len(leases) == 0:
+			in = capAcq(cells[rng.IntN(2)], owners[rng.IntN(2)], uint64(1+rng.IntN(3)))
+		case p < 8:
+			h = leases[rng.IntN(len(leases))]
+			kind := CapRenew
+			if p >= 6 {
+				kind = CapRelease
+			}
+			in = CapInput{Kind: kind, Cell: h.cell, Owner: h.owner, Fence: h.fence, Epoch: h.epoch}
+			switch rng.IntN(6) {
+			case 0:
+				in.Owner = owners[rng.IntN(2)]
+			case 1:
+				in.Epoch += uint64(rng.IntN(3)) - 1
+			}
+		default:
+			in = capStatusIn(cells[rng.IntN(2)])
+		}
+		var out CapOutput
+		switch in.Kind {
+		case CapAcquire:
+			res, err := svc.Acquire(ctx, capacity.AcquireRequest{SchemaVersion: "1", TenantRef: "t", WorkItemID: "w",
+				OwnerDigest: in.Owner, IdempotencyKey: fmt.Sprintf("k%d", i), TTLMs: time.Hour.Milliseconds(),
+				Demands: []capacity.Demand{{CellID: in.Cell, ResourceClass: "slot", Amount: in.Amount}}})
+			if err != nil && !errors.Is(err, errs.Exhausted) {
+				t.Fatalf("acquire: %v", err)
+			}
+			out = CapOutput{Decision: string(res.Decision), Used: res.Available[0].Used}
+			if res.Decision == capacity.Granted {
+				out.Fence = res.Leases[0].FenceToken
+				leases = append(leases, held{cell: in.Cell, id: res.Leases[0].LeaseID, owner: in.Owner, fence: out.Fence, epoch: 1})
+			}
+		case CapRenew, CapRelease:
+			call := svc.Renew
+			if in.Kind == CapRelease {
+				call = svc.Release
+			}
+			res, err := call(ctx, capacity.LeasesRequest{SchemaVersion: "1", TenantRef: "t", OwnerDigest: in.Owner,
+				Leases: []capacity.LeaseRef{{LeaseID: h.id, LeaseEpoch: in.Epoch, FenceToken: in.Fence}}})
+			if res == nil {
+				t.Fatalf("%v: %v", in.Kind, err)
+			}
+			out = CapOutput{Decision: string(res.Decision)}
+			if in.Kind == CapRenew && res.Decision == capacity.Granted {
+				out.Epoch = res.Leases[0].LeaseEpoch
+				for j := range leases {
+					if leases[j].id == h.id {
+						leases[j].epoch = out.Epoch
+					}
+				}
+			}
+		case CapStatus:
+			res, err := svc.Status(ctx, capacity.ReadRequest{SchemaVersion: "1", TenantRef: "t", CellID: in.Cell, MaxCount: 1}, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = CapOutput{Used: res.Cells[0].Classes[0].Used, LastFence: res.Cells[0].LastFence}
+		}
+		ok, next := m.Step(state[in.Cell], in, out)
+		if !ok {
+			_, _, want := stepCapWant(state[in.Cell], in)
+			t.Fatalf("step %d: %s, the model wants %s (state %s)", i, m.DescribeOperation(in, out),
+				describeCapOutput(want), m.DescribeState(state[in.Cell]))
+		}
+		state[in.Cell] = next
+	}
+	descs := []string{m.DescribeState(state["a"]), m.DescribeState(state["b"])}
+	t.Logf("final states: %s", strings.Join(descs, " "))
+}
+
+func stepCapWant(state any, in CapInput) (capCell, bool, CapOutput) {
+	next, want, ok := stepCap(capCaps, state.(capCell), in)
+	return next, ok, want
+}
