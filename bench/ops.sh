@@ -5,6 +5,9 @@
 #   bench/ops.sh protocol [rounds] [duration] [clients]
 #       raw create-if-absent vs the concept reservation protocol (reserve)
 #       on one 3-node loopback cluster, open mode
+#   bench/ops.sh lease [rounds] [duration] [clients]
+#       capacity acquire-then-release with 1 cell and with 16 cells per
+#       acquire on one 3-node loopback cluster
 #   bench/ops.sh auth [rounds] [duration] [clients]
 #       create-if-absent on a 3-node cluster in open mode vs one that
 #       authenticates every call with a bearer token (principals + peer
@@ -56,6 +59,15 @@ protocol)
     "$A" bench --addrs "$(addrs 3800)" --op reserve --clients "$clients" --duration "$duration" | tail -n +2
   done
   ;;
+lease)
+  start_cluster l 3700 3800
+  for r in $(seq 1 "$rounds"); do
+    for cells in 1 16; do
+      echo "== round $r: lease, $cells cell(s)"
+      "$A" bench --addrs "$(addrs 3800)" --op lease --cells "$cells" --clients "$clients" --duration "$duration" | tail -n +2
+    done
+  done
+  ;;
 auth)
   token=$("$A" principal new-token)
   tok=$(echo "$token" | awk '/^token:/{print $2}')
@@ -72,5 +84,5 @@ auth)
   done
   ;;
 *)
-  echo "mode must be protocol or auth" >&2; exit 2 ;;
+  echo "mode must be protocol, lease or auth" >&2; exit 2 ;;
 esac

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/arbiterhq/arbiter/authority"
+	"github.com/arbiterhq/arbiter/capacity"
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/loadgen"
@@ -26,7 +27,8 @@ func bench(args []string) error {
 	warmup := fs.Duration("warmup", 2*time.Second, "unmeasured time before each run")
 	prefix := fs.String("prefix", fmt.Sprintf("bench-%d", time.Now().UnixNano()), "node id prefix (ids must be new)")
 	cf := addClientFlags(fs)
-	op := fs.String("op", "create", "create (CreateNodeIfAbsent of a new node) or reserve (the concept reservation protocol on a new concept id)")
+	op := fs.String("op", "create", "create (CreateNodeIfAbsent of a new node), reserve (the concept reservation protocol on a new concept id) or lease (acquire then release capacity on --cells cells)")
+	cells := fs.Int("cells", 1, "with --op lease: cells per acquire (1..16)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -45,8 +47,13 @@ func bench(args []string) error {
 		makeOp = func(run int, remotes []*cluster.Remote) loadgen.Op { return createOp(*prefix, run, remotes) }
 	case "reserve":
 		makeOp = reserveOp
+	case "lease":
+		if *cells < 1 || *cells > capacity.MaxDemands {
+			return fmt.Errorf("--cells must be between 1 and %d", capacity.MaxDemands)
+		}
+		makeOp = func(run int, remotes []*cluster.Remote) loadgen.Op { return leaseOp(*prefix, run, *cells, remotes) }
 	default:
-		return fmt.Errorf("--op must be create or reserve, not %q", *op)
+		return fmt.Errorf("--op must be create, reserve or lease, not %q", *op)
 	}
 	fmt.Printf("%s of distinct ids via %d node(s), %v per run after %v warmup\n", *op, len(urls), *duration, *warmup)
 	for run, clients := range counts {
@@ -109,6 +116,43 @@ func reserveOp(run int, remotes []*cluster.Remote) loadgen.Op {
 		if err == nil && !res.Created {
 			err = fmt.Errorf("concept id was not new")
 		}
+		return err
+	}
+}
+
+// leaseOp acquires amount 1 on each of cells cells in one command, then
+// releases the leases: one acquire-then-release per call. The cells are
+// created first with room for every client.
+func leaseOp(prefix string, run, cells int, remotes []*cluster.Remote) loadgen.Op {
+	tenant := fmt.Sprintf("%s-r%d", prefix, run)
+	svc := capacity.NewService(remotes[0], remotes[0])
+	for i := 0; i < cells; i++ {
+		_, err := svc.UpdateCell(context.Background(), capacity.UpdateCellRequest{SchemaVersion: capacity.SchemaVersion, TenantRef: tenant,
+			Cell: capacity.CellSpec{CellID: fmt.Sprintf("cell-%d", i), Capacities: map[string]uint64{"slot": 1 << 40}}})
+		if err != nil {
+			return func(context.Context, int, int) error { return fmt.Errorf("creating cells: %w", err) }
+		}
+	}
+	return func(ctx context.Context, c, seq int) error {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		s := capacity.NewService(remotes[c], remotes[c])
+		demands := make([]capacity.Demand, cells)
+		for i := range demands {
+			demands[i] = capacity.Demand{CellID: fmt.Sprintf("cell-%d", i), ResourceClass: "slot", Amount: 1}
+		}
+		owner := fmt.Sprintf("client-%d", c)
+		got, err := s.Acquire(ctx, capacity.AcquireRequest{SchemaVersion: capacity.SchemaVersion, TenantRef: tenant,
+			WorkItemID: fmt.Sprintf("w-%d-%d", c, seq), OwnerDigest: owner, IdempotencyKey: fmt.Sprintf("k-%d-%d", c, seq),
+			Demands: demands, TTLMs: 60_000})
+		if err != nil {
+			return err
+		}
+		refs := make([]capacity.LeaseRef, len(got.Leases))
+		for i, l := range got.Leases {
+			refs[i] = capacity.LeaseRef{LeaseID: l.LeaseID, LeaseEpoch: l.LeaseEpoch, FenceToken: l.FenceToken}
+		}
+		_, err = s.Release(ctx, capacity.LeasesRequest{SchemaVersion: capacity.SchemaVersion, TenantRef: tenant, OwnerDigest: owner, Leases: refs})
 		return err
 	}
 }
