@@ -61,34 +61,26 @@ func decodeLeases(tx *fsm.Tx, cmd *log.Command) (*leasesCmd, error) {
 // applyRenew advances the expiry (from FSM time) and the epoch of every
 // lease, or of none.
 func applyRenew(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	c, err := decodeLeases(tx, cmd)
-	if err != nil {
-		return nil, err
-	}
-	res := &LeasesResult{SchemaVersion: SchemaVersion, Leases: []Lease{}, NowMs: tx.Now}
-	leases, d, msg, err := prevalidate(tx, c)
-	if err != nil || d != "" {
-		res.Decision, res.Message = d, msg
-		return res, err
-	}
-	for _, l := range leases {
+	return applyLeases(tx, cmd, func(c *leasesCmd, l *Lease) (*Lease, error) {
 		ttl := c.TTLMs
 		if ttl == 0 {
 			ttl = l.TTLMs
 		}
-		n, err := renew(tx, l, ttl)
-		if err != nil {
-			return nil, err
-		}
-		res.Leases = append(res.Leases, *n)
-	}
-	res.Decision = Granted
-	return res, nil
+		return renew(tx, l, ttl)
+	})
 }
 
 // applyRelease returns every lease's usage to its cell and terminalizes
 // it, or does nothing.
 func applyRelease(tx *fsm.Tx, cmd *log.Command) (any, error) {
+	return applyLeases(tx, cmd, func(_ *leasesCmd, l *Lease) (*Lease, error) {
+		return end(tx, l, LeaseReleased)
+	})
+}
+
+// applyLeases runs each on every named lease once all of them passed
+// prevalidate; a refusal of any lease is the batch's decision.
+func applyLeases(tx *fsm.Tx, cmd *log.Command, each func(*leasesCmd, *Lease) (*Lease, error)) (any, error) {
 	c, err := decodeLeases(tx, cmd)
 	if err != nil {
 		return nil, err
@@ -100,7 +92,7 @@ func applyRelease(tx *fsm.Tx, cmd *log.Command) (any, error) {
 		return res, err
 	}
 	for _, l := range leases {
-		n, err := end(tx, l, LeaseReleased)
+		n, err := each(c, l)
 		if err != nil {
 			return nil, err
 		}

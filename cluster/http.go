@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -49,13 +50,13 @@ func (n *Node) routes(mux *http.ServeMux) {
 		mux.Handle(pattern, n.instrument(pattern, a, http.HandlerFunc(h)))
 	}
 	member := func(pattern string, h func(http.ResponseWriter, *http.Request)) { handle(pattern, accessPrincipal, h) }
-	handle("POST /v1/nodes/create", accessAdmin, n.handleCreateNode)
-	handle("POST /v1/nodes/cas", accessAdmin, n.handleCAS)
+	handle("POST /v1/nodes/create", accessAdmin, jsonRoute(n.nodes().CreateIfAbsent, nil))
+	handle("POST /v1/nodes/cas", accessAdmin, jsonRoute(n.nodes().CompareAndSet, nil))
 	handle("GET /v1/nodes/get", accessAdmin, n.handleGetNode)
 	handle("GET /v1/nodes/by-label", accessAdmin, n.handleNodesByLabel)
-	member("POST /v1/concepts/reserve", n.handleConceptReserve)
-	member("POST /v1/concepts/reserve-next", n.handleConceptReserveNext)
-	member("POST /v1/concepts/transition", n.handleConceptTransition)
+	member("POST /v1/concepts/reserve", jsonRoute(n.concepts().Reserve, reserveStatus))
+	member("POST /v1/concepts/reserve-next", jsonRoute(n.concepts().ReserveNextNumeric, reserveStatus))
+	member("POST /v1/concepts/transition", jsonRoute(n.concepts().Transition, nil))
 	member("GET /v1/concepts/get", n.handleConceptGet)
 	member("GET /v1/concepts/list", n.handleConceptList)
 	n.capacityRoutes(member)
@@ -118,6 +119,35 @@ type statusRecorder struct {
 func (s *statusRecorder) WriteHeader(code int) {
 	s.status = code
 	s.ResponseWriter.WriteHeader(code)
+}
+
+// jsonRoute adapts a typed call to a POST route: decode the JSON request,
+// call, answer with the result (status 200, or what status says). A failure
+// that comes with a result (a capacity denial) carries the result in
+// error.detail.result.
+func jsonRoute[Req any, Res any](call func(context.Context, Req) (*Res, error), status func(*Res) int) func(http.ResponseWriter, *http.Request) {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req Req
+		if err := decodeJSON(w, r, &req); err != nil {
+			writeError(w, err)
+			return
+		}
+		res, err := call(r.Context(), req)
+		if err != nil {
+			if e := errs.From(err); res != nil && e.Detail != nil {
+				detailed := *e
+				detailed.Detail = map[string]any{"decision": e.Detail["decision"], "result": res}
+				err = &detailed
+			}
+			writeError(w, err)
+			return
+		}
+		code := http.StatusOK
+		if status != nil {
+			code = status(res)
+		}
+		writeJSON(w, code, res)
+	}
 }
 
 // decodeJSON reads exactly one JSON object of at most MaxBodyBytes into v,

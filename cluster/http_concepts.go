@@ -17,56 +17,13 @@ func (n *Node) concepts() *authority.Service {
 	return authority.NewService(a, a, n.cfg.ConceptPolicies)
 }
 
-// writeReserve answers 201 for a claim this call made (created or
-// reclaimed) and 200 for a replay of the same request.
-func writeReserve(w http.ResponseWriter, res *authority.ReserveResult) {
-	status := http.StatusCreated
+// reserveStatus is 201 for a claim this call made (created or reclaimed)
+// and 200 for a replay of the same request.
+func reserveStatus(res *authority.ReserveResult) int {
 	if res.Replayed {
-		status = http.StatusOK
+		return http.StatusOK
 	}
-	writeJSON(w, status, res)
-}
-
-func (n *Node) handleConceptReserve(w http.ResponseWriter, r *http.Request) {
-	var req authority.ReserveRequest
-	if err := decodeJSON(w, r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	res, err := n.concepts().Reserve(r.Context(), req)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeReserve(w, res)
-}
-
-func (n *Node) handleConceptReserveNext(w http.ResponseWriter, r *http.Request) {
-	var req authority.ReserveNextRequest
-	if err := decodeJSON(w, r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	res, err := n.concepts().ReserveNextNumeric(r.Context(), req)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeReserve(w, res)
-}
-
-func (n *Node) handleConceptTransition(w http.ResponseWriter, r *http.Request) {
-	var req authority.TransitionRequest
-	if err := decodeJSON(w, r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	res, err := n.concepts().Transition(r.Context(), req)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
+	return http.StatusCreated
 }
 
 func (n *Node) handleConceptGet(w http.ResponseWriter, r *http.Request) {

@@ -8,38 +8,10 @@ import (
 	"github.com/arbiterhq/arbiter/fsm"
 )
 
-// The node-primitive routes are thin: decode, call the typed client over
-// this node (which forwards to the leader as needed), encode.
+// The node-primitive read routes and the change feed. The write routes are
+// jsonRoute over the typed client (see routes).
 
 func (n *Node) nodes() *fsm.Nodes { return fsm.NewNodes(n, n) }
-
-func (n *Node) handleCreateNode(w http.ResponseWriter, r *http.Request) {
-	var req fsm.CreateNodeRequest
-	if err := decodeJSON(w, r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	res, err := n.nodes().CreateIfAbsent(r.Context(), req)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
-}
-
-func (n *Node) handleCAS(w http.ResponseWriter, r *http.Request) {
-	var req fsm.CASRequest
-	if err := decodeJSON(w, r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	res, err := n.nodes().CompareAndSet(r.Context(), req)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
-}
 
 func (n *Node) handleGetNode(w http.ResponseWriter, r *http.Request) {
 	p, c, err := readQuery(r, "node_id")
