@@ -78,6 +78,7 @@ func New(t testing.TB, opts Options) *Cluster {
 		m := &member{id: fmt.Sprintf("n%d", i+1), dataDir: filepath.Join(root, fmt.Sprintf("n%d", i+1))}
 		if !opts.TCP {
 			m.raftAddr = m.id
+			c.net.setRaftAddr(i, m.raftAddr)
 		}
 		c.members = append(c.members, m)
 	}
@@ -157,7 +158,7 @@ func (c *Cluster) start(i int, bootstrap bool) {
 	cfg := c.config(i, bootstrap)
 	if !c.opts.TCP {
 		_, m.trans = raft.NewInmemTransport(raft.ServerAddress(m.id))
-		cfg.Transport = m.trans
+		cfg.Transport = &faultTransport{InmemTransport: m.trans, nw: c.net, from: i}
 	}
 	node, err := cluster.New(cfg)
 	if err != nil {
@@ -249,8 +250,11 @@ func (c *Cluster) WaitLeader(timeout time.Duration) int {
 }
 
 // Stop closes node i at once (no leadership transfer); its files remain.
+// A paused node is resumed first: its held messages would otherwise keep
+// raft's shutdown waiting.
 func (c *Cluster) Stop(i int) {
 	c.t.Helper()
+	c.net.resume(i)
 	c.mu.Lock()
 	m := c.members[i]
 	node := m.node
@@ -275,6 +279,7 @@ func (c *Cluster) Restart(i int) {
 }
 
 func (c *Cluster) stopAll() {
+	c.net.setDelay(0)
 	for i := range c.members {
 		c.Stop(i)
 	}

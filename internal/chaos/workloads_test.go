@@ -1,0 +1,8 @@
+package chaos_test
+
+import "github.com/arbiterhq/arbiter/internal/chaos"
+
+// The workloads every fault runs against: one line per module.
+var workloads = []chaos.Workload{
+	chaos.Nodes{},
+}

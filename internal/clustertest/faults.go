@@ -1,0 +1,110 @@
+package clustertest
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/arbiterhq/arbiter/cluster"
+	"github.com/hashicorp/raft"
+)
+
+// The faults beyond partitions and stops. In the in-memory mode they act
+// on raft traffic and on the HTTP links nodes use to forward to the
+// leader; calls a test makes directly on a *cluster.Node are not subject
+// to them (a client of a paused node is served, but nothing it asks of
+// the cluster gets through until the node resumes).
+
+// CutOneWay cuts the directed link from -> to: from can no longer send
+// requests to to (raft RPCs, forwarded API calls), while to's requests to
+// from, and their replies, still flow. It adds to any partition in force;
+// Heal restores it.
+func (c *Cluster) CutOneWay(from, to int) {
+	c.net.cutOneWay(from, to)
+	c.rewire()
+}
+
+// Delay makes every raft message and every HTTP read and write between
+// nodes wait a random time up to d before it goes; 0 ends the delay.
+// Messages of one link are not reordered (each waits on its sender).
+func (c *Cluster) Delay(d time.Duration) { c.net.setDelay(d) }
+
+// Pause freezes node i's traffic, as a SIGSTOP or a long GC pause would:
+// every message to or from it waits until Resume, then is delivered late.
+// Its timers keep running, so on Resume it may act on a stale view (a
+// leader that has been replaced, an election it started while paused).
+func (c *Cluster) Pause(i int) { c.net.pause(i) }
+
+// Resume ends Pause(i).
+func (c *Cluster) Resume(i int) { c.net.resume(i) }
+
+// Paused reports whether node i is paused.
+func (c *Cluster) Paused(i int) bool { return c.net.isPaused(i) }
+
+// TransferLeadership asks the current leader to hand leadership to another
+// voter and returns the new leader's index once every reachable node
+// agrees on it.
+func (c *Cluster) TransferLeadership(timeout time.Duration) int {
+	c.t.Helper()
+	old := c.WaitLeader(timeout)
+	if err := c.Node(old).Raft().LeadershipTransfer().Error(); err != nil {
+		c.t.Fatalf("clustertest: leadership transfer from n%d: %v", old+1, err)
+	}
+	var now int
+	if !c.Eventually(timeout, func() bool { now = c.Leader(); return now >= 0 && now != old }) {
+		c.t.Fatalf("clustertest: n%d still leads %v after a leadership transfer", old+1, timeout)
+	}
+	return c.WaitLeader(timeout)
+}
+
+// Replace is a membership change: it removes member i (not the leader)
+// through the leader, deletes its data, and adds a fresh node with the
+// same id, which catches up from the leader's log or snapshot.
+func (c *Cluster) Replace(i int, timeout time.Duration) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	m := c.members[i]
+	leader := c.WaitLeader(timeout)
+	if leader == i {
+		c.t.Fatalf("clustertest: Replace(%d) of the leader; transfer leadership first", i)
+	}
+	if err := c.Node(leader).Remove(ctx, cluster.RemoveRequest{ID: m.id}); err != nil {
+		c.t.Fatalf("clustertest: remove %s: %v", m.id, err)
+	}
+	c.Stop(i)
+	if err := os.RemoveAll(m.dataDir); err != nil {
+		c.t.Fatalf("clustertest: wipe %s: %v", m.id, err)
+	}
+	c.start(i, false)
+	if c.opts.TCP {
+		return // a node without data joins through node 0 (see config)
+	}
+	// Through the old leader, which forwards if it no longer leads (not
+	// WaitLeader: the fresh node knows no leader until it has joined).
+	req := cluster.JoinRequest{ID: m.id, RaftAddr: m.raftAddr, APIAddr: c.Node(i).APIAddr()}
+	if err := c.Node(leader).Join(ctx, req); err != nil {
+		c.t.Fatalf("clustertest: join %s again: %v", m.id, err)
+	}
+}
+
+// Snapshot makes node i take a snapshot now and returns the index it
+// covers. A node with nothing new since its last snapshot keeps that one.
+func (c *Cluster) Snapshot(i int) uint64 {
+	c.t.Helper()
+	if err := c.Node(i).Raft().Snapshot().Error(); err != nil && err != raft.ErrNothingNewToSnapshot {
+		c.t.Fatalf("clustertest: snapshot of n%d: %v", i+1, err)
+	}
+	return c.RaftStat(i, "last_snapshot_index")
+}
+
+// RaftStat is a numeric entry of node i's raft stats (0 if absent).
+func (c *Cluster) RaftStat(i int, key string) uint64 {
+	n := c.Node(i)
+	if n == nil {
+		return 0
+	}
+	v, _ := strconv.ParseUint(n.Raft().Stats()[key], 10, 64)
+	return v
+}
