@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"encoding/hex"
 
 	"github.com/hashicorp/raft"
@@ -64,6 +65,14 @@ func (n *Node) Status() Status {
 type StateHash struct {
 	Index uint64 `json:"index"`
 	Hash  string `json:"hash"`
+}
+
+// StateHashAt waits until this node has applied index and hashes its
+// state as of exactly that index; ok is false if that state was never
+// visible on its own (see fsm.FSM.StateHashAt).
+func (n *Node) StateHashAt(ctx context.Context, index uint64) (h StateHash, ok bool, err error) {
+	sum, ok, err := n.fsm.StateHashAt(ctx, index)
+	return StateHash{Index: index, Hash: hex.EncodeToString(sum[:])}, ok, err
 }
 
 // StateHash hashes the local state (O(state); for tests and tooling).

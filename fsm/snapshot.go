@@ -3,6 +3,7 @@ package fsm
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"hash"
 	"io"
 
+	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/log"
 	memdb "github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/raft"
@@ -75,6 +77,31 @@ func (f *FSM) StateHash() (uint64, [32]byte, error) {
 	txn := f.db.Load().Txn(false)
 	sum, err := f.writeState(io.Discard, txn)
 	return readMeta(txn).Index, sum, err
+}
+
+// StateHashAt waits until the FSM reaches index and returns the SHA-256 of
+// the state as of exactly that index. ok is false if the state at index
+// was never visible on its own: the index was applied inside a larger
+// batch, or had been passed before the call. Replicas keep applying while
+// one is hashed, so comparing replicas at "the same index" needs this:
+// StateHash on each would rarely catch them at the same one.
+func (f *FSM) StateHashAt(ctx context.Context, index uint64) (sum [32]byte, ok bool, err error) {
+	for {
+		changed := f.Changed()
+		txn := f.db.Load().Txn(false)
+		switch at := readMeta(txn).Index; {
+		case at == index:
+			sum, err = f.writeState(io.Discard, txn)
+			return sum, err == nil, err
+		case at > index:
+			return sum, false, nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return sum, false, errs.Errorf(errs.CodeUnavailable, "waiting for index %d: %v", index, ctx.Err())
+		}
+	}
 }
 
 // WriteSnapshot streams the current state to w in the snapshot format.

@@ -21,10 +21,19 @@ import (
 // last fence its client saw, so many of them swap.
 type Nodes struct {
 	IDs int // how many nodes clients contend on (default 4)
+	// StaleReads reads from the local replica instead of linearizably: a
+	// deliberate bug, for the test that shows the harness catches one.
+	StaleReads bool
 }
 
-func (w Nodes) Name() string                                    { return "nodes" }
-func (w Nodes) Model() (porcupine.Model, bool)                  { return lin.NodesModel(), true }
+func (w Nodes) Name() string {
+	if w.StaleReads {
+		return "nodes-stale-reads"
+	}
+	return "nodes"
+}
+
+func (w Nodes) Model() (porcupine.Model, bool)                    { return lin.NodesModel(), true }
 func (w Nodes) Setup(context.Context, *clustertest.Cluster) error { return nil }
 
 func (w Nodes) Client(i int, seed uint64) Client {
@@ -32,7 +41,7 @@ func (w Nodes) Client(i int, seed uint64) Client {
 	if ids == 0 {
 		ids = 4
 	}
-	return &nodesClient{id: i, ids: ids, rng: rand.New(rand.NewPCG(seed, uint64(i))), fences: map[string]uint64{}}
+	return &nodesClient{id: i, ids: ids, stale: w.StaleReads, rng: rand.New(rand.NewPCG(seed, uint64(i))), fences: map[string]uint64{}}
 }
 
 // Verify reads every node of the run locally, page by page: each must
@@ -67,6 +76,7 @@ const nodesLabel = "chaos-nodes"
 type nodesClient struct {
 	id     int
 	ids    int
+	stale  bool
 	rng    *rand.Rand
 	fences map[string]uint64 // the last fence seen per node id
 }
@@ -84,13 +94,17 @@ func (c *nodesClient) Step(node *cluster.Node, rec *Recorder) {
 	default:
 		in = lin.NodeInput{Kind: lin.NodeGet, ID: id}
 	}
-	if out, ok := doNodeOp(fsm.NewNodes(node, node), c.id, in, rec); ok && !out.NotFound {
+	read := fsm.Linearizable
+	if c.stale {
+		read = fsm.Stale
+	}
+	if out, ok := doNodeOp(fsm.NewNodes(node, node), c.id, in, read, rec); ok && !out.NotFound {
 		c.fences[id] = out.Fence
 	}
 }
 
 // doNodeOp runs one operation, records it and returns its decided output.
-func doNodeOp(nodes *fsm.Nodes, client int, in lin.NodeInput, rec *Recorder) (lin.NodeOutput, bool) {
+func doNodeOp(nodes *fsm.Nodes, client int, in lin.NodeInput, read fsm.Consistency, rec *Recorder) (lin.NodeOutput, bool) {
 	ctx, cancel := rec.OpContext()
 	defer cancel()
 	call := rec.Call(client, in)
@@ -115,7 +129,7 @@ func doNodeOp(nodes *fsm.Nodes, client int, in lin.NodeInput, rec *Recorder) (li
 		}
 	case lin.NodeGet:
 		var got *fsm.Node
-		if got, err = nodes.Get(ctx, in.ID, fsm.Linearizable); err == nil {
+		if got, err = nodes.Get(ctx, in.ID, read); err == nil {
 			n = *got
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -58,6 +59,7 @@ type member struct {
 	dataDir  string
 	raftAddr string
 	trans    *raft.InmemTransport // nil in TCP mode
+	faults   *faultTransport      // trans as the node sees it
 	node     *cluster.Node        // nil while stopped
 }
 
@@ -158,7 +160,8 @@ func (c *Cluster) start(i int, bootstrap bool) {
 	cfg := c.config(i, bootstrap)
 	if !c.opts.TCP {
 		_, m.trans = raft.NewInmemTransport(raft.ServerAddress(m.id))
-		cfg.Transport = &faultTransport{InmemTransport: m.trans, nw: c.net, from: i}
+		m.faults = newFaultTransport(m.trans, c.net, i)
+		cfg.Transport = m.faults
 	}
 	node, err := cluster.New(cfg)
 	if err != nil {
@@ -266,6 +269,9 @@ func (c *Cluster) Stop(i int) {
 	if err := node.Close(); err != nil {
 		c.t.Logf("clustertest: stop %s: %v", m.id, err)
 	}
+	if m.faults != nil {
+		m.faults.stop()
+	}
 	c.rewire()
 }
 
@@ -363,40 +369,74 @@ func (c *Cluster) Eventually(timeout time.Duration, cond func() bool) bool {
 }
 
 // WaitConverged waits until every running node has applied the same index
-// and returns that index and hash. Nodes at the same index with different
-// hashes have diverged: that fails the test at once. Ticks keep the index
-// moving, so it polls until it catches every node between two entries.
+// and returns that index and hash. Nodes with different hashes at the same
+// index have diverged: that fails the test at once. Ticks keep the index
+// moving, so it picks an index just ahead of every node and hashes each
+// node's state as of exactly that index (retrying with a later one when a
+// node applies it inside a larger batch).
 func (c *Cluster) WaitConverged(timeout time.Duration) cluster.StateHash {
 	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
 	var last string
-	var agreed cluster.StateHash
-	ok := c.Eventually(timeout, func() bool {
-		var hashes []cluster.StateHash
-		for _, i := range c.Running() {
-			h, err := c.Node(i).StateHash()
-			if err != nil {
-				last = err.Error()
-				return false
-			}
-			hashes = append(hashes, h)
+	for ctx.Err() == nil {
+		running := c.Running()
+		var target uint64
+		for _, i := range running {
+			target = max(target, c.Node(i).FSM().AppliedIndex())
 		}
-		for i, h := range hashes[1:] {
-			if h.Index != hashes[0].Index {
-				last = fmt.Sprintf("applied indexes differ: %d vs %d", hashes[0].Index, h.Index)
-				return false
+		target += 2
+		hashes := make([]cluster.StateHash, len(running))
+		oks := make([]bool, len(running))
+		errs := make([]error, len(running))
+		var wg sync.WaitGroup
+		for k, i := range running {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				wait, done := context.WithTimeout(ctx, 5*time.Second)
+				defer done()
+				hashes[k], oks[k], errs[k] = c.Node(i).StateHashAt(wait, target)
+			}()
+		}
+		wg.Wait()
+		all := true
+		for k := range running {
+			if errs[k] != nil || !oks[k] {
+				all = false
+				last = fmt.Sprintf("n%d did not show index %d on its own: %v", running[k]+1, target, errs[k])
 			}
+		}
+		if !all {
+			continue
+		}
+		for k, h := range hashes[1:] {
 			if h.Hash != hashes[0].Hash {
-				c.t.Fatalf("clustertest: replicas diverged at index %d: %s vs %s (running nodes %v, pair 0/%d)",
-					h.Index, hashes[0].Hash, h.Hash, c.Running(), i+1)
+				c.t.Fatalf("clustertest: replicas diverged at index %d: n%d has %s, n%d has %s; %s",
+					target, running[0]+1, hashes[0].Hash, running[k+1]+1, h.Hash, c.describe())
 			}
 		}
-		agreed = hashes[0]
-		return true
-	})
-	if !ok {
-		c.t.Fatalf("clustertest: replicas did not reach the same index within %v: %s", timeout, last)
+		return hashes[0]
 	}
-	return agreed
+	c.t.Fatalf("clustertest: replicas did not reach the same index within %v: %s; %s", timeout, last, c.describe())
+	return cluster.StateHash{}
+}
+
+// describe is every running node's view, for failure messages.
+func (c *Cluster) describe() string {
+	var parts []string
+	for _, i := range c.Running() {
+		st := c.Node(i).Status()
+		var voters []string
+		for _, m := range st.Members {
+			if m.Voter {
+				voters = append(voters, m.ID)
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%s: %s term %d leader %q commit %d applied %d last log %d voters %v paused %v",
+			st.NodeID, st.State, st.Term, st.LeaderID, st.CommitIndex, st.AppliedIndex, c.RaftStat(i, "last_log_index"), voters, c.Paused(i)))
+	}
+	return strings.Join(parts, "; ")
 }
 
 type testWriter struct{ t testing.TB }

@@ -1,0 +1,39 @@
+package chaos
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"time"
+)
+
+// SoakEnv is the environment variable that turns the bounded CI runs into
+// soaks: unset, every harness runs its bounded default; set to a Go
+// duration ("30m"), the soak tests keep running new histories until that
+// much time has passed.
+const SoakEnv = "ARBITER_SOAK"
+
+// SoakDuration is how long to soak, or false when no soak was asked for.
+// A malformed value is an error, not a silent default.
+func SoakDuration() (time.Duration, bool, error) {
+	v, set := os.LookupEnv(SoakEnv)
+	if !set || v == "" {
+		return 0, false, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, false, fmt.Errorf("%s=%q: want a positive Go duration such as 30m", SoakEnv, v)
+	}
+	return d, true, nil
+}
+
+// RandomSchedule is a soak history's faults: between 3 and 8, each drawn
+// from every kind with repeats, in an order fixed by seed.
+func RandomSchedule(seed uint64) []Fault {
+	rng := rand.New(rand.NewPCG(seed, 2))
+	out := make([]Fault, 3+rng.IntN(6))
+	for i := range out {
+		out[i] = Faults[rng.IntN(len(Faults))]
+	}
+	return out
+}
