@@ -183,6 +183,9 @@ func (c *Config) Validate() error {
 			bad("%s must be positive", d.name)
 		}
 	}
+	if c.SnapshotInterval < 5*time.Millisecond {
+		bad("SnapshotInterval must be at least 5ms (raft's minimum)")
+	}
 	if c.LeaderLeaseTimeout > c.HeartbeatTimeout {
 		bad("LeaderLeaseTimeout (%v) must not exceed HeartbeatTimeout (%v)", c.LeaderLeaseTimeout, c.HeartbeatTimeout)
 	}

@@ -73,12 +73,35 @@ func OpenStores(dir string, opt StoreOptions) (*Stores, error) {
 		bolt.Close()
 		return nil, fmt.Errorf("log: log cache: %w", err)
 	}
+	if err := removePartialSnapshots(dir); err != nil {
+		bolt.Close()
+		return nil, err
+	}
 	snaps, err := raft.NewFileSnapshotStore(dir, opt.SnapshotRetain, opt.LogOutput)
 	if err != nil {
 		bolt.Close()
 		return nil, fmt.Errorf("log: snapshot store: %w", err)
 	}
 	return &Stores{Log: cache, Stable: bolt, Snapshot: snaps, bolt: bolt}, nil
+}
+
+// removePartialSnapshots deletes the snapshots a crash interrupted:
+// raft's file store writes each into "snapshots/<id>.tmp" and renames it
+// when complete, but never deletes a .tmp it finds at start (it only
+// warns), so a node killed mid-snapshot would keep the partial copy
+// forever, and frequent crashes would fill the disk. No snapshot can be
+// in progress while the stores are being opened.
+func removePartialSnapshots(dir string) error {
+	partial, err := filepath.Glob(filepath.Join(dir, "snapshots", "*.tmp"))
+	if err != nil {
+		return fmt.Errorf("log: list partial snapshots: %w", err)
+	}
+	for _, p := range partial {
+		if err := os.RemoveAll(p); err != nil {
+			return fmt.Errorf("log: remove partial snapshot: %w", err)
+		}
+	}
+	return nil
 }
 
 // Close closes the boltdb file. Call it only after raft has shut down.

@@ -179,9 +179,10 @@ type e2eCluster struct {
 
 // startE2ECluster builds the binary and starts n1 (bootstrapping) and n2,
 // n3 (joining through n1), then waits until every node is ready and sees
-// three members. Cleanup SIGTERMs every process still running and, if the
-// test failed, logs the tail of every node's logs.
-func startE2ECluster(ctx context.Context, t *testing.T) *e2eCluster {
+// three members. extraArgs are appended to every node's serve flags.
+// Cleanup SIGTERMs every process still running and, if the test failed,
+// logs the tail of every node's logs.
+func startE2ECluster(ctx context.Context, t *testing.T, extraArgs ...string) *e2eCluster {
 	t.Helper()
 	cl := &e2eCluster{t: t, bin: e2eBuildArbiter(t), c: newE2EAPIClient()}
 	root := t.TempDir()
@@ -204,6 +205,7 @@ func startE2ECluster(ctx context.Context, t *testing.T) *e2eCluster {
 		if i > 0 {
 			n.args = append(n.args, "--join", cl.nodes[0].url())
 		}
+		n.args = append(n.args, extraArgs...)
 		cl.nodes = append(cl.nodes, n)
 	}
 	// Cleanups run last-in first-out: stop the processes, then dump logs,
@@ -295,6 +297,22 @@ func (cl *e2eCluster) others(n *e2eNode) []*e2eNode {
 		}
 	}
 	return out
+}
+
+// checkResumed checks that restarted n resumed its membership from its
+// data directory rather than bootstrapping a new cluster. The API serves
+// (and /readyz can pass) a moment before "node started" is logged, so the
+// log line is waited for.
+func (cl *e2eCluster) checkResumed(ctx context.Context, t *testing.T, n *e2eNode) {
+	t.Helper()
+	var log string
+	cl.eventually(ctx, 10*time.Second, n.id+` logs "node started"`, func() (bool, string) {
+		log = n.currentLog(t)
+		return strings.Contains(log, `msg="node started"`), "not yet"
+	})
+	if !strings.Contains(log, "existing_state=true") || strings.Contains(log, "bootstrapped a new cluster") {
+		t.Fatalf("%s did not resume on its data dir; its log:\n%s", n.id, log)
+	}
 }
 
 // eventually polls f every 25ms until it holds, failing the test with f's

@@ -335,10 +335,7 @@ func e2eRestartAndCatchUp(ctx context.Context, t *testing.T, cl *e2eCluster, n *
 	cl.c.hc.CloseIdleConnections()
 	n.start(t, cl.bin)
 	cl.waitReady(ctx, n, 20*time.Second)
-	log := n.currentLog(t)
-	if !strings.Contains(log, "existing_state=true") || strings.Contains(log, "bootstrapped a new cluster") {
-		t.Fatalf("%s did not resume on its data dir; its log:\n%s", n.id, log)
-	}
+	cl.checkResumed(ctx, t, n)
 	st, err := cl.c.status(ctx, n)
 	if err != nil {
 		t.Fatal(err)

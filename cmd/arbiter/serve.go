@@ -41,6 +41,9 @@ func serve(args []string) error {
 	tlsPeerCA := fs.String("tls-peer-ca", "", "CA (PEM) that signs every node's certificate")
 	tlsClientCA := fs.String("tls-client-ca", "", "CA (PEM) that signs client certificates (optional)")
 	peerTokenFile := fs.String("peer-token-file", "", "file holding a secret shared by the nodes, instead of TLS (loopback only)")
+	fs.Uint64Var(&cfg.SnapshotThreshold, "snapshot-threshold", cfg.SnapshotThreshold, "snapshot once the log holds this many entries past the last snapshot")
+	fs.DurationVar(&cfg.SnapshotInterval, "snapshot-interval", cfg.SnapshotInterval, "how often raft checks --snapshot-threshold (a random wait between this and twice this; at least 5ms)")
+	fs.Uint64Var(&cfg.TrailingLogs, "trailing-logs", cfg.TrailingLogs, "log entries kept behind a snapshot, so a follower that lags by fewer catches up without a snapshot install")
 	policyFile := fs.String("concept-policies", "", `JSON file of concept namespace policies: [{"namespace":"RMDD","min":1,"max":9999,"policy_version":"2"}]`)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -102,10 +105,12 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	startCtx, cancel := context.WithTimeout(context.Background(), *joinTimeout)
-	err = node.Start(startCtx)
-	cancel()
-	if err != nil {
+	// Signals are caught before Start: a join may take up to
+	// --join-timeout, and SIGTERM meanwhile must end the start cleanly
+	// rather than kill the process half-started.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	if stopped, err := startNode(node, *joinTimeout, sig, cfg.Logger); err != nil || stopped {
 		return err
 	}
 	cfg.Logger.Info("serving", "id", cfg.ID, "api", node.APIAddr(), "raft", node.RaftAddr(), "auth", node.AuthMode(), "tls", cfg.TLS != nil)
@@ -113,8 +118,6 @@ func serve(args []string) error {
 		cfg.Logger.Warn("open development mode: every caller is trusted; listening on loopback only (configure --principals to authenticate)")
 	}
 
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	for s := range sig {
 		if s != syscall.SIGHUP {
 			cfg.Logger.Info("shutting down", "signal", s.String())
@@ -135,6 +138,36 @@ func serve(args []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	return node.Shutdown(ctx)
+}
+
+// startNode starts node within timeout. A SIGTERM or SIGINT on sig
+// meanwhile cancels the start; stopped then reports that the node has
+// been shut down and the process should exit without error. A SIGHUP
+// during the start is ignored: the principals file was just read.
+func startNode(node *cluster.Node, timeout time.Duration, sig <-chan os.Signal, logger *slog.Logger) (stopped bool, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- node.Start(ctx) }()
+	for {
+		select {
+		case err := <-done:
+			return false, err
+		case s := <-sig:
+			if s == syscall.SIGHUP {
+				continue
+			}
+			logger.Info("shutting down during start", "signal", s.String())
+			cancel()
+			if err := <-done; err == nil {
+				// Started after all: shut down as on any other signal.
+				sctx, scancel := context.WithTimeout(context.Background(), 15*time.Second)
+				defer scancel()
+				return true, node.Shutdown(sctx)
+			}
+			return true, nil
+		}
+	}
 }
 
 // servePprof serves net/http/pprof on its own listener, never on the API.

@@ -14,7 +14,7 @@
 //     duplicated).
 //
 // Adding a module is a Workload (a model, a client step, a final check)
-// and one line in the table of chaos_test.go; every fault in Faults then
+// and one line in the table of workloads_test.go; every fault in Faults then
 // runs against it. RELIABILITY.md at the repository root says what is
 // injected, what is checked and how to run the long soak (ARBITER_SOAK).
 package chaos

@@ -118,6 +118,9 @@ func Run(t testing.TB, cfg Config) Report {
 	report.Decided, report.Unknown, report.Dropped = counts.Returned, counts.Unknown, counts.Dropped
 	report.Writes = rec.effective.Load()
 	report.Summary = rec.summary()
+	if s, ok := cfg.Workload.(interface{ Summary() string }); ok {
+		report.Summary += "; " + s.Summary()
+	}
 	report.Took = time.Since(began)
 	t.Logf("chaos: %s seed %d: %s", cfg.Workload.Name(), cfg.Seed, report)
 

@@ -34,6 +34,8 @@ type Workload interface {
 	// Verify checks the workload's invariants on one replica after every
 	// replica has converged, reading its local state only.
 	Verify(ctx context.Context, node *cluster.Node) error
+	// A workload may also have a Summary() string method: its tally,
+	// appended to the run's report.
 }
 
 // Client is one client of a workload.

@@ -5,4 +5,7 @@ import "github.com/arbiterhq/arbiter/internal/chaos"
 // The workloads every fault runs against: one line per module.
 var workloads = []chaos.Workload{
 	chaos.Nodes{},
+	chaos.NewConcepts(),
+	chaos.NewCapacity(),
+	chaos.NewFencedSink(true),
 }

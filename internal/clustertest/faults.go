@@ -16,10 +16,12 @@ import (
 // to them (a client of a paused node is served, but nothing it asks of
 // the cluster gets through until the node resumes).
 
-// CutOneWay cuts the directed link from -> to: from can no longer send
-// requests to to (raft RPCs, forwarded API calls), while to's requests to
-// from, and their replies, still flow. It adds to any partition in force;
-// Heal restores it.
+// CutOneWay cuts the directed link from -> to: nothing from sends reaches
+// to. On HTTP that is exact: from's requests to to fail, and to's requests
+// to from arrive but their replies are lost. Raft's in-memory transport
+// cannot lose only a reply, so there from's RPCs to to fail while to's
+// RPCs to from still complete. It adds to any partition in force; Heal
+// restores it.
 func (c *Cluster) CutOneWay(from, to int) {
 	c.net.cutOneWay(from, to)
 	c.rewire()

@@ -1,0 +1,56 @@
+package chaos_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/arbiterhq/arbiter/internal/chaos"
+)
+
+// TestSoak runs histories until ARBITER_SOAK has passed, each on a fresh
+// cluster of 3 or 5 nodes with a random workload and a random fault
+// schedule, and reports the totals (RELIABILITY.md records the last
+// ones). Skipped unless ARBITER_SOAK is set:
+//
+//	ARBITER_SOAK=30m go test -run TestSoak -timeout 0 -v ./internal/chaos
+func TestSoak(t *testing.T) {
+	d, soak, err := chaos.SoakDuration()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !soak {
+		t.Skipf("set %s to a duration to soak", chaos.SoakEnv)
+	}
+	seed := uint64(time.Now().UnixNano())
+	rng := rand.New(rand.NewPCG(seed, 3))
+	t.Logf("soak for %v, seed %d", d, seed)
+	var total chaos.Report
+	histories, failed := 0, 0
+	kinds := map[string]int{}
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		histories++
+		w := workloads[rng.IntN(len(workloads))]
+		nodes := 3 + 2*rng.IntN(2)
+		hseed := rng.Uint64()
+		name := fmt.Sprintf("%03d-%s-%dn-seed%d", histories, w.Name(), nodes, hseed)
+		t.Run(name, func(t *testing.T) {
+			r := chaos.Run(t, chaos.Config{Workload: w, Nodes: nodes, Seed: hseed, Faults: chaos.RandomSchedule(hseed)})
+			total.Operations += r.Operations
+			total.Decided += r.Decided
+			total.Unknown += r.Unknown
+			total.Writes += r.Writes
+			for _, f := range r.Faults {
+				kinds[f]++
+			}
+			total.Faults = append(total.Faults, r.Faults...)
+			if t.Failed() {
+				failed++
+			}
+		})
+	}
+	t.Logf("soak: %d histories in %v (seed %d): %d operations (%d decided, %d unknown), %d writes, %d faults %v; %d histories with a violation",
+		histories, d, seed, total.Operations, total.Decided, total.Unknown, total.Writes, len(total.Faults), kinds, failed)
+}
