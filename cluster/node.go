@@ -35,6 +35,7 @@ type Node struct {
 	raft           *raft.Raft
 	transport      raft.Transport
 	closeTransport func() error
+	heartbeats     *heartbeatGuard // raft's view of transport
 	stores         *Stores
 	httpSrv        *http.Server
 	raftAddr       string // advertised raft address
@@ -131,12 +132,17 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		return fmt.Errorf("cluster: inspect raft state: %w", err)
 	}
 	notify := make(chan bool, 16)
-	r, err := raft.NewRaft(n.raftConfig(notify), n.fsm, n.stores.Log, n.stores.Stable, n.stores.Snapshot, n.transport)
+	trans, guard := guardHeartbeats(n.transport)
+	n.heartbeats = guard
+	r, err := raft.NewRaft(n.raftConfig(notify), n.fsm, n.stores.Log, n.stores.Stable, n.stores.Snapshot, trans)
 	if err != nil {
 		return fmt.Errorf("cluster: start raft: %w", err)
 	}
 	n.raft = r
-	cleanup = append(cleanup, func() { _ = r.Shutdown().Error() })
+	cleanup = append(cleanup, func() {
+		_ = r.Shutdown().Error()
+		guard.close()
+	})
 
 	if !hasState && n.cfg.Bootstrap {
 		if err := n.bootstrap(); err != nil {
@@ -289,6 +295,7 @@ func (n *Node) stop(ctx context.Context, transfer bool) error {
 		cancel()
 		errRaft := n.raft.Shutdown().Error()
 		n.wg.Wait()
+		n.heartbeats.close() // no heartbeat may touch the stores below
 		errTransport := n.closeTransport()
 		errStores := n.stores.Close()
 		n.stopErr = errors.Join(errRaft, errTransport, errStores)

@@ -26,6 +26,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/arbiterhq/arbiter/internal/chaos"
 )
 
 const (
@@ -56,27 +58,14 @@ const (
 // stays on: the test is about the durability of acknowledged writes.
 var crashServeArgs = []string{"--snapshot-threshold", "64", "--snapshot-interval", "500ms", "--trailing-logs", "16"}
 
-// arbiterSoak reads ARBITER_SOAK, the repository-wide switch for long runs:
-// unset or empty means the bounded CI run (0); a Go duration such as "10m"
-// means run the fault loop for that long.
-func arbiterSoak() (time.Duration, error) {
-	v := os.Getenv("ARBITER_SOAK")
-	if v == "" {
-		return 0, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("ARBITER_SOAK=%q: want a positive Go duration such as 10m", v)
-	}
-	return d, nil
-}
-
 // TestCrashLoop is the crash loop described at the top of this file.
 func TestCrashLoop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("multi-process test; skipped with -short")
 	}
-	soak, err := arbiterSoak()
+	// ARBITER_SOAK unset: the bounded CI run (soak 0); a duration: keep
+	// killing that long (see RELIABILITY.md).
+	soak, _, err := chaos.SoakDuration()
 	if err != nil {
 		t.Fatal(err)
 	}

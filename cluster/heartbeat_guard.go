@@ -1,0 +1,74 @@
+package cluster
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/hashicorp/raft"
+)
+
+// heartbeatGuard wraps the raft transport to close a shutdown race.
+//
+// Raft handles heartbeats on the transport's own goroutines (the fast path
+// of NetworkTransport), outside the goroutines raft.Shutdown waits for. A
+// heartbeat that arrives just before shutdown can still be running when
+// the node closes its boltdb stores, and if it carries a newer term raft
+// panics writing it ("failed to save current term: database not open"):
+// the fault harness's soak hit exactly that. The guard runs each heartbeat
+// under a read lock; close takes the write lock, so it waits for the ones
+// in flight, and refuses later ones, before the stores close.
+type heartbeatGuard struct {
+	raft.Transport
+	mu     sync.RWMutex
+	closed bool
+}
+
+var errShuttingDown = errors.New("cluster: node shutting down")
+
+// guardHeartbeats wraps t, keeping the optional interfaces raft looks for
+// (pre-vote, close) exactly when t has them.
+func guardHeartbeats(t raft.Transport) (raft.Transport, *heartbeatGuard) {
+	g := &heartbeatGuard{Transport: t}
+	if _, ok := t.(raft.WithPreVote); ok {
+		return &heartbeatGuardPreVote{g}, g
+	}
+	return g, g
+}
+
+func (g *heartbeatGuard) SetHeartbeatHandler(cb func(raft.RPC)) {
+	if cb == nil {
+		g.Transport.SetHeartbeatHandler(nil)
+		return
+	}
+	g.Transport.SetHeartbeatHandler(func(rpc raft.RPC) {
+		g.mu.RLock()
+		defer g.mu.RUnlock()
+		if g.closed {
+			rpc.Respond(nil, errShuttingDown)
+			return
+		}
+		cb(rpc)
+	})
+}
+
+// Close closes the wrapped transport when it can be closed (raft calls it
+// at shutdown when it exists; the guard always has it).
+func (g *heartbeatGuard) Close() error {
+	if c, ok := g.Transport.(raft.WithClose); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// close waits for heartbeats in flight and refuses any later one.
+func (g *heartbeatGuard) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.closed = true
+}
+
+type heartbeatGuardPreVote struct{ *heartbeatGuard }
+
+func (g *heartbeatGuardPreVote) RequestPreVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
+	return g.Transport.(raft.WithPreVote).RequestPreVote(id, target, args, resp)
+}
