@@ -1,7 +1,10 @@
 package cluster
 
 import (
+	"context"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
@@ -13,13 +16,46 @@ func (n *Node) handleStatus(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, n.Status())
 }
 
+// maxStateHashWait bounds how long a state-hash request waits for the
+// index it names.
+const maxStateHashWait = 10 * time.Second
+
+// handleStateHash answers the hash of the current state or, with
+// ?index=N, of the state as of exactly index N, waiting up to
+// maxStateHashWait for it. Replicas keep applying ticks while a large
+// state is hashed, so comparing replicas needs the index form; 409 means
+// N was applied inside a larger batch or had passed: ask for a later one.
 func (n *Node) handleStateHash(w http.ResponseWriter, r *http.Request) {
-	h, err := n.StateHash()
+	p, err := queryParams(r, "index")
 	if err != nil {
-		writeError(w, errs.Errorf(errs.CodeInternal, "state hash: %v", err))
+		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, h)
+	if p["index"] == "" {
+		h, err := n.StateHash()
+		if err != nil {
+			writeError(w, errs.Errorf(errs.CodeInternal, "state hash: %v", err))
+			return
+		}
+		writeJSON(w, http.StatusOK, h)
+		return
+	}
+	index, err := strconv.ParseUint(p["index"], 10, 64)
+	if err != nil {
+		writeError(w, errs.Errorf(errs.CodeInvalid, "index must be a decimal log index"))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), maxStateHashWait)
+	defer cancel()
+	h, ok, err := n.StateHashAt(ctx, index)
+	switch {
+	case err != nil:
+		writeError(w, err)
+	case !ok:
+		writeError(w, errs.Errorf(errs.CodeConflict, "the state at index %d was never visible on its own (applied in a batch, or passed); ask for a later index", index))
+	default:
+		writeJSON(w, http.StatusOK, h)
+	}
 }
 
 func (n *Node) handleJoin(w http.ResponseWriter, r *http.Request) {

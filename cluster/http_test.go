@@ -698,6 +698,25 @@ func TestHTTPRoutesThroughLeaderAndFollower(t *testing.T) {
 	}) {
 		t.Error("state-hash: the replicas never reported the same index")
 	}
+	// With ?index=N: the state as of exactly N, on every replica; an index
+	// long passed is a 409, a malformed one a 422.
+	var h0 cluster.StateHash
+	apiGet(t, lb+"/v1/cluster/state-hash").ok(t, "state-hash", &h0)
+	target := strconv.FormatUint(h0.Index+3, 10)
+	var at []cluster.StateHash
+	for _, base := range []string{lb, b1, b2} {
+		var h cluster.StateHash
+		apiGet(t, base+"/v1/cluster/state-hash?index="+target).ok(t, "state-hash at "+target, &h)
+		if strconv.FormatUint(h.Index, 10) != target || len(h.Hash) != 64 {
+			t.Errorf("state-hash at %s from %s: %+v", target, base, h)
+		}
+		at = append(at, h)
+	}
+	if at[0] != at[1] || at[0] != at[2] {
+		t.Errorf("replicas disagree at index %s: %+v", target, at)
+	}
+	apiGet(t, lb+"/v1/cluster/state-hash?index=1").wantError(t, "state-hash at a passed index", 409, errs.CodeConflict)
+	apiGet(t, lb+"/v1/cluster/state-hash?index=x").wantError(t, "state-hash at a malformed index", 422, errs.CodeInvalid)
 
 	// Health, readiness and metrics.
 	for _, base := range []string{lb, b1, b2} {

@@ -580,6 +580,21 @@ func (c *e2eAPIClient) stateHash(ctx context.Context, n *e2eNode) (*e2eHashReply
 	return &h, nil
 }
 
+// stateHashAt asks n for the hash of its state as of exactly index; ok is
+// false when n answers 409 (index applied inside a batch, or passed).
+func (c *e2eAPIClient) stateHashAt(ctx context.Context, n *e2eNode, index uint64) (h *e2eHashReply, ok bool, err error) {
+	h = &e2eHashReply{}
+	url := fmt.Sprintf("%s/v1/cluster/state-hash?index=%d", n.url(), index)
+	if err := c.call(ctx, http.MethodGet, url, nil, h); err != nil {
+		var ae *e2eAPIError
+		if errors.As(err, &ae) && ae.Status == http.StatusConflict {
+			return nil, false, nil
+		}
+		return nil, false, err
+	}
+	return h, true, nil
+}
+
 // e2eProps is the expected properties of a node: field -> canonical JSON.
 type e2eProps map[string]string
 

@@ -432,21 +432,37 @@ func e2eVerifyEverywhere(ctx context.Context, t *testing.T, cl *e2eCluster, acke
 // same applied index; at the same index the hashes must be equal.
 func e2eCompareStateHashes(ctx context.Context, t *testing.T, cl *e2eCluster) {
 	var seen []string
-	cl.eventually(ctx, 15*time.Second, "three state hashes at one index", func() (bool, string) {
-		hs := make([]*e2eHashReply, len(cl.nodes))
-		seen = seen[:0]
-		for i, n := range cl.nodes {
-			h, err := cl.c.stateHash(ctx, n)
+	cl.eventually(ctx, 30*time.Second, "three state hashes at one index", func() (bool, string) {
+		// Ticks keep every node applying, and hashing a large state takes
+		// longer than a tick: ask each node for its state as of the same
+		// index just ahead of all of them.
+		var target uint64
+		for _, n := range cl.nodes {
+			st, err := cl.c.status(ctx, n)
 			if err != nil {
 				return false, err.Error()
 			}
-			hs[i] = h
-			seen = append(seen, fmt.Sprintf("%s index %d hash %s", n.id, h.Index, h.Hash))
+			target = max(target, st.AppliedIndex)
 		}
-		for _, h := range hs[1:] {
-			if h.Index != hs[0].Index {
-				return false, strings.Join(seen, "; ")
+		target += 2
+		hs := make([]*e2eHashReply, len(cl.nodes))
+		oks := make([]bool, len(cl.nodes))
+		errs := make([]error, len(cl.nodes))
+		var wg sync.WaitGroup
+		for i, n := range cl.nodes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				hs[i], oks[i], errs[i] = cl.c.stateHashAt(ctx, n, target)
+			}()
+		}
+		wg.Wait()
+		seen = seen[:0]
+		for i, n := range cl.nodes {
+			if errs[i] != nil || !oks[i] {
+				return false, fmt.Sprintf("%s has no state of its own at index %d: %v", n.id, target, errs[i])
 			}
+			seen = append(seen, fmt.Sprintf("%s index %d hash %s", n.id, hs[i].Index, hs[i].Hash))
 		}
 		for _, h := range hs[1:] {
 			if h.Hash != hs[0].Hash {

@@ -63,6 +63,10 @@ const (
 func Run(t testing.TB, cfg Config) Report {
 	t.Helper()
 	cfg.defaults()
+	if len(cfg.Faults) > len(Faults) {
+		// Workloads size their objects for MaxGenerations(len(Faults)).
+		t.Fatalf("chaos: %d faults in one run; at most %d (one per kind) fit the workloads' generations", len(cfg.Faults), len(Faults))
+	}
 	began := time.Now()
 	c := clustertest.New(t, clustertest.Options{Nodes: cfg.Nodes, Configure: func(i int, nc *cluster.Config) {
 		nc.SnapshotThreshold = snapshotThreshold
