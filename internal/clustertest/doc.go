@@ -7,6 +7,11 @@
 // Every node keeps its raft log in boltdb files under the test's temp dir,
 // so a stopped node restarts on its own data.
 //
+// Faults: Partition, Isolate and Heal; CutOneWay; Delay; Pause and Resume;
+// Stop and Restart; TransferLeadership; Replace (a membership change);
+// Snapshot. internal/chaos composes them into the named faults of the
+// fault harness.
+//
 // A Cluster is bound to a testing.TB: it fails the test on setup errors and
 // stops every node in t.Cleanup.
 package clustertest
