@@ -32,17 +32,26 @@ func (q *readQuery) validate(rt *fsm.ReadTx) error {
 	return checkPage(q.MaxCount, q.Cursor)
 }
 
+// startRead decodes and checks a read's query and returns it with the
+// empty result both reads fill.
+func startRead(rt *fsm.ReadTx, payload []byte) (*readQuery, *ReadResult, error) {
+	var q readQuery
+	if err := fsm.DecodePayload(payload, &q); err != nil {
+		return nil, nil, err
+	}
+	if err := q.validate(rt); err != nil {
+		return nil, nil, err
+	}
+	return &q, &ReadResult{SchemaVersion: SchemaVersion, Cells: []CellStatus{}, Leases: []Lease{}, NowMs: rt.Now}, nil
+}
+
 // runStatus pages the tenant's cells (or reads one), with their usage.
 // With lease_id it also returns that lease.
 func runStatus(rt *fsm.ReadTx, payload []byte) (any, error) {
-	var q readQuery
-	if err := fsm.DecodePayload(payload, &q); err != nil {
+	q, res, err := startRead(rt, payload)
+	if err != nil {
 		return nil, err
 	}
-	if err := q.validate(rt); err != nil {
-		return nil, err
-	}
-	res := &ReadResult{SchemaVersion: SchemaVersion, Cells: []CellStatus{}, Leases: []Lease{}, NowMs: rt.Now}
 	if q.LeaseID != "" {
 		l, err := getLease(rt.Txn, q.TenantRef, q.LeaseID)
 		if err != nil {
@@ -93,14 +102,10 @@ func runStatus(rt *fsm.ReadTx, payload []byte) (any, error) {
 // lease id order, optionally of one cell or one lease) with the cells they
 // are on, straight from the FSM: no mirror is consulted.
 func runReconcile(rt *fsm.ReadTx, payload []byte) (any, error) {
-	var q readQuery
-	if err := fsm.DecodePayload(payload, &q); err != nil {
+	q, res, err := startRead(rt, payload)
+	if err != nil {
 		return nil, err
 	}
-	if err := q.validate(rt); err != nil {
-		return nil, err
-	}
-	res := &ReadResult{SchemaVersion: SchemaVersion, Cells: []CellStatus{}, Leases: []Lease{}, NowMs: rt.Now}
 	if q.LeaseID != "" {
 		l, err := getLease(rt.Txn, q.TenantRef, q.LeaseID)
 		if err != nil {

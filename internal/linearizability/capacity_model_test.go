@@ -49,16 +49,9 @@ var (
 	capUnknownOp = UnknownOutput{}
 )
 
-// checkCap runs porcupine on ops both as operations and as events, which
-// exercises both partition functions, and requires them to agree.
 func checkCap(t *testing.T, ops []porcupine.Operation) porcupine.CheckResult {
 	t.Helper()
-	m := CapacityModel(capCaps)
-	res := porcupine.CheckOperationsTimeout(m, ops, 5*time.Second)
-	if ev := porcupine.CheckEventsTimeout(m, toEvents(ops), 5*time.Second); ev != res {
-		t.Fatalf("operations check says %s, events check says %s", res, ev)
-	}
-	return res
+	return checkBoth(t, CapacityModel(capCaps), ops)
 }
 
 func TestCapacityModelAcceptsLinearizableHistories(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -60,40 +59,9 @@ var (
 	conceptUnkwn = UnknownOutput{}
 )
 
-// checkConcepts runs porcupine on ops and on the same history as events,
-// so both partition functions are exercised, and requires them to agree.
 func checkConcepts(t *testing.T, ops []porcupine.Operation) porcupine.CheckResult {
 	t.Helper()
-	m := ConceptsModel()
-	res := porcupine.CheckOperationsTimeout(m, ops, 5*time.Second)
-	if ev := porcupine.CheckEventsTimeout(m, conceptEvents(ops), 5*time.Second); ev != res {
-		t.Fatalf("operations check says %s, events check says %s", res, ev)
-	}
-	return res
-}
-
-// conceptEvents turns operations into a time-ordered event history, calls
-// before returns at equal times (as porcupine orders operations).
-func conceptEvents(ops []porcupine.Operation) []porcupine.Event {
-	type stamped struct {
-		t  int64
-		ev porcupine.Event
-	}
-	var all []stamped
-	for i, o := range ops {
-		all = append(all,
-			stamped{o.Call, porcupine.Event{ClientId: o.ClientId, Kind: porcupine.CallEvent, Value: o.Input, Id: i}},
-			stamped{o.Return, porcupine.Event{ClientId: o.ClientId, Kind: porcupine.ReturnEvent, Value: o.Output, Id: i}})
-	}
-	sort.SliceStable(all, func(i, j int) bool {
-		a, b := all[i], all[j]
-		return a.t < b.t || a.t == b.t && a.ev.Kind == porcupine.CallEvent && b.ev.Kind == porcupine.ReturnEvent
-	})
-	out := make([]porcupine.Event, len(all))
-	for i, s := range all {
-		out[i] = s.ev
-	}
-	return out
+	return checkBoth(t, ConceptsModel(), ops)
 }
 
 func TestConceptsModelAcceptsLinearizableHistory(t *testing.T) {

@@ -45,45 +45,9 @@ var (
 	unknown  = UnknownOutput{}
 )
 
-// checkModel runs porcupine on ops and on the same history as events, so
-// both partition functions are exercised, and requires them to agree.
 func checkModel(t *testing.T, ops []porcupine.Operation) porcupine.CheckResult {
 	t.Helper()
-	m := NodesModel()
-	res := porcupine.CheckOperationsTimeout(m, ops, 5*time.Second)
-	if ev := porcupine.CheckEventsTimeout(m, toEvents(ops), 5*time.Second); ev != res {
-		t.Fatalf("operations check says %s, events check says %s", res, ev)
-	}
-	return res
-}
-
-// toEvents turns operations into a sorted event history (calls before
-// returns at equal times, as porcupine orders operations).
-func toEvents(ops []porcupine.Operation) []porcupine.Event {
-	type stamped struct {
-		t  int64
-		ev porcupine.Event
-	}
-	var all []stamped
-	for i, o := range ops {
-		all = append(all,
-			stamped{o.Call, porcupine.Event{ClientId: o.ClientId, Kind: porcupine.CallEvent, Value: o.Input, Id: i}},
-			stamped{o.Return, porcupine.Event{ClientId: o.ClientId, Kind: porcupine.ReturnEvent, Value: o.Output, Id: i}})
-	}
-	for i := 1; i < len(all); i++ { // insertion sort: stable and small
-		for j := i; j > 0; j-- {
-			a, b := all[j-1], all[j]
-			if a.t < b.t || a.t == b.t && (a.ev.Kind == b.ev.Kind || a.ev.Kind == porcupine.CallEvent) {
-				break
-			}
-			all[j-1], all[j] = b, a
-		}
-	}
-	out := make([]porcupine.Event, len(all))
-	for i, s := range all {
-		out[i] = s.ev
-	}
-	return out
+	return checkBoth(t, NodesModel(), ops)
 }
 
 func TestNodesModelAcceptsLinearizableHistory(t *testing.T) {
