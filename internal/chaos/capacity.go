@@ -51,14 +51,6 @@ const (
 	maxHoldings = 3
 	// maxStale is how many stale tokens a client keeps to present.
 	maxStale = 8
-	// failureBackoff is how long a client (of this workload or Concepts)
-	// waits after a call that failed, as a real one would before it tries
-	// again. Without it a client whose node loses every reply at once (a
-	// cut link fails a read at once, not at the timeout) fires dozens of
-	// calls of unknown outcome at one object within milliseconds: each
-	// stays pending to the end of the object's history, and porcupine
-	// cannot decide the order of so many in time.
-	failureBackoff = 100 * time.Millisecond
 )
 
 // capacityLimits are each generation's cells (by suffix) and their
@@ -161,17 +153,11 @@ type capacityClient struct {
 	owner string
 	rng   *rand.Rand
 	steps int // names each acquire's idempotency key
-	// failed says the last call failed: the next step waits first.
-	failed bool
 
 	holdings, stale []capHolding
 }
 
 func (c *capacityClient) Step(node *cluster.Node, rec *Recorder) {
-	if c.failed {
-		c.failed = false
-		time.Sleep(failureBackoff)
-	}
 	c.steps++
 	g := rec.Generation(c.rng)
 	c.forgetBefore(g - 1)
@@ -365,7 +351,6 @@ func (c *capacityClient) status(svc *capacity.Service, cell string, rec *Recorde
 // fail records a call without a decision. A call that returned neither a
 // decision nor an error is not one the model can take.
 func (c *capacityClient) fail(call *Call, err error, write bool) {
-	c.failed = true
 	if err == nil {
 		call.Unexpected("neither a decision nor an error")
 		return

@@ -147,16 +147,9 @@ type conceptsClient struct {
 	rng   *rand.Rand
 	held  map[string]conceptHolding
 	lost  map[string]conceptHolding
-	// failed says the last call failed: the next step waits first (see
-	// failureBackoff).
-	failed bool
 }
 
 func (c *conceptsClient) Step(node *cluster.Node, rec *Recorder) {
-	if c.failed {
-		c.failed = false
-		time.Sleep(failureBackoff)
-	}
 	in, h := c.next(rec.Generation(c.rng))
 	record, out, ok := c.do(authority.NewService(node, node, c.w.policies), in, h, rec)
 	if ok && out.Outcome == lin.OutcomeStaleFence && h == c.held[in.ID] {
@@ -285,7 +278,6 @@ func (c *conceptsClient) do(svc *authority.Service, in lin.ConceptInput, h conce
 		call.Unexpected(odd.Error())
 		return nil, out, false
 	case err != nil:
-		c.failed = true
 		call.Failed(err, in.Kind != lin.ConceptGet)
 		return nil, out, false
 	}

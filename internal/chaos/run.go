@@ -181,6 +181,15 @@ func waitWrites(c *clustertest.Cluster, rec *Recorder, n int64) bool {
 	return c.Eventually(progressBound, func() bool { return rec.effective.Load() >= target })
 }
 
+// failureBackoff is how long a client waits after a step in which a call
+// failed, as a real client would before it tries again. Without it a
+// client whose node loses every reply at once (a cut link fails a read at
+// once, not at the timeout) fires dozens of calls of unknown outcome at
+// one object within milliseconds: each stays pending to the end of the
+// object's history, and porcupine cannot decide the order of so many in
+// time.
+const failureBackoff = 100 * time.Millisecond
+
 // startClients runs every client until the returned stop is called (which
 // waits for them). Client i talks to node i mod size while it runs, else
 // to another running node, as a client with a list of addresses would.
@@ -204,6 +213,9 @@ func startClients(c *clustertest.Cluster, cfg Config, rec *Recorder) (stop func(
 					continue
 				}
 				client.Step(node, rec)
+				if rec.takeFailed(i) {
+					time.Sleep(failureBackoff)
+				}
 			}
 		}()
 	}

@@ -41,7 +41,8 @@ type Workload interface {
 // Client is one client of a workload.
 type Client interface {
 	// Step runs one operation against node, recording it through rec. It
-	// bounds its own call (Recorder.OpContext).
+	// bounds its own call (Recorder.OpContext). After a step in which a
+	// call failed, the harness waits before the next (failureBackoff).
 	Step(node *cluster.Node, rec *Recorder)
 }
 
@@ -59,10 +60,11 @@ type Recorder struct {
 	unknown  map[string]int // error code of writes with an unknown outcome
 	dropped  map[string]int // "read" or "write" that certainly had no effect
 	odd      []string       // errors that are neither decided nor unavailable
+	failed   map[int]bool   // clients whose last step had a call fail
 }
 
 func newRecorder(h *linearizability.History, opTimeout time.Duration) *Recorder {
-	return &Recorder{h: h, opTimeout: opTimeout, outcomes: map[string]int{}, unknown: map[string]int{}, dropped: map[string]int{}}
+	return &Recorder{h: h, opTimeout: opTimeout, outcomes: map[string]int{}, unknown: map[string]int{}, dropped: map[string]int{}, failed: map[int]bool{}}
 }
 
 // OpContext is the context one operation runs under: it ends after the
@@ -91,14 +93,15 @@ func (r *Recorder) Generation(rng *rand.Rand) int {
 // Call records that client is about to call an operation with input (a
 // model input). Take it immediately before the call.
 func (r *Recorder) Call(client int, input any) *Call {
-	return &Call{r: r, op: r.h.Call(client, input), input: input}
+	return &Call{r: r, op: r.h.Call(client, input), client: client, input: input}
 }
 
 // Call is one recorded operation; Decided or Failed resolves it.
 type Call struct {
-	r     *Recorder
-	op    *linearizability.Op
-	input any
+	r      *Recorder
+	op     *linearizability.Op
+	client int
+	input  any
 }
 
 // Decided records the call's decided output (a model output). outcome
@@ -124,6 +127,7 @@ func (c *Call) Failed(err error, write bool) {
 	c.op.Fail(err, write)
 	c.r.mu.Lock()
 	defer c.r.mu.Unlock()
+	c.r.failed[c.client] = true
 	if !errors.Is(err, errs.Unavailable) {
 		c.r.odd = append(c.r.odd, fmt.Sprintf("%+v: %v", c.input, err))
 	}
@@ -144,18 +148,18 @@ func (c *Call) Unexpected(what string) {
 	c.op.Drop()
 	c.r.mu.Lock()
 	defer c.r.mu.Unlock()
+	c.r.failed[c.client] = true
 	c.r.odd = append(c.r.odd, fmt.Sprintf("%+v: %s", c.input, what))
 }
 
-// Outcomes is how many decided calls had each outcome label.
-func (r *Recorder) Outcomes() map[string]int {
+// takeFailed reports whether a call of client failed since the last
+// time it was asked, and forgets it.
+func (r *Recorder) takeFailed(client int) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make(map[string]int, len(r.outcomes))
-	for k, v := range r.outcomes {
-		out[k] = v
-	}
-	return out
+	failed := r.failed[client]
+	delete(r.failed, client)
+	return failed
 }
 
 func (r *Recorder) unexpected() []string {
