@@ -174,53 +174,64 @@ func (fw *frameWriter) frame(kind byte, v any) {
 // checks, so a bad snapshot leaves the old state untouched.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	db, hdr, err := f.readState(bufio.NewReaderSize(rc, 256<<10))
+	st, err := f.readState(bufio.NewReaderSize(rc, 256<<10))
 	if err != nil {
 		return err
 	}
-	f.db.Store(db)
-	f.applied.Store(hdr.Index)
+	f.db.Store(st.db)
+	f.applied.Store(st.hdr.Index)
 	f.broadcast()
 	return nil
 }
 
-func (f *FSM) readState(r io.Reader) (*memdb.MemDB, *snapHeader, error) {
+// loadedState is a snapshot stream read to its end and checked: the
+// state it holds, built aside, and what it says about itself.
+type loadedState struct {
+	db     *memdb.MemDB
+	hdr    snapHeader
+	counts []TableRows // rows per table, in stream order
+	rows   uint64
+	sum    [32]byte // the trailer, which is the state hash
+}
+
+func (f *FSM) readState(r io.Reader) (*loadedState, error) {
 	h := sha256.New()
 	fr := &frameReader{r: io.TeeReader(r, h)}
 	magic := make([]byte, len(snapMagic))
 	if _, err := io.ReadFull(fr.r, magic); err != nil || !bytes.Equal(magic, snapMagic) {
-		return nil, nil, fmt.Errorf("%w: not an Arbiter snapshot (or unknown format)", ErrSnapshot)
+		return nil, fmt.Errorf("%w: not an Arbiter snapshot (or unknown format)", ErrSnapshot)
 	}
-	var hdr snapHeader
-	if err := fr.expect('H', &hdr); err != nil {
-		return nil, nil, err
+	st := &loadedState{}
+	hdr := &st.hdr
+	if err := fr.expect('H', hdr); err != nil {
+		return nil, err
 	}
 	if hdr.Format != snapFormat {
-		return nil, nil, fmt.Errorf("%w: unknown format %d", ErrSnapshot, hdr.Format)
+		return nil, fmt.Errorf("%w: unknown format %d", ErrSnapshot, hdr.Format)
 	}
 	db, err := memdb.NewMemDB(f.schema)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", ErrSnapshot, err)
+		return nil, fmt.Errorf("%w: %v", ErrSnapshot, err)
 	}
 	txn := db.Txn(true)
 	defer txn.Abort()
-	var rows uint64
 	for _, name := range hdr.Tables {
 		t, ok := f.table(name)
 		if !ok {
-			return nil, nil, fmt.Errorf("%w: unknown table %q", ErrSnapshot, name)
+			return nil, fmt.Errorf("%w: unknown table %q", ErrSnapshot, name)
 		}
 		var got string
 		if err := fr.expect('T', &got); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if got != name {
-			return nil, nil, fmt.Errorf("%w: table %q where %q was announced", ErrSnapshot, got, name)
+			return nil, fmt.Errorf("%w: table %q where %q was announced", ErrSnapshot, got, name)
 		}
+		st.counts = append(st.counts, TableRows{Name: name})
 		for {
 			kind, body, err := fr.next()
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			if kind != 'R' {
 				fr.unread(kind, body)
@@ -228,47 +239,51 @@ func (f *FSM) readState(r io.Reader) (*memdb.MemDB, *snapHeader, error) {
 			}
 			row := t.New()
 			if err := log.Unmarshal(body, row); err != nil {
-				return nil, nil, fmt.Errorf("%w: table %s row: %v", ErrSnapshot, name, err)
+				return nil, fmt.Errorf("%w: table %s row: %v", ErrSnapshot, name, err)
 			}
 			if err := txn.Insert(name, row); err != nil {
-				return nil, nil, fmt.Errorf("%w: table %s row: %v", ErrSnapshot, name, err)
+				return nil, fmt.Errorf("%w: table %s row: %v", ErrSnapshot, name, err)
 			}
-			rows++
+			st.counts[len(st.counts)-1].Rows++
+			st.rows++
 		}
 	}
 	var count uint64
 	if err := fr.expect('E', &count); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	if count != rows {
-		return nil, nil, fmt.Errorf("%w: %d rows, trailer says %d", ErrSnapshot, rows, count)
+	if count != st.rows {
+		return nil, fmt.Errorf("%w: %d rows, trailer says %d", ErrSnapshot, st.rows, count)
 	}
-	if err := checkTrailer(r, h); err != nil {
-		return nil, nil, err
+	if st.sum, err = checkTrailer(r, h); err != nil {
+		return nil, err
 	}
 	if raw, _ := txn.First(tableMeta, "id", tableMeta); raw == nil {
-		return nil, nil, fmt.Errorf("%w: no meta row", ErrSnapshot)
+		return nil, fmt.Errorf("%w: no meta row", ErrSnapshot)
 	} else if m := raw.(*meta); m.Index != hdr.Index || m.Now != hdr.Now {
-		return nil, nil, fmt.Errorf("%w: header and meta row disagree", ErrSnapshot)
+		return nil, fmt.Errorf("%w: header and meta row disagree", ErrSnapshot)
 	}
 	txn.Commit()
-	return db, &hdr, nil
+	st.db = db
+	return st, nil
 }
 
-func checkTrailer(r io.Reader, h hash.Hash) error {
+// checkTrailer reads the trailer and checks it against h, the hash of
+// everything before it; it returns the trailer.
+func checkTrailer(r io.Reader, h hash.Hash) ([32]byte, error) {
 	var want [32]byte
 	h.Sum(want[:0])
 	var got [32]byte
 	if _, err := io.ReadFull(r, got[:]); err != nil {
-		return fmt.Errorf("%w: missing trailer", ErrSnapshot)
+		return got, fmt.Errorf("%w: missing trailer", ErrSnapshot)
 	}
 	if got != want {
-		return fmt.Errorf("%w: checksum mismatch", ErrSnapshot)
+		return got, fmt.Errorf("%w: checksum mismatch", ErrSnapshot)
 	}
 	if n, _ := r.Read(make([]byte, 1)); n != 0 {
-		return fmt.Errorf("%w: data after trailer", ErrSnapshot)
+		return got, fmt.Errorf("%w: data after trailer", ErrSnapshot)
 	}
-	return nil
+	return got, nil
 }
 
 func (f *FSM) table(name string) (Table, bool) {

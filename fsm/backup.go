@@ -1,0 +1,129 @@
+package fsm
+
+import (
+	"bufio"
+	"encoding/hex"
+	"fmt"
+	"io"
+)
+
+// Backups are snapshot streams kept outside raft: saved from a running
+// cluster (WriteSnapshot), checked and described offline
+// (InspectSnapshot), and restored into a cluster, the same one or another
+// (PrepareRestore, then raft's user restore).
+
+// SnapshotInfo describes a snapshot stream that was read to its end and
+// checked exactly as Restore checks one. It holds counts and hashes only:
+// no row, so nothing a tenant stored, is ever printed from a backup.
+type SnapshotInfo struct {
+	Format int `json:"format"`
+	// Index and FSMTimeMs are the applied index and FSM time of the state.
+	Index     uint64 `json:"index"`
+	FSMTimeMs int64  `json:"fsm_time_ms"`
+	Bytes     int64  `json:"bytes"`
+	Rows      uint64 `json:"rows"`
+	// Tables lists every table of the stream with its row count.
+	Tables []TableRows `json:"tables"`
+	// StateHash is the hex SHA-256 of the stream, which equals the
+	// StateHash of a replica holding that state.
+	StateHash string `json:"state_hash"`
+}
+
+// TableRows is the row count of one table.
+type TableRows struct {
+	Name string `json:"name"`
+	Rows uint64 `json:"rows"`
+}
+
+// InspectSnapshot reads a whole snapshot stream, checks it (format, frame
+// and row bounds, every row's decoding, the row count and the checksum)
+// and describes it. The FSM's own state is not touched.
+func (f *FSM) InspectSnapshot(r io.Reader) (*SnapshotInfo, error) {
+	cr := &countingReader{r: r}
+	st, err := f.readState(bufio.NewReaderSize(cr, 256<<10))
+	if err != nil {
+		return nil, err
+	}
+	return st.info(cr.n), nil
+}
+
+// PrepareRestore reads a backup from r, checks it as InspectSnapshot does,
+// and writes to w the stream a cluster should restore: the backup's data
+// with what describes the cluster rather than the data taken from this
+// FSM's current state instead.
+//
+//   - Members: a backup taken on other hosts must not replace this
+//     cluster's addresses, or no node could forward to the leader.
+//   - Applied index and FSM time: each is the larger of the two, so
+//     neither ever moves backwards on a replica (leases keep expiring on
+//     the cluster's clock, not the backup's).
+//   - Change feed: emptied, with sequences past every one this cluster
+//     and the backup have issued, so every consumer's cursor answers
+//     cursor_expired and the consumer resyncs instead of silently reading
+//     a history that no longer matches the state.
+//
+// The returned info describes the backup as read. Every replica restores
+// the bytes written to w, so they all hold the same state.
+func (f *FSM) PrepareRestore(r io.Reader, w io.Writer) (*SnapshotInfo, error) {
+	cr := &countingReader{r: r}
+	st, err := f.readState(bufio.NewReaderSize(cr, 256<<10))
+	if err != nil {
+		return nil, err
+	}
+	info := st.info(cr.n)
+
+	cur := f.db.Load().Txn(false)
+	txn := st.db.Txn(true)
+	defer txn.Abort()
+	if _, err := txn.DeleteAll(tableMembers, "id"); err != nil {
+		return nil, fmt.Errorf("fsm: restore: members: %w", err)
+	}
+	it, err := cur.Get(tableMembers, "id")
+	if err != nil {
+		return nil, fmt.Errorf("fsm: restore: members: %w", err)
+	}
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		m := *raw.(*Member)
+		if err := txn.Insert(tableMembers, &m); err != nil {
+			return nil, fmt.Errorf("fsm: restore: members: %w", err)
+		}
+	}
+	if _, err := txn.DeleteAll(tableChanges, "id"); err != nil {
+		return nil, fmt.Errorf("fsm: restore: change feed: %w", err)
+	}
+	now, backup := readMeta(cur), readMeta(txn)
+	backup.Index = max(backup.Index, now.Index)
+	backup.Now = max(backup.Now, now.Now)
+	backup.LastSeq = max(backup.LastSeq, now.LastSeq) + 1
+	backup.FirstSeq = backup.LastSeq + 1
+	writeMeta(txn, backup)
+	txn.Commit()
+
+	if _, err := f.writeState(w, st.db.Txn(false)); err != nil {
+		return nil, err
+	}
+	return info, nil
+}
+
+func (st *loadedState) info(bytes int64) *SnapshotInfo {
+	return &SnapshotInfo{
+		Format:    st.hdr.Format,
+		Index:     st.hdr.Index,
+		FSMTimeMs: st.hdr.Now,
+		Bytes:     bytes,
+		Rows:      st.rows,
+		Tables:    st.counts,
+		StateHash: hex.EncodeToString(st.sum[:]),
+	}
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
