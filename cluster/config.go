@@ -89,6 +89,10 @@ type Config struct {
 	// acknowledged writes. For benchmarks and tests only.
 	NoSyncUnsafe bool
 
+	// MaxRestoreBytes bounds a backup uploaded to POST
+	// /v1/cluster/restore.
+	MaxRestoreBytes int64
+
 	// HTTP server limits.
 	MaxConcurrentRequests int
 	ReadHeaderTimeout     time.Duration
@@ -135,6 +139,7 @@ func DefaultConfig() Config {
 		SnapshotInterval:      30 * time.Second,
 		SnapshotThreshold:     8192,
 		TrailingLogs:          10240,
+		MaxRestoreBytes:       1 << 30,
 		MaxConcurrentRequests: 1024,
 		ReadHeaderTimeout:     5 * time.Second,
 		ReadTimeout:           30 * time.Second,
@@ -206,6 +211,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxConcurrentRequests < 1 {
 		bad("MaxConcurrentRequests must be positive")
+	}
+	if c.MaxRestoreBytes < 1 {
+		bad("MaxRestoreBytes must be positive")
 	}
 	if c.TLS != nil {
 		if err := c.TLS.validate(); err != nil {

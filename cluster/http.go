@@ -65,6 +65,8 @@ func (n *Node) routes(mux *http.ServeMux) {
 	handle("GET /v1/cluster/state-hash", accessAdmin, n.handleStateHash)
 	handle("POST /v1/cluster/join", accessAdmin, n.handleJoin)
 	handle("POST /v1/cluster/remove", accessAdmin, n.handleRemove)
+	handle("GET /v1/cluster/snapshot", accessAdmin, n.handleSnapshot)
+	handle("POST /v1/cluster/restore", accessAdmin, n.handleRestore)
 	member("POST /v1/commands", n.handleCommand)
 	member("POST /v1/queries", n.handleQuery)
 	handle("POST /v1/internal/apply", accessPeer, n.handleInternalApply)

@@ -41,6 +41,8 @@ type Node struct {
 	raftAddr       string // advertised raft address
 	apiAddr        string // advertised API host:port
 	sem            chan struct{}
+	// restoring admits one restore at a time.
+	restoring sync.Mutex
 
 	// readyTerm is the term in which this node, as leader, has committed
 	// its first entry; linearizable reads are served only in that term.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -115,8 +116,13 @@ func TestPrepareRestoreKeepsTheClusterAndMovesForward(t *testing.T) {
 		t.Fatalf("applied index %d after restore, want %d", restored.AppliedIndex(), liveMeta.index)
 	}
 	for _, after := range []uint64{0, feed.Next, feed.LastSeq} {
-		if _, err := changes(t, r, after, 10); errs.CodeOf(err) != errs.CodeCursorExpired {
-			t.Errorf("cursor %d issued before the restore: %v, want cursor_expired", after, err)
+		_, err := changes(t, r, after, 10)
+		if errs.CodeOf(err) != errs.CodeCursorExpired {
+			t.Fatalf("cursor %d issued before the restore: %v, want cursor_expired", after, err)
+		}
+		// The error says where to resume.
+		if d := errs.From(err).Detail; fmt.Sprint(d["last_seq"]) != fmt.Sprint(feed.LastSeq+1) {
+			t.Errorf("cursor_expired detail %v, want last_seq %d", d, feed.LastSeq+1)
 		}
 	}
 	// The feed restarts empty, one sequence past every one issued.

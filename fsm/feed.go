@@ -86,7 +86,11 @@ func readChanges(txn *memdb.Txn, req ChangesRequest, p log.Principal) (*ChangesP
 		return nil, errs.Errorf(errs.CodeInvalid, "cursor %d is ahead of the feed (last %d)", req.After, m.LastSeq)
 	}
 	if req.After+1 < m.FirstSeq {
-		return nil, errs.Errorf(errs.CodeCursorExpired, "events after %d were pruned; oldest retained is %d", req.After, m.FirstSeq)
+		// The detail says where to resume once the consumer has resynced
+		// from a fresh read: after last_seq.
+		e := errs.Errorf(errs.CodeCursorExpired, "events after %d were pruned; oldest retained is %d", req.After, m.FirstSeq)
+		e.Detail = map[string]any{"first_seq": m.FirstSeq, "last_seq": m.LastSeq}
+		return nil, e
 	}
 	page := &ChangesPage{Events: []Event{}, Next: req.After, LastSeq: m.LastSeq}
 	it, err := txn.LowerBound(tableChanges, "id", req.After+1)

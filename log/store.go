@@ -89,7 +89,8 @@ func OpenStores(dir string, opt StoreOptions) (*Stores, error) {
 // raft's file store writes each into "snapshots/<id>.tmp" and renames it
 // when complete, but never deletes a .tmp it finds at start (it only
 // warns), so a node killed mid-snapshot would keep the partial copy
-// forever, and frequent crashes would fill the disk. No snapshot can be
+// forever, and frequent crashes would fill the disk. A restore prepares
+// its stream there too (cluster.Node.Restore). No snapshot can be
 // in progress while the stores are being opened.
 func removePartialSnapshots(dir string) error {
 	partial, err := filepath.Glob(filepath.Join(dir, "snapshots", "*.tmp"))

@@ -1,0 +1,206 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/hashicorp/raft"
+)
+
+// Backup and restore of the whole replicated state, for disaster recovery
+// and for moving a cluster to other hosts. A backup is the FSM's snapshot
+// stream (fsm/snapshot.go); it carries its own checksum, so a backup can be
+// checked offline (fsm.FSM.InspectSnapshot, `arbiter snapshot inspect`).
+
+// Backup writes a snapshot of the state to w. It runs on the leader only,
+// after a read barrier, so the backup holds every write acknowledged
+// before the call; a follower answers unavailable and names the leader.
+func (n *Node) Backup(ctx context.Context, w io.Writer) error {
+	if err := n.mustLead("backup"); err != nil {
+		return err
+	}
+	ctx, cancel := n.withTimeout(ctx)
+	defer cancel()
+	if err := n.linearize(ctx); err != nil {
+		return err
+	}
+	return n.fsm.WriteSnapshot(w)
+}
+
+// RestoreResult describes a completed restore.
+type RestoreResult struct {
+	// Backup describes the backup as it was read.
+	Backup fsm.SnapshotInfo `json:"backup"`
+	// Index is the index of the first entry applied after the restore;
+	// every replica's state from there on starts from the backup's.
+	Index uint64 `json:"index"`
+}
+
+// Restore replaces the cluster's state with the backup read from r. It
+// runs on the leader only, one at a time. The whole backup is read and
+// checked before anything changes, so a damaged or foreign one is refused
+// (invalid) and the state stays as it was.
+//
+// What the restored state keeps from the cluster rather than the backup
+// is listed at fsm.FSM.PrepareRestore: members, an index and clock that
+// never go backwards, and a change feed that expires every old cursor.
+// Everything else rolls back to the backup, fences included: a fenced
+// sink that remembers a fence issued after the backup refuses the
+// re-issued lower ones until new fences pass it, which errs on the side of
+// safety. Writes in flight when the restore starts fail with an unknown
+// outcome.
+func (n *Node) Restore(ctx context.Context, r io.Reader) (*RestoreResult, error) {
+	if err := n.mustLead("restore"); err != nil {
+		return nil, err
+	}
+	if !n.restoring.TryLock() {
+		return nil, errs.New(errs.CodeConflict, "a restore is already running on this node")
+	}
+	defer n.restoring.Unlock()
+
+	// In the snapshot directory, the stream is a *.tmp that the next start
+	// removes if a crash leaves it behind (log.OpenStores).
+	dir := ""
+	if n.cfg.DataDir != "" {
+		dir = filepath.Join(n.cfg.DataDir, "snapshots")
+	}
+	prepared, err := os.CreateTemp(dir, "restore-*.tmp")
+	if err != nil {
+		return nil, errs.Errorf(errs.CodeInternal, "restore: %v", err)
+	}
+	defer func() {
+		prepared.Close()
+		os.Remove(prepared.Name())
+	}()
+	buf := bufio.NewWriterSize(prepared, 256<<10)
+	info, err := n.fsm.PrepareRestore(r, buf)
+	if errors.Is(err, fsm.ErrSnapshot) {
+		return nil, errs.Errorf(errs.CodeInvalid, "restore: %v", err)
+	}
+	if err == nil {
+		err = buf.Flush()
+	}
+	var size int64
+	if err == nil {
+		size, err = prepared.Seek(0, io.SeekCurrent)
+	}
+	if err == nil {
+		_, err = prepared.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		return nil, errs.From(fmt.Errorf("restore: %w", err))
+	}
+
+	// raft stores the stream as a snapshot at an index past its log, makes
+	// the FSM restore it, and sends it to every follower, which have to
+	// install it since the log has a hole there. Index 0 lets raft pick.
+	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Size: size}
+	if err := n.raft.Restore(meta, prepared, n.cfg.ApplyTimeout); err != nil {
+		return nil, raftError("restore", err)
+	}
+	n.logger.Warn("restored the state from a backup",
+		"backup_index", info.Index, "backup_state_hash", info.StateHash, "rows", info.Rows)
+
+	// raft ends a restore with a no-op the FSM never sees; a tick moves the
+	// FSM's applied index past it, so that linearizable reads resume now
+	// rather than at the next write.
+	res, err := n.tick(ctx)
+	if err != nil {
+		return nil, errs.From(fmt.Errorf("restore done, but the first entry after it failed: %w", err))
+	}
+	return &RestoreResult{Backup: *info, Index: res.Index}, nil
+}
+
+// mustLead refuses an operation that only the leader runs, naming the
+// leader so that a client can go there.
+func (n *Node) mustLead(op string) error {
+	if n.raft == nil {
+		return errs.New(errs.CodeUnavailable, "node is not started")
+	}
+	if n.IsLeader() {
+		return nil
+	}
+	if id, api := n.leaderAPI(); id != "" {
+		return errs.Errorf(errs.CodeUnavailable, "%s runs on the leader: %s at %s", op, id, api)
+	}
+	return errs.Errorf(errs.CodeUnavailable, "%s runs on the leader, and there is none now", op)
+}
+
+// backupTransferTimeout bounds sending or receiving a backup over HTTP,
+// in place of the server's read and write timeouts, which are sized for
+// ordinary requests.
+const backupTransferTimeout = 15 * time.Minute
+
+// handleSnapshot streams a backup. A failure after the first byte cannot
+// change the status any more; the connection is cut instead, and the
+// client sees a truncated stream, which fails its checksum.
+func (n *Node) handleSnapshot(w http.ResponseWriter, r *http.Request) {
+	if err := n.mustLead("backup"); err != nil {
+		writeError(w, err)
+		return
+	}
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(backupTransferTimeout))
+	w.Header().Set("Content-Type", "application/octet-stream")
+	bw := &firstWrite{w: w}
+	if err := n.Backup(r.Context(), bw); err != nil {
+		if !bw.wrote {
+			writeError(w, err)
+			return
+		}
+		n.logger.Error("backup stream failed midway", "error", err)
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// handleRestore restores the backup in the request body (at most
+// MaxRestoreBytes).
+func (n *Node) handleRestore(w http.ResponseWriter, r *http.Request) {
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(backupTransferTimeout))
+	body := &bodyReader{r: http.MaxBytesReader(w, r.Body, n.cfg.MaxRestoreBytes)}
+	res, err := n.Restore(r.Context(), body)
+	// The snapshot reader reports a cut body as a truncated stream; say
+	// why it was cut.
+	var tooBig *http.MaxBytesError
+	if err != nil && errors.As(body.err, &tooBig) {
+		err = errs.Errorf(errs.CodeTooLarge, "backup exceeds %d bytes (MaxRestoreBytes)", n.cfg.MaxRestoreBytes)
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// bodyReader keeps the first read error other than EOF.
+type bodyReader struct {
+	r   io.Reader
+	err error
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF && b.err == nil {
+		b.err = err
+	}
+	return n, err
+}
+
+// firstWrite records whether anything was written.
+type firstWrite struct {
+	w     io.Writer
+	wrote bool
+}
+
+func (f *firstWrite) Write(p []byte) (int, error) {
+	f.wrote = f.wrote || len(p) > 0
+	return f.w.Write(p)
+}

@@ -1,0 +1,151 @@
+package cluster_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/arbiterhq/arbiter/cluster"
+	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/internal/clustertest"
+)
+
+// memberAddrs lists the members a node knows, with their addresses.
+func memberAddrs(n *cluster.Node) string {
+	var out []string
+	for _, m := range n.Status().Members {
+		out = append(out, m.ID+"@"+m.RaftAddr+"/"+m.APIAddr)
+	}
+	slices.Sort(out)
+	return strings.Join(out, " ")
+}
+
+// A backup taken from one cluster through a follower's address restores
+// into another cluster: every replica there holds the backup's data and
+// nothing written before the restore, keeps its own members (so
+// forwarding still works), and serves reads and writes right away.
+func TestBackupRestoresIntoAnotherCluster(t *testing.T) {
+	ctx := context.Background()
+	a := clustertest.New(t, clustertest.Options{Nodes: 3})
+	aLeader := a.WaitLeader(10 * time.Second)
+	for k := 0; k < 50; k++ {
+		if _, err := nodesOf(a, aLeader).CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: fmt.Sprintf("a-%02d", k), Labels: []string{"from-a"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var backup bytes.Buffer
+	if err := cluster.NewRemote(a.Node((aLeader + 1) % 3).APIAddr()).Snapshot(ctx, &backup); err != nil {
+		t.Fatalf("snapshot through a follower's address: %v", err)
+	}
+	info, err := a.Node(aLeader).FSM().InspectSnapshot(bytes.NewReader(backup.Bytes()))
+	if err != nil {
+		t.Fatalf("the backup does not inspect: %v", err)
+	}
+
+	b := clustertest.New(t, clustertest.Options{Nodes: 3})
+	bLeader := b.WaitLeader(10 * time.Second)
+	if _, err := nodesOf(b, bLeader).CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: "b-only"}); err != nil {
+		t.Fatal(err)
+	}
+	// Once every member has registered its API address.
+	if !b.Eventually(10*time.Second, func() bool { return !strings.Contains(memberAddrs(b.Node(bLeader))+" ", "/ ") }) {
+		t.Fatalf("members never registered their API addresses: %s", memberAddrs(b.Node(bLeader)))
+	}
+	bMembers := memberAddrs(b.Node(bLeader))
+	bIndex := b.Node(bLeader).FSM().AppliedIndex()
+
+	res, err := cluster.NewRemote(b.Node((bLeader + 2) % 3).APIAddr()).Restore(ctx, bytes.NewReader(backup.Bytes()))
+	if err != nil {
+		t.Fatalf("restore: %v", err)
+	}
+	if res.Backup.StateHash != info.StateHash || res.Backup.Rows != info.Rows || res.Index <= bIndex {
+		t.Fatalf("restore result %+v; backup %+v, cluster was at index %d", res, info, bIndex)
+	}
+	b.WaitConverged(20 * time.Second)
+	for i := 0; i < 3; i++ {
+		page, err := nodesOf(b, i).ByLabel(ctx, fsm.LabelQuery{Label: "from-a", Limit: 128}, fsm.Stale)
+		if err != nil || len(page.Nodes) != 50 {
+			t.Fatalf("node %d holds %d of the backup's 50 nodes (%v)", i, len(page.Nodes), err)
+		}
+		if _, err := nodesOf(b, i).Get(ctx, "b-only", fsm.Stale); errs.CodeOf(err) != errs.CodeNotFound {
+			t.Fatalf("node %d still has what was written before the restore: %v", i, err)
+		}
+		if got := memberAddrs(b.Node(i)); got != bMembers {
+			t.Fatalf("node %d's members after restore:\n%s\nwant the cluster's own:\n%s", i, got, bMembers)
+		}
+		if idx := b.Node(i).FSM().AppliedIndex(); idx < res.Index {
+			t.Fatalf("node %d applied index %d, behind the restore's %d", i, idx, res.Index)
+		}
+	}
+	// Through a follower: forwarding finds the leader by the kept members;
+	// a linearizable read does not wait for some later write.
+	follower := nodesOf(b, (b.WaitLeader(10*time.Second)+1)%3)
+	if _, err := follower.CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: "after-restore"}); err != nil {
+		t.Fatalf("write through a follower after the restore: %v", err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := follower.Get(rctx, "a-00", fsm.Linearizable); err != nil {
+		t.Fatalf("linearizable read after the restore: %v", err)
+	}
+}
+
+// A restore that cannot be taken changes nothing: a damaged backup is
+// invalid, one over MaxRestoreBytes too_large, one sent to a follower's
+// Node unavailable, naming the leader.
+func TestRestoreRefusalsChangeNothing(t *testing.T) {
+	ctx := context.Background()
+	const limit = 64 << 10
+	c := clustertest.New(t, clustertest.Options{Nodes: 3, Configure: func(_ int, cfg *cluster.Config) {
+		cfg.MaxRestoreBytes = limit
+	}})
+	leader := c.WaitLeader(10 * time.Second)
+	if _, err := nodesOf(c, leader).CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: "kept"}); err != nil {
+		t.Fatal(err)
+	}
+	var good bytes.Buffer
+	if err := c.Node(leader).Backup(ctx, &good); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nodesOf(c, leader).CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: "after-backup"}); err != nil {
+		t.Fatal(err)
+	}
+	damaged := slices.Clone(good.Bytes())
+	damaged[len(damaged)/2] ^= 0xff
+	remote := cluster.NewRemote(c.Node((leader + 1) % 3).APIAddr())
+	for name, tc := range map[string]struct {
+		body []byte
+		want errs.Code
+	}{
+		"damaged":   {damaged, errs.CodeInvalid},
+		"truncated": {good.Bytes()[:good.Len()-1], errs.CodeInvalid},
+		"not one":   {[]byte(`{"records": []}`), errs.CodeInvalid},
+		// A stream whose header frame claims 1 MiB is read past the limit.
+		"too large": {append(append(good.Bytes()[:8:8], 'H', 0, 0x10, 0, 0), make([]byte, 2*limit)...), errs.CodeTooLarge},
+	} {
+		if _, err := remote.Restore(ctx, bytes.NewReader(tc.body)); errs.CodeOf(err) != tc.want {
+			t.Errorf("%s backup: %v, want %s", name, err, tc.want)
+		}
+	}
+	follower := c.Node((leader + 1) % 3)
+	_, err := follower.Restore(ctx, bytes.NewReader(good.Bytes()))
+	if errs.CodeOf(err) != errs.CodeUnavailable || !strings.Contains(err.Error(), c.Node(leader).ID()) {
+		t.Errorf("restore on a follower's Node: %v, want unavailable naming leader %s", err, c.Node(leader).ID())
+	}
+	if err := follower.Backup(ctx, &bytes.Buffer{}); errs.CodeOf(err) != errs.CodeUnavailable {
+		t.Errorf("backup on a follower's Node: %v, want unavailable", err)
+	}
+	// The backup does not hold after-backup: had any refused restore been
+	// applied, it would be gone.
+	c.WaitConverged(10 * time.Second)
+	for i := 0; i < 3; i++ {
+		if _, err := nodesOf(c, i).Get(ctx, "after-backup", fsm.Stale); err != nil {
+			t.Fatalf("node %d lost a write to a refused restore: %v", i, err)
+		}
+	}
+}

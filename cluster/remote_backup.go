@@ -1,0 +1,84 @@
+package cluster
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/arbiterhq/arbiter/errs"
+)
+
+// Snapshot writes a backup of the cluster's state to w. Backups are taken
+// on the leader, which Snapshot finds through the status of whichever node
+// answers. What w receives is checked only by its trailer: keep it only
+// once fsm.FSM.InspectSnapshot accepts it (`arbiter snapshot save` does).
+func (r *Remote) Snapshot(ctx context.Context, w io.Writer) error {
+	base, err := r.leaderBase(ctx)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := r.boundTransfer(ctx)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/cluster/snapshot", nil)
+	if err != nil {
+		return errs.Errorf(errs.CodeInvalid, "%v", err)
+	}
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return transportError(req.URL.String(), err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxReplyBytes))
+		return replyError(req.URL.String(), resp.StatusCode, raw)
+	}
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		return errs.Errorf(errs.CodeUnavailable, "%s: reading the backup: %v", req.URL, err)
+	}
+	return nil
+}
+
+// Restore replaces the cluster's state with the backup read from body
+// (see Node.Restore), on the leader.
+func (r *Remote) Restore(ctx context.Context, body io.Reader) (*RestoreResult, error) {
+	base, err := r.leaderBase(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := r.boundTransfer(ctx)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/cluster/restore", body)
+	if err != nil {
+		return nil, errs.Errorf(errs.CodeInvalid, "%v", err)
+	}
+	req.Header.Set("Content-Type", "application/octet-stream")
+	var res RestoreResult
+	if err := doJSON(r.client, req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// leaderBase is the base URL of the leader's API, in the scheme of the
+// configured addresses.
+func (r *Remote) leaderBase(ctx context.Context) (string, error) {
+	st, err := r.Status(ctx)
+	if err != nil {
+		return "", err
+	}
+	if st.LeaderAPIAddr == "" {
+		return "", errs.Errorf(errs.CodeUnavailable, "node %s knows no leader API address", st.NodeID)
+	}
+	scheme, _, _ := strings.Cut(r.bases[0], "://")
+	return scheme + "://" + st.LeaderAPIAddr, nil
+}
+
+// boundTransfer bounds a backup transfer whose context has no deadline;
+// backups outgrow the timeout of ordinary calls.
+func (r *Remote) boundTransfer(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, backupTransferTimeout)
+}
