@@ -39,7 +39,7 @@ func TestBackupRestoresIntoAnotherCluster(t *testing.T) {
 		}
 	}
 	var backup bytes.Buffer
-	if err := cluster.NewRemote(a.Node((aLeader + 1) % 3).APIAddr()).Snapshot(ctx, &backup); err != nil {
+	if err := cluster.NewRemote(a.Node((aLeader+1)%3).APIAddr()).Snapshot(ctx, &backup); err != nil {
 		t.Fatalf("snapshot through a follower's address: %v", err)
 	}
 	info, err := a.Node(aLeader).FSM().InspectSnapshot(bytes.NewReader(backup.Bytes()))
@@ -59,7 +59,7 @@ func TestBackupRestoresIntoAnotherCluster(t *testing.T) {
 	bMembers := memberAddrs(b.Node(bLeader))
 	bIndex := b.Node(bLeader).FSM().AppliedIndex()
 
-	res, err := cluster.NewRemote(b.Node((bLeader + 2) % 3).APIAddr()).Restore(ctx, bytes.NewReader(backup.Bytes()))
+	res, err := cluster.NewRemote(b.Node((bLeader+2)%3).APIAddr()).Restore(ctx, bytes.NewReader(backup.Bytes()))
 	if err != nil {
 		t.Fatalf("restore: %v", err)
 	}
