@@ -24,8 +24,9 @@ import (
 // Backup writes a snapshot of the state to w. It runs on the leader only,
 // after a read barrier, so the backup holds every write acknowledged
 // before the call; a follower answers unavailable and names the leader.
+// During an election it waits for one, as proposals do.
 func (n *Node) Backup(ctx context.Context, w io.Writer) error {
-	if err := n.mustLead("backup"); err != nil {
+	if err := n.mustLead(ctx, "backup"); err != nil {
 		return err
 	}
 	ctx, cancel := n.withTimeout(ctx)
@@ -59,7 +60,7 @@ type RestoreResult struct {
 // safety. Writes in flight when the restore starts fail with an unknown
 // outcome.
 func (n *Node) Restore(ctx context.Context, r io.Reader) (*RestoreResult, error) {
-	if err := n.mustLead("restore"); err != nil {
+	if err := n.mustLead(ctx, "restore"); err != nil {
 		return nil, err
 	}
 	if !n.restoring.TryLock() {
@@ -82,7 +83,7 @@ func (n *Node) Restore(ctx context.Context, r io.Reader) (*RestoreResult, error)
 		os.Remove(prepared.Name())
 	}()
 	buf := bufio.NewWriterSize(prepared, 256<<10)
-	info, err := n.fsm.PrepareRestore(r, buf)
+	info, index, err := n.fsm.PrepareRestore(r, buf)
 	if errors.Is(err, fsm.ErrSnapshot) {
 		return nil, errs.Errorf(errs.CodeInvalid, "restore: %v", err)
 	}
@@ -100,10 +101,11 @@ func (n *Node) Restore(ctx context.Context, r io.Reader) (*RestoreResult, error)
 		return nil, errs.From(fmt.Errorf("restore: %w", err))
 	}
 
-	// raft stores the stream as a snapshot at an index past its log, makes
-	// the FSM restore it, and sends it to every follower, which have to
-	// install it since the log has a hole there. Index 0 lets raft pick.
-	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Size: size}
+	// raft stores the stream as a snapshot at an index past both its log
+	// and the stream's own index, makes the FSM restore it, and sends it
+	// to every follower, which have to install it since the log has a hole
+	// there. Every entry after it has a larger index than the stream's.
+	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Index: index, Size: size}
 	if err := n.raft.Restore(meta, prepared, n.cfg.ApplyTimeout); err != nil {
 		return nil, raftError("restore", err)
 	}
@@ -120,19 +122,26 @@ func (n *Node) Restore(ctx context.Context, r io.Reader) (*RestoreResult, error)
 	return &RestoreResult{Backup: *info, Index: res.Index}, nil
 }
 
-// mustLead refuses an operation that only the leader runs, naming the
-// leader so that a client can go there.
-func (n *Node) mustLead(op string) error {
+// mustLead waits, while no leader is known (an election), until this node
+// leads or another one does, bounded by ctx and ApplyTimeout. Another
+// leader is an error naming it, so that a client can go there.
+func (n *Node) mustLead(ctx context.Context, op string) error {
 	if n.raft == nil {
 		return errs.New(errs.CodeUnavailable, "node is not started")
 	}
-	if n.IsLeader() {
-		return nil
+	ctx, cancel := n.withTimeout(ctx)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		if n.IsLeader() {
+			return nil
+		}
+		if id, api := n.leaderAPI(); id != "" {
+			return errs.Errorf(errs.CodeUnavailable, "%s runs on the leader: %s at %s", op, id, api)
+		}
+		if sleepCtx(ctx, backoff(attempt)) != nil {
+			return errs.Errorf(errs.CodeUnavailable, "%s runs on the leader, and there is none now", op)
+		}
 	}
-	if id, api := n.leaderAPI(); id != "" {
-		return errs.Errorf(errs.CodeUnavailable, "%s runs on the leader: %s at %s", op, id, api)
-	}
-	return errs.Errorf(errs.CodeUnavailable, "%s runs on the leader, and there is none now", op)
 }
 
 // backupTransferTimeout bounds sending or receiving a backup over HTTP,
@@ -144,10 +153,6 @@ const backupTransferTimeout = 15 * time.Minute
 // change the status any more; the connection is cut instead, and the
 // client sees a truncated stream, which fails its checksum.
 func (n *Node) handleSnapshot(w http.ResponseWriter, r *http.Request) {
-	if err := n.mustLead("backup"); err != nil {
-		writeError(w, err)
-		return
-	}
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(backupTransferTimeout))
 	w.Header().Set("Content-Type", "application/octet-stream")
 	bw := &firstWrite{w: w}

@@ -29,4 +29,12 @@
 // has committed an entry of its current term, confirmed its leadership with
 // a quorum (VerifyLeader), and applied everything committed when the read
 // began. Stale reads are served from local state.
+//
+// Backups. Node.Backup (GET /v1/cluster/snapshot, `arbiter snapshot save`)
+// streams the whole state from the leader after a read barrier; the stream
+// checks itself (fsm.FSM.InspectSnapshot, `arbiter snapshot inspect`).
+// Node.Restore (POST /v1/cluster/restore) checks a whole backup before
+// changing anything, then replaces the state on every replica through
+// raft's user restore, keeping the cluster's members, index and clock and
+// expiring every change-feed cursor. Both are admin operations.
 package cluster

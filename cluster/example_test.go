@@ -1,9 +1,11 @@
 package cluster_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/fsm"
@@ -48,4 +50,47 @@ func ExampleNode() {
 	// Output:
 	// created: true retry replayed: true retry created: true
 	// read back: job-1 version 1
+}
+
+// A backup taken from one cluster and restored into another, as a
+// migration or a disaster recovery would.
+func ExampleNode_Restore() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "arbiter-example-")
+	defer os.RemoveAll(dir)
+	start := func(id string) *cluster.Node {
+		cfg := cluster.DefaultConfig()
+		cfg.ID, cfg.DataDir, cfg.Bootstrap = id, filepath.Join(dir, id), true
+		cfg.RaftAddr, cfg.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"
+		node, err := cluster.New(cfg)
+		if err == nil {
+			err = node.Start(ctx)
+		}
+		if err != nil {
+			panic(err)
+		}
+		return node
+	}
+	old, fresh := start("old"), start("new")
+	defer old.Shutdown(ctx)
+	defer fresh.Shutdown(ctx)
+	if _, err := fsm.NewNodes(old, old).CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: "job-1"}); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	var backup bytes.Buffer
+	if err := old.Backup(ctx, &backup); err != nil {
+		fmt.Println(err)
+		return
+	}
+	res, err := fresh.Restore(ctx, &backup)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	got, err := fsm.NewNodes(fresh, fresh).Get(ctx, "job-1", fsm.Linearizable)
+	fmt.Println("restored", res.Backup.Rows > 0, "read back:", got.NodeID, err)
+	// Output:
+	// restored true read back: job-1 <nil>
 }

@@ -62,13 +62,16 @@ func (f *FSM) InspectSnapshot(r io.Reader) (*SnapshotInfo, error) {
 //     cursor_expired and the consumer resyncs instead of silently reading
 //     a history that no longer matches the state.
 //
-// The returned info describes the backup as read. Every replica restores
-// the bytes written to w, so they all hold the same state.
-func (f *FSM) PrepareRestore(r io.Reader, w io.Writer) (*SnapshotInfo, error) {
+// The returned info describes the backup as read; index is the applied
+// index the stream written to w carries, which the log must place the
+// restore after (raft.SnapshotMeta.Index), or the next entry applied
+// would move the index backwards. Every replica restores the bytes
+// written to w, so they all hold the same state.
+func (f *FSM) PrepareRestore(r io.Reader, w io.Writer) (backup *SnapshotInfo, index uint64, err error) {
 	cr := &countingReader{r: r}
 	st, err := f.readState(bufio.NewReaderSize(cr, 256<<10))
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	info := st.info(cr.n)
 
@@ -76,33 +79,33 @@ func (f *FSM) PrepareRestore(r io.Reader, w io.Writer) (*SnapshotInfo, error) {
 	txn := st.db.Txn(true)
 	defer txn.Abort()
 	if _, err := txn.DeleteAll(tableMembers, "id"); err != nil {
-		return nil, fmt.Errorf("fsm: restore: members: %w", err)
+		return nil, 0, fmt.Errorf("fsm: restore: members: %w", err)
 	}
 	it, err := cur.Get(tableMembers, "id")
 	if err != nil {
-		return nil, fmt.Errorf("fsm: restore: members: %w", err)
+		return nil, 0, fmt.Errorf("fsm: restore: members: %w", err)
 	}
 	for raw := it.Next(); raw != nil; raw = it.Next() {
 		m := *raw.(*Member)
 		if err := txn.Insert(tableMembers, &m); err != nil {
-			return nil, fmt.Errorf("fsm: restore: members: %w", err)
+			return nil, 0, fmt.Errorf("fsm: restore: members: %w", err)
 		}
 	}
 	if _, err := txn.DeleteAll(tableChanges, "id"); err != nil {
-		return nil, fmt.Errorf("fsm: restore: change feed: %w", err)
+		return nil, 0, fmt.Errorf("fsm: restore: change feed: %w", err)
 	}
-	now, backup := readMeta(cur), readMeta(txn)
-	backup.Index = max(backup.Index, now.Index)
-	backup.Now = max(backup.Now, now.Now)
-	backup.LastSeq = max(backup.LastSeq, now.LastSeq) + 1
-	backup.FirstSeq = backup.LastSeq + 1
-	writeMeta(txn, backup)
+	now, m := readMeta(cur), readMeta(txn)
+	m.Index = max(m.Index, now.Index)
+	m.Now = max(m.Now, now.Now)
+	m.LastSeq = max(m.LastSeq, now.LastSeq) + 1
+	m.FirstSeq = m.LastSeq + 1
+	writeMeta(txn, m)
 	txn.Commit()
 
 	if _, err := f.writeState(w, st.db.Txn(false)); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return info, nil
+	return info, m.Index, nil
 }
 
 func (st *loadedState) info(bytes int64) *SnapshotInfo {

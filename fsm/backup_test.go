@@ -85,7 +85,7 @@ func TestPrepareRestoreKeepsTheClusterAndMovesForward(t *testing.T) {
 	feed := mustChanges(t, live, 0, 100)
 
 	var out bytes.Buffer
-	info, err := live.FSM.PrepareRestore(bytes.NewReader(stream), &out)
+	info, index, err := live.FSM.PrepareRestore(bytes.NewReader(stream), &out)
 	if err != nil {
 		t.Fatalf("PrepareRestore: %v", err)
 	}
@@ -112,6 +112,9 @@ func TestPrepareRestoreKeepsTheClusterAndMovesForward(t *testing.T) {
 	if got.index != liveMeta.index || got.now != liveMeta.now {
 		t.Fatalf("restored index %d, clock %d; the live cluster was at %d, %d", got.index, got.now, liveMeta.index, liveMeta.now)
 	}
+	if index != liveMeta.index {
+		t.Fatalf("PrepareRestore reports index %d, want the live %d", index, liveMeta.index)
+	}
 	if restored.AppliedIndex() != liveMeta.index {
 		t.Fatalf("applied index %d after restore, want %d", restored.AppliedIndex(), liveMeta.index)
 	}
@@ -135,7 +138,7 @@ func TestPrepareRestoreKeepsTheClusterAndMovesForward(t *testing.T) {
 	ahead.Advance(2 * time.Hour)
 	createMany(t, ahead, "ahead-", 40)
 	out.Reset()
-	if _, err := live.FSM.PrepareRestore(bytes.NewReader(snap(t, ahead.FSM)), &out); err != nil {
+	if _, _, err := live.FSM.PrepareRestore(bytes.NewReader(snap(t, ahead.FSM)), &out); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := metaOf(t, restoreFresh(t, out.Bytes())), metaOf(t, ahead.FSM); got.index != want.index || got.now != want.now {
@@ -150,7 +153,7 @@ func TestPrepareRestoreRejectsDamageAndWritesNothing(t *testing.T) {
 	live := targetState(t)
 	before, applied := snap(t, live), live.AppliedIndex()
 	var out bytes.Buffer
-	if _, err := live.PrepareRestore(bytes.NewReader(stream[:len(stream)-3]), &out); !errors.Is(err, fsm.ErrSnapshot) {
+	if _, _, err := live.PrepareRestore(bytes.NewReader(stream[:len(stream)-3]), &out); !errors.Is(err, fsm.ErrSnapshot) {
 		t.Fatalf("truncated backup: %v, want ErrSnapshot", err)
 	}
 	if out.Len() != 0 {

@@ -233,6 +233,7 @@ func FuzzRestore(f *testing.F) {
 		target := seed.fsm(t)
 		before, applied := snap(t, target), target.AppliedIndex()
 		for _, stream := range [][]byte{data, append(bytes.Clone(data), sum[:]...)} {
+			checkPrepareRestore(t, target, stream)
 			if err := restore(target, stream); err != nil {
 				if !errors.Is(err, fsm.ErrSnapshot) {
 					t.Fatalf("Restore error %v does not wrap ErrSnapshot", err)
@@ -255,6 +256,27 @@ func FuzzRestore(f *testing.F) {
 			target = seed.fsm(t)
 		}
 	})
+}
+
+// checkPrepareRestore: a backup PrepareRestore refuses wraps ErrSnapshot
+// and gets nothing written; one it accepts becomes a stream Restore takes,
+// at the index PrepareRestore reports. The live state is never touched.
+func checkPrepareRestore(t *testing.T, live *fsm.FSM, backup []byte) {
+	before := snap(t, live)
+	var out bytes.Buffer
+	_, index, err := live.PrepareRestore(bytes.NewReader(backup), &out)
+	if !bytes.Equal(snap(t, live), before) {
+		t.Fatal("PrepareRestore changed the live state")
+	}
+	if err != nil {
+		if !errors.Is(err, fsm.ErrSnapshot) || out.Len() != 0 {
+			t.Fatalf("PrepareRestore refused with %v after writing %d bytes", err, out.Len())
+		}
+		return
+	}
+	if restored := restoreFresh(t, out.Bytes()); restored.AppliedIndex() != index || index < live.AppliedIndex() {
+		t.Fatalf("prepared stream restores at index %d; PrepareRestore said %d, the live state is at %d", restored.AppliedIndex(), index, live.AppliedIndex())
+	}
 }
 
 // readQueries are valid queries of every type over the seed state.

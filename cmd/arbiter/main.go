@@ -6,6 +6,7 @@
 //	arbiter bench  [--addrs URL[,URL...]] [--clients 1,16,64] [--duration 10s]
 //	arbiter concept reserve|reserve-next|transition|materialize|reconcile|get|list [flags]
 //	arbiter capacity acquire|renew|release|reclaim|reconcile|status|cells [--json BODY]
+//	arbiter snapshot save --out FILE | inspect FILE | restore FILE [--addr URL]
 //
 // With no flags, serve runs a single-node cluster in ./arbiter-data with
 // raft on 127.0.0.1:7000 and the HTTP API on 127.0.0.1:8000.
@@ -35,6 +36,8 @@ func main() {
 		err = capacityCmd(os.Args[2:])
 	case "principal":
 		err = principal(os.Args[2:])
+	case "snapshot":
+		err = snapshotCmd(os.Args[2:])
 	case "help", "-h", "--help":
 		usage()
 		return
@@ -59,5 +62,6 @@ commands:
   concept  reserve and move concept ids (arbiter concept for its commands)
   capacity acquire, renew, release and inspect capacity leases (arbiter capacity)
   principal make a bearer token and the hash a principals file stores
+  snapshot save, inspect and restore backups of the whole state (arbiter snapshot)
 `)
 }

@@ -2,14 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"text/tabwriter"
 	"time"
-
-	"github.com/arbiterhq/arbiter/cluster"
 )
 
 func status(args []string) error {
@@ -22,23 +19,16 @@ func status(args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	remote := cluster.NewRemote(*addr)
-	if hc, err := cf.httpClient(); err != nil {
+	remote, err := cf.remote(*addr)
+	if err != nil {
 		return err
-	} else if hc != nil {
-		remote.WithHTTPClient(hc)
-	}
-	if *cf.token != "" {
-		remote.WithToken(*cf.token)
 	}
 	st, err := remote.Status(ctx)
 	if err != nil {
 		return err
 	}
 	if *asJSON {
-		enc := json.NewEncoder(os.Stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(st)
+		return printJSON(st)
 	}
 	fmt.Printf("node %s is %s; leader %s (%s); term %d; commit %d; applied %d; auth %s\n",
 		st.NodeID, st.State, orDash(st.LeaderID), orDash(st.LeaderAPIAddr), st.Term, st.CommitIndex, st.AppliedIndex, st.AuthMode)
