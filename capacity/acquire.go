@@ -64,13 +64,13 @@ func applyAcquire(tx *fsm.Tx, cmd *log.Command) (any, error) {
 				return nil, err
 			}
 			if stored == nil {
-				return deny(res, Invalid, fmt.Sprintf("no cell %q", d.CellID)), nil
+				return deny(tx, res, Invalid, fmt.Sprintf("no cell %q", d.CellID)), nil
 			}
 			cell = stored.clone()
 			cells[d.CellID] = cell
 		}
 		if d.ExpectedEpoch != nil && *d.ExpectedEpoch != cell.Epoch {
-			return deny(res, StaleEpoch, fmt.Sprintf("cell %q is at epoch %d, not %d", d.CellID, cell.Epoch, *d.ExpectedEpoch)), nil
+			return deny(tx, res, StaleEpoch, fmt.Sprintf("cell %q is at epoch %d, not %d", d.CellID, cell.Epoch, *d.ExpectedEpoch)), nil
 		}
 		k := classKey{d.CellID, d.ResourceClass}
 		if _, seen := want[k]; !seen {
@@ -85,11 +85,11 @@ func applyAcquire(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	for _, k := range keys {
 		cell := cells[k.cell]
 		if free := cell.Capacity[k.class] - min(cell.Used[k.class], cell.Capacity[k.class]); want[k] > free {
-			return deny(res, Exhausted, fmt.Sprintf("cell %q has %d of %q free, %d asked", k.cell, free, k.class, want[k])), nil
+			return deny(tx, res, Exhausted, fmt.Sprintf("cell %q has %d of %q free, %d asked", k.cell, free, k.class, want[k])), nil
 		}
 	}
 	if activeCount(tx, c.TenantRef)+uint64(len(c.Demands)) > MaxActivePerTenant {
-		return deny(res, Backpressure, fmt.Sprintf("tenant holds %d active leases; at most %d", activeCount(tx, c.TenantRef), MaxActivePerTenant)), nil
+		return deny(tx, res, Backpressure, fmt.Sprintf("tenant holds %d active leases; at most %d", activeCount(tx, c.TenantRef), MaxActivePerTenant)), nil
 	}
 
 	for i, d := range c.Demands {
@@ -122,7 +122,10 @@ func applyAcquire(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	return res, nil
 }
 
-func deny(res *AcquireResult, d Decision, msg string) *AcquireResult {
+// deny is a denial: committed (with the reclaim that preceded it) but not
+// kept for replay, so a retry under the same key asks again.
+func deny(tx *fsm.Tx, res *AcquireResult, d Decision, msg string) *AcquireResult {
+	tx.Refuse()
 	res.Decision, res.Message = d, msg
 	return res
 }

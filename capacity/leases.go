@@ -88,6 +88,7 @@ func applyLeases(tx *fsm.Tx, cmd *log.Command, each func(*leasesCmd, *Lease) (*L
 	res := &LeasesResult{SchemaVersion: SchemaVersion, Leases: []Lease{}, NowMs: tx.Now}
 	leases, d, msg, err := prevalidate(tx, c)
 	if err != nil || d != "" {
+		tx.Refuse() // a refused batch changed nothing: a retry asks again
 		res.Decision, res.Message = d, msg
 		return res, err
 	}

@@ -765,8 +765,11 @@ func (mc *capMachine) acquire(t *rapid.T) {
 	if res.Decision != capacity.Granted && want.reclaimed == 0 {
 		mc.unchanged(t, before, "a denied acquire that had nothing to reclaim")
 	}
-	first := *res
-	mc.m.record(capScope("acquire", req.TenantRef), req.IdempotencyKey, acquireFingerprint(req), &first)
+	// Only a grant is kept for replay: a retry of a denial asks again.
+	if res.Decision == capacity.Granted {
+		first := *res
+		mc.m.record(capScope("acquire", req.TenantRef), req.IdempotencyKey, acquireFingerprint(req), &first)
+	}
 	mc.acquires = append(mc.acquires, req)
 }
 
@@ -867,7 +870,7 @@ func (mc *capMachine) leases(t *rapid.T, renew bool) {
 		// One bad token in a batch of good ones: nothing changes.
 		mc.unchanged(t, before, "a refused "+what)
 	}
-	if req.IdempotencyKey != "" {
+	if req.IdempotencyKey != "" && res.Decision == capacity.Granted {
 		scope := capScope("release", req.TenantRef)
 		if renew {
 			scope = capScope("renew", req.TenantRef)

@@ -25,7 +25,8 @@ func NewService(p fsm.Proposer, r fsm.Reader) *Service { return &Service{p: p, r
 
 // Acquire is AcquireCapacity: every demand granted in one command, or
 // none. Replaying the same idempotency key with the same request returns
-// the first result (Replayed); with another request, idempotency_conflict.
+// the first grant (Replayed); with another request, idempotency_conflict.
+// A denial is not kept: a retry under its key asks again.
 func (s *Service) Acquire(ctx context.Context, req AcquireRequest) (*AcquireResult, error) {
 	if err := checkSchema(req.SchemaVersion); err != nil {
 		return nil, err

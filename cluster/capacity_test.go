@@ -218,6 +218,12 @@ func TestCapacityHTTPRoutes(t *testing.T) {
 	if len(denied.Available) != 1 || denied.Available[0].Free != 1 || len(denied.Leases) != 0 {
 		t.Errorf("exhausted result: %+v", denied)
 	}
+	// A denial is not kept for replay: the retry under k2 asks again.
+	var retried capacity.AcquireResult
+	capHDenied(t, "retry of a denied acquire", post("/v1/capacity/acquire", "p2", acq("k2", p2, 1000, demand("c", "gpu", 2))), http.StatusConflict, errs.CodeExhausted, &retried)
+	if retried.Replayed {
+		t.Errorf("the retry of a denial was replayed (%+v), not decided again", retried)
+	}
 	epoch := uint64(9)
 	staleEpoch := acq("k3", p2, 1000, demand("c", "gpu", 1))
 	staleEpoch.Demands[0].ExpectedEpoch = &epoch

@@ -129,7 +129,7 @@ func (f *FSM) applyCommand(txn *memdb.Txn, m *meta, index uint64, data []byte) (
 	if err := appendEvents(txn, m, tx.events); err != nil {
 		return &Response{Index: index, Time: m.Now, Err: errs.Errorf(errs.CodeInternal, "%s: change feed: %v", spec.Name, err)}, false
 	}
-	if cmd.IdemKey != "" {
+	if cmd.IdemKey != "" && !tx.refused {
 		if err := recordLedger(txn, &cmd, m.Now, res); err != nil {
 			return &Response{Index: index, Time: m.Now, Err: errs.Errorf(errs.CodeInternal, "%s: idempotency ledger: %v", spec.Name, err)}, false
 		}

@@ -9,7 +9,14 @@ import (
 )
 
 // The idempotency ledger maps (principal, scope, key) to the digest of the
-// first successful command with that key and its response. Only successes
+// first successful command with that key and its response. The principal
+// is part of the key because the scope comes from the caller's envelope
+// and is not checked against the payload: keyed by scope alone, a caller
+// could name another tenant's scope and make that tenant's keys conflict.
+// (The capacity spec keys acquire replay by tenant; since an external
+// caller's owner_digest is its own principal, two principals can never
+// send the same acquire, and the only difference is that a second
+// principal reusing a key runs its own request.) Only successes
 // are recorded: a failed command changed nothing, so running it again is
 // safe and may succeed. Rows are pruned by Tick once older than the
 // retention the tick carries.

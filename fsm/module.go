@@ -75,7 +75,15 @@ type Tx struct {
 	wrote     bool
 	events    []Event
 	meta      *meta // the batch's bookkeeping row, written at commit
+	refused   bool
 }
+
+// Refuse marks the handler's result as a refusal (a capacity denial, for
+// example): the command still commits, with whatever it had to do on the
+// way (expired rows it reclaimed, their events), but the idempotency
+// ledger does not record it, so a retry under the same key runs again and
+// may succeed, as after an error.
+func (tx *Tx) Refuse() { tx.refused = true }
 
 var _ Store = (*Tx)(nil)
 
