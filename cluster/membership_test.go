@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -497,5 +500,30 @@ func TestNodeResumesOnExistingDataWhateverItsFlags(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// A Start cancelled while joining returns the context's error and shuts
+// down quietly: nothing at ERROR level (the HTTP server used to report
+// its listener closed under it), and the node's ports are released.
+func TestStartCancelledDuringJoinShutsDownQuietly(t *testing.T) {
+	logs := &hardBuf{}
+	cfg := standaloneConfig(t, "joiner")
+	cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	cfg.Join = []string{"http://" + deadAddr(t)}
+	node, err := cluster.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := node.Start(ctx); err == nil {
+		t.Fatal("a join to nowhere succeeded")
+	}
+	if _, err := net.Dial("tcp", node.APIAddr()); err == nil {
+		t.Errorf("the API address %s still accepts connections after the failed start", node.APIAddr())
+	}
+	if strings.Contains(logs.String(), "level=ERROR") {
+		t.Errorf("a cancelled start logged errors:\n%s", logs.String())
 	}
 }

@@ -123,7 +123,8 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	if n.cfg.TLS != nil {
 		ln = tls.NewListener(ln, n.cfg.TLS.apiServerConfig())
 	}
-	cleanup = append(cleanup, func() { _ = ln.Close() })
+	closeAPI := func() { _ = ln.Close() }
+	cleanup = append(cleanup, func() { closeAPI() })
 	n.apiAddr = n.cfg.HTTPAdvertise
 	if n.apiAddr == "" {
 		n.apiAddr = ln.Addr().String()
@@ -152,6 +153,14 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		}
 	}
 	n.startHTTP(ln)
+	// From here the server owns the listener: closing the server, not the
+	// listener, makes Serve return ErrServerClosed instead of an error.
+	// Then, as in stop, the background goroutines end (they watch n.ctx)
+	// before the transport and stores close under them.
+	closeAPI = func() {
+		_ = n.httpSrv.Close()
+		n.wg.Wait()
+	}
 	n.goBackground(func() { n.watchLeadership(notify) })
 	n.forwarder.start()
 	n.goBackground(n.registerSelf)
