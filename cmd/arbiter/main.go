@@ -1,7 +1,7 @@
 // Command arbiter runs and inspects Arbiter nodes.
 //
 //	arbiter serve  [--id ID] [--data-dir DIR] [--raft-addr HOST:PORT] [--http-addr HOST:PORT] [--bootstrap] [--join URL[,URL...]]
-//	               [--snapshot-threshold N] [--snapshot-interval DURATION] [--trailing-logs N]
+//	               [--snapshot-threshold N] [--snapshot-interval DURATION] [--trailing-logs N] [--max-restore-bytes N]
 //	arbiter status [--addr URL]
 //	arbiter bench  [--addrs URL[,URL...]] [--clients 1,16,64] [--duration 10s]
 //	arbiter concept reserve|reserve-next|transition|materialize|reconcile|get|list [flags]

@@ -44,6 +44,7 @@ func serve(args []string) error {
 	fs.Uint64Var(&cfg.SnapshotThreshold, "snapshot-threshold", cfg.SnapshotThreshold, "snapshot once the log holds this many entries past the last snapshot")
 	fs.DurationVar(&cfg.SnapshotInterval, "snapshot-interval", cfg.SnapshotInterval, "how often raft checks --snapshot-threshold (a random wait between this and twice this; at least 5ms)")
 	fs.Uint64Var(&cfg.TrailingLogs, "trailing-logs", cfg.TrailingLogs, "log entries kept behind a snapshot, so a follower that lags by fewer catches up without a snapshot install")
+	fs.Int64Var(&cfg.MaxRestoreBytes, "max-restore-bytes", cfg.MaxRestoreBytes, "largest backup POST /v1/cluster/restore accepts")
 	policyFile := fs.String("concept-policies", "", `JSON file of concept namespace policies: [{"namespace":"RMDD","min":1,"max":9999,"policy_version":"2"}]`)
 	if err := fs.Parse(args); err != nil {
 		return err
