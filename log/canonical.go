@@ -101,59 +101,67 @@ type entry struct{ keyStart, keyEnd, end int }
 // exactly when their bytes are, so sorting and duplicate detection by bytes
 // agree with what a decoder sees.
 func checkKey(b []byte) error {
+	if shortestKey(b) {
+		return nil
+	}
+	return fmt.Errorf("%w: map key 0x%02x is not a shortest-form string or integer", ErrMalformed, b[0])
+}
+
+// shortestKey is checkKey's test. It builds no error: it runs for every
+// map key of every value encoded or decoded.
+func shortestKey(b []byte) bool {
 	c := b[0]
-	bad := fmt.Errorf("%w: map key 0x%02x is not a shortest-form string or integer", ErrMalformed, c)
 	switch {
 	case c <= 0x7f || c >= 0xe0 || (c >= 0xa0 && c <= 0xbf): // fixints, fixstr
-		return nil
+		return true
 	case c == 0xd9: // str8: only for 32..255 bytes
 		if len(b) < 2 || b[1] < 32 {
-			return bad
+			return false
 		}
 	case c == 0xda: // str16
 		if len(b) < 3 || binary.BigEndian.Uint16(b[1:]) <= 0xff {
-			return bad
+			return false
 		}
 	case c == 0xdb: // str32
 		if len(b) < 5 || binary.BigEndian.Uint32(b[1:]) <= 0xffff {
-			return bad
+			return false
 		}
 	case c == 0xcc: // uint8: only above the fixint range
 		if len(b) < 2 || b[1] < 0x80 {
-			return bad
+			return false
 		}
 	case c == 0xcd:
 		if len(b) < 3 || binary.BigEndian.Uint16(b[1:]) <= 0xff {
-			return bad
+			return false
 		}
 	case c == 0xce:
 		if len(b) < 5 || binary.BigEndian.Uint32(b[1:]) <= 0xffff {
-			return bad
+			return false
 		}
 	case c == 0xcf:
 		if len(b) < 9 || binary.BigEndian.Uint64(b[1:]) <= 0xffffffff {
-			return bad
+			return false
 		}
 	case c == 0xd0: // int8: only below the negative fixint range
 		if len(b) < 2 || int8(b[1]) >= -32 {
-			return bad
+			return false
 		}
 	case c == 0xd1:
 		if len(b) < 3 || int16(binary.BigEndian.Uint16(b[1:])) >= -128 {
-			return bad
+			return false
 		}
 	case c == 0xd2:
 		if len(b) < 5 || int32(binary.BigEndian.Uint32(b[1:])) >= -32768 {
-			return bad
+			return false
 		}
 	case c == 0xd3:
 		if len(b) < 9 || int64(binary.BigEndian.Uint64(b[1:])) >= -2147483648 {
-			return bad
+			return false
 		}
 	default:
-		return bad
+		return false
 	}
-	return nil
+	return true
 }
 
 func isMap(c byte) bool { return (c >= 0x80 && c <= 0x8f) || c == 0xde || c == 0xdf }
