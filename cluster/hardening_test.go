@@ -462,6 +462,19 @@ func TestHardeningNoSecretsInLogsMetricsOrErrors(t *testing.T) {
 		metricsText.Write(r.body)
 		do(i, http.MethodGet, "/v1/cluster/status", isoToken("admin"), nil)
 	}
+	// A backup is replicated state: credentials never reach it.
+	var backup bytes.Buffer
+	if err := c.Node(c.WaitLeader(10*time.Second)).Backup(context.Background(), &backup); err != nil {
+		t.Fatalf("backup: %v", err)
+	}
+	if reserved := "ISO-" + strconv.Itoa(10+leader); !bytes.Contains(backup.Bytes(), []byte(reserved)) {
+		t.Errorf("the backup lacks the reservation %s: capture is broken", reserved)
+	}
+	for _, s := range secrets {
+		if bytes.Contains(backup.Bytes(), []byte(s)) {
+			t.Errorf("the backup holds a secret %q", s)
+		}
+	}
 	logText := logs.String()
 	// Positive controls: the sinks did capture.
 	for _, want := range []string{"node started", "principals reloaded", "join attempt failed"} {
