@@ -137,8 +137,18 @@ func TestCASRaceHasExactlyOneWinner(t *testing.T) {
 // accepting writes; the old leader refuses linearizable reads (it cannot
 // confirm leadership) though it still answers stale ones; after healing no
 // acknowledged write is missing on any node.
+// It runs with raft in memory and over TCP: the majority can elect only
+// if the isolation really cuts raft's connections.
 func TestIsolatedLeaderLosesNoAcknowledgedWrite(t *testing.T) {
-	c := clustertest.New(t, clustertest.Options{Nodes: 3})
+	for _, tcp := range []bool{false, true} {
+		t.Run(map[bool]string{false: "inmem", true: "tcp"}[tcp], func(t *testing.T) {
+			testIsolatedLeaderLosesNoAcknowledgedWrite(t, clustertest.Options{Nodes: 3, TCP: tcp})
+		})
+	}
+}
+
+func testIsolatedLeaderLosesNoAcknowledgedWrite(t *testing.T, opts clustertest.Options) {
+	c := clustertest.New(t, opts)
 	ctx := context.Background()
 	var acked []string
 	write := func(via int, id string) {

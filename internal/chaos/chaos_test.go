@@ -35,6 +35,22 @@ func TestFaultsFiveNodes(t *testing.T) {
 	chaos.Run(t, chaos.Config{Workload: chaos.Nodes{}, Nodes: 5, Seed: seed, Faults: chaos.Schedule(seed)})
 }
 
+// TestFaultsTCP runs the node primitives and the fenced sink through every
+// fault with raft on loopback TCP: raft's NetworkTransport, its
+// connection pool and pipelined replication, and its heartbeat fast path
+// (where hashicorp/raft#695 lives), instead of the in-memory transport.
+func TestFaultsTCP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault harness; skipped with -short")
+	}
+	for _, w := range []chaos.Workload{chaos.Nodes{}, chaos.NewFencedSink(true)} {
+		t.Run(w.Name(), func(t *testing.T) {
+			seed := uint64(time.Now().UnixNano())
+			chaos.Run(t, chaos.Config{Workload: w, TCP: true, Seed: seed, Faults: chaos.Schedule(seed)})
+		})
+	}
+}
+
 // The controls: the same harness, with a deliberate bug, must fail. A
 // check that passes a broken system proves nothing about a correct one.
 

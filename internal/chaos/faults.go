@@ -100,13 +100,19 @@ var Faults = []Fault{
 		majority := e.others(minority...)
 		e.Mark("partition: leader's minority %v | majority %v", names(minority), names(majority))
 		e.C.Partition(minority, majority)
-		return e.C.Heal
+		return func() {
+			e.requireTakeover("partition-leader-in-minority", l, majority)
+			e.C.Heal()
+		}
 	}},
 	{"isolate-leader", func(e *Env) func() {
 		l := e.leader()
 		e.Mark("isolate leader n%d", l+1)
 		e.C.Isolate(l)
-		return e.C.Heal
+		return func() {
+			e.requireTakeover("isolate-leader", l, e.others(l))
+			e.C.Heal()
+		}
 	}},
 	{"one-way-leader-out", func(e *Env) func() {
 		// The leader can no longer reach anyone, but hears them: followers
@@ -117,7 +123,10 @@ var Faults = []Fault{
 		for _, o := range e.others(l) {
 			e.C.CutOneWay(l, o)
 		}
-		return e.C.Heal
+		return func() {
+			e.requireTakeover("one-way-leader-out", l, e.others(l))
+			e.C.Heal()
+		}
 	}},
 	{"one-way-into-leader", func(e *Env) func() {
 		// One follower's requests and replies to the leader are lost,
@@ -138,7 +147,10 @@ var Faults = []Fault{
 		e.Mark("pause leader n%d", l+1)
 		e.C.Pause(l)
 		time.Sleep(pauseFor)
-		return func() { e.C.Resume(l) }
+		return func() {
+			e.requireTakeover("pause-leader", l, e.others(l))
+			e.C.Resume(l)
+		}
 	}},
 	{"pause-follower", func(e *Env) func() {
 		f := e.follower()
@@ -190,6 +202,24 @@ func injectSnapshotInstall(e *Env) func() {
 			e.Errorf("snapshot-install: n%d caught up without installing the snapshot at %d (its last is %d)", f+1, snap, e.C.RaftStat(f, "last_snapshot_index"))
 		}
 		e.Mark("n%d installed a snapshot at %d or later", f+1, snap)
+	}
+}
+
+// requireTakeover fails the run unless a node of among, not old, leads
+// while the fault still holds: the proof that the fault cut old off as it
+// claims to. (A fault that silently does nothing passes every other
+// check.)
+func (e *Env) requireTakeover(fault string, old int, among []int) {
+	took := e.C.Eventually(timeout, func() bool {
+		for _, i := range among {
+			if n := e.C.Node(i); i != old && n != nil && n.IsLeader() {
+				return true
+			}
+		}
+		return false
+	})
+	if !took {
+		e.Errorf("%s: no node of %v took over from n%d while the fault held: it did not cut n%d off", fault, names(among), old+1, old+1)
 	}
 }
 

@@ -21,9 +21,13 @@ func MaxGenerations(faults int) int { return 2*faults + 1 }
 // Config shapes one run: one cluster, one history, a sequence of faults.
 type Config struct {
 	Workload Workload
-	Nodes    int    // 3 or 5 (default 3)
-	Clients  int    // default 8
-	Seed     uint64 // fixes the fault order, targets and client choices
+	Nodes    int // 3 or 5 (default 3)
+	// TCP runs raft over loopback TCP (raft's NetworkTransport, with its
+	// connection pool, pipelining and heartbeat path) instead of the
+	// in-memory transport; every fault applies to either.
+	TCP     bool
+	Clients int    // default 8
+	Seed    uint64 // fixes the fault order, targets and client choices
 	// Faults are injected one after another, each for Hold, with the
 	// cluster required to make WritesAfterHeal state-changing calls after
 	// each heal (proof it recovered) before the next.
@@ -68,7 +72,7 @@ func Run(t testing.TB, cfg Config) Report {
 		t.Fatalf("chaos: %d faults in one run; at most %d (one per kind) fit the workloads' generations", len(cfg.Faults), len(Faults))
 	}
 	began := time.Now()
-	c := clustertest.New(t, clustertest.Options{Nodes: cfg.Nodes, Configure: func(i int, nc *cluster.Config) {
+	c := clustertest.New(t, clustertest.Options{Nodes: cfg.Nodes, TCP: cfg.TCP, Configure: func(i int, nc *cluster.Config) {
 		nc.SnapshotThreshold = snapshotThreshold
 		nc.TrailingLogs = trailingLogs
 		nc.SnapshotInterval = 500 * time.Millisecond

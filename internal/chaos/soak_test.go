@@ -10,8 +10,8 @@ import (
 )
 
 // TestSoak runs histories until ARBITER_SOAK has passed, each on a fresh
-// cluster of 3 or 5 nodes with a random workload and a random fault
-// schedule, and reports the totals (RELIABILITY.md records the last
+// cluster of 3 or 5 nodes, raft in memory or over TCP, with a random
+// workload and a random fault schedule, and reports the totals (RELIABILITY.md records the last
 // ones). Skipped unless ARBITER_SOAK is set:
 //
 //	ARBITER_SOAK=30m go test -run TestSoak -timeout 0 -v ./internal/chaos
@@ -27,17 +27,21 @@ func TestSoak(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 3))
 	t.Logf("soak for %v, seed %d", d, seed)
 	var total chaos.Report
-	histories, failed := 0, 0
+	histories, failed, tcpRuns := 0, 0, 0
 	kinds := map[string]int{}
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
 		histories++
 		w := workloads[rng.IntN(len(workloads))]
 		nodes := 3 + 2*rng.IntN(2)
+		tcp := rng.IntN(2) == 1
 		hseed := rng.Uint64()
-		name := fmt.Sprintf("%03d-%s-%dn-seed%d", histories, w.Name(), nodes, hseed)
+		name := fmt.Sprintf("%03d-%s-%dn-%s-seed%d", histories, w.Name(), nodes, map[bool]string{false: "inmem", true: "tcp"}[tcp], hseed)
 		t.Run(name, func(t *testing.T) {
-			r := chaos.Run(t, chaos.Config{Workload: w, Nodes: nodes, Seed: hseed, Faults: chaos.RandomSchedule(hseed)})
+			r := chaos.Run(t, chaos.Config{Workload: w, Nodes: nodes, TCP: tcp, Seed: hseed, Faults: chaos.RandomSchedule(hseed)})
+			if tcp {
+				tcpRuns++
+			}
 			total.Operations += r.Operations
 			total.Decided += r.Decided
 			total.Unknown += r.Unknown
@@ -51,6 +55,6 @@ func TestSoak(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("soak: %d histories in %v (seed %d): %d operations (%d decided, %d unknown), %d writes, %d faults %v; %d histories with a violation",
-		histories, d, seed, total.Operations, total.Decided, total.Unknown, total.Writes, len(total.Faults), kinds, failed)
+	t.Logf("soak: %d histories (%d over TCP) in %v (seed %d): %d operations (%d decided, %d unknown), %d writes, %d faults %v; %d histories with a violation",
+		histories, tcpRuns, d, seed, total.Operations, total.Decided, total.Unknown, total.Writes, len(total.Faults), kinds, failed)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/identity"
+	hclog "github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 )
 
@@ -23,8 +24,10 @@ type Options struct {
 	Nodes int
 	// Modules builds the domain modules for each node (nil: none).
 	Modules func() []fsm.Module
-	// TCP runs raft over loopback TCP instead of the in-memory transport.
-	// Partitions then cut only HTTP; use it for durability, not faults.
+	// TCP runs raft over loopback TCP (raft's NetworkTransport) instead of
+	// the in-memory transport. Every fault applies to it too, except with
+	// TLS, where raft uses the node's own TLS stream layer and only HTTP
+	// is subject to faults.
 	TCP bool
 	// Configure, if set, adjusts each node's config before it starts.
 	Configure func(i int, cfg *cluster.Config)
@@ -58,9 +61,10 @@ type member struct {
 	id       string
 	dataDir  string
 	raftAddr string
-	trans    *raft.InmemTransport // nil in TCP mode
-	faults   *faultTransport      // trans as the node sees it
-	node     *cluster.Node        // nil while stopped
+	trans    *raft.InmemTransport   // nil in TCP mode
+	faults   *faultTransport        // trans as the node sees it
+	tcp      *raft.NetworkTransport // TCP mode without TLS: over a faultStream
+	node     *cluster.Node          // nil while stopped
 }
 
 // New starts a cluster and waits for a leader.
@@ -138,7 +142,13 @@ func (c *Cluster) config(i int, bootstrap bool) cluster.Config {
 		if bootstrap {
 			cfg.Bootstrap = true
 		} else if _, err := os.Stat(filepath.Join(m.dataDir, "raft.db")); err != nil {
-			cfg.Join = []string{c.URL(0)}
+			// A node without data joins through whichever running member
+			// answers (Replace may wipe any node, node 0 included).
+			for j := range c.members {
+				if j != i && c.Node(j) != nil {
+					cfg.Join = append(cfg.Join, c.URL(j))
+				}
+			}
 		}
 	} else {
 		cfg.Bootstrap = bootstrap
@@ -158,18 +168,38 @@ func (c *Cluster) start(i int, bootstrap bool) {
 	c.t.Helper()
 	m := c.members[i]
 	cfg := c.config(i, bootstrap)
-	if !c.opts.TCP {
+	switch {
+	case !c.opts.TCP:
 		_, m.trans = raft.NewInmemTransport(raft.ServerAddress(m.id))
 		m.faults = newFaultTransport(m.trans, c.net, i)
 		cfg.Transport = m.faults
+	case !c.opts.TLS: // TLS nodes bring their own stream layer, without faults
+		addr := m.raftAddr
+		if addr == "" {
+			addr = "127.0.0.1:0"
+		}
+		stream, err := newFaultStream(c.net, i, addr)
+		if err != nil {
+			c.t.Fatalf("clustertest: raft listener of %s: %v", m.id, err)
+		}
+		// Known before the node starts: the leader dials a joining node
+		// as soon as it adds it, and a connection to an address the
+		// network does not know is not subject to faults.
+		c.net.setRaftAddr(i, stream.Addr().String())
+		m.tcp = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+			Stream: stream, MaxPool: 4, Timeout: 10 * time.Second, Logger: hclog.NewNullLogger(),
+		})
+		cfg.Transport = m.tcp
 	}
 	node, err := cluster.New(cfg)
 	if err != nil {
+		c.closeTCP(m)
 		c.t.Fatalf("clustertest: node %s: %v", m.id, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := node.Start(ctx); err != nil {
+		c.closeTCP(m)
 		c.t.Fatalf("clustertest: start %s: %v", m.id, err)
 	}
 	c.mu.Lock()
@@ -272,7 +302,17 @@ func (c *Cluster) Stop(i int) {
 	if m.faults != nil {
 		m.faults.stop()
 	}
+	c.closeTCP(m)
 	c.rewire()
+}
+
+// closeTCP closes m's TCP transport, which a node does not close when it
+// was given one.
+func (c *Cluster) closeTCP(m *member) {
+	if m.tcp != nil {
+		_ = m.tcp.Close()
+		m.tcp = nil
+	}
 }
 
 // Restart starts a stopped node i on its existing data.

@@ -1,9 +1,11 @@
 // Package clustertest runs N-node Arbiter clusters inside one test process,
 // with fault injection.
 //
-// Raft traffic goes over hashicorp/raft's InmemTransport (or real TCP with
-// Options.TCP); the HTTP API, which followers use to forward to the leader,
-// goes over loopback TCP through a dialer that honours the same partitions.
+// Raft traffic goes over hashicorp/raft's InmemTransport, or with
+// Options.TCP over its NetworkTransport on loopback TCP through a stream
+// layer that injects the same faults; the HTTP API, which followers use to
+// forward to the leader, goes over loopback TCP through a dialer that
+// honours the same partitions.
 // Every node keeps its raft log in boltdb files under the test's temp dir,
 // so a stopped node restarts on its own data.
 //

@@ -10,18 +10,18 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// The faults beyond partitions and stops. In the in-memory mode they act
-// on raft traffic and on the HTTP links nodes use to forward to the
-// leader; calls a test makes directly on a *cluster.Node are not subject
+// The faults beyond partitions and stops. They act on raft traffic
+// (in-memory, or TCP without TLS) and on the HTTP links nodes use to
+// forward to the leader; calls a test makes directly on a *cluster.Node are not subject
 // to them (a client of a paused node is served, but nothing it asks of
 // the cluster gets through until the node resumes).
 
 // CutOneWay cuts the directed link from -> to: nothing from sends reaches
 // to. On HTTP that is exact: from's requests to to fail, and to's requests
-// to from arrive but their replies are lost. Raft's in-memory transport
-// cannot lose only a reply, so there from's RPCs to to fail while to's
-// RPCs to from still complete. It adds to any partition in force; Heal
-// restores it.
+// to from arrive but their replies are lost, and so on raft over TCP.
+// Raft's in-memory transport cannot lose only a reply, so there from's
+// RPCs to to fail while to's RPCs to from still complete. It adds to any
+// partition in force; Heal restores it.
 func (c *Cluster) CutOneWay(from, to int) {
 	c.net.cutOneWay(from, to)
 	c.rewire()

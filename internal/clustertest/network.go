@@ -12,15 +12,16 @@ import (
 )
 
 // network records which directed links between nodes are cut, the delay
-// every message suffers and which nodes are paused. Raft links are cut on
-// the inmem transports, and delayed or held by faultTransport; HTTP links
-// are cut, delayed and held here, at dial time and on every read and write
-// of an open connection.
+// every message suffers and which nodes are paused. In-memory raft links
+// are cut on the inmem transports, and delayed or held by faultTransport;
+// HTTP links, and raft links in TCP mode (faultStream), are cut, delayed
+// and held here, at dial time and on every read and write of an open
+// connection.
 type network struct {
 	mu       sync.Mutex
 	cut      map[[2]int]bool
 	apiAddr  map[string]int // API host:port -> node index
-	raftAddr map[string]int // inmem raft address -> node index
+	raftAddr map[string]int // raft address (inmem name or TCP host:port) -> node index
 	conns    map[*faultConn]struct{}
 	delay    time.Duration         // each message waits up to this long
 	paused   map[int]chan struct{} // closed when the node resumes
@@ -41,7 +42,7 @@ func (nw *network) setRaftAddr(i int, addr string) {
 	nw.raftAddr[addr] = i
 }
 
-// raftIndex is the node at an inmem raft address, or -1.
+// raftIndex is the node at a raft address, or -1.
 func (nw *network) raftIndex(addr string) int {
 	nw.mu.Lock()
 	defer nw.mu.Unlock()
@@ -168,14 +169,18 @@ func (nw *network) client(from int) *http.Client {
 			if err != nil || !known {
 				return c, err
 			}
-			fc := &faultConn{Conn: c, nw: nw, from: from, to: to}
-			nw.mu.Lock()
-			nw.conns[fc] = struct{}{}
-			nw.mu.Unlock()
-			return fc, nil
+			return nw.track(&faultConn{Conn: c, nw: nw, from: from, to: to}), nil
 		},
 		MaxIdleConnsPerHost: 16,
 	}}
+}
+
+// track registers c, so that a cut of its link closes it.
+func (nw *network) track(c *faultConn) *faultConn {
+	nw.mu.Lock()
+	nw.conns[c] = struct{}{}
+	nw.mu.Unlock()
+	return c
 }
 
 type faultConn struct {
