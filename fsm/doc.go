@@ -17,6 +17,15 @@
 //   - validate again: the proposer's checks are not trusted;
 //   - return *errs.Error for a domain failure; the transaction is aborted.
 //
+// A refusal that must commit what it did on the way (a capacity denial
+// after reclaiming expired leases) returns its result after Tx.Refuse: it
+// commits, but the idempotency ledger does not keep it for replay.
+//
+// Snapshots (snapshot.go) stream every table in a canonical, checksummed
+// format whose hash is the state hash. Backups are the same stream:
+// InspectSnapshot checks one offline; PrepareRestore turns one into the
+// stream a cluster restores (backup.go).
+//
 // A panic inside a handler is turned into an internal error result and the
 // transaction is aborted, so one bad command cannot take down every replica;
 // the fuzz tests exist to make sure that path is never taken.
