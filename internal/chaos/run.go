@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -72,7 +75,8 @@ func Run(t testing.TB, cfg Config) Report {
 		t.Fatalf("chaos: %d faults in one run; at most %d (one per kind) fit the workloads' generations", len(cfg.Faults), len(Faults))
 	}
 	began := time.Now()
-	c := clustertest.New(t, clustertest.Options{Nodes: cfg.Nodes, TCP: cfg.TCP, Configure: func(i int, nc *cluster.Config) {
+	logDir := nodeLogDir(t)
+	c := clustertest.New(t, clustertest.Options{Nodes: cfg.Nodes, TCP: cfg.TCP, LogDir: logDir, Configure: func(i int, nc *cluster.Config) {
 		nc.SnapshotThreshold = snapshotThreshold
 		nc.TrailingLogs = trailingLogs
 		nc.SnapshotInterval = 500 * time.Millisecond
@@ -175,6 +179,29 @@ func (cfg *Config) defaults() {
 	if cfg.CheckTimeout == 0 {
 		cfg.CheckTimeout = time.Minute
 	}
+}
+
+// LogsEnv names a directory that receives every node's log of every run,
+// one directory per run, kept only when the run fails (or the process
+// dies in it): for soaks, where a failure may not come back.
+const LogsEnv = "ARBITER_CHAOS_LOGS"
+
+// nodeLogDir is this run's log directory under LogsEnv ("" if unset); a
+// passing run's is removed at the end.
+func nodeLogDir(t testing.TB) string {
+	root := os.Getenv(LogsEnv)
+	if root == "" {
+		return ""
+	}
+	dir := filepath.Join(root, strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("chaos: node logs in %s", dir)
+			return
+		}
+		_ = os.RemoveAll(dir)
+	})
+	return dir
 }
 
 // progressBound is how long the harness waits for clients' progress.

@@ -33,6 +33,10 @@ type Options struct {
 	Configure func(i int, cfg *cluster.Config)
 	// Verbose logs raft and node messages to the test log.
 	Verbose bool
+	// LogDir, if set, receives each node's raft and node messages (info
+	// and above) in <LogDir>/<node id>.log, appended across restarts and
+	// written as they happen: what a crashed soak leaves to read.
+	LogDir string
 	// Principals turns authentication on. Nodes then authenticate each
 	// other with TLS (when TLS is set) or a generated peer token.
 	Principals *identity.Registry
@@ -55,6 +59,7 @@ type Cluster struct {
 
 	mu      sync.Mutex
 	members []*member
+	logs    map[string]*os.File // Options.LogDir's files by node id
 }
 
 type member struct {
@@ -135,8 +140,11 @@ func (c *Cluster) config(i int, bootstrap bool) cluster.Config {
 	if c.opts.TLS {
 		cfg.TLS = &cluster.TLSConfig{Certificate: c.PeerCA.Issue(c.t, m.id), PeerCAs: c.PeerCA.Pool, ClientCAs: c.ClientCA.Pool}
 	}
-	if c.opts.Verbose {
+	switch {
+	case c.opts.Verbose:
 		cfg.Logger = slog.New(slog.NewTextHandler(testWriter{c.t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	case c.opts.LogDir != "":
+		cfg.Logger = slog.New(slog.NewTextHandler(c.logFile(m.id), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 	if c.opts.TCP {
 		if bootstrap {
@@ -329,6 +337,11 @@ func (c *Cluster) stopAll() {
 	for i := range c.members {
 		c.Stop(i)
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, f := range c.logs {
+		_ = f.Close()
+	}
 }
 
 // Partition cuts every link between nodes in different groups. Nodes not
@@ -477,6 +490,28 @@ func (c *Cluster) describe() string {
 			st.NodeID, st.State, st.Term, st.LeaderID, st.CommitIndex, st.AppliedIndex, c.RaftStat(i, "last_log_index"), voters, c.Paused(i)))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// logFile opens (once) the append-only log file of node id under LogDir;
+// the cluster's cleanup closes it.
+func (c *Cluster) logFile(id string) *os.File {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if f := c.logs[id]; f != nil {
+		return f
+	}
+	if err := os.MkdirAll(c.opts.LogDir, 0o755); err != nil {
+		c.t.Fatalf("clustertest: log dir: %v", err)
+	}
+	f, err := os.OpenFile(filepath.Join(c.opts.LogDir, id+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		c.t.Fatalf("clustertest: log file: %v", err)
+	}
+	if c.logs == nil {
+		c.logs = map[string]*os.File{}
+	}
+	c.logs[id] = f
+	return f
 }
 
 type testWriter struct{ t testing.TB }
