@@ -43,6 +43,7 @@ type FSM struct {
 	db      atomic.Pointer[memdb.MemDB]
 	applied atomic.Uint64 // index of the last entry applied
 	panics  atomic.Uint64 // handler panics turned into internal errors
+	rewinds atomic.Uint64 // restores behind the applied index
 
 	mu     sync.Mutex
 	notify chan struct{} // closed and replaced after every batch

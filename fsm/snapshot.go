@@ -178,11 +178,23 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	if err != nil {
 		return err
 	}
+	if prev := f.applied.Load(); st.hdr.Index < prev {
+		// A replica is sent a snapshot only when it lags; one behind what
+		// it applied moves it back in time (its local reads go stale, and
+		// raft then replays entries it may have compacted away). It is
+		// restored, as raft asks, but never silently.
+		f.rewinds.Add(1)
+		f.logger.Error("snapshot restore moves the applied index backwards", "from", prev, "to", st.hdr.Index)
+	}
 	f.db.Store(st.db)
 	f.applied.Store(st.hdr.Index)
 	f.broadcast()
 	return nil
 }
+
+// Rewinds counts restores that moved the applied index backwards (see
+// Restore); the fault harness requires none.
+func (f *FSM) Rewinds() uint64 { return f.rewinds.Load() }
 
 // loadedState is a snapshot stream read to its end and checked: the
 // state it holds, built aside, and what it says about itself.

@@ -394,3 +394,29 @@ func TestSnapshotIsPointInTime(t *testing.T) {
 }
 
 var _ raft.SnapshotSink = (*memSink)(nil)
+
+// A snapshot behind the applied index is restored (raft decides what to
+// install) but counted: replicas must never move back in time unnoticed.
+func TestRestoreBehindAppliedIndexIsCounted(t *testing.T) {
+	l := newLocal(t)
+	createNode(t, l, "", "a", nil, nil)
+	older := snap(t, l.FSM)
+	createNode(t, l, "", "b", nil, nil)
+	newer := snap(t, l.FSM)
+
+	f := newFSM(t)
+	for _, s := range [][]byte{older, newer} {
+		if err := restore(f, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f.Rewinds() != 0 {
+		t.Fatalf("restores moving forward counted %d rewinds", f.Rewinds())
+	}
+	if err := restore(f, older); err != nil {
+		t.Fatal(err)
+	}
+	if f.Rewinds() != 1 || !bytes.Equal(snap(t, f), older) {
+		t.Fatalf("after restoring the older snapshot: %d rewinds, state older: %v", f.Rewinds(), bytes.Equal(snap(t, f), older))
+	}
+}
