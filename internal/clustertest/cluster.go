@@ -60,6 +60,7 @@ type Cluster struct {
 	mu      sync.Mutex
 	members []*member
 	logs    map[string]*os.File // Options.LogDir's files by node id
+	rewinds uint64              // FSM.Rewinds of the nodes stopped so far
 }
 
 type member struct {
@@ -307,11 +308,28 @@ func (c *Cluster) Stop(i int) {
 	if err := node.Close(); err != nil {
 		c.t.Logf("clustertest: stop %s: %v", m.id, err)
 	}
+	c.mu.Lock()
+	c.rewinds += node.FSM().Rewinds()
+	c.mu.Unlock()
 	if m.faults != nil {
 		m.faults.stop()
 	}
 	c.closeTCP(m)
 	c.rewire()
+}
+
+// Rewinds is how many snapshot restores, on every node since the cluster
+// started, moved a replica's applied index backwards (fsm.FSM.Rewinds).
+func (c *Cluster) Rewinds() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.rewinds
+	for _, m := range c.members {
+		if m.node != nil {
+			n += m.node.FSM().Rewinds()
+		}
+	}
+	return n
 }
 
 // closeTCP closes m's TCP transport, which a node does not close when it
