@@ -17,10 +17,14 @@ import (
 // the fault harness's soak hit exactly that. The guard runs each heartbeat
 // under a read lock; close takes the write lock, so it waits for the ones
 // in flight, and refuses later ones, before the stores close.
+//
+// The guard also stands between the transport and raft's RPC consumer to
+// refuse stale snapshots (stale_snapshot.go).
 type heartbeatGuard struct {
 	raft.Transport
 	mu     sync.RWMutex
 	closed bool
+	staleGuardState
 }
 
 var errShuttingDown = errors.New("cluster: node shutting down")
@@ -29,11 +33,17 @@ var errShuttingDown = errors.New("cluster: node shutting down")
 // (pre-vote, close) exactly when t has them.
 func guardHeartbeats(t raft.Transport) (raft.Transport, *heartbeatGuard) {
 	g := &heartbeatGuard{Transport: t}
+	g.stop, g.consumer = make(chan struct{}), make(chan raft.RPC)
+	go g.filterStaleSnapshots(t.Consumer(), g.consumer)
 	if _, ok := t.(raft.WithPreVote); ok {
 		return &heartbeatGuardPreVote{g}, g
 	}
 	return g, g
 }
+
+// Consumer is raft's inbound RPC channel, through the stale-snapshot
+// filter.
+func (g *heartbeatGuard) Consumer() <-chan raft.RPC { return g.consumer }
 
 func (g *heartbeatGuard) SetHeartbeatHandler(cb func(raft.RPC)) {
 	if cb == nil {
@@ -60,10 +70,14 @@ func (g *heartbeatGuard) Close() error {
 	return nil
 }
 
-// close waits for heartbeats in flight and refuses any later one.
+// close waits for heartbeats in flight and refuses any later one, and
+// ends the stale-snapshot filter.
 func (g *heartbeatGuard) close() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if !g.closed {
+		close(g.stop)
+	}
 	g.closed = true
 }
 

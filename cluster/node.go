@@ -139,9 +139,11 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	n.heartbeats = guard
 	r, err := raft.NewRaft(n.raftConfig(notify), n.fsm, n.stores.Log, n.stores.Stable, n.stores.Snapshot, trans)
 	if err != nil {
+		guard.close()
 		return fmt.Errorf("cluster: start raft: %w", err)
 	}
 	n.raft = r
+	guard.watchApplied(r.AppliedIndex, n.logger)
 	cleanup = append(cleanup, func() {
 		_ = r.Shutdown().Error()
 		guard.close()

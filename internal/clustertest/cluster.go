@@ -318,6 +318,15 @@ func (c *Cluster) Stop(i int) {
 	c.rewire()
 }
 
+// InmemTransport is node i's in-memory raft transport (nil in TCP mode),
+// for tests that speak raft's RPCs to other nodes directly, outside every
+// fault (a stale InstallSnapshot, for example).
+func (c *Cluster) InmemTransport(i int) *raft.InmemTransport {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.members[i].trans
+}
+
 // Rewinds is how many snapshot restores, on every node since the cluster
 // started, moved a replica's applied index backwards (fsm.FSM.Rewinds).
 func (c *Cluster) Rewinds() uint64 {

@@ -1,0 +1,84 @@
+package cluster
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+)
+
+// Stale snapshots. hashicorp/raft (v1.7.3) installs any InstallSnapshot
+// of the current term, even one behind what the follower has applied: it
+// restores the FSM to the older state, sets its applied index back, and
+// the next commit makes it replay from there, reading entries its own
+// compaction may have deleted, at which point raft panics ("log not
+// found" in processLogs). A snapshot request can arrive late when the
+// network holds it (a leader that timed out its call, a retry on another
+// connection that overtakes it). The raft paper's rule is that a follower
+// keeps what it has beyond a snapshot it receives; raft does not, so the
+// guard refuses such a request before raft sees it: an error to a leader
+// that is not waiting for it any more. A snapshot at or ahead of the
+// applied index goes through.
+
+// filterStaleSnapshots moves RPCs from in to out, refusing every
+// InstallSnapshot whose last index is behind the applied index, until stop
+// closes.
+func (g *heartbeatGuard) filterStaleSnapshots(in <-chan raft.RPC, out chan<- raft.RPC) {
+	for {
+		select {
+		case rpc := <-in:
+			if req, ok := rpc.Command.(*raft.InstallSnapshotRequest); ok {
+				if applied := g.appliedIndex(); req.LastLogIndex < applied {
+					g.refuseStale(rpc, req, applied)
+					continue
+				}
+			}
+			select {
+			case out <- rpc:
+			case <-g.stop:
+				rpc.Respond(nil, errShuttingDown)
+				return
+			}
+		case <-g.stop:
+			return
+		}
+	}
+}
+
+func (g *heartbeatGuard) refuseStale(rpc raft.RPC, req *raft.InstallSnapshotRequest, applied uint64) {
+	// The snapshot's bytes follow the request on the same stream; they
+	// must be read before the reply, as raft itself does (issue #212).
+	if rpc.Reader != nil {
+		_, _ = io.Copy(io.Discard, rpc.Reader)
+	}
+	g.staleRefused.Add(1)
+	if l := g.logger.Load(); l != nil {
+		l.Warn("refused a stale snapshot: it is behind what this node applied",
+			"snapshot_index", req.LastLogIndex, "snapshot_term", req.LastLogTerm, "applied_index", applied)
+	}
+	rpc.Respond(nil, fmt.Errorf("snapshot at index %d is behind this node's applied index %d", req.LastLogIndex, applied))
+}
+
+func (g *heartbeatGuard) appliedIndex() uint64 {
+	if f := g.applied.Load(); f != nil {
+		return (*f)()
+	}
+	return 0
+}
+
+// watchApplied turns the filter on, with the running raft's applied index.
+func (g *heartbeatGuard) watchApplied(applied func() uint64, logger *slog.Logger) {
+	g.logger.Store(logger)
+	g.applied.Store(&applied)
+}
+
+// staleGuardState is the filter's part of heartbeatGuard.
+type staleGuardState struct {
+	applied      atomic.Pointer[func() uint64]
+	logger       atomic.Pointer[slog.Logger]
+	staleRefused atomic.Uint64
+	stop         chan struct{}
+	consumer     chan raft.RPC
+}
