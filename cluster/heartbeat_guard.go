@@ -54,7 +54,7 @@ func (g *heartbeatGuard) SetHeartbeatHandler(cb func(raft.RPC)) {
 		g.mu.RLock()
 		defer g.mu.RUnlock()
 		if g.closed {
-			rpc.Respond(nil, errShuttingDown)
+			respondError(rpc, errShuttingDown)
 			return
 		}
 		cb(rpc)
@@ -85,4 +85,25 @@ type heartbeatGuardPreVote struct{ *heartbeatGuard }
 
 func (g *heartbeatGuardPreVote) RequestPreVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
 	return g.Transport.(raft.WithPreVote).RequestPreVote(id, target, args, resp)
+}
+
+// respondError answers an RPC the guard does not pass to raft. The reply
+// carries an empty response of the request's type, not nil: raft's
+// in-memory pipeline reads the response before it looks at the error, and
+// panics on a nil one.
+func respondError(rpc raft.RPC, err error) {
+	var resp any
+	switch rpc.Command.(type) {
+	case *raft.AppendEntriesRequest:
+		resp = &raft.AppendEntriesResponse{}
+	case *raft.RequestVoteRequest:
+		resp = &raft.RequestVoteResponse{}
+	case *raft.RequestPreVoteRequest:
+		resp = &raft.RequestPreVoteResponse{}
+	case *raft.InstallSnapshotRequest:
+		resp = &raft.InstallSnapshotResponse{}
+	case *raft.TimeoutNowRequest:
+		resp = &raft.TimeoutNowResponse{}
+	}
+	rpc.Respond(resp, err)
 }

@@ -64,3 +64,32 @@ func TestHeartbeatGuardWaitsAndRefuses(t *testing.T) {
 		t.Fatalf("raft's handler ran %d times, want 1", calls)
 	}
 }
+
+// consumerTransport feeds the guard RPCs from a channel the test holds.
+type consumerTransport struct {
+	*raft.InmemTransport
+	in chan raft.RPC
+}
+
+func (c *consumerTransport) Consumer() <-chan raft.RPC { return c.in }
+
+// An RPC still waiting for raft when the node stops is answered with an
+// error and a response of its type: raft's in-memory pipeline reads the
+// response before the error, and a nil one made the leader panic in a
+// soak ("interface {} is nil, not *raft.AppendEntriesResponse").
+func TestGuardAnswersPendingRPCsWithTypedResponses(t *testing.T) {
+	_, inmem := raft.NewInmemTransport("")
+	inner := &consumerTransport{InmemTransport: inmem, in: make(chan raft.RPC)}
+	_, guard := guardHeartbeats(inner)
+	respCh := make(chan raft.RPCResponse, 1)
+	inner.in <- raft.RPC{Command: &raft.AppendEntriesRequest{Entries: []*raft.Log{{Index: 1}}}, RespChan: respCh}
+	guard.close() // raft never read it
+	select {
+	case resp := <-respCh:
+		if _, ok := resp.Response.(*raft.AppendEntriesResponse); !ok || !errors.Is(resp.Error, errShuttingDown) {
+			t.Fatalf("pending append answered with %T %v", resp.Response, resp.Error)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the pending RPC was never answered")
+	}
+}

@@ -38,7 +38,7 @@ func (g *heartbeatGuard) filterStaleSnapshots(in <-chan raft.RPC, out chan<- raf
 			select {
 			case out <- rpc:
 			case <-g.stop:
-				rpc.Respond(nil, errShuttingDown)
+				respondError(rpc, errShuttingDown)
 				return
 			}
 		case <-g.stop:
@@ -58,7 +58,7 @@ func (g *heartbeatGuard) refuseStale(rpc raft.RPC, req *raft.InstallSnapshotRequ
 		l.Warn("refused a stale snapshot: it is behind what this node applied",
 			"snapshot_index", req.LastLogIndex, "snapshot_term", req.LastLogTerm, "applied_index", applied)
 	}
-	rpc.Respond(nil, fmt.Errorf("snapshot at index %d is behind this node's applied index %d", req.LastLogIndex, applied))
+	respondError(rpc, fmt.Errorf("snapshot at index %d is behind this node's applied index %d", req.LastLogIndex, applied))
 }
 
 func (g *heartbeatGuard) appliedIndex() uint64 {
