@@ -38,6 +38,12 @@ func TestSoak(t *testing.T) {
 		hseed := rng.Uint64()
 		name := fmt.Sprintf("%03d-%s-%dn-%s-seed%d", histories, w.Name(), nodes, map[bool]string{false: "inmem", true: "tcp"}[tcp], hseed)
 		t.Run(name, func(t *testing.T) {
+			// Deferred: a run that stops with t.Fatal counts too.
+			defer func() {
+				if t.Failed() {
+					failed++
+				}
+			}()
 			r := chaos.Run(t, chaos.Config{Workload: w, Nodes: nodes, TCP: tcp, Seed: hseed, Faults: chaos.RandomSchedule(hseed)})
 			if tcp {
 				tcpRuns++
@@ -50,9 +56,6 @@ func TestSoak(t *testing.T) {
 				kinds[f]++
 			}
 			total.Faults = append(total.Faults, r.Faults...)
-			if t.Failed() {
-				failed++
-			}
 		})
 	}
 	t.Logf("soak: %d histories (%d over TCP) in %v (seed %d): %d operations (%d decided, %d unknown), %d writes, %d faults %v; %d histories with a violation",
