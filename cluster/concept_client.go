@@ -113,7 +113,7 @@ func (c *ConceptClient) each(ctx context.Context, call func(context.Context, str
 	if len(c.remote.bases) == 0 {
 		return errs.New(errs.CodeInvalid, "concept client has no addresses")
 	}
-	ctx, cancel := c.remote.bound(ctx)
+	ctx, cancel := c.remote.bound(ctx, c.remote.timeout)
 	defer cancel()
 	var err error
 	for range c.remote.bases {

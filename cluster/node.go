@@ -35,7 +35,7 @@ type Node struct {
 	raft           *raft.Raft
 	transport      raft.Transport
 	closeTransport func() error
-	heartbeats     *heartbeatGuard // raft's view of transport
+	guard          *transportGuard // raft's view of transport
 	stores         *Stores
 	httpSrv        *http.Server
 	raftAddr       string // advertised raft address
@@ -135,8 +135,8 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		return fmt.Errorf("cluster: inspect raft state: %w", err)
 	}
 	notify := make(chan bool, 16)
-	trans, guard := guardHeartbeats(n.transport)
-	n.heartbeats = guard
+	trans, guard := guardTransport(n.transport)
+	n.guard = guard
 	r, err := raft.NewRaft(n.raftConfig(notify), n.fsm, n.stores.Log, n.stores.Stable, n.stores.Snapshot, trans)
 	if err != nil {
 		guard.close()
@@ -308,7 +308,7 @@ func (n *Node) stop(ctx context.Context, transfer bool) error {
 		cancel()
 		errRaft := n.raft.Shutdown().Error()
 		n.wg.Wait()
-		n.heartbeats.close() // no heartbeat may touch the stores below
+		n.guard.close() // no heartbeat may touch the stores below
 		errTransport := n.closeTransport()
 		errStores := n.stores.Close()
 		n.stopErr = errors.Join(errRaft, errTransport, errStores)

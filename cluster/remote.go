@@ -104,7 +104,7 @@ func (r *Remote) Status(ctx context.Context) (*Status, error) {
 	if len(r.bases) == 0 {
 		return nil, errs.New(errs.CodeInvalid, "remote has no addresses")
 	}
-	ctx, cancel := r.bound(ctx)
+	ctx, cancel := r.bound(ctx, r.timeout)
 	defer cancel()
 	var last error
 	for range r.bases {
@@ -127,7 +127,7 @@ func (r *Remote) call(ctx context.Context, path string, body []byte) (*wireReply
 	if len(r.bases) == 0 {
 		return nil, errs.New(errs.CodeInvalid, "remote has no addresses")
 	}
-	ctx, cancel := r.bound(ctx)
+	ctx, cancel := r.bound(ctx, r.timeout)
 	defer cancel()
 	var last error
 	for range r.bases {
@@ -148,9 +148,10 @@ func (r *Remote) pick() string {
 	return r.bases[int(r.next.Add(1)-1)%len(r.bases)]
 }
 
-func (r *Remote) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+// bound bounds a call whose context has no deadline by d.
+func (r *Remote) bound(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	if _, ok := ctx.Deadline(); ok {
 		return context.WithCancel(ctx)
 	}
-	return context.WithTimeout(ctx, r.timeout)
+	return context.WithTimeout(ctx, d)
 }

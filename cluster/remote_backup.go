@@ -18,7 +18,7 @@ func (r *Remote) Snapshot(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := r.boundTransfer(ctx)
+	ctx, cancel := r.bound(ctx, backupTransferTimeout) // backups outgrow ordinary calls
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/cluster/snapshot", nil)
 	if err != nil {
@@ -46,7 +46,7 @@ func (r *Remote) Restore(ctx context.Context, body io.Reader) (*RestoreResult, e
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := r.boundTransfer(ctx)
+	ctx, cancel := r.bound(ctx, backupTransferTimeout) // backups outgrow ordinary calls
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/cluster/restore", body)
 	if err != nil {
@@ -72,13 +72,4 @@ func (r *Remote) leaderBase(ctx context.Context) (string, error) {
 	}
 	scheme, _, _ := strings.Cut(r.bases[0], "://")
 	return scheme + "://" + st.LeaderAPIAddr, nil
-}
-
-// boundTransfer bounds a backup transfer whose context has no deadline;
-// backups outgrow the timeout of ordinary calls.
-func (r *Remote) boundTransfer(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return context.WithCancel(ctx)
-	}
-	return context.WithTimeout(ctx, backupTransferTimeout)
 }

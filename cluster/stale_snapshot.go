@@ -25,7 +25,7 @@ import (
 // filterStaleSnapshots moves RPCs from in to out, refusing every
 // InstallSnapshot whose last index is behind the applied index, until stop
 // closes.
-func (g *heartbeatGuard) filterStaleSnapshots(in <-chan raft.RPC, out chan<- raft.RPC) {
+func (g *transportGuard) filterStaleSnapshots(in <-chan raft.RPC, out chan<- raft.RPC) {
 	for {
 		select {
 		case rpc := <-in:
@@ -47,13 +47,12 @@ func (g *heartbeatGuard) filterStaleSnapshots(in <-chan raft.RPC, out chan<- raf
 	}
 }
 
-func (g *heartbeatGuard) refuseStale(rpc raft.RPC, req *raft.InstallSnapshotRequest, applied uint64) {
+func (g *transportGuard) refuseStale(rpc raft.RPC, req *raft.InstallSnapshotRequest, applied uint64) {
 	// The snapshot's bytes follow the request on the same stream; they
 	// must be read before the reply, as raft itself does (issue #212).
 	if rpc.Reader != nil {
 		_, _ = io.Copy(io.Discard, rpc.Reader)
 	}
-	g.staleRefused.Add(1)
 	if l := g.logger.Load(); l != nil {
 		l.Warn("refused a stale snapshot: it is behind what this node applied",
 			"snapshot_index", req.LastLogIndex, "snapshot_term", req.LastLogTerm, "applied_index", applied)
@@ -61,7 +60,7 @@ func (g *heartbeatGuard) refuseStale(rpc raft.RPC, req *raft.InstallSnapshotRequ
 	respondError(rpc, fmt.Errorf("snapshot at index %d is behind this node's applied index %d", req.LastLogIndex, applied))
 }
 
-func (g *heartbeatGuard) appliedIndex() uint64 {
+func (g *transportGuard) appliedIndex() uint64 {
 	if f := g.applied.Load(); f != nil {
 		return (*f)()
 	}
@@ -69,16 +68,14 @@ func (g *heartbeatGuard) appliedIndex() uint64 {
 }
 
 // watchApplied turns the filter on, with the running raft's applied index.
-func (g *heartbeatGuard) watchApplied(applied func() uint64, logger *slog.Logger) {
+func (g *transportGuard) watchApplied(applied func() uint64, logger *slog.Logger) {
 	g.logger.Store(logger)
 	g.applied.Store(&applied)
 }
 
-// staleGuardState is the filter's part of heartbeatGuard.
-type staleGuardState struct {
-	applied      atomic.Pointer[func() uint64]
-	logger       atomic.Pointer[slog.Logger]
-	staleRefused atomic.Uint64
-	stop         chan struct{}
-	consumer     chan raft.RPC
+// staleFilter is what the filter needs: the running raft's applied index
+// (nil until Start has raft) and where to log.
+type staleFilter struct {
+	applied atomic.Pointer[func() uint64]
+	logger  atomic.Pointer[slog.Logger]
 }

@@ -39,12 +39,18 @@ type TableRows struct {
 // and row bounds, every row's decoding, the row count and the checksum)
 // and describes it. The FSM's own state is not touched.
 func (f *FSM) InspectSnapshot(r io.Reader) (*SnapshotInfo, error) {
+	_, info, err := f.readBackup(r)
+	return info, err
+}
+
+// readBackup reads and checks a whole stream, counting its bytes.
+func (f *FSM) readBackup(r io.Reader) (*loadedState, *SnapshotInfo, error) {
 	cr := &countingReader{r: r}
 	st, err := f.readState(bufio.NewReaderSize(cr, 256<<10))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return st.info(cr.n), nil
+	return st, st.info(cr.n), nil
 }
 
 // PrepareRestore reads a backup from r, checks it as InspectSnapshot does,
@@ -68,12 +74,10 @@ func (f *FSM) InspectSnapshot(r io.Reader) (*SnapshotInfo, error) {
 // would move the index backwards. Every replica restores the bytes
 // written to w, so they all hold the same state.
 func (f *FSM) PrepareRestore(r io.Reader, w io.Writer) (backup *SnapshotInfo, index uint64, err error) {
-	cr := &countingReader{r: r}
-	st, err := f.readState(bufio.NewReaderSize(cr, 256<<10))
+	st, info, err := f.readBackup(r)
 	if err != nil {
 		return nil, 0, err
 	}
-	info := st.info(cr.n)
 
 	cur := f.db.Load().Txn(false)
 	txn := st.db.Txn(true)

@@ -3,10 +3,14 @@ package main
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
+
+	"github.com/arbiterhq/arbiter/cluster"
 )
 
 // clientFlags are what every client command takes to reach a cluster
@@ -37,4 +41,26 @@ func (f clientFlags) httpClient() (*http.Client, error) {
 		return nil, fmt.Errorf("no certificate in %s", *f.ca)
 	}
 	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}, nil
+}
+
+// remote is a client of the cluster at the comma-separated addrs, with
+// the token and CA of the flags.
+func (f clientFlags) remote(addrs string) (*cluster.Remote, error) {
+	remote := cluster.NewRemote(strings.Split(addrs, ",")...)
+	if hc, err := f.httpClient(); err != nil {
+		return nil, err
+	} else if hc != nil {
+		remote.WithHTTPClient(hc)
+	}
+	if *f.token != "" {
+		remote.WithToken(*f.token)
+	}
+	return remote, nil
+}
+
+// printJSON prints v as indented JSON on standard output.
+func printJSON(v any) error {
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

@@ -3,14 +3,12 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -163,25 +161,4 @@ func printInfo(info *fsm.SnapshotInfo, asJSON bool) error {
 		fmt.Fprintf(tw, "%s\t%d\n", t.Name, t.Rows)
 	}
 	return tw.Flush()
-}
-
-func printJSON(v any) error {
-	enc := json.NewEncoder(os.Stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
-// remote is a client of the cluster at the comma-separated addrs, with
-// the token and CA of the flags.
-func (f clientFlags) remote(addrs string) (*cluster.Remote, error) {
-	remote := cluster.NewRemote(strings.Split(addrs, ",")...)
-	if hc, err := f.httpClient(); err != nil {
-		return nil, err
-	} else if hc != nil {
-		remote.WithHTTPClient(hc)
-	}
-	if *f.token != "" {
-		remote.WithToken(*f.token)
-	}
-	return remote, nil
 }

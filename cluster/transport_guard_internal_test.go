@@ -22,7 +22,7 @@ func (h *handlerTransport) SetHeartbeatHandler(cb func(raft.RPC)) { h.handler = 
 func TestHeartbeatGuardWaitsAndRefuses(t *testing.T) {
 	_, inmem := raft.NewInmemTransport("")
 	inner := &handlerTransport{InmemTransport: inmem}
-	trans, guard := guardHeartbeats(inner)
+	trans, guard := guardTransport(inner)
 	if _, ok := trans.(raft.WithPreVote); !ok {
 		t.Fatal("the guard hid the transport's pre-vote support")
 	}
@@ -80,7 +80,7 @@ func (c *consumerTransport) Consumer() <-chan raft.RPC { return c.in }
 func TestGuardAnswersPendingRPCsWithTypedResponses(t *testing.T) {
 	_, inmem := raft.NewInmemTransport("")
 	inner := &consumerTransport{InmemTransport: inmem, in: make(chan raft.RPC)}
-	_, guard := guardHeartbeats(inner)
+	_, guard := guardTransport(inner)
 	respCh := make(chan raft.RPCResponse, 1)
 	inner.in <- raft.RPC{Command: &raft.AppendEntriesRequest{Entries: []*raft.Log{{Index: 1}}}, RespChan: respCh}
 	guard.close() // raft never read it

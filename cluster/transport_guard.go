@@ -7,45 +7,51 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// heartbeatGuard wraps the raft transport to close a shutdown race.
+// transportGuard stands between the raft transport and raft, against two
+// hazards of hashicorp/raft.
 //
-// Raft handles heartbeats on the transport's own goroutines (the fast path
-// of NetworkTransport), outside the goroutines raft.Shutdown waits for. A
-// heartbeat that arrives just before shutdown can still be running when
-// the node closes its boltdb stores, and if it carries a newer term raft
-// panics writing it ("failed to save current term: database not open"):
-// the fault harness's soak hit exactly that. The guard runs each heartbeat
-// under a read lock; close takes the write lock, so it waits for the ones
-// in flight, and refuses later ones, before the stores close.
+// Heartbeats at shutdown. Raft handles heartbeats on the transport's own
+// goroutines (the fast path of NetworkTransport), outside the goroutines
+// raft.Shutdown waits for. A heartbeat that arrives just before shutdown
+// can still be running when the node closes its boltdb stores, and if it
+// carries a newer term raft panics writing it ("failed to save current
+// term: database not open"): the fault harness's soak hit exactly that.
+// The guard runs each heartbeat under a read lock; close takes the write
+// lock, so it waits for the ones in flight, and refuses later ones, before
+// the stores close.
 //
-// The guard also stands between the transport and raft's RPC consumer to
-// refuse stale snapshots (stale_snapshot.go).
-type heartbeatGuard struct {
+// Stale snapshots. Every other RPC reaches raft through the guard's
+// consumer, which refuses an InstallSnapshot behind the applied index
+// (stale_snapshot.go).
+type transportGuard struct {
 	raft.Transport
 	mu     sync.RWMutex
 	closed bool
-	staleGuardState
+
+	consumer chan raft.RPC // what raft reads, after the filter
+	stop     chan struct{} // closed by close: ends the filter
+	staleFilter
 }
 
 var errShuttingDown = errors.New("cluster: node shutting down")
 
-// guardHeartbeats wraps t, keeping the optional interfaces raft looks for
+// guardTransport wraps t, keeping the optional interfaces raft looks for
 // (pre-vote, close) exactly when t has them.
-func guardHeartbeats(t raft.Transport) (raft.Transport, *heartbeatGuard) {
-	g := &heartbeatGuard{Transport: t}
+func guardTransport(t raft.Transport) (raft.Transport, *transportGuard) {
+	g := &transportGuard{Transport: t}
 	g.stop, g.consumer = make(chan struct{}), make(chan raft.RPC)
 	go g.filterStaleSnapshots(t.Consumer(), g.consumer)
 	if _, ok := t.(raft.WithPreVote); ok {
-		return &heartbeatGuardPreVote{g}, g
+		return &transportGuardPreVote{g}, g
 	}
 	return g, g
 }
 
 // Consumer is raft's inbound RPC channel, through the stale-snapshot
 // filter.
-func (g *heartbeatGuard) Consumer() <-chan raft.RPC { return g.consumer }
+func (g *transportGuard) Consumer() <-chan raft.RPC { return g.consumer }
 
-func (g *heartbeatGuard) SetHeartbeatHandler(cb func(raft.RPC)) {
+func (g *transportGuard) SetHeartbeatHandler(cb func(raft.RPC)) {
 	if cb == nil {
 		g.Transport.SetHeartbeatHandler(nil)
 		return
@@ -63,7 +69,7 @@ func (g *heartbeatGuard) SetHeartbeatHandler(cb func(raft.RPC)) {
 
 // Close closes the wrapped transport when it can be closed (raft calls it
 // at shutdown when it exists; the guard always has it).
-func (g *heartbeatGuard) Close() error {
+func (g *transportGuard) Close() error {
 	if c, ok := g.Transport.(raft.WithClose); ok {
 		return c.Close()
 	}
@@ -72,7 +78,7 @@ func (g *heartbeatGuard) Close() error {
 
 // close waits for heartbeats in flight and refuses any later one, and
 // ends the stale-snapshot filter.
-func (g *heartbeatGuard) close() {
+func (g *transportGuard) close() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !g.closed {
@@ -81,9 +87,9 @@ func (g *heartbeatGuard) close() {
 	g.closed = true
 }
 
-type heartbeatGuardPreVote struct{ *heartbeatGuard }
+type transportGuardPreVote struct{ *transportGuard }
 
-func (g *heartbeatGuardPreVote) RequestPreVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
+func (g *transportGuardPreVote) RequestPreVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
 	return g.Transport.(raft.WithPreVote).RequestPreVote(id, target, args, resp)
 }
 
