@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
+	"github.com/arbiterhq/arbiter/nodes"
 )
 
 // FixtureConceptReservationAuthority runs the reservation protocol on an
@@ -22,7 +23,7 @@ var _ Authority = (*FixtureConceptReservationAuthority)(nil)
 // NewFixture returns a fixture whose clock starts at fsmtest.Epoch and
 // moves only with Advance.
 func NewFixture(policies *PolicySet) (*FixtureConceptReservationAuthority, error) {
-	local, err := fsmtest.New()
+	local, err := fsmtest.New(nodes.Module())
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/arbiterhq/arbiter/authority"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
+	"github.com/arbiterhq/arbiter/nodes"
 )
 
 const ttl = 60 * time.Second // the TTL of request()
@@ -674,7 +675,7 @@ func TestReserveNextNumeric(t *testing.T) {
 		}
 	})
 	t.Run("service", func(t *testing.T) {
-		local, err := fsmtest.New()
+		local, err := fsmtest.New(nodes.Module())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -812,7 +813,7 @@ func TestFixtureIsNotAuthoritative(t *testing.T) {
 	if fixture(t).Authoritative() {
 		t.Fatal("the fixture claims to be authoritative")
 	}
-	local, err := fsmtest.New()
+	local, err := fsmtest.New(nodes.Module())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/bounds"
 	"github.com/arbiterhq/arbiter/log"
+	"github.com/arbiterhq/arbiter/nodes"
 )
 
 // read returns the record of id as the tenant sees it: a claim of another
@@ -84,19 +85,19 @@ func (s *Service) List(ctx context.Context, req ListRequest) (*RecordPage, error
 	if _, err := authorize(ctx, log.RoleReader, req.TenantRef); err != nil {
 		return nil, err
 	}
-	if req.Limit < 0 || req.Limit > fsm.MaxLabelPage {
-		return nil, errs.Errorf(errs.CodeInvalid, "limit must be between 1 and %d", fsm.MaxLabelPage)
+	if req.Limit < 0 || req.Limit > nodes.MaxLabelPage {
+		return nil, errs.Errorf(errs.CodeInvalid, "limit must be between 1 and %d", nodes.MaxLabelPage)
 	}
 	if err := checkCursor(req.After); err != nil {
 		return nil, err
 	}
-	page, err := s.nodes.ByLabel(ctx, fsm.LabelQuery{Label: tenantLabel(req.TenantRef), After: req.After, Limit: req.Limit}, fsm.Linearizable)
+	page, err := s.nodes.ByLabel(ctx, nodes.LabelQuery{Label: tenantLabel(req.TenantRef), After: req.After, Limit: req.Limit}, fsm.Linearizable)
 	if err != nil {
 		return nil, fromCluster(err)
 	}
 	limit := req.Limit
 	if limit == 0 {
-		limit = fsm.MaxLabelPage
+		limit = nodes.MaxLabelPage
 	}
 	if len(page.Nodes) > limit {
 		return nil, errs.Errorf(errs.CodeInternal, "backend returned %d records for a page of %d", len(page.Nodes), limit)

@@ -5,7 +5,7 @@ import (
 	"sort"
 
 	"github.com/arbiterhq/arbiter/errs"
-	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/nodes"
 )
 
 // MaxReconcileRecords bounds ReconcileRequest.MaxRecords.
@@ -144,7 +144,7 @@ func (s *ConceptReservationService) nativeClaims(ctx context.Context, tenant str
 		if pages > max+1 { // every page but the last holds a record
 			return nil, errs.New(errs.CodeInternal, "native listing did not end within its bound")
 		}
-		page, err := s.auth.List(ctx, ListRequest{TenantRef: tenant, After: cursor, Limit: fsm.MaxLabelPage})
+		page, err := s.auth.List(ctx, ListRequest{TenantRef: tenant, After: cursor, Limit: nodes.MaxLabelPage})
 		if err != nil {
 			return nil, err
 		}

@@ -17,13 +17,14 @@ import (
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/log"
+	"github.com/arbiterhq/arbiter/nodes"
 )
 
 // native is a Service over an in-process FSM the test holds, so that it
 // can hash the state.
 func native(t *testing.T) (*fsmtest.Local, *authority.Service) {
 	t.Helper()
-	local, err := fsmtest.New()
+	local, err := fsmtest.New(nodes.Module())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +240,7 @@ func TestReconcileBounds(t *testing.T) {
 	// Many native claims, across several pages, counted exactly.
 	_, svc2 := native(t)
 	crs2 := authority.NewConceptReservationService(svc2, t.TempDir())
-	n := fsm.MaxLabelPage + 5
+	n := nodes.MaxLabelPage + 5
 	for i := 1; i <= n; i++ {
 		mustReserve(t, svc2, request(fmt.Sprintf("RMDD-%d", i), "alice", "bulk"))
 	}
@@ -354,17 +355,17 @@ func TestReconcileRefusesMisbehavingBackends(t *testing.T) {
 type pageReader struct {
 	local  *fsmtest.Local
 	calls  atomic.Int64
-	tamper func(q *fsm.LabelQuery, page *fsm.NodePage)
+	tamper func(q *nodes.LabelQuery, page *nodes.Page)
 	// ignoreAfter queries the FSM as if every call asked for page one.
 	ignoreAfter bool
 }
 
 func (r *pageReader) Query(ctx context.Context, q fsm.Query) ([]byte, error) {
-	if q.Type != fsm.QueryNodesByLabel {
+	if q.Type != nodes.QueryByLabel {
 		return r.local.Query(ctx, q)
 	}
 	r.calls.Add(1)
-	var lq fsm.LabelQuery
+	var lq nodes.LabelQuery
 	if err := log.Unmarshal(q.Payload, &lq); err != nil {
 		return nil, err
 	}
@@ -380,7 +381,7 @@ func (r *pageReader) Query(ctx context.Context, q fsm.Query) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var page fsm.NodePage
+	var page nodes.Page
 	if err := log.Unmarshal(raw, &page); err != nil {
 		return nil, err
 	}
@@ -398,11 +399,11 @@ func TestServiceListRefusesBadPages(t *testing.T) {
 		mustReserve(t, svc, request(fmt.Sprintf("RMDD-%d", i), "alice", "bulk"))
 	}
 	mustReserve(t, svc, otherTenant(request("RMDD-9", "carol", "c9")))
-	other, err := local.Query(ctx, fsm.Query{Type: fsm.QueryNodeGet, Payload: mustMarshal(t, fsm.GetNodeQuery{NodeID: "concept-reservation:RMDD-9"})})
+	other, err := local.Query(ctx, fsm.Query{Type: nodes.QueryGet, Payload: mustMarshal(t, nodes.GetQuery{NodeID: "concept-reservation:RMDD-9"})})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var otherNode fsm.Node
+	var otherNode nodes.Node
 	if err := log.Unmarshal(other, &otherNode); err != nil {
 		t.Fatal(err)
 	}
@@ -437,23 +438,23 @@ func TestServiceListRefusesBadPages(t *testing.T) {
 		name        string
 		ignoreAfter bool
 		limit       int
-		tamper      func(q *fsm.LabelQuery, p *fsm.NodePage)
+		tamper      func(q *nodes.LabelQuery, p *nodes.Page)
 		reconcile   bool // the tampering also spoils a last page
 	}{
 		{name: "ignores after", ignoreAfter: true, limit: 2},
-		{name: "returns the cursor it was given", limit: 2, tamper: func(q *fsm.LabelQuery, p *fsm.NodePage) {
+		{name: "returns the cursor it was given", limit: 2, tamper: func(q *nodes.LabelQuery, p *nodes.Page) {
 			if q.After != "" {
 				p.NextCursor = q.After
 			}
 		}},
-		{name: "cursor with control characters", limit: 2, reconcile: true, tamper: func(_ *fsm.LabelQuery, p *fsm.NodePage) { p.NextCursor = "n1.abc\x00def" }},
-		{name: "cursor with a newline", limit: 2, reconcile: true, tamper: func(_ *fsm.LabelQuery, p *fsm.NodePage) { p.NextCursor = "n1.abc\ndef" }},
-		{name: "cursor too long", limit: 2, reconcile: true, tamper: func(_ *fsm.LabelQuery, p *fsm.NodePage) { p.NextCursor = "n1." + strings.Repeat("a", 2000) }},
-		{name: "empty page with a cursor", limit: 2, reconcile: true, tamper: func(_ *fsm.LabelQuery, p *fsm.NodePage) { p.Nodes = nil; p.NextCursor = "n1.more" }},
-		{name: "more nodes than the limit", limit: 2, tamper: func(_ *fsm.LabelQuery, p *fsm.NodePage) { p.Nodes = append(p.Nodes, p.Nodes...) }},
-		{name: "a node twice", limit: 3, reconcile: true, tamper: func(_ *fsm.LabelQuery, p *fsm.NodePage) { p.Nodes[1] = p.Nodes[0] }},
-		{name: "nodes out of order", limit: 3, reconcile: true, tamper: func(_ *fsm.LabelQuery, p *fsm.NodePage) { p.Nodes[0], p.Nodes[1] = p.Nodes[1], p.Nodes[0] }},
-		{name: "a node that is no record", limit: 2, reconcile: true, tamper: func(_ *fsm.LabelQuery, p *fsm.NodePage) {
+		{name: "cursor with control characters", limit: 2, reconcile: true, tamper: func(_ *nodes.LabelQuery, p *nodes.Page) { p.NextCursor = "n1.abc\x00def" }},
+		{name: "cursor with a newline", limit: 2, reconcile: true, tamper: func(_ *nodes.LabelQuery, p *nodes.Page) { p.NextCursor = "n1.abc\ndef" }},
+		{name: "cursor too long", limit: 2, reconcile: true, tamper: func(_ *nodes.LabelQuery, p *nodes.Page) { p.NextCursor = "n1." + strings.Repeat("a", 2000) }},
+		{name: "empty page with a cursor", limit: 2, reconcile: true, tamper: func(_ *nodes.LabelQuery, p *nodes.Page) { p.Nodes = nil; p.NextCursor = "n1.more" }},
+		{name: "more nodes than the limit", limit: 2, tamper: func(_ *nodes.LabelQuery, p *nodes.Page) { p.Nodes = append(p.Nodes, p.Nodes...) }},
+		{name: "a node twice", limit: 3, reconcile: true, tamper: func(_ *nodes.LabelQuery, p *nodes.Page) { p.Nodes[1] = p.Nodes[0] }},
+		{name: "nodes out of order", limit: 3, reconcile: true, tamper: func(_ *nodes.LabelQuery, p *nodes.Page) { p.Nodes[0], p.Nodes[1] = p.Nodes[1], p.Nodes[0] }},
+		{name: "a node that is no record", limit: 2, reconcile: true, tamper: func(_ *nodes.LabelQuery, p *nodes.Page) {
 			p.Nodes[0].Properties = map[string]json.RawMessage{"schema": json.RawMessage(`"other/v1"`)}
 		}},
 	} {
@@ -491,7 +492,7 @@ func TestServiceListRefusesBadPages(t *testing.T) {
 	}
 
 	// A node of another tenant slipped into the page is not listed.
-	r := &pageReader{local: local, tamper: func(_ *fsm.LabelQuery, p *fsm.NodePage) { p.Nodes = append(p.Nodes, otherNode) }}
+	r := &pageReader{local: local, tamper: func(_ *nodes.LabelQuery, p *nodes.Page) { p.Nodes = append(p.Nodes, otherNode) }}
 	p, err := authority.NewService(local, r, policies(t)).List(ctx, authority.ListRequest{TenantRef: "tenant-a"})
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 	"strconv"
 
 	"github.com/arbiterhq/arbiter/errs"
-	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/nodes"
 )
 
 // State is a lifecycle state.
@@ -135,7 +135,7 @@ func (r *Record) properties() (map[string]any, error) {
 }
 
 // recordOf reads the record stored in a node.
-func recordOf(n *fsm.Node) (*Record, error) {
+func recordOf(n *nodes.Node) (*Record, error) {
 	raw, err := json.Marshal(n.Properties)
 	if err != nil {
 		return nil, errs.Errorf(errs.CodeInternal, "node %s: %v", n.NodeID, err)

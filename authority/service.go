@@ -8,6 +8,7 @@ import (
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/bounds"
 	"github.com/arbiterhq/arbiter/log"
+	"github.com/arbiterhq/arbiter/nodes"
 )
 
 // Authority is what callers of the reservation protocol use; Service (the
@@ -27,7 +28,7 @@ type Authority interface {
 // primitives of any Proposer and Reader (an embedded cluster.Node, a
 // cluster.Remote, or a bare FSM).
 type Service struct {
-	nodes    *fsm.Nodes
+	nodes    *nodes.Client
 	policies *PolicySet
 }
 
@@ -35,7 +36,7 @@ var _ Authority = (*Service)(nil)
 
 // NewService returns the native adapter.
 func NewService(p fsm.Proposer, r fsm.Reader, policies *PolicySet) *Service {
-	return &Service{nodes: fsm.NewNodes(p, r), policies: policies}
+	return &Service{nodes: nodes.NewClient(p, r), policies: policies}
 }
 
 // Authoritative reports true: decisions come from the replicated log.
@@ -141,7 +142,7 @@ func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (*ReserveResu
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.nodes.CreateIfAbsent(ctx, fsm.CreateNodeRequest{
+	res, err := s.nodes.CreateIfAbsent(ctx, nodes.CreateRequest{
 		NodeID: id.NodeID(), Labels: []string{labelAll, tenantLabel(req.TenantRef)},
 		Properties: props, SetNow: claimTimes(req.TTLMs),
 	})
@@ -197,7 +198,7 @@ func newRecord(id ConceptID, pol ConceptNamespacePolicy, req *ReserveRequest, fe
 // nowMs the FSM time at which it was read. A reclaim CAS that loses reads
 // the new winner from its own result and classifies again, a bounded
 // number of times; then the authority fails closed.
-func (s *Service) classify(ctx context.Context, id ConceptID, pol ConceptNamespacePolicy, req *ReserveRequest, node *fsm.Node, nowMs int64) (*ReserveResult, error) {
+func (s *Service) classify(ctx context.Context, id ConceptID, pol ConceptNamespacePolicy, req *ReserveRequest, node *nodes.Node, nowMs int64) (*ReserveResult, error) {
 	fp := fingerprint(id, req)
 	for attempt := 0; attempt < maxReclaimAttempts; attempt++ {
 		cur, err := recordOf(node)
@@ -249,10 +250,10 @@ func reclaimable(r *Record, nowMs int64) bool {
 // reclaimCAS replaces cur by next in one CAS conditioned on cur's
 // reservation id, fingerprint, state, fence and visibility (and, for a
 // claim not yet marked expired, on its deadline having passed).
-func reclaimCAS(cur, next *Record, ttlMs int64) (fsm.CASRequest, error) {
+func reclaimCAS(cur, next *Record, ttlMs int64) (nodes.CASRequest, error) {
 	updates, err := next.properties()
 	if err != nil {
-		return fsm.CASRequest{}, err
+		return nodes.CASRequest{}, err
 	}
 	// Timestamps of the old claim's lifecycle do not describe the new one.
 	for _, f := range timestampField {
@@ -264,14 +265,14 @@ func reclaimCAS(cur, next *Record, ttlMs int64) (fsm.CASRequest, error) {
 	for f := range times {
 		delete(updates, f)
 	}
-	req := fsm.CASRequest{
+	req := nodes.CASRequest{
 		NodeID: ConceptID{Namespace: next.Namespace, Number: next.Number}.NodeID(),
 		Conditions: map[string]any{
 			"reservation_id": cur.ReservationID, "fingerprint": cur.Fingerprint,
 			fieldState: string(cur.State), fieldFence: cur.Fence, fieldVisibility: string(VisibilityNone),
 		},
 		Updates:    updates,
-		TimeFields: fsm.TimeFields{SetNow: times},
+		TimeFields: nodes.TimeFields{SetNow: times},
 	}
 	if cur.State == Reserved || cur.State == Materialized {
 		req.Due = []string{fieldExpiresAt}

@@ -4,9 +4,9 @@ import (
 	"context"
 
 	"github.com/arbiterhq/arbiter/errs"
-	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/bounds"
 	"github.com/arbiterhq/arbiter/log"
+	"github.com/arbiterhq/arbiter/nodes"
 )
 
 // Action is a lifecycle transition a holder asks for.
@@ -191,8 +191,8 @@ func (s *Service) Transition(ctx context.Context, req TransitionRequest) (*Trans
 	return nil, failClosed(id.String(), maxReclaimAttempts)
 }
 
-func transitionCAS(id ConceptID, cur *Record, st step) fsm.CASRequest {
-	req := fsm.CASRequest{
+func transitionCAS(id ConceptID, cur *Record, st step) nodes.CASRequest {
+	req := nodes.CASRequest{
 		NodeID: id.NodeID(),
 		Conditions: map[string]any{
 			"tenant_ref": cur.TenantRef, "owner_ref": cur.OwnerRef,
@@ -202,7 +202,7 @@ func transitionCAS(id ConceptID, cur *Record, st step) fsm.CASRequest {
 		Updates: map[string]any{
 			fieldState: string(st.to), fieldFence: cur.Fence + 1, fieldVisibility: string(st.visibility),
 		},
-		TimeFields: fsm.TimeFields{SetNow: map[string]int64{timestampField[st.to]: 0, fieldUpdatedAt: 0}},
+		TimeFields: nodes.TimeFields{SetNow: map[string]int64{timestampField[st.to]: 0, fieldUpdatedAt: 0}},
 	}
 	if st.due {
 		req.Due = []string{fieldExpiresAt}

@@ -13,6 +13,7 @@ import (
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
+	"github.com/arbiterhq/arbiter/nodes"
 )
 
 // memberAddrs lists the members a node knows, with their addresses.
@@ -34,7 +35,7 @@ func TestBackupRestoresIntoAnotherCluster(t *testing.T) {
 	a := clustertest.New(t, clustertest.Options{Nodes: 3})
 	aLeader := a.WaitLeader(10 * time.Second)
 	for k := 0; k < 50; k++ {
-		if _, err := nodesOf(a, aLeader).CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: fmt.Sprintf("a-%02d", k), Labels: []string{"from-a"}}); err != nil {
+		if _, err := nodesOf(a, aLeader).CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: fmt.Sprintf("a-%02d", k), Labels: []string{"from-a"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -49,7 +50,7 @@ func TestBackupRestoresIntoAnotherCluster(t *testing.T) {
 
 	b := clustertest.New(t, clustertest.Options{Nodes: 3})
 	bLeader := b.WaitLeader(10 * time.Second)
-	if _, err := nodesOf(b, bLeader).CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: "b-only"}); err != nil {
+	if _, err := nodesOf(b, bLeader).CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "b-only"}); err != nil {
 		t.Fatal(err)
 	}
 	// Once every member has registered its API address.
@@ -73,7 +74,7 @@ func TestBackupRestoresIntoAnotherCluster(t *testing.T) {
 	}
 	b.WaitConverged(20 * time.Second)
 	for i := 0; i < 3; i++ {
-		page, err := nodesOf(b, i).ByLabel(ctx, fsm.LabelQuery{Label: "from-a", Limit: 128}, fsm.Stale)
+		page, err := nodesOf(b, i).ByLabel(ctx, nodes.LabelQuery{Label: "from-a", Limit: 128}, fsm.Stale)
 		if err != nil || len(page.Nodes) != 50 {
 			t.Fatalf("node %d holds %d of the backup's 50 nodes (%v)", i, len(page.Nodes), err)
 		}
@@ -90,7 +91,7 @@ func TestBackupRestoresIntoAnotherCluster(t *testing.T) {
 	// Through a follower: forwarding finds the leader by the kept members;
 	// a linearizable read does not wait for some later write.
 	follower := nodesOf(b, (b.WaitLeader(10*time.Second)+1)%3)
-	if _, err := follower.CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: "after-restore"}); err != nil {
+	if _, err := follower.CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "after-restore"}); err != nil {
 		t.Fatalf("write through a follower after the restore: %v", err)
 	}
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -110,14 +111,14 @@ func TestRestoreRefusalsChangeNothing(t *testing.T) {
 		cfg.MaxRestoreBytes = limit
 	}})
 	leader := c.WaitLeader(10 * time.Second)
-	if _, err := nodesOf(c, leader).CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: "kept"}); err != nil {
+	if _, err := nodesOf(c, leader).CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "kept"}); err != nil {
 		t.Fatal(err)
 	}
 	var good bytes.Buffer
 	if err := c.Node(leader).Backup(ctx, &good); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := nodesOf(c, leader).CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: "after-backup"}); err != nil {
+	if _, err := nodesOf(c, leader).CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "after-backup"}); err != nil {
 		t.Fatal(err)
 	}
 	damaged := slices.Clone(good.Bytes())

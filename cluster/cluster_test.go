@@ -11,11 +11,12 @@ import (
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
+	"github.com/arbiterhq/arbiter/nodes"
 )
 
-func nodesOf(c *clustertest.Cluster, i int) *fsm.Nodes {
+func nodesOf(c *clustertest.Cluster, i int) *nodes.Client {
 	n := c.Node(i)
-	return fsm.NewNodes(n, n)
+	return nodes.NewClient(n, n)
 }
 
 // retryUnknown calls op until its outcome is known, as a careful client
@@ -47,11 +48,11 @@ func TestConcurrentCreateHasExactlyOneWinnerPerID(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			nodes := nodesOf(c, cl%c.Size())
+			nc := nodesOf(c, cl%c.Size())
 			for k := 0; k < ids; k++ {
 				id := fmt.Sprintf("id-%d", (k+cl)%ids)
-				res, err := retryUnknown(t, func(ctx context.Context) (*fsm.CreateNodeResult, error) {
-					return nodes.CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: id, Properties: map[string]any{"owner": cl},
+				res, err := retryUnknown(t, func(ctx context.Context) (*nodes.CreateResult, error) {
+					return nc.CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: id, Properties: map[string]any{"owner": cl},
 						IdempotencyKey: fmt.Sprintf("client-%d-%s", cl, id)})
 				})
 				if err != nil {
@@ -91,18 +92,18 @@ func TestConcurrentCreateHasExactlyOneWinnerPerID(t *testing.T) {
 func TestCASRaceHasExactlyOneWinner(t *testing.T) {
 	c := clustertest.New(t, clustertest.Options{Nodes: 3})
 	ctx := context.Background()
-	if _, err := nodesOf(c, 0).CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: "lock", Properties: map[string]any{"fence": 1}}); err != nil {
+	if _, err := nodesOf(c, 0).CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "lock", Properties: map[string]any{"fence": 1}}); err != nil {
 		t.Fatal(err)
 	}
 	const racers = 24
-	results := make(chan *fsm.CASResult, racers)
+	results := make(chan *nodes.CASResult, racers)
 	var wg sync.WaitGroup
 	for r := 0; r < racers; r++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := retryUnknown(t, func(ctx context.Context) (*fsm.CASResult, error) {
-				return nodesOf(c, r%c.Size()).CompareAndSet(ctx, fsm.CASRequest{NodeID: "lock",
+			res, err := retryUnknown(t, func(ctx context.Context) (*nodes.CASResult, error) {
+				return nodesOf(c, r%c.Size()).CompareAndSet(ctx, nodes.CASRequest{NodeID: "lock",
 					Conditions: map[string]any{"fence": 1}, Updates: map[string]any{"fence": 2, "owner": r},
 					IdempotencyKey: fmt.Sprintf("racer-%d", r)})
 			})
@@ -155,7 +156,7 @@ func testIsolatedLeaderLosesNoAcknowledgedWrite(t *testing.T, opts clustertest.O
 		t.Helper()
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		res, err := nodesOf(c, via).CreateIfAbsent(cctx, fsm.CreateNodeRequest{NodeID: id})
+		res, err := nodesOf(c, via).CreateIfAbsent(cctx, nodes.CreateRequest{NodeID: id})
 		if err != nil || !res.Created {
 			t.Fatalf("write %s via n%d: %+v %v", id, via+1, res, err)
 		}

@@ -12,7 +12,7 @@
 //	if err != nil { ... }
 //	if err := node.Start(ctx); err != nil { ... }
 //	defer node.Shutdown(context.Background())
-//	nodes := fsm.NewNodes(node, node)
+//	nc := nodes.NewClient(node, node)
 //
 // Node implements fsm.Proposer and fsm.Reader. Any node accepts any call:
 // a follower forwards writes, and linearizable reads, to the leader over

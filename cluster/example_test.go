@@ -9,6 +9,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/nodes"
 )
 
 // A single-node cluster embedded in a program. Other nodes would set
@@ -34,18 +35,18 @@ func ExampleNode() {
 	defer node.Shutdown(ctx)
 
 	// Proposals wait for a leader (bounded by ApplyTimeout).
-	nodes := fsm.NewNodes(node, node)
-	res, err := nodes.CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: "job-1", IdempotencyKey: "req-1"})
+	nc := nodes.NewClient(node, node)
+	res, err := nc.CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "job-1", IdempotencyKey: "req-1"})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	again, _ := nodes.CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: "job-1", IdempotencyKey: "req-1"})
+	again, _ := nc.CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "job-1", IdempotencyKey: "req-1"})
 	fmt.Println("created:", res.Created, "retry replayed:", again.Replayed, "retry created:", again.Created)
 
 	// The same calls over HTTP, from anywhere.
 	remote := cluster.NewRemote(node.APIAddr())
-	got, _ := fsm.NewNodes(remote, remote).Get(ctx, "job-1", fsm.Linearizable)
+	got, _ := nodes.NewClient(remote, remote).Get(ctx, "job-1", fsm.Linearizable)
 	fmt.Println("read back:", got.NodeID, "version", got.Version)
 	// Output:
 	// created: true retry replayed: true retry created: true
@@ -74,7 +75,7 @@ func ExampleNode_Restore() {
 	old, fresh := start("old"), start("new")
 	defer old.Shutdown(ctx)
 	defer fresh.Shutdown(ctx)
-	if _, err := fsm.NewNodes(old, old).CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: "job-1"}); err != nil {
+	if _, err := nodes.NewClient(old, old).CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "job-1"}); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -89,7 +90,7 @@ func ExampleNode_Restore() {
 		fmt.Println(err)
 		return
 	}
-	got, err := fsm.NewNodes(fresh, fresh).Get(ctx, "job-1", fsm.Linearizable)
+	got, err := nodes.NewClient(fresh, fresh).Get(ctx, "job-1", fsm.Linearizable)
 	fmt.Println("restored", res.Backup.Rows > 0, "read back:", got.NodeID, err)
 	// Output:
 	// restored true read back: job-1 <nil>

@@ -4,7 +4,7 @@ import (
 	"net/http"
 
 	"github.com/arbiterhq/arbiter/authority"
-	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/nodes"
 )
 
 // The concept reservation routes: the authority adapter over this node.
@@ -46,7 +46,7 @@ func (n *Node) handleConceptList(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	limit, err := intParam("limit", p["limit"], 1, fsm.MaxLabelPage)
+	limit, err := intParam("limit", p["limit"], 1, nodes.MaxLabelPage)
 	if err != nil {
 		writeError(w, err)
 		return

@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/nodes"
 )
 
 // The node-primitive read routes and the change feed. The write routes are
 // jsonRoute over the typed client (see routes).
 
-func (n *Node) nodes() *fsm.Nodes { return fsm.NewNodes(n, n) }
+func (n *Node) nodes() *nodes.Client { return nodes.NewClient(n, n) }
 
 func (n *Node) handleGetNode(w http.ResponseWriter, r *http.Request) {
 	p, c, err := readQuery(r, "node_id")
@@ -33,12 +34,12 @@ func (n *Node) handleNodesByLabel(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	limit, err := intParam("limit", p["limit"], 1, fsm.MaxLabelPage)
+	limit, err := intParam("limit", p["limit"], 1, nodes.MaxLabelPage)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	page, err := n.nodes().ByLabel(r.Context(), fsm.LabelQuery{Label: p["label"], After: p["after"], Limit: limit}, c)
+	page, err := n.nodes().ByLabel(r.Context(), nodes.LabelQuery{Label: p["label"], After: p["after"], Limit: limit}, c)
 	if err != nil {
 		writeError(w, err)
 		return

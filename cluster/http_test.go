@@ -17,8 +17,8 @@ import (
 
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/errs"
-	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
+	"github.com/arbiterhq/arbiter/nodes"
 )
 
 // contractStatus is the code-to-status map of the HTTP contract, written
@@ -920,7 +920,7 @@ func TestHTTPBackpressure(t *testing.T) {
 
 	// Wake the poll with a write that does not go through HTTP.
 	n := c.Node(0)
-	if _, err := fsm.NewNodes(n, n).CreateIfAbsent(context.Background(), fsm.CreateNodeRequest{NodeID: "release"}); err != nil {
+	if _, err := nodes.NewClient(n, n).CreateIfAbsent(context.Background(), nodes.CreateRequest{NodeID: "release"}); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -28,6 +28,7 @@ import (
 	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
 	arblog "github.com/arbiterhq/arbiter/log"
+	"github.com/arbiterhq/arbiter/nodes"
 )
 
 // The isolation tests run clusters with authentication on. Principals:
@@ -480,8 +481,8 @@ func TestIsolationMatrix(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustOK("ISO-300", post("mem-a", "/v1/concepts/reserve", reserve("ISO-300", "a", "r-300")))
-	mustOK("iso-cas", post("admin", "/v1/nodes/create", fsm.CreateNodeRequest{NodeID: "iso-cas", Properties: map[string]any{"v": 1}}))
-	mustOK("iso-get", post("admin", "/v1/nodes/create", fsm.CreateNodeRequest{NodeID: "iso-get", Labels: []string{"iso-label"}}))
+	mustOK("iso-cas", post("admin", "/v1/nodes/create", nodes.CreateRequest{NodeID: "iso-cas", Properties: map[string]any{"v": 1}}))
+	mustOK("iso-get", post("admin", "/v1/nodes/create", nodes.CreateRequest{NodeID: "iso-get", Labels: []string{"iso-label"}}))
 	// The restore row restores this backup, taken before the rows run:
 	// what the valid calls create after it (iso-cmd) disappears.
 	var early bytes.Buffer
@@ -505,7 +506,7 @@ func TestIsolationMatrix(t *testing.T) {
 		return b
 	}
 	createCmd := func(id string) arblog.Command {
-		return arblog.Command{Type: fsm.CmdNodeCreate, Version: 1, Payload: marshal(fsm.CreateNodeCommand{NodeID: id})}
+		return arblog.Command{Type: nodes.CmdCreate, Version: 1, Payload: marshal(nodes.CreateCommand{NodeID: id})}
 	}
 	acquireCmd := func(who string) []byte {
 		return encode(arblog.Command{Type: capacity.CmdAcquire, Version: 1, Payload: marshal(map[string]any{
@@ -514,7 +515,7 @@ func TestIsolationMatrix(t *testing.T) {
 		})})
 	}
 	query := func(q fsm.Query) []byte { return marshal(q) }
-	nodeGetQuery := fsm.Query{Type: fsm.QueryNodeGet, Payload: marshal(fsm.GetNodeQuery{NodeID: "iso-get"})}
+	nodeGetQuery := fsm.Query{Type: nodes.QueryGet, Payload: marshal(nodes.GetQuery{NodeID: "iso-get"})}
 	// An internal batch carries a command with the empty principal, which
 	// the leader trusts as coming from a node.
 	internalBatch := marshal(struct {
@@ -595,11 +596,11 @@ func TestIsolationMatrix(t *testing.T) {
 	next := authority.ReserveNextRequest{Namespace: "ISO", From: 100, To: 110, Request: authority.ReserveRequest{TenantRef: "a", RequestRef: "r-next", PurposeDigest: "purpose-next"}}
 
 	rows := []isoRoute{
-		{route: "POST /v1/nodes/create", access: isoAdmin, body: same(fsm.CreateNodeRequest{NodeID: "iso-create"}),
-			valid: valid("admin", fsm.CreateNodeRequest{NodeID: "iso-create"}, 200), state: getNode("iso-create")},
+		{route: "POST /v1/nodes/create", access: isoAdmin, body: same(nodes.CreateRequest{NodeID: "iso-create"}),
+			valid: valid("admin", nodes.CreateRequest{NodeID: "iso-create"}, 200), state: getNode("iso-create")},
 		{route: "POST /v1/nodes/cas", access: isoAdmin,
-			body:  same(fsm.CASRequest{NodeID: "iso-cas", Conditions: map[string]any{"v": 1}, Updates: map[string]any{"v": 2}}),
-			valid: valid("admin", fsm.CASRequest{NodeID: "iso-cas", Conditions: map[string]any{"v": 1}, Updates: map[string]any{"v": 2}}, 200),
+			body:  same(nodes.CASRequest{NodeID: "iso-cas", Conditions: map[string]any{"v": 1}, Updates: map[string]any{"v": 2}}),
+			valid: valid("admin", nodes.CASRequest{NodeID: "iso-cas", Conditions: map[string]any{"v": 1}, Updates: map[string]any{"v": 2}}, 200),
 			state: getNode("iso-cas")},
 		{route: "GET /v1/nodes/get", query: "?node_id=iso-get", access: isoAdmin, body: same(nil), valid: valid("admin", nil, 200)},
 		{route: "GET /v1/nodes/by-label", query: "?label=iso-label", access: isoAdmin, body: same(nil), valid: valid("admin", nil, 200)},
@@ -1032,16 +1033,16 @@ func TestIsolationRawNodeAPIAndForgedEnvelope(t *testing.T) {
 		return cluster.NewRemote(c.Node(follower).APIAddr()).WithToken(isoToken(who)).WithTimeout(10 * time.Second)
 	}
 	adminRemote := remote("admin")
-	adminNodes := fsm.NewNodes(adminRemote, adminRemote)
-	if res, err := adminNodes.CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: "raw-existing", Properties: map[string]any{"v": 1}}); err != nil || !res.Created {
+	adminNodes := nodes.NewClient(adminRemote, adminRemote)
+	if res, err := adminNodes.CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "raw-existing", Properties: map[string]any{"v": 1}}); err != nil || !res.Created {
 		t.Fatalf("admin create: %+v %v", res, err)
 	}
 	admin := arblog.Principal{ID: "admin", Tenants: []string{"*"}, Roles: []string{arblog.RoleAdmin}}
-	payload, err := arblog.Marshal(fsm.CreateNodeCommand{NodeID: "raw-forged"})
+	payload, err := arblog.Marshal(nodes.CreateCommand{NodeID: "raw-forged"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	getPayload, err := arblog.Marshal(fsm.GetNodeQuery{NodeID: "raw-existing"})
+	getPayload, err := arblog.Marshal(nodes.GetQuery{NodeID: "raw-existing"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1049,31 +1050,31 @@ func TestIsolationRawNodeAPIAndForgedEnvelope(t *testing.T) {
 	for _, who := range []string{"mem-a", "ctl-a", "read-a", "mem-b"} {
 		t.Run(who, func(t *testing.T) {
 			r := remote(who)
-			nodes := fsm.NewNodes(r, r)
+			nc := nodes.NewClient(r, r)
 			// Even with admin on the client's context: the server decides.
 			actx := fsm.WithPrincipal(ctx, admin)
-			if _, err := nodes.CreateIfAbsent(actx, fsm.CreateNodeRequest{NodeID: "raw-forged"}); !errors.Is(err, errs.Forbidden) {
+			if _, err := nc.CreateIfAbsent(actx, nodes.CreateRequest{NodeID: "raw-forged"}); !errors.Is(err, errs.Forbidden) {
 				t.Errorf("create: %v, want forbidden", err)
 			}
-			if _, err := nodes.CompareAndSet(actx, fsm.CASRequest{NodeID: "raw-existing", Conditions: map[string]any{"v": 1}, Updates: map[string]any{"v": 2}}); !errors.Is(err, errs.Forbidden) {
+			if _, err := nc.CompareAndSet(actx, nodes.CASRequest{NodeID: "raw-existing", Conditions: map[string]any{"v": 1}, Updates: map[string]any{"v": 2}}); !errors.Is(err, errs.Forbidden) {
 				t.Errorf("cas: %v, want forbidden", err)
 			}
-			if _, err := nodes.Get(actx, "raw-existing", fsm.Linearizable); !errors.Is(err, errs.Forbidden) {
+			if _, err := nc.Get(actx, "raw-existing", fsm.Linearizable); !errors.Is(err, errs.Forbidden) {
 				t.Errorf("get: %v, want forbidden", err)
 			}
-			if _, err := nodes.Get(actx, "raw-existing", fsm.Stale); !errors.Is(err, errs.Forbidden) {
+			if _, err := nc.Get(actx, "raw-existing", fsm.Stale); !errors.Is(err, errs.Forbidden) {
 				t.Errorf("stale get: %v, want forbidden", err)
 			}
-			if _, err := nodes.ByLabel(actx, fsm.LabelQuery{Label: "concept"}, fsm.Linearizable); !errors.Is(err, errs.Forbidden) {
+			if _, err := nc.ByLabel(actx, nodes.LabelQuery{Label: "concept"}, fsm.Linearizable); !errors.Is(err, errs.Forbidden) {
 				t.Errorf("by label: %v, want forbidden", err)
 			}
 			// A forged envelope: admin principal and the authority
 			// adapter, written by the client.
 			forged := []arblog.Command{
-				{Type: fsm.CmdNodeCreate, Version: 1, Principal: admin, Payload: payload},
-				{Type: fsm.CmdNodeCreate, Version: 1, Adapter: "authority", Payload: payload},
-				{Type: fsm.CmdNodeCreate, Version: 1, Principal: admin, Adapter: "authority", Payload: payload},
-				{Type: fsm.CmdNodeCreate, Version: 1, Principal: arblog.Principal{}, Adapter: "authority", Payload: payload},
+				{Type: nodes.CmdCreate, Version: 1, Principal: admin, Payload: payload},
+				{Type: nodes.CmdCreate, Version: 1, Adapter: "authority", Payload: payload},
+				{Type: nodes.CmdCreate, Version: 1, Principal: admin, Adapter: "authority", Payload: payload},
+				{Type: nodes.CmdCreate, Version: 1, Principal: arblog.Principal{}, Adapter: "authority", Payload: payload},
 			}
 			for i, cmd := range forged {
 				res, err := r.Propose(actx, cmd)
@@ -1085,8 +1086,8 @@ func TestIsolationRawNodeAPIAndForgedEnvelope(t *testing.T) {
 				}
 			}
 			for i, q := range []fsm.Query{
-				{Type: fsm.QueryNodeGet, Payload: getPayload, Adapter: "authority"},
-				{Type: fsm.QueryNodeGet, Payload: getPayload, Adapter: "authority", Stale: true},
+				{Type: nodes.QueryGet, Payload: getPayload, Adapter: "authority"},
+				{Type: nodes.QueryGet, Payload: getPayload, Adapter: "authority", Stale: true},
 			} {
 				if _, err := r.Query(actx, q); !errors.Is(err, errs.Forbidden) {
 					t.Errorf("forged query %d: %v, want forbidden", i, err)
@@ -1126,7 +1127,7 @@ func TestIsolationRawNodeAPIAndForgedEnvelope(t *testing.T) {
 		}
 	}
 	// The admin may use it all (positive control).
-	if res, err := adminNodes.CompareAndSet(ctx, fsm.CASRequest{NodeID: "raw-existing", Conditions: map[string]any{"v": 1}, Updates: map[string]any{"v": 2}}); err != nil || !res.Swapped {
+	if res, err := adminNodes.CompareAndSet(ctx, nodes.CASRequest{NodeID: "raw-existing", Conditions: map[string]any{"v": 1}, Updates: map[string]any{"v": 2}}); err != nil || !res.Swapped {
 		t.Errorf("admin cas: %+v %v", res, err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
 	arblog "github.com/arbiterhq/arbiter/log"
+	"github.com/arbiterhq/arbiter/nodes"
 	"github.com/hashicorp/raft"
 )
 
@@ -164,7 +165,7 @@ func TestMembershipJoinServeAndRemove(t *testing.T) {
 		steadyTimings(i, cfg)
 		logs[i] = recordConfigs(t, cfg)
 	}})
-	nodes := []*cluster.Node{c.Node(0), c.Node(1), c.Node(2)}
+	members := []*cluster.Node{c.Node(0), c.Node(1), c.Node(2)}
 	// configs returns each node's configuration entries once every node
 	// has applied a write made after the calls being checked.
 	syncs := 0
@@ -184,7 +185,7 @@ func TestMembershipJoinServeAndRemove(t *testing.T) {
 		}
 		return out
 	}
-	want3 := wantMembers(nodes...)
+	want3 := wantMembers(members...)
 	for i := range 3 {
 		var got []string
 		if !c.Eventually(10*time.Second, func() bool {
@@ -204,7 +205,7 @@ func TestMembershipJoinServeAndRemove(t *testing.T) {
 	cfg.Join = []string{fb}
 	n4 := startNode(t, cfg, 15*time.Second)
 	n4b := "http://" + n4.APIAddr()
-	want4 := wantMembers(append(nodes, n4)...)
+	want4 := wantMembers(append(members, n4)...)
 	var got []string
 	if !c.Eventually(10*time.Second, func() bool {
 		got = memberSet(statusVia(t, lb).Members)
@@ -226,8 +227,8 @@ func TestMembershipJoinServeAndRemove(t *testing.T) {
 	}
 	apiGet(t, getURL(n4b, "via-n4")).ok(t, "linearizable get via n4", nil)
 	apiGet(t, getURL(apiBase(c, other), "via-n4")).ok(t, "get via another node of the write through n4", nil)
-	if st := statusVia(t, n4b); st.LeaderID != nodes[leader].ID() && c.Leader() == leader {
-		t.Errorf("n4 sees leader %q, want %s", st.LeaderID, nodes[leader].ID())
+	if st := statusVia(t, n4b); st.LeaderID != members[leader].ID() && c.Leader() == leader {
+		t.Errorf("n4 sees leader %q, want %s", st.LeaderID, members[leader].ID())
 	}
 
 	// Joining again with the same request succeeds and changes nothing.
@@ -255,7 +256,7 @@ func TestMembershipJoinServeAndRemove(t *testing.T) {
 	}
 
 	// A raft address that belongs to another member is refused.
-	conflict := cluster.JoinRequest{ID: "n9", RaftAddr: nodes[other].RaftAddr(), APIAddr: "127.0.0.1:9"}
+	conflict := cluster.JoinRequest{ID: "n9", RaftAddr: members[other].RaftAddr(), APIAddr: "127.0.0.1:9"}
 	apiPost(t, fb+"/v1/cluster/join", conflict).wantError(t, "join with another member's raft address", 409, errs.CodeConflict)
 	apiPost(t, lb+"/v1/cluster/join", conflict).wantError(t, "same join on the leader", 409, errs.CodeConflict)
 	if evs := memberEventsAfter(t, lb, seq); len(evs) != 0 {
@@ -306,7 +307,7 @@ func TestMembershipJoinServeAndRemove(t *testing.T) {
 		}
 	}
 	if n4.Raft().State() != raft.Shutdown {
-		if _, err := fsm.NewNodes(n4, n4).Get(context.Background(), "after-remove", fsm.Stale); !errors.Is(err, errs.NotFound) {
+		if _, err := nodes.NewClient(n4, n4).Get(context.Background(), "after-remove", fsm.Stale); !errors.Is(err, errs.NotFound) {
 			t.Errorf("removed n4 still receives the log: stale get of a later write gave %v", err)
 		}
 	}
@@ -400,7 +401,7 @@ func TestRestartedFollowerCatchesUp(t *testing.T) {
 		n := c.Node(c.WaitLeader(10 * time.Second))
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if res, err := fsm.NewNodes(n, n).CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: id}); err != nil || !res.Created {
+		if res, err := nodes.NewClient(n, n).CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: id}); err != nil || !res.Created {
 			t.Fatalf("create %s: %+v %v", id, res, err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/identity"
 	arblog "github.com/arbiterhq/arbiter/log"
+	"github.com/arbiterhq/arbiter/nodes"
 	"github.com/hashicorp/raft"
 )
 
@@ -64,7 +65,7 @@ var (
 // BuiltinModules are the domain modules every node runs, before any in
 // Config.Modules.
 func BuiltinModules() []fsm.Module {
-	return []fsm.Module{capacity.Module()}
+	return []fsm.Module{nodes.Module(), capacity.Module()}
 }
 
 // New validates cfg and builds a node; Start brings it up.

@@ -13,6 +13,7 @@ import (
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
+	"github.com/arbiterhq/arbiter/nodes"
 )
 
 // deadAddr is a loopback host:port nothing listens on: a listener's
@@ -39,67 +40,67 @@ func TestRemoteRunsNodePrimitives(t *testing.T) {
 		addrs = append(addrs, c.Node(i).APIAddr())
 	}
 	remote := cluster.NewRemote(addrs...).WithTimeout(10 * time.Second)
-	nodes := fsm.NewNodes(remote, remote)
+	nc := nodes.NewClient(remote, remote)
 	ctx := context.Background()
 	// Every call must succeed whichever address the rotation starts at, so
 	// each step below runs more times than there are addresses.
 	rounds := len(addrs) + 1
 
-	created, err := nodes.CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: "r-1", Labels: []string{"remote"}, Properties: map[string]any{"n": 1}})
+	created, err := nc.CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "r-1", Labels: []string{"remote"}, Properties: map[string]any{"n": 1}})
 	if err != nil || !created.Created || created.Node.Version != 1 || string(created.Node.Properties["n"]) != "1" {
 		t.Fatalf("create r-1: %+v %v", created, err)
 	}
 	for k := range rounds {
-		again, err := nodes.CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: "r-1", Properties: map[string]any{"n": k + 10}})
+		again, err := nc.CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "r-1", Properties: map[string]any{"n": k + 10}})
 		if err != nil || again.Created || string(again.Node.Properties["n"]) != "1" {
 			t.Fatalf("create r-1 again (%d): %+v %v", k, again, err)
 		}
-		got, err := nodes.Get(ctx, "r-1", fsm.Linearizable)
+		got, err := nc.Get(ctx, "r-1", fsm.Linearizable)
 		if err != nil || got.Version != 1 || !slices.Equal(got.Labels, []string{"remote"}) {
 			t.Fatalf("get r-1 (%d): %+v %v", k, got, err)
 		}
 	}
 
-	swap, err := nodes.CompareAndSet(ctx, fsm.CASRequest{NodeID: "r-1", Conditions: map[string]any{"n": 1}, Updates: map[string]any{"n": 2, "owner": "me"}})
+	swap, err := nc.CompareAndSet(ctx, nodes.CASRequest{NodeID: "r-1", Conditions: map[string]any{"n": 1}, Updates: map[string]any{"n": 2, "owner": "me"}})
 	if err != nil || !swap.Swapped || swap.Node.Version != 2 || string(swap.Node.Properties["owner"]) != `"me"` {
 		t.Fatalf("cas r-1: %+v %v", swap, err)
 	}
 	for k := range rounds {
-		stale, err := nodes.CompareAndSet(ctx, fsm.CASRequest{NodeID: "r-1", Conditions: map[string]any{"n": 1}, Updates: map[string]any{"n": 3}})
+		stale, err := nc.CompareAndSet(ctx, nodes.CASRequest{NodeID: "r-1", Conditions: map[string]any{"n": 1}, Updates: map[string]any{"n": 3}})
 		if err != nil || stale.Swapped || stale.Node.Version != 2 {
 			t.Fatalf("stale cas r-1 (%d): %+v %v", k, stale, err)
 		}
-		_, err = nodes.CompareAndSet(ctx, fsm.CASRequest{NodeID: "r-missing", Updates: map[string]any{"n": 1}})
+		_, err = nc.CompareAndSet(ctx, nodes.CASRequest{NodeID: "r-missing", Updates: map[string]any{"n": 1}})
 		if !errors.Is(err, errs.NotFound) || errs.IsOutcomeUnknown(err) {
 			t.Fatalf("cas of a missing node (%d): %v, want not_found", k, err)
 		}
-		_, err = nodes.Get(ctx, "r-missing", fsm.Linearizable)
+		_, err = nc.Get(ctx, "r-missing", fsm.Linearizable)
 		if !errors.Is(err, errs.NotFound) {
 			t.Fatalf("get of a missing node (%d): %v, want not_found", k, err)
 		}
 	}
-	removed, err := nodes.CompareAndSet(ctx, fsm.CASRequest{NodeID: "r-1", Conditions: map[string]any{"owner": "me"}, Updates: map[string]any{"owner": nil}})
+	removed, err := nc.CompareAndSet(ctx, nodes.CASRequest{NodeID: "r-1", Conditions: map[string]any{"owner": "me"}, Updates: map[string]any{"owner": nil}})
 	if err != nil || !removed.Swapped || len(removed.Node.Properties) != 1 || removed.Node.Version != 3 {
 		t.Fatalf("cas removing owner: %+v %v", removed, err)
 	}
 
 	// Keyed requests replay through Remote.
-	keyed := fsm.CreateNodeRequest{NodeID: "r-keyed", IdempotencyKey: "rk"}
-	first, err := nodes.CreateIfAbsent(ctx, keyed)
+	keyed := nodes.CreateRequest{NodeID: "r-keyed", IdempotencyKey: "rk"}
+	first, err := nc.CreateIfAbsent(ctx, keyed)
 	if err != nil || !first.Created || first.Replayed {
 		t.Fatalf("keyed create: %+v %v", first, err)
 	}
-	replay, err := nodes.CreateIfAbsent(ctx, keyed)
+	replay, err := nc.CreateIfAbsent(ctx, keyed)
 	if err != nil || !replay.Created || !replay.Replayed || replay.Node.CreatedIndex != first.Node.CreatedIndex {
 		t.Fatalf("keyed create replay: %+v %v", replay, err)
 	}
-	if _, err := nodes.CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: "r-other", IdempotencyKey: "rk"}); !errors.Is(err, errs.IdempotencyConflict) {
+	if _, err := nc.CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "r-other", IdempotencyKey: "rk"}); !errors.Is(err, errs.IdempotencyConflict) {
 		t.Fatalf("same key, other request: %v, want idempotency_conflict", err)
 	}
 
 	// by-label pages through Remote.
 	for i := range 5 {
-		if _, err := nodes.CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: fmt.Sprintf("r-page-%d", i), Labels: []string{"rpaged"}}); err != nil {
+		if _, err := nc.CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: fmt.Sprintf("r-page-%d", i), Labels: []string{"rpaged"}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -107,9 +108,9 @@ func TestRemoteRunsNodePrimitives(t *testing.T) {
 		var ids []string
 		after := ""
 		for pages := 0; pages < 10; pages++ {
-			var page *fsm.NodePage
+			var page *nodes.Page
 			if !c.Eventually(5*time.Second, func() bool {
-				page, err = nodes.ByLabel(ctx, fsm.LabelQuery{Label: "rpaged", After: after, Limit: 2}, consistency)
+				page, err = nc.ByLabel(ctx, nodes.LabelQuery{Label: "rpaged", After: after, Limit: 2}, consistency)
 				// A stale read through a follower may lag; only the first page can be short of it.
 				return err == nil && (consistency == fsm.Linearizable || after != "" || len(page.Nodes) == 2)
 			}) {
@@ -127,15 +128,15 @@ func TestRemoteRunsNodePrimitives(t *testing.T) {
 			t.Errorf("by-label pages: %v, want %v", ids, want)
 		}
 	}
-	if _, err := nodes.ByLabel(ctx, fsm.LabelQuery{Label: "rpaged", After: "garbage"}, fsm.Linearizable); !errors.Is(err, errs.Invalid) {
+	if _, err := nc.ByLabel(ctx, nodes.LabelQuery{Label: "rpaged", After: "garbage"}, fsm.Linearizable); !errors.Is(err, errs.Invalid) {
 		t.Errorf("by-label with a cursor never issued: %v, want invalid", err)
 	}
-	if _, err := nodes.ByLabel(ctx, fsm.LabelQuery{Label: "rpaged", Limit: fsm.MaxLabelPage + 1}, fsm.Linearizable); !errors.Is(err, errs.Invalid) {
+	if _, err := nc.ByLabel(ctx, nodes.LabelQuery{Label: "rpaged", Limit: nodes.MaxLabelPage + 1}, fsm.Linearizable); !errors.Is(err, errs.Invalid) {
 		t.Errorf("by-label over the page bound: %v, want invalid", err)
 	}
 
 	// The same state is visible through an embedded node.
-	local, err := fsm.NewNodes(c.Node(0), c.Node(0)).Get(ctx, "r-1", fsm.Linearizable)
+	local, err := nodes.NewClient(c.Node(0), c.Node(0)).Get(ctx, "r-1", fsm.Linearizable)
 	if err != nil || local.Version != 3 {
 		t.Errorf("r-1 through an embedded node: %+v %v", local, err)
 	}
@@ -160,26 +161,26 @@ func TestRemoteRunsNodePrimitives(t *testing.T) {
 // command was not applied (its outcome is known), within its timeout.
 func TestRemoteWithOnlyDeadAddressesIsUnavailable(t *testing.T) {
 	remote := cluster.NewRemote(deadAddr(t), "http://"+deadAddr(t)+"/").WithTimeout(5 * time.Second)
-	nodes := fsm.NewNodes(remote, remote)
+	nc := nodes.NewClient(remote, remote)
 	ctx := context.Background()
 	calls := []struct {
 		name string
 		call func() error
 	}{
 		{"create", func() error {
-			_, err := nodes.CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: "x"})
+			_, err := nc.CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "x"})
 			return err
 		}},
 		{"cas", func() error {
-			_, err := nodes.CompareAndSet(ctx, fsm.CASRequest{NodeID: "x", Updates: map[string]any{"a": 1}})
+			_, err := nc.CompareAndSet(ctx, nodes.CASRequest{NodeID: "x", Updates: map[string]any{"a": 1}})
 			return err
 		}},
 		{"get", func() error {
-			_, err := nodes.Get(ctx, "x", fsm.Linearizable)
+			_, err := nc.Get(ctx, "x", fsm.Linearizable)
 			return err
 		}},
 		{"stale by-label", func() error {
-			_, err := nodes.ByLabel(ctx, fsm.LabelQuery{Label: "x"}, fsm.Stale)
+			_, err := nc.ByLabel(ctx, nodes.LabelQuery{Label: "x"}, fsm.Stale)
 			return err
 		}},
 		{"status", func() error {
@@ -204,12 +205,12 @@ func TestRemoteWithOnlyDeadAddressesIsUnavailable(t *testing.T) {
 	}
 
 	// A request that fails shape checks never needs the network.
-	if _, err := nodes.CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: ""}); !errors.Is(err, errs.Invalid) {
+	if _, err := nc.CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: ""}); !errors.Is(err, errs.Invalid) {
 		t.Errorf("empty node id through a dead remote: %v, want invalid", err)
 	}
 	// A remote without addresses refuses every call as invalid.
 	empty := cluster.NewRemote()
-	if _, err := fsm.NewNodes(empty, empty).CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: "x"}); !errors.Is(err, errs.Invalid) {
+	if _, err := nodes.NewClient(empty, empty).CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "x"}); !errors.Is(err, errs.Invalid) {
 		t.Errorf("remote without addresses: %v, want invalid", err)
 	}
 	if st, err := empty.Status(ctx); !errors.Is(err, errs.Invalid) {

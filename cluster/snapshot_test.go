@@ -10,6 +10,7 @@ import (
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
+	"github.com/arbiterhq/arbiter/nodes"
 )
 
 // A follower that was down while the leader compacted its log catches up
@@ -26,9 +27,9 @@ func TestLaggingFollowerInstallsSnapshot(t *testing.T) {
 	c.Stop(lagging)
 
 	const writes = 200
-	nodes := nodesOf(c, leader)
+	nc := nodesOf(c, leader)
 	for k := 0; k < writes; k++ {
-		if _, err := nodes.CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: fmt.Sprintf("w-%03d", k), Labels: []string{"w"}}); err != nil {
+		if _, err := nc.CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: fmt.Sprintf("w-%03d", k), Labels: []string{"w"}}); err != nil {
 			t.Fatalf("write %d: %v", k, err)
 		}
 	}
@@ -52,7 +53,7 @@ func TestLaggingFollowerInstallsSnapshot(t *testing.T) {
 	}
 	checkAll := func() {
 		t.Helper()
-		page, err := nodesOf(c, lagging).ByLabel(ctx, fsm.LabelQuery{Label: "w", Limit: 128}, fsm.Stale)
+		page, err := nodesOf(c, lagging).ByLabel(ctx, nodes.LabelQuery{Label: "w", Limit: 128}, fsm.Stale)
 		if err != nil || len(page.Nodes) != 128 || page.NextCursor == "" {
 			t.Fatalf("lagging follower's first page: %d nodes, cursor %q, %v", len(page.Nodes), page.NextCursor, err)
 		}
@@ -66,7 +67,7 @@ func TestLaggingFollowerInstallsSnapshot(t *testing.T) {
 
 	// Restart from its own snapshot and the log after it.
 	c.Stop(lagging)
-	if _, err := nodes.CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: "after"}); err != nil {
+	if _, err := nc.CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "after"}); err != nil {
 		t.Fatal(err)
 	}
 	c.Restart(lagging)

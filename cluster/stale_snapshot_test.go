@@ -11,6 +11,7 @@ import (
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
+	"github.com/arbiterhq/arbiter/nodes"
 	"github.com/hashicorp/raft"
 )
 
@@ -34,7 +35,7 @@ func TestStaleInstallSnapshotIsRefused(t *testing.T) {
 	write := func(prefix string, n int) {
 		t.Helper()
 		for k := 0; k < n; k++ {
-			if _, err := nodesOf(c, leader).CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: fmt.Sprintf("%s-%d", prefix, k)}); err != nil {
+			if _, err := nodesOf(c, leader).CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: fmt.Sprintf("%s-%d", prefix, k)}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -2,9 +2,11 @@ package cluster_test
 
 import (
 	"context"
-	"github.com/arbiterhq/arbiter/log"
 	"testing"
 	"time"
+
+	"github.com/arbiterhq/arbiter/log"
+	"github.com/arbiterhq/arbiter/nodes"
 
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/identity"
@@ -21,7 +23,7 @@ func TestTLSClusterForwardsAndJoins(t *testing.T) {
 	follower := (leader + 1) % 3
 	n := c.Node(follower)
 	ctx := fsm.WithPrincipal(context.Background(), mustPrincipal(t, reg, "admin-token"))
-	res, err := fsm.NewNodes(n, n).CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: "over-tls"})
+	res, err := nodes.NewClient(n, n).CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "over-tls"})
 	if err != nil || !res.Created {
 		t.Fatalf("forwarded create over TLS: %+v %v", res, err)
 	}

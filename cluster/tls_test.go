@@ -17,10 +17,10 @@ import (
 
 	"github.com/arbiterhq/arbiter/authority"
 	"github.com/arbiterhq/arbiter/cluster"
-	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
 	arblog "github.com/arbiterhq/arbiter/log"
+	"github.com/arbiterhq/arbiter/nodes"
 	"github.com/hashicorp/raft"
 )
 
@@ -67,11 +67,11 @@ func tlsTerms(c *clustertest.Cluster) []uint64 {
 // (trusted) principal: what a node sends on a trusted host's behalf.
 func tlsBatch(t *testing.T, id string) []byte {
 	t.Helper()
-	payload, err := arblog.Marshal(fsm.CreateNodeCommand{NodeID: id})
+	payload, err := arblog.Marshal(nodes.CreateCommand{NodeID: id})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd, err := arblog.Encode(arblog.Command{Type: fsm.CmdNodeCreate, Version: 1, Payload: payload})
+	cmd, err := arblog.Encode(arblog.Command{Type: nodes.CmdCreate, Version: 1, Payload: payload})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -519,7 +519,7 @@ func TestOpenModeClusterSaysOpen(t *testing.T) {
 		t.Errorf("status without a credential in open mode: %s", r)
 	}
 	// Any caller, any token, is trusted: the raw node API answers.
-	r = isoDo(t, isoClient, http.MethodPost, open.URL(0)+"/v1/nodes/create", isoUnknownToken, fsm.CreateNodeRequest{NodeID: "open-node"})
+	r = isoDo(t, isoClient, http.MethodPost, open.URL(0)+"/v1/nodes/create", isoUnknownToken, nodes.CreateRequest{NodeID: "open-node"})
 	if r.status != 200 {
 		t.Errorf("open mode create: %s", r)
 	}

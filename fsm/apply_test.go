@@ -7,6 +7,7 @@ import (
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/log"
+	"github.com/arbiterhq/arbiter/nodes"
 	"github.com/google/go-cmp/cmp"
 	memdb "github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/raft"
@@ -76,17 +77,17 @@ func entry(t *testing.T, index uint64, typ log.Type, payload any) *raft.Log {
 // commands leave nothing behind.
 func TestBatchWithFailureAfterWriteIsAllOrNothingPerCommand(t *testing.T) {
 	batch := []*raft.Log{
-		entry(t, 1, fsm.CmdNodeCreate, fsm.CreateNodeCommand{NodeID: "a"}),
+		entry(t, 1, nodes.CmdCreate, nodes.CreateCommand{NodeID: "a"}),
 		entry(t, 2, cmdWriteThenFail, map[string]string{}),
-		entry(t, 3, fsm.CmdNodeCreate, fsm.CreateNodeCommand{NodeID: "b"}),
+		entry(t, 3, nodes.CmdCreate, nodes.CreateCommand{NodeID: "b"}),
 		entry(t, 4, cmdWriteThenPanic, map[string]string{}),
-		entry(t, 5, fsm.CmdNodeCreate, fsm.CreateNodeCommand{NodeID: "a"}),
+		entry(t, 5, nodes.CmdCreate, nodes.CreateCommand{NodeID: "a"}),
 	}
-	batched, err := fsm.New(fsm.Config{Modules: []fsm.Module{misbehaving()}})
+	batched, err := fsm.New(fsm.Config{Modules: []fsm.Module{nodes.Module(), misbehaving()}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	single, _ := fsm.New(fsm.Config{Modules: []fsm.Module{misbehaving()}})
+	single, _ := fsm.New(fsm.Config{Modules: []fsm.Module{nodes.Module(), misbehaving()}})
 	got := batched.ApplyBatch(batch)
 	var want []any
 	for _, l := range batch {
@@ -117,11 +118,11 @@ func TestBatchWithFailureAfterWriteIsAllOrNothingPerCommand(t *testing.T) {
 		t.Fatalf("panics = %d, want 1", batched.Panics())
 	}
 	for id, idx := range map[string]uint64{"a": 1, "b": 3} {
-		out, err := batched.Query(log.Principal{}, fsm.Query{Type: fsm.QueryNodeGet, Payload: log.MustMarshal(fsm.GetNodeQuery{NodeID: id})})
+		out, err := batched.Query(log.Principal{}, fsm.Query{Type: nodes.QueryGet, Payload: log.MustMarshal(nodes.GetQuery{NodeID: id})})
 		if err != nil {
 			t.Fatalf("get %s: %v", id, err)
 		}
-		var n fsm.Node
+		var n nodes.Node
 		if err := log.Unmarshal(out, &n); err != nil || n.CreatedIndex != idx {
 			t.Fatalf("node %s: %+v %v, want created at %d", id, n, err, idx)
 		}

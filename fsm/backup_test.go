@@ -10,6 +10,8 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/internal/fsmtest"
+	"github.com/arbiterhq/arbiter/nodes"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -21,11 +23,11 @@ func TestInspectSnapshotDescribesTheStream(t *testing.T) {
 	createNode(t, src, "k1", "a", []string{"L"}, props("x", "1"))
 	createNode(t, src, "", "b", nil, nil)
 	proposeOK(t, src, fsm.CmdMemberUpsert, "", fsm.Member{ID: "n1", RaftAddr: "r1", APIAddr: "a1"})
-	stream := snap(t, src.FSM)
-	index, sum := stateHash(t, src.FSM)
+	stream := fsmtest.Snapshot(t, src.FSM)
+	index, sum := fsmtest.StateHash(t, src.FSM)
 
 	inspector := targetState(t)
-	before, applied := snap(t, inspector), inspector.AppliedIndex()
+	before, applied := fsmtest.Snapshot(t, inspector), inspector.AppliedIndex()
 	info, err := inspector.InspectSnapshot(bytes.NewReader(stream))
 	if err != nil {
 		t.Fatalf("InspectSnapshot: %v", err)
@@ -53,7 +55,7 @@ func TestInspectSnapshotDescribesTheStream(t *testing.T) {
 func TestInspectSnapshotRejectsDamage(t *testing.T) {
 	src := newLocal(t)
 	createNode(t, src, "", "a", nil, props("x", "1"))
-	stream := snap(t, src.FSM)
+	stream := fsmtest.Snapshot(t, src.FSM)
 	for name, bad := range map[string][]byte{
 		"empty":     nil,
 		"truncated": stream[:len(stream)-1],
@@ -73,7 +75,7 @@ func TestPrepareRestoreKeepsTheClusterAndMovesForward(t *testing.T) {
 	backup := newLocal(t)
 	createNode(t, backup, "k1", "from-backup", []string{"L"}, props("x", "1"))
 	proposeOK(t, backup, fsm.CmdMemberUpsert, "", fsm.Member{ID: "old-host", RaftAddr: "r-old", APIAddr: "a-old"})
-	stream := snap(t, backup.FSM)
+	stream := fsmtest.Snapshot(t, backup.FSM)
 	backupIndex := backup.FSM.AppliedIndex()
 
 	// The live cluster is further along in index, clock and feed.
@@ -95,10 +97,10 @@ func TestPrepareRestoreKeepsTheClusterAndMovesForward(t *testing.T) {
 	restored := restoreFresh(t, out.Bytes())
 	r := fsmReader{restored}
 
-	if _, err := fsm.NewNodes(nil, r).Get(bg, "from-backup", fsm.Stale); err != nil {
+	if _, err := nodes.NewClient(nil, r).Get(bg, "from-backup", fsm.Stale); err != nil {
 		t.Fatalf("backup's node after restore: %v", err)
 	}
-	if _, err := fsm.NewNodes(nil, r).Get(bg, "live-0", fsm.Stale); errs.CodeOf(err) != errs.CodeNotFound {
+	if _, err := nodes.NewClient(nil, r).Get(bg, "live-0", fsm.Stale); errs.CodeOf(err) != errs.CodeNotFound {
 		t.Fatalf("live node written after the backup: %v, want not_found", err)
 	}
 	var members []fsm.Member
@@ -138,7 +140,7 @@ func TestPrepareRestoreKeepsTheClusterAndMovesForward(t *testing.T) {
 	ahead.Advance(2 * time.Hour)
 	createMany(t, ahead, "ahead-", 40)
 	out.Reset()
-	if _, _, err := live.FSM.PrepareRestore(bytes.NewReader(snap(t, ahead.FSM)), &out); err != nil {
+	if _, _, err := live.FSM.PrepareRestore(bytes.NewReader(fsmtest.Snapshot(t, ahead.FSM)), &out); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := metaOf(t, restoreFresh(t, out.Bytes())), metaOf(t, ahead.FSM); got.index != want.index || got.now != want.now {
@@ -149,9 +151,9 @@ func TestPrepareRestoreKeepsTheClusterAndMovesForward(t *testing.T) {
 func TestPrepareRestoreRejectsDamageAndWritesNothing(t *testing.T) {
 	src := newLocal(t)
 	createNode(t, src, "", "a", nil, nil)
-	stream := snap(t, src.FSM)
+	stream := fsmtest.Snapshot(t, src.FSM)
 	live := targetState(t)
-	before, applied := snap(t, live), live.AppliedIndex()
+	before, applied := fsmtest.Snapshot(t, live), live.AppliedIndex()
 	var out bytes.Buffer
 	if _, _, err := live.PrepareRestore(bytes.NewReader(stream[:len(stream)-3]), &out); !errors.Is(err, fsm.ErrSnapshot) {
 		t.Fatalf("truncated backup: %v, want ErrSnapshot", err)
@@ -170,7 +172,7 @@ type metaView struct {
 // metaOf reads the applied index and FSM time a replica's state holds.
 func metaOf(t *testing.T, f *fsm.FSM) metaView {
 	t.Helper()
-	info, err := f.InspectSnapshot(bytes.NewReader(snap(t, f)))
+	info, err := f.InspectSnapshot(bytes.NewReader(fsmtest.Snapshot(t, f)))
 	if err != nil {
 		t.Fatal(err)
 	}

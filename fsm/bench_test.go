@@ -9,16 +9,17 @@ import (
 
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/log"
+	"github.com/arbiterhq/arbiter/nodes"
 	"github.com/hashicorp/raft"
 )
 
 func createCommand(b *testing.B, id string) []byte {
-	payload, err := log.Marshal(fsm.CreateNodeCommand{NodeID: id, Labels: []string{"bench"},
+	payload, err := log.Marshal(nodes.CreateCommand{NodeID: id, Labels: []string{"bench"},
 		Properties: map[string]json.RawMessage{"owner": json.RawMessage(`"client-7"`), "fence": json.RawMessage("1")}})
 	if err != nil {
 		b.Fatal(err)
 	}
-	data, err := log.Encode(log.Command{Type: fsm.CmdNodeCreate, Version: 1, Stamp: 1, Payload: payload})
+	data, err := log.Encode(log.Command{Type: nodes.CmdCreate, Version: 1, Stamp: 1, Payload: payload})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -28,7 +29,7 @@ func createCommand(b *testing.B, id string) []byte {
 // BenchmarkApplyCreate measures one create-if-absent through FSM.Apply:
 // decode, dispatch, memdb insert of node, label and change event, commit.
 func BenchmarkApplyCreate(b *testing.B) {
-	f, err := fsm.New(fsm.Config{})
+	f, err := fsm.New(fsm.Config{Modules: []fsm.Module{nodes.Module()}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func BenchmarkApplyCreate(b *testing.B) {
 
 // BenchmarkApplyBatch64 is the same through ApplyBatch in raft's batches.
 func BenchmarkApplyBatch64(b *testing.B) {
-	f, err := fsm.New(fsm.Config{})
+	f, err := fsm.New(fsm.Config{Modules: []fsm.Module{nodes.Module()}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func BenchmarkDecodeCommand(b *testing.B) {
 // snapshotState is an FSM holding n created nodes (each with a label and a
 // change event), and its snapshot stream.
 func snapshotState(b *testing.B, n int) (*fsm.FSM, []byte) {
-	f, err := fsm.New(fsm.Config{})
+	f, err := fsm.New(fsm.Config{Modules: []fsm.Module{nodes.Module()}})
 	if err != nil {
 		b.Fatal(err)
 	}

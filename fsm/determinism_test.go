@@ -10,6 +10,7 @@ import (
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/log"
+	"github.com/arbiterhq/arbiter/nodes"
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/raft"
 	"pgregory.net/rapid"
@@ -27,7 +28,7 @@ var bg = context.Background()
 
 func newLocal(t fataler) *fsmtest.Local {
 	t.Helper()
-	l, err := fsmtest.New()
+	l, err := fsmtest.New(nodes.Module())
 	if err != nil {
 		t.Fatalf("fsmtest.New: %v", err)
 	}
@@ -36,7 +37,7 @@ func newLocal(t fataler) *fsmtest.Local {
 
 func newFSM(t fataler) *fsm.FSM {
 	t.Helper()
-	f, err := fsm.New(fsm.Config{})
+	f, err := fsm.New(fsm.Config{Modules: []fsm.Module{nodes.Module()}})
 	if err != nil {
 		t.Fatalf("fsm.New: %v", err)
 	}
@@ -82,7 +83,7 @@ func proposeOK(t fataler, l *fsmtest.Local, typ log.Type, key string, payload an
 
 func createNode(t fataler, l *fsmtest.Local, key, id string, labels []string, p map[string]json.RawMessage) *fsm.Response {
 	t.Helper()
-	return proposeOK(t, l, fsm.CmdNodeCreate, key, fsm.CreateNodeCommand{NodeID: id, Labels: labels, Properties: p})
+	return proposeOK(t, l, nodes.CmdCreate, key, nodes.CreateCommand{NodeID: id, Labels: labels, Properties: p})
 }
 
 // props builds a property map from field, canonical-JSON pairs.
@@ -110,10 +111,10 @@ func richLocal(t fataler) *fsmtest.Local {
 	createNode(t, l, "", "c", nil, nil)
 	l.Advance(2 * time.Second)
 	createNode(t, l, "k1", "d", []string{"L2"}, props("big", "123456789012345678901"))
-	proposeOK(t, l, fsm.CmdNodeCAS, "k2", fsm.CASCommand{NodeID: "a",
+	proposeOK(t, l, nodes.CmdCAS, "k2", nodes.CASCommand{NodeID: "a",
 		Conditions: props("fence", "1", "gone", "null"), Updates: props("fence", "2", "owner", "null")})
-	var lost fsm.CASResult
-	decode(t, proposeOK(t, l, fsm.CmdNodeCAS, "", fsm.CASCommand{NodeID: "b",
+	var lost nodes.CASResult
+	decode(t, proposeOK(t, l, nodes.CmdCAS, "", nodes.CASCommand{NodeID: "b",
 		Conditions: props("state", `"taken"`), Updates: props("state", `"x"`)}).Result, &lost)
 	if lost.Swapped {
 		t.Fatalf("CAS with a false condition swapped")
@@ -134,7 +135,7 @@ func richLocal(t fataler) *fsmtest.Local {
 		t.Fatalf("rich state tick pruned %d ledger rows and %d events, want 1 and 14", tr.IdemPruned, tr.FeedPruned)
 	}
 	l.Advance(time.Second)
-	proposeOK(t, l, fsm.CmdNodeCAS, "k3", fsm.CASCommand{NodeID: "c", Updates: props("state", `"held"`)})
+	proposeOK(t, l, nodes.CmdCAS, "k3", nodes.CASCommand{NodeID: "c", Updates: props("state", `"held"`)})
 	return l
 }
 
@@ -162,19 +163,19 @@ func TestSameLogSameState(t *testing.T) {
 			var res *fsm.Response
 			switch op := rapid.IntRange(0, 10).Draw(t, "op"); op {
 			case 0, 1:
-				res = propose(t, l, fsm.CmdNodeCreate, "", fsm.CreateNodeCommand{NodeID: ids.Draw(t, "id"),
+				res = propose(t, l, nodes.CmdCreate, "", nodes.CreateCommand{NodeID: ids.Draw(t, "id"),
 					Labels:     rapid.SliceOfNDistinct(rapid.SampledFrom([]string{"L1", "L2"}), 0, 2, rapid.ID[string]).Draw(t, "labels"),
 					Properties: fields.Draw(t, "props")})
 			case 2, 3:
-				res = propose(t, l, fsm.CmdNodeCAS, "", fsm.CASCommand{NodeID: ids.Draw(t, "id"),
+				res = propose(t, l, nodes.CmdCAS, "", nodes.CASCommand{NodeID: ids.Draw(t, "id"),
 					Conditions: fields.Draw(t, "conditions"), Updates: fields.Draw(t, "updates")})
 			case 4:
 				// Keyed: replays, conflicts and, after ticks, re-runs.
 				key := rapid.SampledFrom([]string{"k1", "k2"}).Draw(t, "key")
 				if rapid.Bool().Draw(t, "keyed create") {
-					res = propose(t, l, fsm.CmdNodeCreate, key, fsm.CreateNodeCommand{NodeID: ids.Draw(t, "id")})
+					res = propose(t, l, nodes.CmdCreate, key, nodes.CreateCommand{NodeID: ids.Draw(t, "id")})
 				} else {
-					res = propose(t, l, fsm.CmdNodeCAS, key, fsm.CASCommand{NodeID: ids.Draw(t, "id"), Updates: fields.Draw(t, "updates")})
+					res = propose(t, l, nodes.CmdCAS, key, nodes.CASCommand{NodeID: ids.Draw(t, "id"), Updates: fields.Draw(t, "updates")})
 				}
 			case 5:
 				// Mostly valid (so that ledger and feed get pruned), each
@@ -187,13 +188,13 @@ func TestSameLogSameState(t *testing.T) {
 			case 7:
 				res = l.ApplyRaw(rapid.SliceOfN(rapid.Byte(), 0, 12).Draw(t, "garbage"))
 			case 8:
-				good, err := log.Encode(command(fsm.CmdNodeCreate, "", fsm.CreateNodeCommand{NodeID: "z"}))
+				good, err := log.Encode(command(nodes.CmdCreate, "", nodes.CreateCommand{NodeID: "z"}))
 				if err != nil {
 					t.Fatalf("encode: %v", err)
 				}
 				res = l.ApplyRaw(good[:rapid.IntRange(0, len(good)-1).Draw(t, "cut")])
 			case 9:
-				c := command(rapid.SampledFrom([]log.Type{fsm.CmdNodeCreate, 99, 65535}).Draw(t, "type"), "", fsm.CreateNodeCommand{NodeID: "v"})
+				c := command(rapid.SampledFrom([]log.Type{nodes.CmdCreate, 99, 65535}).Draw(t, "type"), "", nodes.CreateCommand{NodeID: "v"})
 				c.Version = rapid.SampledFrom([]uint16{0, 1, 2}).Draw(t, "version")
 				var err error
 				if res, err = l.Propose(bg, c); err != nil {
@@ -217,7 +218,7 @@ func TestSameLogSameState(t *testing.T) {
 				t.Fatalf("entry %d: replica answered differently (-leader +replica):\n%s", i+1, diff)
 			}
 		}
-		assertSameState(t, l.FSM, same)
+		fsmtest.AssertSameState(t, l.FSM, same)
 
 		// Two replicas of a log with raft's own entries mixed in.
 		mixed := withNonCommands(t, entries)
@@ -247,7 +248,7 @@ func TestSameLogSameState(t *testing.T) {
 		if diff := cmp.Diff(oneOut, batchedOut); diff != "" {
 			t.Fatalf("Apply and ApplyBatch answered differently:\n%s", diff)
 		}
-		assertSameState(t, one, batched)
+		fsmtest.AssertSameState(t, one, batched)
 		if one.AppliedIndex() != mixed[len(mixed)-1].Index {
 			t.Fatalf("applied index %d, want %d", one.AppliedIndex(), mixed[len(mixed)-1].Index)
 		}
@@ -273,36 +274,21 @@ func withNonCommands(t *rapid.T, entries []*raft.Log) []*raft.Log {
 	return out
 }
 
-func assertSameState(t fataler, a, b *fsm.FSM) {
-	t.Helper()
-	ia, ha := stateHash(t, a)
-	ib, hb := stateHash(t, b)
-	if ia != ib || ha != hb {
-		t.Fatalf("state hash differs: index %d %x vs index %d %x", ia, ha, ib, hb)
-	}
-	if !bytes.Equal(snap(t, a), snap(t, b)) {
-		t.Fatalf("snapshots differ with equal hashes")
-	}
-	if a.Now() != b.Now() {
-		t.Fatalf("clocks differ: %d vs %d", a.Now(), b.Now())
-	}
-}
-
 // TestSnapshotRestoreSnapshot pins the format's fixed point on a state with
 // every table populated, and checks that what a restore rebuilds is the
 // whole state: the restored FSM goes on exactly like the original.
 func TestSnapshotRestoreSnapshot(t *testing.T) {
 	l := richLocal(t)
-	first := snap(t, l.FSM)
+	first := fsmtest.Snapshot(t, l.FSM)
 	restored := restoreFresh(t, first)
-	if second := snap(t, restored); !bytes.Equal(first, second) {
+	if second := fsmtest.Snapshot(t, restored); !bytes.Equal(first, second) {
 		t.Fatalf("Snapshot, Restore, Snapshot changed the bytes (%d vs %d bytes)", len(first), len(second))
 	}
-	_, sum := stateHash(t, l.FSM)
+	_, sum := fsmtest.StateHash(t, l.FSM)
 	if !bytes.Equal(sum[:], first[len(first)-trailerLen:]) {
 		t.Fatal("the state hash is not the snapshot's trailer")
 	}
-	assertSameState(t, l.FSM, restored)
+	fsmtest.AssertSameState(t, l.FSM, restored)
 	if restored.AppliedIndex() != l.FSM.AppliedIndex() {
 		t.Fatalf("restored applied index %d, want %d", restored.AppliedIndex(), l.FSM.AppliedIndex())
 	}
@@ -315,7 +301,7 @@ func TestSnapshotRestoreSnapshot(t *testing.T) {
 	if err := restore(other, first); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(snap(t, other), first) {
+	if !bytes.Equal(fsmtest.Snapshot(t, other), first) {
 		t.Fatal("restore over an existing state kept some of it")
 	}
 
@@ -323,9 +309,9 @@ func TestSnapshotRestoreSnapshot(t *testing.T) {
 	// replayed key (the ledger survived), a new node (the label index), a
 	// swap (versions) and a tick (feed sequences and ledger times).
 	next := []log.Command{
-		command(fsm.CmdNodeCreate, "k1", fsm.CreateNodeCommand{NodeID: "d", Labels: []string{"L2"}, Properties: props("big", "123456789012345678901")}),
-		command(fsm.CmdNodeCreate, "", fsm.CreateNodeCommand{NodeID: "new", Labels: []string{"L1"}}),
-		command(fsm.CmdNodeCAS, "", fsm.CASCommand{NodeID: "a", Conditions: props("fence", "2"), Updates: props("fence", "3")}),
+		command(nodes.CmdCreate, "k1", nodes.CreateCommand{NodeID: "d", Labels: []string{"L2"}, Properties: props("big", "123456789012345678901")}),
+		command(nodes.CmdCreate, "", nodes.CreateCommand{NodeID: "new", Labels: []string{"L1"}}),
+		command(nodes.CmdCAS, "", nodes.CASCommand{NodeID: "a", Conditions: props("fence", "2"), Updates: props("fence", "3")}),
 		command(fsm.CmdTick, "", tick(1000, 16, 3)),
 	}
 	index := l.FSM.AppliedIndex()
@@ -348,7 +334,7 @@ func TestSnapshotRestoreSnapshot(t *testing.T) {
 			t.Fatal("the idempotency ledger did not survive the restore")
 		}
 	}
-	assertSameState(t, l.FSM, restored)
+	fsmtest.AssertSameState(t, l.FSM, restored)
 }
 
 // TestFailureResponsesAgree: a command with several bad fields must name
@@ -358,9 +344,9 @@ func TestSnapshotRestoreSnapshot(t *testing.T) {
 func TestFailureResponsesAgree(t *testing.T) {
 	bad := props("a", "1.0", "b", "01", "c", `"x"`, "d", "+1", "e", "[1, 2]")
 	for _, c := range []log.Command{
-		command(fsm.CmdNodeCreate, "", fsm.CreateNodeCommand{NodeID: "n", Properties: bad}),
-		command(fsm.CmdNodeCAS, "", fsm.CASCommand{NodeID: "n", Conditions: bad, Updates: bad}),
-		command(fsm.CmdNodeCAS, "", fsm.CASCommand{NodeID: "n", Updates: bad}),
+		command(nodes.CmdCreate, "", nodes.CreateCommand{NodeID: "n", Properties: bad}),
+		command(nodes.CmdCAS, "", nodes.CASCommand{NodeID: "n", Conditions: bad, Updates: bad}),
+		command(nodes.CmdCAS, "", nodes.CASCommand{NodeID: "n", Updates: bad}),
 	} {
 		data, err := log.Encode(c)
 		if err != nil {

@@ -30,12 +30,8 @@
 // transaction is aborted, so one bad command cannot take down every replica;
 // the fuzz tests exist to make sure that path is never taken.
 //
-// Command and query type numbers are allocated per package: fsm owns 1-99
-// (core: 1-9, node primitives: 10-19), authority 100-199, capacity 200-299,
-// workitem 300-399, allocation 400-499, projection 500-599.
-//
-// The generic node primitives of the concept-reservation spec live here
-// (CreateNodeIfAbsent, CompareAndSetNodeFields, GetNodeProperties,
-// GetNodesByLabel) because they are the engine's native API; Nodes is their
-// typed client over any Proposer and Reader.
+// Command and query type numbers are allocated per package: the core owns
+// 1-9, the node primitives (package nodes) 10-99, authority 100-199,
+// capacity 200-299, workitem 300-399, allocation 400-499, projection
+// 500-599.
 package fsm

@@ -10,6 +10,7 @@ import (
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/log"
+	"github.com/arbiterhq/arbiter/nodes"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -55,21 +56,21 @@ func TestChangesFeedOrderAndPaging(t *testing.T) {
 			want = append(want, fsm.Event{Seq: uint64(len(want) + 1), Index: res.Index, Time: res.Time, Kind: events[i], Key: events[i+1]})
 		}
 	}
-	create := func(id string) fsm.CreateNodeCommand { return fsm.CreateNodeCommand{NodeID: id} }
-	step(fsm.CmdNodeCreate, "", create("a"), "node_create", "a")
-	step(fsm.CmdNodeCreate, "", create("a"))                                                         // exists: no event
-	step(fsm.CmdNodeCAS, "", fsm.CASCommand{NodeID: "a", Updates: props("f", "1")}, "node_cas", "a") // swapped
-	step(fsm.CmdNodeCAS, "", fsm.CASCommand{NodeID: "a", Conditions: props("f", "2"), Updates: props("f", "3")})
-	step(fsm.CmdNodeCAS, "", fsm.CASCommand{NodeID: "zz", Updates: props("f", "1")}) // not found
-	step(fsm.CmdNodeCreate, "k", create("b"), "node_create", "b")
-	step(fsm.CmdNodeCreate, "k", create("b")) // replayed
-	step(fsm.CmdNodeCreate, "k", create("c")) // idempotency conflict
+	create := func(id string) nodes.CreateCommand { return nodes.CreateCommand{NodeID: id} }
+	step(nodes.CmdCreate, "", create("a"), "node_create", "a")
+	step(nodes.CmdCreate, "", create("a"))                                                           // exists: no event
+	step(nodes.CmdCAS, "", nodes.CASCommand{NodeID: "a", Updates: props("f", "1")}, "node_cas", "a") // swapped
+	step(nodes.CmdCAS, "", nodes.CASCommand{NodeID: "a", Conditions: props("f", "2"), Updates: props("f", "3")})
+	step(nodes.CmdCAS, "", nodes.CASCommand{NodeID: "zz", Updates: props("f", "1")}) // not found
+	step(nodes.CmdCreate, "k", create("b"), "node_create", "b")
+	step(nodes.CmdCreate, "k", create("b")) // replayed
+	step(nodes.CmdCreate, "k", create("c")) // idempotency conflict
 	step(fsm.CmdMemberUpsert, "", fsm.Member{ID: "n1", RaftAddr: "r", APIAddr: "h"}, "member_upsert", "n1")
 	step(fsm.CmdMemberRemove, "", fsm.Member{ID: "n1"}, "member_remove", "n1")
 	step(fsm.CmdTick, "", tick(1000, 16, 10)) // ticks prune; they emit nothing
 	l.ApplyRaw([]byte{0xA1, 0xff})            // refused entry
 	for _, id := range []string{"d", "e", "f", "g", "h", "i", "j"} {
-		step(fsm.CmdNodeCreate, "", create(id), "node_create", id)
+		step(nodes.CmdCreate, "", create(id), "node_create", id)
 	}
 	n := uint64(len(want))
 
@@ -208,7 +209,7 @@ func TestChangesPruning(t *testing.T) {
 	}
 
 	// Sequences continue after pruning, and after a restore.
-	restored := fsmReader{restoreFresh(t, snap(t, l.FSM))}
+	restored := fsmReader{restoreFresh(t, fsmtest.Snapshot(t, l.FSM))}
 	if diff := cmp.Diff(page, mustChanges(t, restored, 24, 0)); diff != "" {
 		t.Fatalf("restored feed differs:\n%s", diff)
 	}
@@ -228,9 +229,9 @@ func TestChangesPruning(t *testing.T) {
 // use it. Ticks prune at most Budget rows, oldest first.
 func TestLedgerRetention(t *testing.T) {
 	l := newLocal(t)
-	nodes := fsm.NewNodes(l, l)
+	nc := nodes.NewClient(l, l)
 	const retention = 1000
-	req := fsm.CreateNodeRequest{NodeID: "n", IdempotencyKey: "key"}
+	req := nodes.CreateRequest{NodeID: "n", IdempotencyKey: "key"}
 	pruneTick := func() int {
 		t.Helper()
 		var tr fsm.TickResult
@@ -238,7 +239,7 @@ func TestLedgerRetention(t *testing.T) {
 		return tr.IdemPruned
 	}
 
-	first, err := nodes.CreateIfAbsent(bg, req)
+	first, err := nc.CreateIfAbsent(bg, req)
 	if err != nil || !first.Created || first.Replayed {
 		t.Fatalf("first: %+v, %v", first, err)
 	}
@@ -246,11 +247,11 @@ func TestLedgerRetention(t *testing.T) {
 	if n := pruneTick(); n != 0 {
 		t.Fatalf("a row %d ms old was pruned with retention %d", retention-1, retention)
 	}
-	replay, err := nodes.CreateIfAbsent(bg, req)
+	replay, err := nc.CreateIfAbsent(bg, req)
 	if err != nil || !replay.Created || !replay.Replayed {
 		t.Fatalf("replay within retention: %+v, %v", replay, err)
 	}
-	if _, err := nodes.CreateIfAbsent(bg, fsm.CreateNodeRequest{NodeID: "other", IdempotencyKey: "key"}); !errors.Is(err, errs.IdempotencyConflict) {
+	if _, err := nc.CreateIfAbsent(bg, nodes.CreateRequest{NodeID: "other", IdempotencyKey: "key"}); !errors.Is(err, errs.IdempotencyConflict) {
 		t.Fatalf("other request within retention: %v", err)
 	}
 
@@ -258,7 +259,7 @@ func TestLedgerRetention(t *testing.T) {
 	if n := pruneTick(); n != 1 {
 		t.Fatalf("tick at retention pruned %d rows, want 1", n)
 	}
-	again, err := nodes.CreateIfAbsent(bg, req)
+	again, err := nc.CreateIfAbsent(bg, req)
 	if err != nil || again.Created || again.Replayed {
 		t.Fatalf("same key after retention: %+v, %v; want a fresh run (created=false, not replayed)", again, err)
 	}
@@ -266,16 +267,16 @@ func TestLedgerRetention(t *testing.T) {
 		t.Fatalf("the fresh run saw node created at %d, want %d", again.Node.CreatedIndex, first.Node.CreatedIndex)
 	}
 	// The fresh run recorded its own row: the key now replays it.
-	if replay, err := nodes.CreateIfAbsent(bg, req); err != nil || replay.Created || !replay.Replayed {
+	if replay, err := nc.CreateIfAbsent(bg, req); err != nil || replay.Created || !replay.Replayed {
 		t.Fatalf("replay of the fresh run: %+v, %v", replay, err)
 	}
 
 	// Budget: three rows of increasing age; a budget of 2 takes the two
 	// oldest, so only the newest still replays.
 	l2 := newLocal(t)
-	keyed := fsm.NewNodes(l2, l2)
+	keyed := nodes.NewClient(l2, l2)
 	for _, k := range []string{"k1", "k2", "k3"} {
-		if _, err := keyed.CreateIfAbsent(bg, fsm.CreateNodeRequest{NodeID: k, IdempotencyKey: k}); err != nil {
+		if _, err := keyed.CreateIfAbsent(bg, nodes.CreateRequest{NodeID: k, IdempotencyKey: k}); err != nil {
 			t.Fatal(err)
 		}
 		l2.Advance(10 * time.Millisecond)
@@ -287,7 +288,7 @@ func TestLedgerRetention(t *testing.T) {
 		t.Fatalf("budget 2 pruned %d", tr.IdemPruned)
 	}
 	for k, replayed := range map[string]bool{"k1": false, "k2": false, "k3": true} {
-		res, err := keyed.CreateIfAbsent(bg, fsm.CreateNodeRequest{NodeID: k, IdempotencyKey: k})
+		res, err := keyed.CreateIfAbsent(bg, nodes.CreateRequest{NodeID: k, IdempotencyKey: k})
 		if err != nil || res.Replayed != replayed {
 			t.Fatalf("%s after a budget-2 tick: %+v, %v; want replayed=%v", k, res, err, replayed)
 		}

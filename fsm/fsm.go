@@ -23,8 +23,8 @@ var (
 // Config configures an FSM. Every replica of a cluster must be built with
 // the same modules, or their states diverge.
 type Config struct {
-	// Modules are the domain modules; the core and node-primitive modules
-	// are always included.
+	// Modules are the domain modules; the core module (ticks, members,
+	// the idempotency ledger and the change feed) is always included.
 	Modules []Module
 	Logger  *slog.Logger
 }
@@ -54,7 +54,7 @@ type moduleTick struct {
 	fn   func(tx *Tx, budget int) error
 }
 
-// New builds an empty FSM with the core, node and given modules.
+// New builds an empty FSM with the core module and the given ones.
 func New(cfg Config) (*FSM, error) {
 	f := &FSM{
 		logger:   cfg.Logger,
@@ -66,7 +66,7 @@ func New(cfg Config) (*FSM, error) {
 	if f.logger == nil {
 		f.logger = slog.New(slog.DiscardHandler)
 	}
-	modules := append([]Module{f.coreModule(), nodesModule()}, cfg.Modules...)
+	modules := append([]Module{f.coreModule()}, cfg.Modules...)
 	for i := range modules {
 		if err := f.register(&modules[i]); err != nil {
 			return nil, err

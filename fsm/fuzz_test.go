@@ -9,7 +9,9 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/log"
+	"github.com/arbiterhq/arbiter/nodes"
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/raft"
 )
@@ -29,7 +31,7 @@ func newSeed(t fataler) fuzzSeed {
 	createNode(t, l, "", "a", []string{"L1", "L2"}, props("owner", `"p1"`, "fence", "1"))
 	createNode(t, l, "", "b", []string{"L1"}, nil)
 	createNode(t, l, "k1", "c", nil, props("x", `{"y":[1,true]}`))
-	proposeOK(t, l, fsm.CmdNodeCAS, "k2", fsm.CASCommand{NodeID: "a", Conditions: props("fence", "1"), Updates: props("fence", "2")})
+	proposeOK(t, l, nodes.CmdCAS, "k2", nodes.CASCommand{NodeID: "a", Conditions: props("fence", "1"), Updates: props("fence", "2")})
 	proposeOK(t, l, fsm.CmdMemberUpsert, "", fsm.Member{ID: "n1", RaftAddr: "r1", APIAddr: "a1"})
 	return l.Log()
 }
@@ -57,26 +59,26 @@ func applySeeds(t testing.TB) [][]byte {
 	stamped := func(c log.Command) log.Command { c.Stamp = 1767225700000; return c }
 	var valid [][]byte
 	for _, c := range []log.Command{
-		command(fsm.CmdNodeCreate, "", fsm.CreateNodeCommand{NodeID: "new", Labels: []string{"L1"}, Properties: props("p", `"v"`)}),
-		command(fsm.CmdNodeCreate, "", fsm.CreateNodeCommand{NodeID: "a"}),
-		command(fsm.CmdNodeCreate, "", fsm.CreateNodeCommand{NodeID: ""}),
-		command(fsm.CmdNodeCreate, "", fsm.CreateNodeCommand{NodeID: "n", Properties: props("p", "1.0")}),
-		command(fsm.CmdNodeCreate, "k1", fsm.CreateNodeCommand{NodeID: "c", Properties: props("x", `{"y":[1,true]}`)}),
-		command(fsm.CmdNodeCreate, "k1", fsm.CreateNodeCommand{NodeID: "other"}),
-		command(fsm.CmdNodeCAS, "", fsm.CASCommand{NodeID: "a", Conditions: props("fence", "2"), Updates: props("fence", "3", "owner", "null")}),
-		command(fsm.CmdNodeCAS, "", fsm.CASCommand{NodeID: "a", Conditions: props("fence", "9"), Updates: props("fence", "3")}),
-		command(fsm.CmdNodeCAS, "", fsm.CASCommand{NodeID: "missing", Updates: props("f", "1")}),
-		command(fsm.CmdNodeCAS, "", fsm.CASCommand{NodeID: "a"}),
-		command(fsm.CmdNodeCAS, "k2", fsm.CASCommand{NodeID: "a", Conditions: props("fence", "1"), Updates: props("fence", "2")}),
+		command(nodes.CmdCreate, "", nodes.CreateCommand{NodeID: "new", Labels: []string{"L1"}, Properties: props("p", `"v"`)}),
+		command(nodes.CmdCreate, "", nodes.CreateCommand{NodeID: "a"}),
+		command(nodes.CmdCreate, "", nodes.CreateCommand{NodeID: ""}),
+		command(nodes.CmdCreate, "", nodes.CreateCommand{NodeID: "n", Properties: props("p", "1.0")}),
+		command(nodes.CmdCreate, "k1", nodes.CreateCommand{NodeID: "c", Properties: props("x", `{"y":[1,true]}`)}),
+		command(nodes.CmdCreate, "k1", nodes.CreateCommand{NodeID: "other"}),
+		command(nodes.CmdCAS, "", nodes.CASCommand{NodeID: "a", Conditions: props("fence", "2"), Updates: props("fence", "3", "owner", "null")}),
+		command(nodes.CmdCAS, "", nodes.CASCommand{NodeID: "a", Conditions: props("fence", "9"), Updates: props("fence", "3")}),
+		command(nodes.CmdCAS, "", nodes.CASCommand{NodeID: "missing", Updates: props("f", "1")}),
+		command(nodes.CmdCAS, "", nodes.CASCommand{NodeID: "a"}),
+		command(nodes.CmdCAS, "k2", nodes.CASCommand{NodeID: "a", Conditions: props("fence", "1"), Updates: props("fence", "2")}),
 		stamped(command(fsm.CmdTick, "", tick(1000, 16, 8))),
 		command(fsm.CmdTick, "", tick(0, 0, 0)),
 		command(fsm.CmdMemberUpsert, "", fsm.Member{ID: "n2", RaftAddr: "r2", APIAddr: "a2"}),
 		command(fsm.CmdMemberRemove, "", fsm.Member{ID: "n1"}),
 		command(fsm.CmdMemberRemove, "", fsm.Member{ID: "nobody"}),
-		command(999, "", fsm.CreateNodeCommand{NodeID: "x"}),
-		stamped(command(999, "", fsm.CreateNodeCommand{NodeID: "x"})), // refused: the clock stays
-		{Type: fsm.CmdNodeCreate, Version: 2, Payload: log.MustMarshal(fsm.CreateNodeCommand{NodeID: "x"})},
-		{Type: fsm.CmdNodeCreate, Version: 0, Payload: log.MustMarshal(fsm.CreateNodeCommand{NodeID: "x"})},
+		command(999, "", nodes.CreateCommand{NodeID: "x"}),
+		stamped(command(999, "", nodes.CreateCommand{NodeID: "x"})), // refused: the clock stays
+		{Type: nodes.CmdCreate, Version: 2, Payload: log.MustMarshal(nodes.CreateCommand{NodeID: "x"})},
+		{Type: nodes.CmdCreate, Version: 0, Payload: log.MustMarshal(nodes.CreateCommand{NodeID: "x"})},
 	} {
 		valid = append(valid, encoded(t, c))
 	}
@@ -160,8 +162,8 @@ func FuzzApply(f *testing.F) {
 				t.Fatalf("entry %x answered %v but changed the state:\n%s", data, res.Err, cmp.Diff(before, after, frameCmp))
 			}
 		} else {
-			first := snap(t, a)
-			if again := snap(t, restoreFresh(t, first)); !bytes.Equal(first, again) {
+			first := fsmtest.Snapshot(t, a)
+			if again := fsmtest.Snapshot(t, restoreFresh(t, first)); !bytes.Equal(first, again) {
 				t.Fatal("state after this entry does not survive snapshot and restore")
 			}
 		}
@@ -170,7 +172,7 @@ func FuzzApply(f *testing.F) {
 		if other := b.Apply(entry); !cmp.Equal(res, other) {
 			t.Fatalf("a second replica answered differently:\n%s", cmp.Diff(res, other))
 		}
-		assertSameState(t, a, b)
+		fsmtest.AssertSameState(t, a, b)
 	})
 }
 
@@ -178,7 +180,7 @@ func FuzzApply(f *testing.F) {
 // node commands, each of which is at version 1.
 func dispatchable(c log.Command) bool {
 	switch c.Type {
-	case fsm.CmdTick, fsm.CmdMemberUpsert, fsm.CmdMemberRemove, fsm.CmdNodeCreate, fsm.CmdNodeCAS:
+	case fsm.CmdTick, fsm.CmdMemberUpsert, fsm.CmdMemberRemove, nodes.CmdCreate, nodes.CmdCAS:
 		return c.Version == 1
 	}
 	return false
@@ -197,10 +199,10 @@ func checkResult(t *testing.T, typ log.Type, body []byte) {
 	t.Helper()
 	var out any
 	switch typ {
-	case fsm.CmdNodeCreate:
-		out = new(fsm.CreateNodeResult)
-	case fsm.CmdNodeCAS:
-		out = new(fsm.CASResult)
+	case nodes.CmdCreate:
+		out = new(nodes.CreateResult)
+	case nodes.CmdCAS:
+		out = new(nodes.CASResult)
 	case fsm.CmdTick:
 		out = new(fsm.TickResult)
 	case fsm.CmdMemberUpsert, fsm.CmdMemberRemove:
@@ -219,32 +221,32 @@ func checkResult(t *testing.T, typ log.Type, body []byte) {
 func FuzzRestore(f *testing.F) {
 	// Small seeds keep the fuzzer's minimization of new inputs short.
 	seed := newSeed(f)
-	small := snap(f, seed.fsm(f))
+	small := fsmtest.Snapshot(f, seed.fsm(f))
 	f.Add(small)
 	f.Add(small[:len(small)-trailerLen])
 	f.Add(small[:len(small)/2])
 	flipped := bytes.Clone(small)
 	flipped[len(small)/3] ^= 1
 	f.Add(flipped)
-	f.Add(snap(f, newFSM(f)))
+	f.Add(fsmtest.Snapshot(f, newFSM(f)))
 	f.Add([]byte("ARBSNAP\x01"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		sum := sha256.Sum256(data)
 		target := seed.fsm(t)
-		before, applied := snap(t, target), target.AppliedIndex()
+		before, applied := fsmtest.Snapshot(t, target), target.AppliedIndex()
 		for _, stream := range [][]byte{data, append(bytes.Clone(data), sum[:]...)} {
 			checkPrepareRestore(t, target, stream)
 			if err := restore(target, stream); err != nil {
 				if !errors.Is(err, fsm.ErrSnapshot) {
 					t.Fatalf("Restore error %v does not wrap ErrSnapshot", err)
 				}
-				if target.AppliedIndex() != applied || !bytes.Equal(snap(t, target), before) {
+				if target.AppliedIndex() != applied || !bytes.Equal(fsmtest.Snapshot(t, target), before) {
 					t.Fatal("a refused restore changed the state")
 				}
 				continue
 			}
-			first := snap(t, target)
-			if again := snap(t, restoreFresh(t, first)); !bytes.Equal(first, again) {
+			first := fsmtest.Snapshot(t, target)
+			if again := fsmtest.Snapshot(t, restoreFresh(t, first)); !bytes.Equal(first, again) {
 				t.Fatal("an accepted snapshot does not reach a fixed point")
 			}
 			for _, q := range readQueries() {
@@ -262,10 +264,10 @@ func FuzzRestore(f *testing.F) {
 // and gets nothing written; one it accepts becomes a stream Restore takes,
 // at the index PrepareRestore reports. The live state is never touched.
 func checkPrepareRestore(t *testing.T, live *fsm.FSM, backup []byte) {
-	before := snap(t, live)
+	before := fsmtest.Snapshot(t, live)
 	var out bytes.Buffer
 	_, index, err := live.PrepareRestore(bytes.NewReader(backup), &out)
-	if !bytes.Equal(snap(t, live), before) {
+	if !bytes.Equal(fsmtest.Snapshot(t, live), before) {
 		t.Fatal("PrepareRestore changed the live state")
 	}
 	if err != nil {
@@ -285,9 +287,9 @@ func readQueries() []fsm.Query {
 		{Type: fsm.QueryMembers},
 		{Type: fsm.QueryChanges, Payload: log.MustMarshal(fsm.ChangesRequest{})},
 		{Type: fsm.QueryChanges, Payload: log.MustMarshal(fsm.ChangesRequest{After: 2, Limit: 1})},
-		{Type: fsm.QueryNodeGet, Payload: log.MustMarshal(fsm.GetNodeQuery{NodeID: "a"})},
-		{Type: fsm.QueryNodesByLabel, Payload: log.MustMarshal(fsm.LabelQuery{Label: "L1", Limit: 1})},
-		{Type: fsm.QueryNodesByLabel, Payload: log.MustMarshal(fsm.LabelQuery{Label: "L1", After: "n1.x"})},
+		{Type: nodes.QueryGet, Payload: log.MustMarshal(nodes.GetQuery{NodeID: "a"})},
+		{Type: nodes.QueryByLabel, Payload: log.MustMarshal(nodes.LabelQuery{Label: "L1", Limit: 1})},
+		{Type: nodes.QueryByLabel, Payload: log.MustMarshal(nodes.LabelQuery{Label: "L1", After: "n1.x"})},
 	}
 }
 
@@ -300,16 +302,16 @@ func FuzzQuery(f *testing.F) {
 		f.Add(uint16(q.Type), q.Payload)
 	}
 	f.Add(uint16(fsm.QueryChanges), log.MustMarshal(fsm.ChangesRequest{Limit: fsm.MaxChangesPage + 1}))
-	f.Add(uint16(fsm.QueryNodeGet), []byte{0xc0})
+	f.Add(uint16(nodes.QueryGet), []byte{0xc0})
 	f.Add(uint16(999), []byte{})
 	target := newSeed(f).fsm(f)
-	_, hash := stateHash(f, target)
+	_, hash := fsmtest.StateHash(f, target)
 	f.Fuzz(func(t *testing.T, typ uint16, payload []byte) {
 		out, err := target.Query(log.Principal{}, fsm.Query{Type: fsm.QueryType(typ), Payload: payload})
 		if target.Panics() != 0 {
 			t.Fatal("a query handler panicked")
 		}
-		if _, h := stateHash(t, target); h != hash {
+		if _, h := fsmtest.StateHash(t, target); h != hash {
 			t.Fatal("a query changed the state")
 		}
 		if err != nil {
@@ -343,20 +345,20 @@ func FuzzQuery(f *testing.F) {
 					t.Fatalf("event %d outside (%d, %d]", e.Seq, req.After, page.LastSeq)
 				}
 			}
-		case fsm.QueryNodeGet:
-			var q fsm.GetNodeQuery
+		case nodes.QueryGet:
+			var q nodes.GetQuery
 			decode(t, payload, &q)
-			var n fsm.Node
+			var n nodes.Node
 			decode(t, out, &n)
 			if n.NodeID != q.NodeID {
 				t.Fatalf("asked for %q, got %q", q.NodeID, n.NodeID)
 			}
-		case fsm.QueryNodesByLabel:
-			var q fsm.LabelQuery
+		case nodes.QueryByLabel:
+			var q nodes.LabelQuery
 			decode(t, payload, &q)
-			var page fsm.NodePage
+			var page nodes.Page
 			decode(t, out, &page)
-			if len(page.Nodes) > fsm.MaxLabelPage || q.Limit > 0 && len(page.Nodes) > q.Limit {
+			if len(page.Nodes) > nodes.MaxLabelPage || q.Limit > 0 && len(page.Nodes) > q.Limit {
 				t.Fatalf("%d nodes, limit %d", len(page.Nodes), q.Limit)
 			}
 			for i, n := range page.Nodes {

@@ -29,6 +29,17 @@ type Proposer interface {
 	Propose(ctx context.Context, cmd log.Command) (*Response, error)
 }
 
+// Consistency selects how a read is served.
+type Consistency int
+
+const (
+	// Linearizable reads reflect every write acknowledged before the read
+	// began; the leader confirms its leadership first.
+	Linearizable Consistency = iota
+	// Stale reads are answered from the local replica, which may be behind.
+	Stale
+)
+
 // Query is one read request.
 type Query struct {
 	Type    QueryType `msgpack:"t"`

@@ -9,7 +9,9 @@ import (
 	"testing"
 
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/log"
+	"github.com/arbiterhq/arbiter/nodes"
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/raft"
 )
@@ -32,16 +34,6 @@ type frame struct {
 	body []byte
 }
 
-// snap returns f's snapshot stream.
-func snap(t fataler, f *fsm.FSM) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	if err := f.WriteSnapshot(&buf); err != nil {
-		t.Fatalf("WriteSnapshot: %v", err)
-	}
-	return buf.Bytes()
-}
-
 func restore(f *fsm.FSM, b []byte) error {
 	return f.Restore(io.NopCloser(bytes.NewReader(b)))
 }
@@ -54,15 +46,6 @@ func restoreFresh(t fataler, b []byte) *fsm.FSM {
 		t.Fatalf("Restore: %v", err)
 	}
 	return f
-}
-
-func stateHash(t fataler, f *fsm.FSM) (uint64, [32]byte) {
-	t.Helper()
-	idx, sum, err := f.StateHash()
-	if err != nil {
-		t.Fatalf("StateHash: %v", err)
-	}
-	return idx, sum
 }
 
 // splitSnapshot parses a well-formed stream into its magic and frames; the
@@ -147,7 +130,7 @@ func tableRows(t fataler, frames []frame) map[string]int {
 // refused one, moves the index, and every decodable one may move the clock.
 func stateWithoutClock(t fataler, f *fsm.FSM) []frame {
 	t.Helper()
-	_, frames := splitSnapshot(t, snap(t, f))
+	_, frames := splitSnapshot(t, fsmtest.Snapshot(t, f))
 	table, metaRows := "", 0
 	drop := func(m map[string]any) { delete(m, "index"); delete(m, "now") }
 	for i, fr := range frames {
@@ -175,7 +158,7 @@ var frameCmp = cmp.AllowUnexported(frame{})
 // of a real snapshot gives the same bytes, and that stream restores. Every
 // rejection below is therefore caused by its one edit.
 func TestCraftedStreamControl(t *testing.T) {
-	b := snap(t, richLocal(t).FSM)
+	b := fsmtest.Snapshot(t, richLocal(t).FSM)
 	magic, frames := splitSnapshot(t, b)
 	if again := joinSnapshot(magic, frames); !bytes.Equal(again, b) {
 		t.Fatal("split and join changed the stream")
@@ -189,7 +172,7 @@ func TestCraftedStreamControl(t *testing.T) {
 }
 
 func TestRestoreRejects(t *testing.T) {
-	good := snap(t, richLocal(t).FSM)
+	good := fsmtest.Snapshot(t, richLocal(t).FSM)
 	magic, frames := splitSnapshot(t, good)
 
 	// index of the first frame of the given kind (and, for 'R', of the
@@ -266,7 +249,7 @@ func TestRestoreRejects(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			target := targetState(t)
-			before := snap(t, target)
+			before := fsmtest.Snapshot(t, target)
 			applied := target.AppliedIndex()
 			err := restore(target, tc.stream)
 			if !errors.Is(err, fsm.ErrSnapshot) {
@@ -284,10 +267,10 @@ func TestRestoreRejectsEveryTruncationAndFlip(t *testing.T) {
 	l := newLocal(t)
 	createNode(t, l, "", "a", []string{"L"}, props("owner", `"p1"`))
 	proposeOK(t, l, fsm.CmdMemberUpsert, "", fsm.Member{ID: "n1", RaftAddr: "r:1", APIAddr: "h:1"})
-	good := snap(t, l.FSM)
+	good := fsmtest.Snapshot(t, l.FSM)
 
 	target := targetState(t)
-	before := snap(t, target)
+	before := fsmtest.Snapshot(t, target)
 	applied := target.AppliedIndex()
 	for n := 0; n < len(good); n++ {
 		if err := restore(target, good[:n]); !errors.Is(err, fsm.ErrSnapshot) {
@@ -310,7 +293,7 @@ func TestRestoreRejectsEveryTruncationAndFlip(t *testing.T) {
 	if err := restore(target, good); err != nil {
 		t.Fatalf("good stream: %v", err)
 	}
-	if !bytes.Equal(snap(t, target), good) {
+	if !bytes.Equal(fsmtest.Snapshot(t, target), good) {
 		t.Fatal("restored state does not snapshot to the stream it came from")
 	}
 }
@@ -329,13 +312,13 @@ func assertUnchanged(t *testing.T, f *fsm.FSM, before []byte, applied uint64) {
 	if f.AppliedIndex() != applied {
 		t.Fatalf("applied index moved from %d to %d", applied, f.AppliedIndex())
 	}
-	if !bytes.Equal(snap(t, f), before) {
+	if !bytes.Equal(fsmtest.Snapshot(t, f), before) {
 		t.Fatal("a rejected restore changed the state")
 	}
-	if idx, sum := stateHash(t, f); idx != applied || !bytes.Equal(sum[:], before[len(before)-trailerLen:]) {
+	if idx, sum := fsmtest.StateHash(t, f); idx != applied || !bytes.Equal(sum[:], before[len(before)-trailerLen:]) {
 		t.Fatalf("state hash at %d changed by a rejected restore", idx)
 	}
-	if _, err := fsm.NewNodes(nil, fsmReader{f}).Get(bg, "target", fsm.Stale); err != nil {
+	if _, err := nodes.NewClient(nil, fsmReader{f}).Get(bg, "target", fsm.Stale); err != nil {
 		t.Fatalf("node of the old state unreadable after a rejected restore: %v", err)
 	}
 }
@@ -364,7 +347,7 @@ func (s *memSink) Close() error  { s.closed = true; return nil }
 // failing sink is cancelled, not closed.
 func TestSnapshotIsPointInTime(t *testing.T) {
 	l := richLocal(t)
-	want := snap(t, l.FSM)
+	want := fsmtest.Snapshot(t, l.FSM)
 	ss, err := l.FSM.Snapshot()
 	if err != nil {
 		t.Fatal(err)
@@ -400,9 +383,9 @@ var _ raft.SnapshotSink = (*memSink)(nil)
 func TestRestoreBehindAppliedIndexIsCounted(t *testing.T) {
 	l := newLocal(t)
 	createNode(t, l, "", "a", nil, nil)
-	older := snap(t, l.FSM)
+	older := fsmtest.Snapshot(t, l.FSM)
 	createNode(t, l, "", "b", nil, nil)
-	newer := snap(t, l.FSM)
+	newer := fsmtest.Snapshot(t, l.FSM)
 
 	f := newFSM(t)
 	for _, s := range [][]byte{older, newer} {
@@ -416,7 +399,7 @@ func TestRestoreBehindAppliedIndexIsCounted(t *testing.T) {
 	if err := restore(f, older); err != nil {
 		t.Fatal(err)
 	}
-	if f.Rewinds() != 1 || !bytes.Equal(snap(t, f), older) {
-		t.Fatalf("after restoring the older snapshot: %d rewinds, state older: %v", f.Rewinds(), bytes.Equal(snap(t, f), older))
+	if f.Rewinds() != 1 || !bytes.Equal(fsmtest.Snapshot(t, f), older) {
+		t.Fatalf("after restoring the older snapshot: %d rewinds, state older: %v", f.Rewinds(), bytes.Equal(fsmtest.Snapshot(t, f), older))
 	}
 }

@@ -12,8 +12,8 @@ import (
 	"github.com/arbiterhq/arbiter/authority"
 	"github.com/arbiterhq/arbiter/capacity"
 	"github.com/arbiterhq/arbiter/cluster"
-	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/loadgen"
+	"github.com/arbiterhq/arbiter/nodes"
 )
 
 // bench measures create-if-absent of distinct node ids against a running
@@ -87,7 +87,7 @@ func createOp(prefix string, run int, remotes []*cluster.Remote) loadgen.Op {
 	return func(ctx context.Context, c, seq int) error {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		out, err := fsm.NewNodes(remotes[c], remotes[c]).CreateIfAbsent(ctx, fsm.CreateNodeRequest{
+		out, err := nodes.NewClient(remotes[c], remotes[c]).CreateIfAbsent(ctx, nodes.CreateRequest{
 			NodeID: fmt.Sprintf("%s-r%d-c%d-%d", prefix, run, c, seq), Labels: []string{"bench"},
 			Properties: map[string]any{"owner": c},
 		})

@@ -23,6 +23,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/nodes"
 )
 
 const (
@@ -135,11 +136,11 @@ func (q *quickstart) race() error {
 		go func() {
 			defer wg.Done()
 			remote := cluster.NewRemote(q.nodes[c%3].APIAddr())
-			nodes := fsm.NewNodes(remote, remote)
+			nc := nodes.NewClient(remote, remote)
 			for _, k := range rand.Perm(ids) {
 				id := fmt.Sprintf("concept-%d", k+1)
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				res, err := nodes.CreateIfAbsent(ctx, fsm.CreateNodeRequest{
+				res, err := nc.CreateIfAbsent(ctx, nodes.CreateRequest{
 					NodeID: id, Labels: []string{"concept"},
 					Properties: map[string]any{"owner": fmt.Sprintf("client-%d", c), "fence": 1},
 				})
@@ -191,15 +192,15 @@ func (q *quickstart) failover() (int, error) {
 	fmt.Printf("   %s is the new leader after %v\n", q.nodes[leader].ID(), time.Since(start).Round(time.Millisecond))
 
 	follower := q.nodes[3-old-leader]
-	nodes := fsm.NewNodes(follower, follower)
+	nc := nodes.NewClient(follower, follower)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	won, err := nodes.CompareAndSet(ctx, fsm.CASRequest{NodeID: "concept-1",
+	won, err := nc.CompareAndSet(ctx, nodes.CASRequest{NodeID: "concept-1",
 		Conditions: map[string]any{"fence": 1}, Updates: map[string]any{"fence": 2, "state": "materialized"}})
 	if err != nil {
 		return 0, err
 	}
-	stale, err := nodes.CompareAndSet(ctx, fsm.CASRequest{NodeID: "concept-1",
+	stale, err := nc.CompareAndSet(ctx, nodes.CASRequest{NodeID: "concept-1",
 		Conditions: map[string]any{"fence": 1}, Updates: map[string]any{"fence": 2, "state": "stolen"}})
 	if err != nil {
 		return 0, err
@@ -241,7 +242,7 @@ func (q *quickstart) rejoin(i int) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	node, err := fsm.NewNodes(q.nodes[i], q.nodes[i]).Get(context.Background(), "concept-1", fsm.Stale)
+	node, err := nodes.NewClient(q.nodes[i], q.nodes[i]).Get(context.Background(), "concept-1", fsm.Stale)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
 	lin "github.com/arbiterhq/arbiter/internal/linearizability"
+	"github.com/arbiterhq/arbiter/nodes"
 )
 
 // Concepts is the workload of the concept reservation protocol: clients,
@@ -392,7 +393,7 @@ func (w *Concepts) Verify(ctx context.Context, node *cluster.Node) error {
 		if pages == 1000 {
 			return errors.Join(append(problems, fmt.Errorf("more than 1000 pages of %s claims", conceptsTenant))...)
 		}
-		page, err := svc.List(ctx, authority.ListRequest{TenantRef: conceptsTenant, After: cursor, Limit: fsm.MaxLabelPage})
+		page, err := svc.List(ctx, authority.ListRequest{TenantRef: conceptsTenant, After: cursor, Limit: nodes.MaxLabelPage})
 		if err != nil {
 			return errors.Join(append(problems, err)...)
 		}

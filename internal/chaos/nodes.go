@@ -13,6 +13,7 @@ import (
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
 	lin "github.com/arbiterhq/arbiter/internal/linearizability"
+	"github.com/arbiterhq/arbiter/nodes"
 )
 
 // Nodes is the workload of the replicated core's node primitives: clients
@@ -48,10 +49,10 @@ func (w Nodes) Client(i int, seed uint64) Client {
 // hold a fence and an owner the model could have produced, and its
 // version must be its fence (one create, then one swap per increment).
 func (w Nodes) Verify(ctx context.Context, node *cluster.Node) error {
-	nodes := fsm.NewNodes(node, node)
+	nc := nodes.NewClient(node, node)
 	cursor := ""
 	for pages := 0; pages < 1000; pages++ {
-		page, err := nodes.ByLabel(ctx, fsm.LabelQuery{Label: nodesLabel, Limit: 128, After: cursor}, fsm.Stale)
+		page, err := nc.ByLabel(ctx, nodes.LabelQuery{Label: nodesLabel, Limit: 128, After: cursor}, fsm.Stale)
 		if err != nil {
 			return err
 		}
@@ -98,38 +99,38 @@ func (c *nodesClient) Step(node *cluster.Node, rec *Recorder) {
 	if c.stale {
 		read = fsm.Stale
 	}
-	if out, ok := doNodeOp(fsm.NewNodes(node, node), c.id, in, read, rec); ok && !out.NotFound {
+	if out, ok := doNodeOp(nodes.NewClient(node, node), c.id, in, read, rec); ok && !out.NotFound {
 		c.fences[id] = out.Fence
 	}
 }
 
 // doNodeOp runs one operation, records it and returns its decided output.
-func doNodeOp(nodes *fsm.Nodes, client int, in lin.NodeInput, read fsm.Consistency, rec *Recorder) (lin.NodeOutput, bool) {
+func doNodeOp(nc *nodes.Client, client int, in lin.NodeInput, read fsm.Consistency, rec *Recorder) (lin.NodeOutput, bool) {
 	ctx, cancel := rec.OpContext()
 	defer cancel()
 	call := rec.Call(client, in)
 	var out lin.NodeOutput
-	var n fsm.Node
+	var n nodes.Node
 	var err error
 	switch in.Kind {
 	case lin.NodeCreate:
-		var res *fsm.CreateNodeResult
-		res, err = nodes.CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: in.ID, Labels: []string{nodesLabel},
+		var res *nodes.CreateResult
+		res, err = nc.CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: in.ID, Labels: []string{nodesLabel},
 			Properties: map[string]any{"fence": in.Fence, "owner": in.Owner}})
 		if err == nil {
 			n, out.Created = res.Node, res.Created
 		}
 	case lin.NodeCAS:
-		var res *fsm.CASResult
-		res, err = nodes.CompareAndSet(ctx, fsm.CASRequest{NodeID: in.ID,
+		var res *nodes.CASResult
+		res, err = nc.CompareAndSet(ctx, nodes.CASRequest{NodeID: in.ID,
 			Conditions: map[string]any{"fence": in.Expect},
 			Updates:    map[string]any{"fence": in.Fence, "owner": in.Owner}})
 		if err == nil {
 			n, out.Swapped = res.Node, res.Swapped
 		}
 	case lin.NodeGet:
-		var got *fsm.Node
-		if got, err = nodes.Get(ctx, in.ID, read); err == nil {
+		var got *nodes.Node
+		if got, err = nc.Get(ctx, in.ID, read); err == nil {
 			n = *got
 		}
 	}
@@ -166,7 +167,7 @@ func nodeOutcome(out lin.NodeOutput) string {
 }
 
 // observeNode is the model's view of a node: fence, owner and version.
-func observeNode(n fsm.Node) (lin.NodeOutput, error) {
+func observeNode(n nodes.Node) (lin.NodeOutput, error) {
 	out := lin.NodeOutput{Version: n.Version}
 	if err := json.Unmarshal(n.Properties["fence"], &out.Fence); err != nil {
 		return out, fmt.Errorf("node %s: fence %s: %v", n.NodeID, n.Properties["fence"], err)

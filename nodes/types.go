@@ -1,4 +1,4 @@
-package fsm
+package nodes
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/bounds"
 	"github.com/arbiterhq/arbiter/internal/canon"
 	"github.com/arbiterhq/arbiter/log"
@@ -14,10 +15,10 @@ import (
 
 // Node primitive command and query types.
 const (
-	CmdNodeCreate     log.Type  = 10
-	CmdNodeCAS        log.Type  = 11
-	QueryNodeGet      QueryType = 10
-	QueryNodesByLabel QueryType = 11
+	CmdCreate    log.Type      = 10
+	CmdCAS       log.Type      = 11
+	QueryGet     fsm.QueryType = 10
+	QueryByLabel fsm.QueryType = 11
 )
 
 // Bounds of the node primitives.
@@ -52,8 +53,8 @@ type labelRow struct {
 	NodeID string `msgpack:"node_id"`
 }
 
-// CreateNodeCommand is the payload of CmdNodeCreate.
-type CreateNodeCommand struct {
+// CreateCommand is the payload of CmdCreate.
+type CreateCommand struct {
 	NodeID     string                     `msgpack:"node_id"`
 	Labels     []string                   `msgpack:"labels"`
 	Properties map[string]json.RawMessage `msgpack:"properties"`
@@ -62,7 +63,7 @@ type CreateNodeCommand struct {
 	SetNow map[string]int64 `msgpack:"set_now,omitempty"`
 }
 
-// CASCommand is the payload of CmdNodeCAS. A condition whose value is null
+// CASCommand is the payload of CmdCAS. A condition whose value is null
 // requires the field to be absent; an update whose value is null removes it.
 type CASCommand struct {
 	NodeID     string                     `msgpack:"node_id"`
@@ -133,9 +134,9 @@ func (e *LabelEdits) apply(labels []string) (next, added, removed []string, err 
 	return next, added, removed, nil
 }
 
-// CreateNodeResult says whether this call created the node, and the node as
+// CreateResult says whether this call created the node, and the node as
 // stored (the first writer's, when created is false).
-type CreateNodeResult struct {
+type CreateResult struct {
 	Created  bool `msgpack:"created" json:"created"`
 	Node     Node `msgpack:"node" json:"node"`
 	Replayed bool `msgpack:"-" json:"replayed,omitempty"`

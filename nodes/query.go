@@ -1,4 +1,4 @@
-package fsm
+package nodes
 
 import (
 	"crypto/sha256"
@@ -6,10 +6,11 @@ import (
 	"strings"
 
 	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/fsm"
 )
 
-// GetNodeQuery reads one node.
-type GetNodeQuery struct {
+// GetQuery reads one node.
+type GetQuery struct {
 	NodeID string `msgpack:"node_id"`
 }
 
@@ -22,18 +23,18 @@ type LabelQuery struct {
 	Limit int `msgpack:"limit"`
 }
 
-// NodePage is one page of nodes. NextCursor is empty on the last page.
-type NodePage struct {
+// Page is one page of nodes. NextCursor is empty on the last page.
+type Page struct {
 	Nodes      []Node `msgpack:"nodes" json:"nodes"`
 	NextCursor string `msgpack:"next_cursor" json:"next_cursor"`
 }
 
-func runGetNode(rt *ReadTx, payload []byte) (any, error) {
+func runGetNode(rt *fsm.ReadTx, payload []byte) (any, error) {
 	if err := rawAccess(rt.Principal, rt.Adapter); err != nil {
 		return nil, err
 	}
-	var q GetNodeQuery
-	if err := decodePayload(payload, &q); err != nil {
+	var q GetQuery
+	if err := fsm.DecodePayload(payload, &q); err != nil {
 		return nil, err
 	}
 	if err := validateNodeID(q.NodeID); err != nil {
@@ -49,18 +50,18 @@ func runGetNode(rt *ReadTx, payload []byte) (any, error) {
 	return n.clone(), nil
 }
 
-func runNodesByLabel(rt *ReadTx, payload []byte) (any, error) {
+func runNodesByLabel(rt *fsm.ReadTx, payload []byte) (any, error) {
 	if err := rawAccess(rt.Principal, rt.Adapter); err != nil {
 		return nil, err
 	}
 	var q LabelQuery
-	if err := decodePayload(payload, &q); err != nil {
+	if err := fsm.DecodePayload(payload, &q); err != nil {
 		return nil, err
 	}
 	return nodesByLabel(rt.Txn, q)
 }
 
-func nodesByLabel(txn Store, q LabelQuery) (*NodePage, error) {
+func nodesByLabel(txn fsm.Store, q LabelQuery) (*Page, error) {
 	if err := validateLabelQuery(&q); err != nil {
 		return nil, err
 	}
@@ -75,7 +76,7 @@ func nodesByLabel(txn Store, q LabelQuery) (*NodePage, error) {
 	if err != nil {
 		return nil, errs.Errorf(errs.CodeInternal, "label scan: %v", err)
 	}
-	page := &NodePage{Nodes: []Node{}}
+	page := &Page{Nodes: []Node{}}
 	// Read one row past the page to know whether another page exists.
 	for raw := it.Next(); raw != nil; raw = it.Next() {
 		row := raw.(*labelRow)

@@ -1,10 +1,11 @@
-package fsm
+package nodes
 
 import (
 	"bytes"
 	"encoding/json"
 
 	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/log"
 	memdb "github.com/hashicorp/go-memdb"
 )
@@ -14,10 +15,11 @@ const (
 	tableLabels = "node_labels"
 )
 
-func nodesModule() Module {
-	return Module{
+// Module is the FSM module of the node primitives.
+func Module() fsm.Module {
+	return fsm.Module{
 		Name: "nodes",
-		Tables: []Table{
+		Tables: []fsm.Table{
 			{New: func() any { return new(Node) }, Schema: &memdb.TableSchema{
 				Name: tableNodes,
 				Indexes: map[string]*memdb.IndexSchema{
@@ -34,25 +36,25 @@ func nodesModule() Module {
 				},
 			}},
 		},
-		Commands: []CommandSpec{
-			{Type: CmdNodeCreate, Name: "node_create", MaxVersion: 1, Apply: applyCreateNode},
-			{Type: CmdNodeCAS, Name: "node_cas", MaxVersion: 1, Apply: applyCAS},
+		Commands: []fsm.CommandSpec{
+			{Type: CmdCreate, Name: "node_create", MaxVersion: 1, Apply: applyCreateNode},
+			{Type: CmdCAS, Name: "node_cas", MaxVersion: 1, Apply: applyCAS},
 		},
-		Queries: []QuerySpec{
-			{Type: QueryNodeGet, Name: "node_get", Run: runGetNode},
-			{Type: QueryNodesByLabel, Name: "nodes_by_label", Run: runNodesByLabel},
+		Queries: []fsm.QuerySpec{
+			{Type: QueryGet, Name: "node_get", Run: runGetNode},
+			{Type: QueryByLabel, Name: "nodes_by_label", Run: runNodesByLabel},
 		},
 	}
 }
 
 // applyCreateNode stores the node unless one with the same id exists; the
 // first writer in log order wins, every later one reads the winner.
-func applyCreateNode(tx *Tx, cmd *log.Command) (any, error) {
+func applyCreateNode(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err := rawAccess(tx.Principal, tx.Adapter); err != nil {
 		return nil, err
 	}
-	var c CreateNodeCommand
-	if err := decodePayload(cmd.Payload, &c); err != nil {
+	var c CreateCommand
+	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
 		return nil, err
 	}
 	if err := validateNodeID(c.NodeID); err != nil {
@@ -71,7 +73,7 @@ func applyCreateNode(tx *Tx, cmd *log.Command) (any, error) {
 	if existing, err := getNode(tx, c.NodeID); err != nil {
 		return nil, err
 	} else if existing != nil {
-		return CreateNodeResult{Created: false, Node: existing.clone()}, nil
+		return CreateResult{Created: false, Node: existing.clone()}, nil
 	}
 	n := &Node{
 		NodeID: c.NodeID, Labels: labels, Properties: withoutNulls(c.Properties),
@@ -90,17 +92,17 @@ func applyCreateNode(tx *Tx, cmd *log.Command) (any, error) {
 		}
 	}
 	tx.Emit("node_create", n.NodeID, "")
-	return CreateNodeResult{Created: true, Node: n.clone()}, nil
+	return CreateResult{Created: true, Node: n.clone()}, nil
 }
 
 // applyCAS checks every condition against the stored node and, only if all
 // hold, applies every update in the same step.
-func applyCAS(tx *Tx, cmd *log.Command) (any, error) {
+func applyCAS(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err := rawAccess(tx.Principal, tx.Adapter); err != nil {
 		return nil, err
 	}
 	var c CASCommand
-	if err := decodePayload(cmd.Payload, &c); err != nil {
+	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
 		return nil, err
 	}
 	if err := validateNodeID(c.NodeID); err != nil {
@@ -192,7 +194,7 @@ func conditionsHold(props, conditions map[string]json.RawMessage) bool {
 	return true
 }
 
-func getNode(txn Store, id string) (*Node, error) {
+func getNode(txn fsm.Store, id string) (*Node, error) {
 	raw, err := txn.First(tableNodes, "id", id)
 	if err != nil {
 		return nil, errs.Errorf(errs.CodeInternal, "read node: %v", err)

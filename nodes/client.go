@@ -1,38 +1,28 @@
-package fsm
+package nodes
 
 import (
 	"context"
 
 	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/bounds"
 	"github.com/arbiterhq/arbiter/log"
 )
 
-// Consistency selects how a read is served.
-type Consistency int
-
-const (
-	// Linearizable reads reflect every write acknowledged before the read
-	// began; the leader confirms its leadership first.
-	Linearizable Consistency = iota
-	// Stale reads are answered from the local replica, which may be behind.
-	Stale
-)
-
-// Nodes is the typed client of the node primitives over any Proposer and
-// Reader: an embedded cluster.Node, a cluster.Remote, or a bare FSM.
-type Nodes struct {
-	p Proposer
-	r Reader
+// Client is the typed client of the node primitives over any fsm.Proposer
+// and fsm.Reader: an embedded cluster.Node, a cluster.Remote, or a bare FSM.
+type Client struct {
+	p fsm.Proposer
+	r fsm.Reader
 }
 
-// NewNodes returns a client of the node primitives.
-func NewNodes(p Proposer, r Reader) *Nodes { return &Nodes{p: p, r: r} }
+// NewClient returns a client of the node primitives.
+func NewClient(p fsm.Proposer, r fsm.Reader) *Client { return &Client{p: p, r: r} }
 
-// CreateNodeRequest asks to create a node unless it exists. Property values
+// CreateRequest asks to create a node unless it exists. Property values
 // are any JSON-compatible Go values (json.Number and json.RawMessage keep
 // their exact literals); a nil value means the field is absent.
-type CreateNodeRequest struct {
+type CreateRequest struct {
 	NodeID     string         `json:"node_id"`
 	Labels     []string       `json:"labels"`
 	Properties map[string]any `json:"properties"`
@@ -61,13 +51,13 @@ type CASRequest struct {
 
 // CreateIfAbsent creates the node if no node has its id. Exactly one caller
 // ever gets Created == true for an id; every other gets the stored node.
-func (n *Nodes) CreateIfAbsent(ctx context.Context, req CreateNodeRequest) (*CreateNodeResult, error) {
+func (n *Client) CreateIfAbsent(ctx context.Context, req CreateRequest) (*CreateResult, error) {
 	cmd, err := req.command()
 	if err != nil {
 		return nil, err
 	}
-	var out CreateNodeResult
-	res, err := Submit(ctx, n.p, log.Command{Type: CmdNodeCreate, IdemScope: scopeIf(req.IdempotencyKey), IdemKey: req.IdempotencyKey}, cmd, &out)
+	var out CreateResult
+	res, err := fsm.Submit(ctx, n.p, log.Command{Type: CmdCreate, IdemScope: scopeIf(req.IdempotencyKey), IdemKey: req.IdempotencyKey}, cmd, &out)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +65,7 @@ func (n *Nodes) CreateIfAbsent(ctx context.Context, req CreateNodeRequest) (*Cre
 	return &out, nil
 }
 
-func (req CreateNodeRequest) command() (*CreateNodeCommand, error) {
+func (req CreateRequest) command() (*CreateCommand, error) {
 	if err := validateNodeID(req.NodeID); err != nil {
 		return nil, err
 	}
@@ -97,18 +87,18 @@ func (req CreateNodeRequest) command() (*CreateNodeCommand, error) {
 	if err := checkTimeFields(req.SetNow, nil, nil, props); err != nil {
 		return nil, err
 	}
-	return &CreateNodeCommand{NodeID: req.NodeID, Labels: labels, Properties: props, SetNow: req.SetNow}, nil
+	return &CreateCommand{NodeID: req.NodeID, Labels: labels, Properties: props, SetNow: req.SetNow}, nil
 }
 
 // CompareAndSet applies req.Updates if every condition holds, atomically.
 // It fails with errs.NotFound if the node does not exist.
-func (n *Nodes) CompareAndSet(ctx context.Context, req CASRequest) (*CASResult, error) {
+func (n *Client) CompareAndSet(ctx context.Context, req CASRequest) (*CASResult, error) {
 	cmd, err := req.command()
 	if err != nil {
 		return nil, err
 	}
 	var out CASResult
-	res, err := Submit(ctx, n.p, log.Command{Type: CmdNodeCAS, IdemScope: scopeIf(req.IdempotencyKey), IdemKey: req.IdempotencyKey}, cmd, &out)
+	res, err := fsm.Submit(ctx, n.p, log.Command{Type: CmdCAS, IdemScope: scopeIf(req.IdempotencyKey), IdemKey: req.IdempotencyKey}, cmd, &out)
 	if err != nil {
 		return nil, err
 	}
@@ -150,24 +140,24 @@ func (req CASRequest) command() (*CASCommand, error) {
 }
 
 // Get reads one node; errs.NotFound if it does not exist.
-func (n *Nodes) Get(ctx context.Context, nodeID string, c Consistency) (*Node, error) {
+func (n *Client) Get(ctx context.Context, nodeID string, c fsm.Consistency) (*Node, error) {
 	if err := validateNodeID(nodeID); err != nil {
 		return nil, err
 	}
 	var out Node
-	if err := Ask(ctx, n.r, QueryNodeGet, c == Stale, GetNodeQuery{NodeID: nodeID}, &out); err != nil {
+	if err := fsm.Ask(ctx, n.r, QueryGet, c == fsm.Stale, GetQuery{NodeID: nodeID}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
 }
 
 // ByLabel reads one page of the nodes carrying q.Label, in node id order.
-func (n *Nodes) ByLabel(ctx context.Context, q LabelQuery, c Consistency) (*NodePage, error) {
+func (n *Client) ByLabel(ctx context.Context, q LabelQuery, c fsm.Consistency) (*Page, error) {
 	if err := validateLabelQuery(&q); err != nil {
 		return nil, err
 	}
-	var out NodePage
-	if err := Ask(ctx, n.r, QueryNodesByLabel, c == Stale, q, &out); err != nil {
+	var out Page
+	if err := fsm.Ask(ctx, n.r, QueryByLabel, c == fsm.Stale, q, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

@@ -1,4 +1,4 @@
-package fsm
+package nodes
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package fsm_test
+package nodes_test
 
 import (
 	"context"
@@ -8,13 +8,13 @@ import (
 	"time"
 
 	"github.com/arbiterhq/arbiter/errs"
-	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/log"
+	"github.com/arbiterhq/arbiter/nodes"
 	"github.com/google/go-cmp/cmp"
 )
 
-func intProp(t *testing.T, n fsm.Node, k string) int64 {
+func intProp(t *testing.T, n nodes.Node, k string) int64 {
 	t.Helper()
 	v, err := strconv.ParseInt(string(n.Properties[k]), 10, 64)
 	if err != nil {
@@ -28,8 +28,8 @@ func intProp(t *testing.T, n fsm.Node, k string) int64 {
 // applies, whatever the caller's clock says.
 func TestTimeFieldsUseFSMTime(t *testing.T) {
 	ctx := context.Background()
-	l, nodes := newNodes(t)
-	created, err := nodes.CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: "lease",
+	l, nc := newNodes(t)
+	created, err := nc.CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "lease",
 		Properties: map[string]any{"state": "held"}, SetNow: map[string]int64{"created_ms": 0, "expires_ms": 30_000}})
 	if err != nil {
 		t.Fatal(err)
@@ -40,29 +40,29 @@ func TestTimeFieldsUseFSMTime(t *testing.T) {
 	if got := intProp(t, created.Node, "expires_ms"); got != fsmtest.Epoch+30_000 {
 		t.Fatalf("expires_ms = %d, want %d", got, fsmtest.Epoch+30_000)
 	}
-	expire := fsm.CASRequest{NodeID: "lease", Conditions: map[string]any{"state": "held"},
-		Updates: map[string]any{"state": "expired"}, TimeFields: fsm.TimeFields{Due: []string{"expires_ms"}, SetNow: map[string]int64{"expired_ms": 0}}}
-	renew := fsm.CASRequest{NodeID: "lease", Conditions: map[string]any{"state": "held"},
-		TimeFields: fsm.TimeFields{NotDue: []string{"expires_ms"}, SetNow: map[string]int64{"expires_ms": 30_000}}}
+	expire := nodes.CASRequest{NodeID: "lease", Conditions: map[string]any{"state": "held"},
+		Updates: map[string]any{"state": "expired"}, TimeFields: nodes.TimeFields{Due: []string{"expires_ms"}, SetNow: map[string]int64{"expired_ms": 0}}}
+	renew := nodes.CASRequest{NodeID: "lease", Conditions: map[string]any{"state": "held"},
+		TimeFields: nodes.TimeFields{NotDue: []string{"expires_ms"}, SetNow: map[string]int64{"expires_ms": 30_000}}}
 
 	l.Advance(29_999 * time.Millisecond)
-	if res, err := nodes.CompareAndSet(ctx, expire); err != nil || res.Swapped {
+	if res, err := nc.CompareAndSet(ctx, expire); err != nil || res.Swapped {
 		t.Fatalf("expired 1 ms early: %+v %v", res, err)
 	}
-	res, err := nodes.CompareAndSet(ctx, renew)
+	res, err := nc.CompareAndSet(ctx, renew)
 	if err != nil || !res.Swapped || intProp(t, res.Node, "expires_ms") != fsmtest.Epoch+29_999+30_000 {
 		t.Fatalf("renew before the deadline: %+v %v", res, err)
 	}
 	// A proposer whose clock runs behind cannot move FSM time back.
 	l.SetClock(fsmtest.Epoch)
-	if res, err := nodes.CompareAndSet(ctx, expire); err != nil || res.Swapped {
+	if res, err := nc.CompareAndSet(ctx, expire); err != nil || res.Swapped {
 		t.Fatalf("expired by a clock that went back: %+v %v", res, err)
 	}
 	l.SetClock(fsmtest.Epoch + 29_999 + 30_000)
-	if res, err := nodes.CompareAndSet(ctx, renew); err != nil || res.Swapped {
+	if res, err := nc.CompareAndSet(ctx, renew); err != nil || res.Swapped {
 		t.Fatalf("renewed at the deadline: %+v %v", res, err)
 	}
-	res, err = nodes.CompareAndSet(ctx, expire)
+	res, err = nc.CompareAndSet(ctx, expire)
 	if err != nil || !res.Swapped || string(res.Node.Properties["state"]) != `"expired"` {
 		t.Fatalf("expire at the deadline: %+v %v", res, err)
 	}
@@ -73,35 +73,35 @@ func TestTimeFieldsUseFSMTime(t *testing.T) {
 
 func TestTimeFieldsValidation(t *testing.T) {
 	ctx := context.Background()
-	_, nodes := newNodes(t)
-	if _, err := nodes.CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: "n", Properties: map[string]any{"a": 1}}); err != nil {
+	_, nc := newNodes(t)
+	if _, err := nc.CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "n", Properties: map[string]any{"a": 1}}); err != nil {
 		t.Fatal(err)
 	}
-	bad := []fsm.CASRequest{
-		{NodeID: "n", TimeFields: fsm.TimeFields{SetNow: map[string]int64{"t": -1}}},
-		{NodeID: "n", TimeFields: fsm.TimeFields{SetNow: map[string]int64{"t": fsm.MaxNowOffsetMs + 1}}},
-		{NodeID: "n", Updates: map[string]any{"t": 1}, TimeFields: fsm.TimeFields{SetNow: map[string]int64{"t": 0}}},
-		{NodeID: "n", Updates: map[string]any{"a": 2}, TimeFields: fsm.TimeFields{Due: []string{""}}},
-		{NodeID: "n", Updates: map[string]any{"a": 2}, TimeFields: fsm.TimeFields{NotDue: []string{"x\n"}}},
+	bad := []nodes.CASRequest{
+		{NodeID: "n", TimeFields: nodes.TimeFields{SetNow: map[string]int64{"t": -1}}},
+		{NodeID: "n", TimeFields: nodes.TimeFields{SetNow: map[string]int64{"t": nodes.MaxNowOffsetMs + 1}}},
+		{NodeID: "n", Updates: map[string]any{"t": 1}, TimeFields: nodes.TimeFields{SetNow: map[string]int64{"t": 0}}},
+		{NodeID: "n", Updates: map[string]any{"a": 2}, TimeFields: nodes.TimeFields{Due: []string{""}}},
+		{NodeID: "n", Updates: map[string]any{"a": 2}, TimeFields: nodes.TimeFields{NotDue: []string{"x\n"}}},
 	}
 	for i, req := range bad {
-		if _, err := nodes.CompareAndSet(ctx, req); !errors.Is(err, errs.Invalid) {
+		if _, err := nc.CompareAndSet(ctx, req); !errors.Is(err, errs.Invalid) {
 			t.Errorf("case %d accepted: %v", i, err)
 		}
 	}
-	if _, err := nodes.CreateIfAbsent(ctx, fsm.CreateNodeRequest{NodeID: "m", SetNow: map[string]int64{"t": -5}}); !errors.Is(err, errs.Invalid) {
+	if _, err := nc.CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "m", SetNow: map[string]int64{"t": -5}}); !errors.Is(err, errs.Invalid) {
 		t.Errorf("negative create offset accepted: %v", err)
 	}
 	// A due condition on a missing or non-integer field does not hold.
-	res, err := nodes.CompareAndSet(ctx, fsm.CASRequest{NodeID: "n", Updates: map[string]any{"a": 3}, TimeFields: fsm.TimeFields{Due: []string{"missing"}}})
+	res, err := nc.CompareAndSet(ctx, nodes.CASRequest{NodeID: "n", Updates: map[string]any{"a": 3}, TimeFields: nodes.TimeFields{Due: []string{"missing"}}})
 	if err != nil || res.Swapped {
 		t.Fatalf("due on a missing field: %+v %v", res, err)
 	}
 }
 
 func TestCASCommandTimeFieldsRoundTrip(t *testing.T) {
-	in := fsm.CASCommand{NodeID: "n", TimeFields: fsm.TimeFields{SetNow: map[string]int64{"a": 5}, Due: []string{"b"}, NotDue: []string{"c"}}}
-	var out fsm.CASCommand
+	in := nodes.CASCommand{NodeID: "n", TimeFields: nodes.TimeFields{SetNow: map[string]int64{"a": 5}, Due: []string{"b"}, NotDue: []string{"c"}}}
+	var out nodes.CASCommand
 	if err := log.Unmarshal(log.MustMarshal(in), &out); err != nil {
 		t.Fatal(err)
 	}

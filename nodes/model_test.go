@@ -1,4 +1,4 @@
-package fsm_test
+package nodes_test
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"github.com/arbiterhq/arbiter/internal/canon"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/log"
+	"github.com/arbiterhq/arbiter/nodes"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"pgregory.net/rapid"
@@ -41,12 +42,12 @@ type modelNode struct {
 	modified uint64
 }
 
-func (n *modelNode) node(id string) fsm.Node {
+func (n *modelNode) node(id string) nodes.Node {
 	p := make(map[string]json.RawMessage, len(n.props))
 	for k, v := range n.props {
 		p[k] = json.RawMessage(v)
 	}
-	return fsm.Node{NodeID: id, Labels: n.labels, Properties: p, Version: n.version, CreatedIndex: n.created, ModifiedIndex: n.modified}
+	return nodes.Node{NodeID: id, Labels: n.labels, Properties: p, Version: n.version, CreatedIndex: n.created, ModifiedIndex: n.modified}
 }
 
 // ledgerRow is the model of one idempotency row: the request as the FSM
@@ -54,13 +55,13 @@ func (n *modelNode) node(id string) fsm.Node {
 type ledgerRow struct {
 	request string
 	ok      bool // created, or swapped
-	node    fsm.Node
+	node    nodes.Node
 	at      int64
 }
 
 type nodesMachine struct {
 	l     *fsmtest.Local
-	nodes *fsm.Nodes
+	nodes *nodes.Client
 
 	m           map[string]*modelNode
 	ledger      map[string]*ledgerRow // by idempotency key
@@ -78,7 +79,7 @@ type nodesMachine struct {
 // equateEmpty: the model's nil slices and maps are the FSM's empty ones.
 var equateEmpty = cmpopts.EquateEmpty()
 
-// TestNodesModel drives the node primitives through fsm.Nodes over a bare
+// TestNodesModel drives the node primitives through nodes.Client over a bare
 // FSM and checks every answer, and after every action the whole state,
 // against a plain Go model: maps of nodes, idempotency rows and change
 // events, an index counter and the two clocks. Failures print the action
@@ -89,7 +90,7 @@ func TestNodesModel(t *testing.T) {
 			l: newLocal(t), m: map[string]*modelNode{}, ledger: map[string]*ledgerRow{},
 			clock: fsmtest.Epoch, createdSeen: map[string]int{}, sent: map[string]any{},
 		}
-		s.nodes = fsm.NewNodes(s.l, s.l)
+		s.nodes = nodes.NewClient(s.l, s.l)
 		t.Repeat(map[string]func(*rapid.T){
 			"CreateIfAbsent":  func(t *rapid.T) { s.create(t, genCreate("").Draw(t, "create")) },
 			"CompareAndSet":   func(t *rapid.T) { s.cas(t, s.genCAS(t, "")) },
@@ -129,9 +130,9 @@ func genValueOrNil() *rapid.Generator[any] {
 	return rapid.OneOf(genValue(), rapid.Just[any](nil))
 }
 
-func genCreate(key string) *rapid.Generator[fsm.CreateNodeRequest] {
-	return rapid.Custom(func(t *rapid.T) fsm.CreateNodeRequest {
-		return fsm.CreateNodeRequest{
+func genCreate(key string) *rapid.Generator[nodes.CreateRequest] {
+	return rapid.Custom(func(t *rapid.T) nodes.CreateRequest {
+		return nodes.CreateRequest{
 			NodeID:         rapid.SampledFrom(modelIDs).Draw(t, "id"),
 			Labels:         rapid.SliceOfNDistinct(rapid.SampledFrom(modelLabels), 0, 3, rapid.ID[string]).Draw(t, "labels"),
 			Properties:     rapid.MapOfN(rapid.SampledFrom(modelFields), genValueOrNil(), 0, 4).Draw(t, "properties"),
@@ -142,7 +143,7 @@ func genCreate(key string) *rapid.Generator[fsm.CreateNodeRequest] {
 
 // genCAS draws conditions from the node's current values, from other
 // values (often stale) and from "absent".
-func (s *nodesMachine) genCAS(t *rapid.T, key string) fsm.CASRequest {
+func (s *nodesMachine) genCAS(t *rapid.T, key string) nodes.CASRequest {
 	id := rapid.SampledFrom(modelIDs).Draw(t, "id")
 	conds := map[string]any{}
 	for _, f := range rapid.SliceOfNDistinct(rapid.SampledFrom(modelFields), 0, 3, rapid.ID[string]).Draw(t, "condition fields") {
@@ -160,7 +161,7 @@ func (s *nodesMachine) genCAS(t *rapid.T, key string) fsm.CASRequest {
 			conds[f] = nil
 		}
 	}
-	return fsm.CASRequest{
+	return nodes.CASRequest{
 		NodeID: id, Conditions: conds,
 		Updates:        rapid.MapOfN(rapid.SampledFrom(modelFields), genValueOrNil(), 1, 3).Draw(t, "updates"),
 		IdempotencyKey: key,
@@ -191,11 +192,11 @@ func canonicalMap(t *rapid.T, in map[string]any, dropNull bool) map[string]strin
 func requestOf(t *rapid.T, req any) string {
 	var v any
 	switch r := req.(type) {
-	case fsm.CreateNodeRequest:
+	case nodes.CreateRequest:
 		labels := slices.Clone(r.Labels)
 		sort.Strings(labels)
 		v = []any{"create", r.NodeID, labels, canonicalMap(t, r.Properties, true)}
-	case fsm.CASRequest:
+	case nodes.CASRequest:
 		v = []any{"cas", r.NodeID, canonicalMap(t, r.Conditions, false), canonicalMap(t, r.Updates, false)}
 	}
 	b, err := json.Marshal(v)
@@ -240,7 +241,7 @@ func (s *nodesMachine) fromLedger(key, request string) (row *ledgerRow, done boo
 	return row, true, nil
 }
 
-func (s *nodesMachine) record(key, request string, ok bool, n fsm.Node, req any) {
+func (s *nodesMachine) record(key, request string, ok bool, n nodes.Node, req any) {
 	if key != "" {
 		s.ledger[key] = &ledgerRow{request: request, ok: ok, node: n, at: s.now}
 		s.sent[key] = req
@@ -255,24 +256,24 @@ func sameError(t *rapid.T, what string, got, want error) {
 
 // Actions.
 
-func (s *nodesMachine) create(t *rapid.T, req fsm.CreateNodeRequest) {
+func (s *nodesMachine) create(t *rapid.T, req nodes.CreateRequest) {
 	request := requestOf(t, req)
 	s.propose(req.IdempotencyKey != "")
-	var want fsm.CreateNodeResult
+	var want nodes.CreateResult
 	row, done, wantErr := s.fromLedger(req.IdempotencyKey, request)
 	switch {
 	case done && wantErr == nil:
-		want = fsm.CreateNodeResult{Created: row.ok, Node: row.node, Replayed: true, TimeMs: row.at}
+		want = nodes.CreateResult{Created: row.ok, Node: row.node, Replayed: true, TimeMs: row.at}
 	case done:
 	case s.m[req.NodeID] != nil:
-		want = fsm.CreateNodeResult{Created: false, Node: s.m[req.NodeID].node(req.NodeID), TimeMs: s.now}
+		want = nodes.CreateResult{Created: false, Node: s.m[req.NodeID].node(req.NodeID), TimeMs: s.now}
 	default:
 		labels := slices.Clone(req.Labels)
 		sort.Strings(labels)
 		n := &modelNode{labels: labels, props: canonicalMap(t, req.Properties, true), version: 1, created: s.index, modified: s.index}
 		s.m[req.NodeID] = n
 		s.emit("node_create", req.NodeID)
-		want = fsm.CreateNodeResult{Created: true, Node: n.node(req.NodeID), TimeMs: s.now}
+		want = nodes.CreateResult{Created: true, Node: n.node(req.NodeID), TimeMs: s.now}
 	}
 	if !done {
 		s.record(req.IdempotencyKey, request, want.Created, want.Node, req)
@@ -296,15 +297,15 @@ func (s *nodesMachine) create(t *rapid.T, req fsm.CreateNodeRequest) {
 	}
 }
 
-func (s *nodesMachine) cas(t *rapid.T, req fsm.CASRequest) {
+func (s *nodesMachine) cas(t *rapid.T, req nodes.CASRequest) {
 	request := requestOf(t, req)
 	s.propose(req.IdempotencyKey != "")
-	var want fsm.CASResult
+	var want nodes.CASResult
 	row, done, wantErr := s.fromLedger(req.IdempotencyKey, request)
 	n := s.m[req.NodeID]
 	switch {
 	case done && wantErr == nil:
-		want = fsm.CASResult{Swapped: row.ok, Node: row.node, Replayed: true, TimeMs: row.at}
+		want = nodes.CASResult{Swapped: row.ok, Node: row.node, Replayed: true, TimeMs: row.at}
 	case done:
 	case n == nil:
 		wantErr = errs.NotFound // a failure: not recorded in the ledger
@@ -328,7 +329,7 @@ func (s *nodesMachine) cas(t *rapid.T, req fsm.CASRequest) {
 			n.props, n.version, n.modified = next, n.version+1, s.index
 			s.emit("node_cas", req.NodeID)
 		}
-		want = fsm.CASResult{Swapped: holds, Node: n.node(req.NodeID), TimeMs: s.now}
+		want = nodes.CASResult{Swapped: holds, Node: n.node(req.NodeID), TimeMs: s.now}
 	}
 	if !done && wantErr == nil {
 		s.record(req.IdempotencyKey, request, want.Swapped, want.Node, req)
@@ -375,9 +376,9 @@ func (s *nodesMachine) byLabel(t *rapid.T) {
 	limit := rapid.IntRange(0, 4).Draw(t, "limit")
 	bound := limit
 	if bound == 0 {
-		bound = fsm.MaxLabelPage
+		bound = nodes.MaxLabelPage
 	}
-	var want []fsm.Node
+	var want []nodes.Node
 	for _, id := range sortedKeys(s.m) {
 		if slices.Contains(s.m[id].labels, label) {
 			want = append(want, s.m[id].node(id))
@@ -385,14 +386,14 @@ func (s *nodesMachine) byLabel(t *rapid.T) {
 	}
 	wantPages := max(1, (len(want)+bound-1)/bound)
 
-	var got []fsm.Node
+	var got []nodes.Node
 	cursor, pages := "", 0
 	for {
 		pages++
 		if pages > wantPages {
 			t.Fatalf("label %s, limit %d: more than %d pages for %d nodes", label, limit, wantPages, len(want))
 		}
-		page, err := s.nodes.ByLabel(bg, fsm.LabelQuery{Label: label, After: cursor, Limit: limit}, fsm.Stale)
+		page, err := s.nodes.ByLabel(bg, nodes.LabelQuery{Label: label, After: cursor, Limit: limit}, fsm.Stale)
 		if err != nil {
 			t.Fatalf("label %s page %d: %v", label, pages, err)
 		}
@@ -439,11 +440,11 @@ func (s *nodesMachine) idempotent(t *rapid.T) {
 	mode := rapid.SampledFrom([]string{"resend", "create", "cas"}).Draw(t, "mode")
 	if req, ok := s.sent[key]; mode == "resend" && ok {
 		switch r := req.(type) {
-		case fsm.CreateNodeRequest:
+		case nodes.CreateRequest:
 			r.Labels = slices.Clone(r.Labels)
 			slices.Reverse(r.Labels)
 			s.create(t, r)
-		case fsm.CASRequest:
+		case nodes.CASRequest:
 			s.cas(t, r)
 		}
 		return
@@ -503,21 +504,21 @@ func (s *nodesMachine) tick(t *rapid.T) {
 // the same state in every way the test can observe, and goes on with it.
 func (s *nodesMachine) snapshotRestore(t *rapid.T) {
 	orig := s.l.FSM
-	first := snap(t, orig)
-	fresh := restoreFresh(t, first)
-	if second := snap(t, fresh); !bytes.Equal(first, second) {
+	first := fsmtest.Snapshot(t, orig)
+	fresh := fsmtest.RestoreFresh(t, first, nodes.Module())
+	if second := fsmtest.Snapshot(t, fresh); !bytes.Equal(first, second) {
 		t.Fatalf("restored FSM snapshots differently")
 	}
-	assertSameState(t, orig, fresh)
+	fsmtest.AssertSameState(t, orig, fresh)
 	if orig.AppliedIndex() != fresh.AppliedIndex() {
 		t.Fatalf("applied index %d after restore, want %d", fresh.AppliedIndex(), orig.AppliedIndex())
 	}
 	queries := []fsm.Query{{Type: fsm.QueryChanges, Payload: log.MustMarshal(fsm.ChangesRequest{})}}
 	for _, id := range modelIDs {
-		queries = append(queries, fsm.Query{Type: fsm.QueryNodeGet, Payload: log.MustMarshal(fsm.GetNodeQuery{NodeID: id})})
+		queries = append(queries, fsm.Query{Type: nodes.QueryGet, Payload: log.MustMarshal(nodes.GetQuery{NodeID: id})})
 	}
 	for _, l := range modelLabels {
-		queries = append(queries, fsm.Query{Type: fsm.QueryNodesByLabel, Payload: log.MustMarshal(fsm.LabelQuery{Label: l})})
+		queries = append(queries, fsm.Query{Type: nodes.QueryByLabel, Payload: log.MustMarshal(nodes.LabelQuery{Label: l})})
 	}
 	for _, q := range queries {
 		a, errA := orig.Query(log.Principal{}, q)
@@ -583,8 +584,8 @@ func TestPropertiesSizeBound(t *testing.T) {
 			id   string
 			size int
 			ok   bool
-		}{{"at", fsm.MaxPropertiesBytes, true}, {"over", fsm.MaxPropertiesBytes + 1, false}} {
-			res := propose(t, l, fsm.CmdNodeCreate, "", fsm.CreateNodeCommand{NodeID: tc.id, Properties: fill(tc.size)})
+		}{{"at", nodes.MaxPropertiesBytes, true}, {"over", nodes.MaxPropertiesBytes + 1, false}} {
+			res := propose(t, l, nodes.CmdCreate, "", nodes.CreateCommand{NodeID: tc.id, Properties: fill(tc.size)})
 			if (res.Err == nil) != tc.ok {
 				t.Errorf("key %q: create with %d bytes of properties: %v", key, tc.size, res.Err)
 			}
@@ -594,8 +595,8 @@ func TestPropertiesSizeBound(t *testing.T) {
 		for _, tc := range []struct {
 			size int
 			ok   bool
-		}{{fsm.MaxPropertiesBytes, true}, {fsm.MaxPropertiesBytes + 1, false}} {
-			res := propose(t, l, fsm.CmdNodeCAS, "", fsm.CASCommand{NodeID: "grow", Updates: fill(tc.size)})
+		}{{nodes.MaxPropertiesBytes, true}, {nodes.MaxPropertiesBytes + 1, false}} {
+			res := propose(t, l, nodes.CmdCAS, "", nodes.CASCommand{NodeID: "grow", Updates: fill(tc.size)})
 			if (res.Err == nil) != tc.ok {
 				t.Errorf("key %q: CAS to %d bytes of properties: %v", key, tc.size, res.Err)
 			}

@@ -1,4 +1,4 @@
-package fsm_test
+package nodes_test
 
 import (
 	"context"
@@ -6,31 +6,32 @@ import (
 
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
+	"github.com/arbiterhq/arbiter/nodes"
 )
 
 // The node primitives over a bare FSM (in production the Proposer and
 // Reader are a cluster.Node or a cluster.Remote).
-func ExampleNodes() {
-	local, _ := fsmtest.New()
-	nodes := fsm.NewNodes(local, local)
+func ExampleClient() {
+	local, _ := fsmtest.New(nodes.Module())
+	nc := nodes.NewClient(local, local)
 	ctx := context.Background()
 
-	first, _ := nodes.CreateIfAbsent(ctx, fsm.CreateNodeRequest{
+	first, _ := nc.CreateIfAbsent(ctx, nodes.CreateRequest{
 		NodeID: "RMDD-27", Labels: []string{"concept"},
 		Properties: map[string]any{"owner": "host-a", "fence": 1},
 	})
-	second, _ := nodes.CreateIfAbsent(ctx, fsm.CreateNodeRequest{
+	second, _ := nc.CreateIfAbsent(ctx, nodes.CreateRequest{
 		NodeID: "RMDD-27", Properties: map[string]any{"owner": "host-b", "fence": 1},
 	})
 	fmt.Println("host-a created:", first.Created, "host-b created:", second.Created, "owner:", string(second.Node.Properties["owner"]))
 
 	// Only the holder of fence 1 moves it to 2, and only once.
-	cas := fsm.CASRequest{NodeID: "RMDD-27", Conditions: map[string]any{"fence": 1}, Updates: map[string]any{"fence": 2}}
-	a, _ := nodes.CompareAndSet(ctx, cas)
-	b, _ := nodes.CompareAndSet(ctx, cas)
+	cas := nodes.CASRequest{NodeID: "RMDD-27", Conditions: map[string]any{"fence": 1}, Updates: map[string]any{"fence": 2}}
+	a, _ := nc.CompareAndSet(ctx, cas)
+	b, _ := nc.CompareAndSet(ctx, cas)
 	fmt.Println("first CAS swapped:", a.Swapped, "second CAS swapped:", b.Swapped, "version:", b.Node.Version)
 
-	page, _ := nodes.ByLabel(ctx, fsm.LabelQuery{Label: "concept"}, fsm.Linearizable)
+	page, _ := nc.ByLabel(ctx, nodes.LabelQuery{Label: "concept"}, fsm.Linearizable)
 	fmt.Println("labelled concept:", len(page.Nodes), "more pages:", page.NextCursor != "")
 	// Output:
 	// host-a created: true host-b created: false owner: "host-a"

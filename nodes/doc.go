@@ -1,0 +1,19 @@
+// Package nodes is the generic node primitives of the concept-reservation
+// spec, the engine's native API, as a domain like the others:
+// CreateNodeIfAbsent (Client.CreateIfAbsent), CompareAndSetNodeFields
+// (Client.CompareAndSet), GetNodeProperties (Client.Get) and
+// GetNodesByLabel (Client.ByLabel).
+//
+// A node is a create-once identity with labels and properties (canonical
+// JSON). The first create of an id in log order wins; every later one reads
+// the winner. A CAS checks every condition and applies every update in one
+// log entry, so a holder of a stale fence can never overwrite a newer one.
+// Time-aware fields (TimeFields) let a create or CAS write FSM time into
+// fields and condition on deadlines judged by the log's clock.
+//
+// The primitives know nothing of tenants: only an admin, or an in-server
+// adapter that checked its caller first (the concept authority), may use
+// them. Client is the typed API over any fsm.Proposer and fsm.Reader.
+//
+// Command and query types 10-19.
+package nodes

@@ -1,0 +1,248 @@
+package nodes_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/internal/fsmtest"
+	"github.com/arbiterhq/arbiter/log"
+	"github.com/arbiterhq/arbiter/nodes"
+)
+
+func newNodes(t *testing.T) (*fsmtest.Local, *nodes.Client) {
+	t.Helper()
+	l, err := fsmtest.New(nodes.Module())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, nodes.NewClient(l, l)
+}
+
+func TestCreateIfAbsentFirstWriterWins(t *testing.T) {
+	ctx := context.Background()
+	_, nc := newNodes(t)
+	first, err := nc.CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "a", Labels: []string{"x"}, Properties: map[string]any{"owner": "p1", "n": 1.50}})
+	if err != nil || !first.Created {
+		t.Fatalf("first create: %+v, %v", first, err)
+	}
+	second, err := nc.CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "a", Properties: map[string]any{"owner": "p2"}})
+	if err != nil || second.Created {
+		t.Fatalf("second create: %+v, %v", second, err)
+	}
+	if got := string(second.Node.Properties["owner"]); got != `"p1"` {
+		t.Fatalf("second create saw owner %s, want the first writer's", got)
+	}
+	if got := string(second.Node.Properties["n"]); got != `1.5` {
+		t.Fatalf("n = %s, want canonical 1.5", got)
+	}
+	if second.Node.Version != 1 || second.Node.CreatedIndex != 1 || second.Node.ModifiedIndex != 1 {
+		t.Fatalf("bookkeeping: %+v", second.Node)
+	}
+}
+
+func TestCompareAndSet(t *testing.T) {
+	ctx := context.Background()
+	_, nc := newNodes(t)
+	if _, err := nc.CompareAndSet(ctx, nodes.CASRequest{NodeID: "missing", Updates: map[string]any{"a": 1}}); !errors.Is(err, errs.NotFound) {
+		t.Fatalf("CAS on missing node: %v", err)
+	}
+	if _, err := nc.CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "n", Properties: map[string]any{"state": "reserved", "fence": 1}}); err != nil {
+		t.Fatal(err)
+	}
+	lost, err := nc.CompareAndSet(ctx, nodes.CASRequest{NodeID: "n", Conditions: map[string]any{"fence": 2}, Updates: map[string]any{"state": "x"}})
+	if err != nil || lost.Swapped || lost.Node.Version != 1 {
+		t.Fatalf("stale CAS: %+v, %v", lost, err)
+	}
+	won, err := nc.CompareAndSet(ctx, nodes.CASRequest{NodeID: "n",
+		Conditions: map[string]any{"fence": 1.0, "state": "reserved", "owner": nil},
+		Updates:    map[string]any{"fence": 2, "state": nil, "owner": "me"}})
+	if err != nil || !won.Swapped {
+		t.Fatalf("CAS: %+v, %v", won, err)
+	}
+	want := map[string]json.RawMessage{"fence": json.RawMessage("2"), "owner": json.RawMessage(`"me"`)}
+	if len(won.Node.Properties) != 2 || string(won.Node.Properties["fence"]) != "2" || string(won.Node.Properties["owner"]) != `"me"` {
+		t.Fatalf("properties %v, want %v", won.Node.Properties, want)
+	}
+	if won.Node.Version != 2 || won.Node.ModifiedIndex != 4 {
+		t.Fatalf("bookkeeping after CAS: %+v", won.Node)
+	}
+}
+
+func TestIdempotentReplayAndConflict(t *testing.T) {
+	ctx := context.Background()
+	_, nc := newNodes(t)
+	req := nodes.CreateRequest{NodeID: "k", IdempotencyKey: "key-1"}
+	a, err := nc.CreateIfAbsent(ctx, req)
+	if err != nil || !a.Created || a.Replayed {
+		t.Fatalf("first: %+v %v", a, err)
+	}
+	b, err := nc.CreateIfAbsent(ctx, req)
+	if err != nil || !b.Created || !b.Replayed {
+		t.Fatalf("replay: %+v %v", b, err)
+	}
+	req.NodeID = "other"
+	if _, err := nc.CreateIfAbsent(ctx, req); !errors.Is(err, errs.IdempotencyConflict) {
+		t.Fatalf("reuse with another request: %v", err)
+	}
+}
+
+func TestLabelPaging(t *testing.T) {
+	ctx := context.Background()
+	_, nc := newNodes(t)
+	for _, id := range []string{"c", "a", "e", "b", "d"} {
+		if _, err := nc.CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: id, Labels: []string{"L"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := nc.CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "z", Labels: []string{"M"}}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	cursor := ""
+	for pages := 0; ; pages++ {
+		if pages > 5 {
+			t.Fatal("paging does not end")
+		}
+		page, err := nc.ByLabel(ctx, nodes.LabelQuery{Label: "L", After: cursor, Limit: 2}, fsm.Linearizable)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range page.Nodes {
+			got = append(got, n.NodeID)
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		cursor = page.NextCursor
+	}
+	if want := "abcde"; joined(got) != want {
+		t.Fatalf("paged %v, want %s", got, want)
+	}
+	for _, bad := range []string{"garbage", "n1.AAAA", cursor + "x"} {
+		if _, err := nc.ByLabel(ctx, nodes.LabelQuery{Label: "L", After: bad}, fsm.Linearizable); !errors.Is(err, errs.Invalid) {
+			t.Errorf("cursor %q accepted: %v", bad, err)
+		}
+	}
+	if _, err := nc.ByLabel(ctx, nodes.LabelQuery{Label: "M", After: cursor}, fsm.Linearizable); !errors.Is(err, errs.Invalid) {
+		t.Errorf("cursor of another label accepted: %v", err)
+	}
+	if _, err := nc.ByLabel(ctx, nodes.LabelQuery{Label: "L", Limit: 129}, fsm.Linearizable); !errors.Is(err, errs.Invalid) {
+		t.Errorf("limit 129 accepted: %v", err)
+	}
+}
+
+func joined(s []string) string {
+	out := ""
+	for _, x := range s {
+		out += x
+	}
+	return out
+}
+
+// A CAS can move a node between labels; the label index follows.
+func TestCASLabelEdits(t *testing.T) {
+	ctx := context.Background()
+	_, nc := newNodes(t)
+	if _, err := nc.CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "n", Labels: []string{"a", "keep"}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := nc.CompareAndSet(ctx, nodes.CASRequest{NodeID: "n", LabelEdits: nodes.LabelEdits{AddLabels: []string{"b"}, RemoveLabels: []string{"a", "absent"}}})
+	if err != nil || !res.Swapped || joined(res.Node.Labels) != "bkeep" || res.Node.Version != 2 {
+		t.Fatalf("label edit: %+v %v", res, err)
+	}
+	count := func(label string) int {
+		page, err := nc.ByLabel(ctx, nodes.LabelQuery{Label: label}, fsm.Linearizable)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(page.Nodes)
+	}
+	if count("a") != 0 || count("b") != 1 || count("keep") != 1 {
+		t.Fatalf("label index: a=%d b=%d keep=%d", count("a"), count("b"), count("keep"))
+	}
+	if _, err := nc.CompareAndSet(ctx, nodes.CASRequest{NodeID: "n", LabelEdits: nodes.LabelEdits{AddLabels: []string{"x"}, RemoveLabels: []string{"x"}}}); !errors.Is(err, errs.Invalid) {
+		t.Fatalf("add and remove of one label accepted: %v", err)
+	}
+	many := make([]string, nodes.MaxLabels)
+	for i := range many {
+		many[i] = fmt.Sprintf("l%02d", i)
+	}
+	if _, err := nc.CompareAndSet(ctx, nodes.CASRequest{NodeID: "n", LabelEdits: nodes.LabelEdits{AddLabels: many}}); !errors.Is(err, errs.Invalid) {
+		t.Fatalf("a node with more than %d labels: %v", nodes.MaxLabels, err)
+	}
+}
+
+// fataler is what the helpers need; *testing.T and *rapid.T both have it.
+type fataler interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+var bg = context.Background()
+
+// newLocal is a bare FSM with the node primitives.
+func newLocal(t fataler) *fsmtest.Local {
+	t.Helper()
+	l, err := fsmtest.New(nodes.Module())
+	if err != nil {
+		t.Fatalf("fsmtest.New: %v", err)
+	}
+	return l
+}
+
+// propose submits a version-1 command through l (keyed when key is not
+// empty) and returns its response.
+func propose(t fataler, l *fsmtest.Local, typ log.Type, key string, payload any) *fsm.Response {
+	t.Helper()
+	c := log.Command{Type: typ, Version: 1, Payload: log.MustMarshal(payload)}
+	if key != "" {
+		c.IdemScope, c.IdemKey = "test", key
+	}
+	res, err := l.Propose(bg, c)
+	if err != nil {
+		t.Fatalf("propose type %d: %v", typ, err)
+	}
+	return res
+}
+
+func decode(t fataler, b []byte, out any) {
+	t.Helper()
+	if err := log.Unmarshal(b, out); err != nil {
+		t.Fatalf("decode %T: %v", out, err)
+	}
+}
+
+func tick(idemRetentionMs int64, feedRetain uint64, budget int) fsm.Tick {
+	return fsm.Tick{IdemRetentionMs: idemRetentionMs, FeedRetain: feedRetain, Budget: budget}
+}
+
+// errOf is res.Err as an error, nil when there is none.
+func errOf(res *fsm.Response) error {
+	if res.Err == nil {
+		return nil
+	}
+	return res.Err
+}
+
+// props builds a property map from field, canonical-JSON pairs.
+func props(kv ...string) map[string]json.RawMessage {
+	out := map[string]json.RawMessage{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[kv[i]] = json.RawMessage(kv[i+1])
+	}
+	return out
+}
+
+func createNode(t fataler, l *fsmtest.Local, key, id string, labels []string, p map[string]json.RawMessage) *fsm.Response {
+	t.Helper()
+	res := propose(t, l, nodes.CmdCreate, key, nodes.CreateCommand{NodeID: id, Labels: labels, Properties: p})
+	if res.Err != nil {
+		t.Fatalf("create %s: %v", id, res.Err)
+	}
+	return res
+}
