@@ -15,6 +15,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/authority"
 	"github.com/arbiterhq/arbiter/cluster"
+	"github.com/arbiterhq/arbiter/domain/builtin"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
@@ -227,6 +228,7 @@ func TestFiftyInstancesContend(t *testing.T) {
 	// calls in flight with an unknown outcome.
 	c := clustertest.New(t, clustertest.Options{Nodes: 3, Configure: func(_ int, cfg *cluster.Config) {
 		def := cluster.DefaultConfig()
+		def.Domains = builtin.Domains()
 		cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = def.HeartbeatTimeout, def.ElectionTimeout, def.LeaderLeaseTimeout
 	}})
 	svcs := make([]*authority.Service, instances)

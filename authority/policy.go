@@ -1,15 +1,12 @@
 package authority
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"sort"
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/internal/bounds"
+	"github.com/arbiterhq/arbiter/internal/strictjson"
 )
 
 // ConceptNamespacePolicy says which numbers of a namespace the authority
@@ -90,18 +87,9 @@ func (ps *PolicySet) Policies() []ConceptNamespacePolicy {
 //
 //	[{"namespace": "RMDD", "min": 1, "max": 9999, "policy_version": "2"}]
 func LoadPolicyFile(path string) (*PolicySet, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("authority: policy file: %w", err)
-	}
 	var policies []ConceptNamespacePolicy
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&policies); err != nil {
-		return nil, fmt.Errorf("authority: policy file %s: %w", path, err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("authority: policy file %s: data after the policy array", path)
+	if err := strictjson.DecodeFile(path, &policies); err != nil {
+		return nil, fmt.Errorf("authority: policy file %w", err)
 	}
 	return NewPolicySet(policies)
 }

@@ -3,7 +3,6 @@ package capacity
 import (
 	"context"
 
-	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/bounds"
 	"github.com/arbiterhq/arbiter/log"
@@ -48,7 +47,7 @@ func (s *Service) Acquire(ctx context.Context, req AcquireRequest) (*AcquireResu
 		return nil, err
 	}
 	out.Replayed = res.Replayed
-	return &out, decisionError(out.Decision, out.Message)
+	return &out, out.Decision.Err(out.Message)
 }
 
 // Renew is RenewCapacity: every lease's expiry moves to FSM now + TTL and
@@ -87,7 +86,7 @@ func (s *Service) leases(ctx context.Context, t log.Type, name string, req Lease
 		return nil, err
 	}
 	out.Replayed = res.Replayed
-	return &out, decisionError(out.Decision, out.Message)
+	return &out, out.Decision.Err(out.Message)
 }
 
 // Reclaim is ReclaimExpiredCapacity: at most max_count expired leases of
@@ -125,7 +124,7 @@ func (s *Service) UpdateCell(ctx context.Context, req UpdateCellRequest) (*Updat
 	if _, err := fsm.Submit(ctx, s.p, log.Command{Type: CmdUpdateCell}, cmd, &out); err != nil {
 		return nil, err
 	}
-	return &out, decisionError(out.Decision, out.Message)
+	return &out, out.Decision.Err(out.Message)
 }
 
 // Status is CapacityStatus: a page of the tenant's cells with usage.
@@ -151,22 +150,9 @@ func (s *Service) read(ctx context.Context, t fsm.QueryType, req ReadRequest, c 
 	return &out, nil
 }
 
-// decisionCodes maps each denial to its error code.
-var decisionCodes = map[Decision]errs.Code{
-	Exhausted: errs.CodeExhausted, StaleEpoch: errs.CodeStaleEpoch, StaleFence: errs.CodeStaleFence,
-	Expired: errs.CodeExpired, Invalid: errs.CodeInvalid, Backpressure: errs.CodeBackpressure,
-}
-
-// decisionError is nil for a grant and the decision's error otherwise.
-func decisionError(d Decision, msg string) error {
-	if d == Granted {
-		return nil
-	}
-	code, ok := decisionCodes[d]
-	if !ok {
-		return errs.Errorf(errs.CodeInternal, "unknown decision %q", d)
-	}
-	e := errs.New(code, msg)
-	e.Detail = map[string]any{"decision": string(d)}
-	return e
+// Require fails with unavailable, naming what is missing, unless the
+// cluster behind the service enables every capacity command at the
+// version this package sends. Call it before submitting work.
+func (s *Service) Require(ctx context.Context) error {
+	return fsm.Require(ctx, s.r, fsm.ServedBy(Module()))
 }

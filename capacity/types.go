@@ -1,19 +1,23 @@
 package capacity
 
+import "github.com/arbiterhq/arbiter/errs"
+
 // SchemaVersion is the only DTO schema this package speaks.
 const SchemaVersion = "1"
 
-// Decision is the outcome of a capacity command.
-type Decision string
+// Decision is the outcome of a capacity command: granted, or the code of
+// the denial (see errs.Decision).
+type Decision = errs.Decision
 
+// The decisions a capacity command returns.
 const (
-	Granted      Decision = "granted"
-	Exhausted    Decision = "exhausted"
-	StaleEpoch   Decision = "stale_epoch"
-	StaleFence   Decision = "stale_fence"
-	Expired      Decision = "expired"
-	Invalid      Decision = "invalid"
-	Backpressure Decision = "backpressure"
+	Granted      = errs.Granted
+	Exhausted    = Decision(errs.CodeExhausted)
+	StaleEpoch   = Decision(errs.CodeStaleEpoch)
+	StaleFence   = Decision(errs.CodeStaleFence)
+	Expired      = Decision(errs.CodeExpired)
+	Invalid      = Decision(errs.CodeInvalid)
+	Backpressure = Decision(errs.CodeBackpressure)
 )
 
 // Lease states.

@@ -5,24 +5,10 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/arbiterhq/arbiter/domain"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/identity"
 	arblog "github.com/arbiterhq/arbiter/log"
-)
-
-// access is what a route asks of its caller.
-type access int
-
-const (
-	// accessPublic: anyone (health, readiness, metrics).
-	accessPublic access = iota
-	// accessPrincipal: any authenticated caller; the module behind the
-	// route checks tenant and role.
-	accessPrincipal
-	// accessAdmin: a principal with the admin role (or another node).
-	accessAdmin
-	// accessPeer: another node of the cluster only.
-	accessPeer
 )
 
 // caller is who sent a request.
@@ -107,13 +93,13 @@ func bearer(r *http.Request) (string, bool) {
 }
 
 // authorizeRoute applies a route's access level to its caller.
-func authorizeRoute(a access, c caller) error {
+func authorizeRoute(a domain.Access, c caller) error {
 	switch a {
-	case accessPeer:
+	case domain.Peer:
 		if !c.peer {
 			return errs.New(errs.CodeForbidden, "this endpoint is for the cluster's nodes only")
 		}
-	case accessAdmin:
+	case domain.Admin:
 		if !c.peer && !c.principal.HasRole(arblog.RoleAdmin) {
 			return errs.New(errs.CodeForbidden, "this endpoint needs the admin role")
 		}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/arbiterhq/arbiter/domain"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/hashicorp/raft"
@@ -158,7 +159,7 @@ func (n *Node) handleSnapshot(w http.ResponseWriter, r *http.Request) {
 	bw := &firstWrite{w: w}
 	if err := n.Backup(r.Context(), bw); err != nil {
 		if !bw.wrote {
-			writeError(w, err)
+			domain.WriteError(w, err)
 			return
 		}
 		n.logger.Error("backup stream failed midway", "error", err)
@@ -179,10 +180,10 @@ func (n *Node) handleRestore(w http.ResponseWriter, r *http.Request) {
 		err = errs.Errorf(errs.CodeTooLarge, "backup exceeds %d bytes (MaxRestoreBytes)", n.cfg.MaxRestoreBytes)
 	}
 	if err != nil {
-		writeError(w, err)
+		domain.WriteError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, res)
+	domain.WriteJSON(w, http.StatusOK, res)
 }
 
 // bodyReader keeps the first read error other than EOF.

@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/arbiterhq/arbiter/authority"
+	"github.com/arbiterhq/arbiter/domain"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/bounds"
@@ -38,15 +38,12 @@ type Config struct {
 	// state exists.
 	Join []string
 
-	// Modules are the domain modules this node's FSM runs. Every node of a
-	// cluster must run the same modules.
-	Modules []fsm.Module
-
-	// ConceptPolicies are the concept namespace policies the concept
-	// reservation routes bind requests to (nil: every reserve is refused
-	// as matching no policy). They only shape requests before they are
-	// proposed, so nodes may be given new policies one at a time.
-	ConceptPolicies *authority.PolicySet
+	// Domains are the domains this node serves (builtin.Domains() for the
+	// built-in ones): their modules run in its FSM, their routes in its
+	// API. Members may serve different sets (a rolling upgrade): the
+	// cluster enables a domain's commands only once every member serves
+	// them (see fsm.Capabilities).
+	Domains []domain.Domain
 
 	// Principals turns authentication on: every call but health,
 	// readiness and metrics needs a principal's bearer token or client
@@ -154,6 +151,9 @@ func (c *Config) Validate() error {
 	var problems []error
 	bad := func(format string, args ...any) { problems = append(problems, fmt.Errorf(format, args...)) }
 	if err := bounds.Identifier("ID", c.ID); err != nil {
+		bad("%v", err)
+	}
+	if err := domain.Check(c.Domains); err != nil {
 		bad("%v", err)
 	}
 	if c.DataDir == "" && c.Stores == nil {

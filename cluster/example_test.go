@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/arbiterhq/arbiter/cluster"
+	"github.com/arbiterhq/arbiter/domain/builtin"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/nodes"
 )
@@ -19,6 +20,8 @@ func ExampleNode() {
 	defer os.RemoveAll(dir)
 
 	cfg := cluster.DefaultConfig()
+
+	cfg.Domains = builtin.Domains()
 	cfg.ID, cfg.DataDir = "n1", dir
 	cfg.RaftAddr, cfg.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Bootstrap = true
@@ -61,6 +64,7 @@ func ExampleNode_Restore() {
 	defer os.RemoveAll(dir)
 	start := func(id string) *cluster.Node {
 		cfg := cluster.DefaultConfig()
+		cfg.Domains = builtin.Domains()
 		cfg.ID, cfg.DataDir, cfg.Bootstrap = id, filepath.Join(dir, id), true
 		cfg.RaftAddr, cfg.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"
 		node, err := cluster.New(cfg)

@@ -95,10 +95,7 @@ func postMsgpack(ctx context.Context, c *http.Client, url string, body []byte, r
 // postJSON posts body as JSON and decodes a 2xx reply into out (if not
 // nil); an error reply becomes its *errs.Error.
 func (n *Node) postJSON(ctx context.Context, url string, body, out any) error {
-	return postJSONWith(ctx, n.peers, url, body, out)
-}
-
-func postJSONWith(ctx context.Context, c *http.Client, url string, body, out any) error {
+	c := n.peers
 	b, err := json.Marshal(body)
 	if err != nil {
 		return errs.Errorf(errs.CodeInvalid, "encode: %v", err)

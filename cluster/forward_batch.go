@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/arbiterhq/arbiter/domain"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	arblog "github.com/arbiterhq/arbiter/log"
@@ -176,9 +177,9 @@ func (fw *forwarder) post(ctx context.Context, api string, body applyBatch, repl
 // node. It applies only on the leader and never forwards again, so a stale
 // leader hint cannot make a request loop; the sender retries elsewhere.
 func (n *Node) handleInternalApply(w http.ResponseWriter, r *http.Request) {
-	raw, err := readBody(w, r, maxApplyBatchBody)
+	raw, err := domain.ReadBody(w, r, maxApplyBatchBody)
 	if err != nil {
-		writeError(w, err)
+		domain.WriteError(w, err)
 		return
 	}
 	var batch applyBatch

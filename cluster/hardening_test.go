@@ -19,6 +19,8 @@ import (
 	"github.com/arbiterhq/arbiter/authority"
 	"github.com/arbiterhq/arbiter/capacity"
 	"github.com/arbiterhq/arbiter/cluster"
+	"github.com/arbiterhq/arbiter/domain"
+	"github.com/arbiterhq/arbiter/domain/builtin"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
 	arblog "github.com/arbiterhq/arbiter/log"
@@ -193,7 +195,7 @@ func TestHardeningHeaderAndBodyLimits(t *testing.T) {
 	exists := func(id string) bool {
 		return strings.HasPrefix(isoAdminGet(t, c, 0, "/v1/concepts/get?concept_id="+id+"&tenant_ref=a"), "200")
 	}
-	if r := post("/v1/concepts/reserve", padded("ISO-77", cluster.MaxBodyBytes+1), "application/json"); r.status != http.StatusRequestEntityTooLarge || r.code != errs.CodeTooLarge {
+	if r := post("/v1/concepts/reserve", padded("ISO-77", domain.MaxBodyBytes+1), "application/json"); r.status != http.StatusRequestEntityTooLarge || r.code != errs.CodeTooLarge {
 		t.Errorf("JSON body of MaxBodyBytes+1: %s, want 413 too_large", r)
 	}
 	if r := post("/v1/concepts/reserve", padded("ISO-76", 8<<20), "application/json"); r.status != http.StatusRequestEntityTooLarge {
@@ -202,7 +204,7 @@ func TestHardeningHeaderAndBodyLimits(t *testing.T) {
 	if exists("ISO-77") || exists("ISO-76") {
 		t.Error("an oversize request created its concept")
 	}
-	if r := post("/v1/concepts/reserve", padded("ISO-78", cluster.MaxBodyBytes), "application/json"); r.status != http.StatusCreated {
+	if r := post("/v1/concepts/reserve", padded("ISO-78", domain.MaxBodyBytes), "application/json"); r.status != http.StatusCreated {
 		t.Errorf("JSON body of exactly MaxBodyBytes: %s, want 201", r)
 	}
 	if !exists("ISO-78") {
@@ -213,7 +215,7 @@ func TestHardeningHeaderAndBodyLimits(t *testing.T) {
 		t.Errorf("command body of MaxCommandBytes+1: %s, want 413", r)
 	}
 	// Capacity routes share the JSON limit.
-	big := append([]byte(`{"schema_version":"1","tenant_ref":"a","max_count":10}`), bytes.Repeat([]byte(" "), cluster.MaxBodyBytes)...)
+	big := append([]byte(`{"schema_version":"1","tenant_ref":"a","max_count":10}`), bytes.Repeat([]byte(" "), domain.MaxBodyBytes)...)
 	if r := post("/v1/capacity/status", big, "application/json"); r.status != http.StatusRequestEntityTooLarge {
 		t.Errorf("capacity body over the limit: %s, want 413", r)
 	}
@@ -431,6 +433,7 @@ func TestHardeningNoSecretsInLogsMetricsOrErrors(t *testing.T) {
 	const wrongPeer = "hardening-wrong-peer-token-31337"
 	secrets = append(secrets, wrongPeer)
 	cfg := cluster.DefaultConfig()
+	cfg.Domains = builtin.Domains()
 	cfg.ID, cfg.DataDir = "intruder", t.TempDir()
 	cfg.RaftAddr, cfg.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.NoSyncUnsafe = true

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/arbiterhq/arbiter/domain"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	arblog "github.com/arbiterhq/arbiter/log"
@@ -13,7 +14,7 @@ import (
 )
 
 func (n *Node) handleStatus(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, n.Status())
+	domain.WriteJSON(w, http.StatusOK, n.Status())
 }
 
 // maxStateHashWait bounds how long a state-hash request waits for the
@@ -26,23 +27,23 @@ const maxStateHashWait = 10 * time.Second
 // state is hashed, so comparing replicas needs the index form; 409 means
 // N was applied inside a larger batch or had passed: ask for a later one.
 func (n *Node) handleStateHash(w http.ResponseWriter, r *http.Request) {
-	p, err := queryParams(r, "index")
+	p, err := domain.ParseParams(r, "index")
 	if err != nil {
-		writeError(w, err)
+		domain.WriteError(w, err)
 		return
 	}
-	if p["index"] == "" {
+	if p.String("index") == "" {
 		h, err := n.StateHash()
 		if err != nil {
-			writeError(w, errs.Errorf(errs.CodeInternal, "state hash: %v", err))
+			domain.WriteError(w, errs.Errorf(errs.CodeInternal, "state hash: %v", err))
 			return
 		}
-		writeJSON(w, http.StatusOK, h)
+		domain.WriteJSON(w, http.StatusOK, h)
 		return
 	}
-	index, err := strconv.ParseUint(p["index"], 10, 64)
+	index, err := strconv.ParseUint(p.String("index"), 10, 64)
 	if err != nil {
-		writeError(w, errs.Errorf(errs.CodeInvalid, "index must be a decimal log index"))
+		domain.WriteError(w, errs.Errorf(errs.CodeInvalid, "index must be a decimal log index"))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), maxStateHashWait)
@@ -50,46 +51,46 @@ func (n *Node) handleStateHash(w http.ResponseWriter, r *http.Request) {
 	h, ok, err := n.StateHashAt(ctx, index)
 	switch {
 	case err != nil:
-		writeError(w, err)
+		domain.WriteError(w, err)
 	case !ok:
-		writeError(w, errs.Errorf(errs.CodeConflict, "the state at index %d was never visible on its own (applied in a batch, or passed); ask for a later index", index))
+		domain.WriteError(w, errs.Errorf(errs.CodeConflict, "the state at index %d was never visible on its own (applied in a batch, or passed); ask for a later index", index))
 	default:
-		writeJSON(w, http.StatusOK, h)
+		domain.WriteJSON(w, http.StatusOK, h)
 	}
 }
 
 func (n *Node) handleJoin(w http.ResponseWriter, r *http.Request) {
 	var req JoinRequest
-	if err := decodeJSON(w, r, &req); err != nil {
-		writeError(w, err)
+	if err := domain.DecodeJSON(w, r, &req); err != nil {
+		domain.WriteError(w, err)
 		return
 	}
 	if err := n.Join(r.Context(), req); err != nil {
-		writeError(w, err)
+		domain.WriteError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]bool{"joined": true})
+	domain.WriteJSON(w, http.StatusOK, map[string]bool{"joined": true})
 }
 
 func (n *Node) handleRemove(w http.ResponseWriter, r *http.Request) {
 	var req RemoveRequest
-	if err := decodeJSON(w, r, &req); err != nil {
-		writeError(w, err)
+	if err := domain.DecodeJSON(w, r, &req); err != nil {
+		domain.WriteError(w, err)
 		return
 	}
 	if err := n.Remove(r.Context(), req); err != nil {
-		writeError(w, err)
+		domain.WriteError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]bool{"removed": true})
+	domain.WriteJSON(w, http.StatusOK, map[string]bool{"removed": true})
 }
 
 // handleCommand is Remote's write path: any command a client may propose,
 // run as the request's principal (any principal in the body is ignored).
 func (n *Node) handleCommand(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(w, r, arblog.MaxCommandBytes)
+	body, err := domain.ReadBody(w, r, arblog.MaxCommandBytes)
 	if err != nil {
-		writeError(w, err)
+		domain.WriteError(w, err)
 		return
 	}
 	cmd, err := arblog.Decode(body)
@@ -104,9 +105,9 @@ func (n *Node) handleCommand(w http.ResponseWriter, r *http.Request) {
 
 // handleQuery is Remote's read path.
 func (n *Node) handleQuery(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(w, r, arblog.MaxCommandBytes)
+	body, err := domain.ReadBody(w, r, arblog.MaxCommandBytes)
 	if err != nil {
-		writeError(w, err)
+		domain.WriteError(w, err)
 		return
 	}
 	var q fsm.Query
@@ -121,9 +122,9 @@ func (n *Node) handleQuery(w http.ResponseWriter, r *http.Request) {
 
 // handleInternalQuery serves a linearizable read forwarded by a follower.
 func (n *Node) handleInternalQuery(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(w, r, arblog.MaxCommandBytes)
+	body, err := domain.ReadBody(w, r, arblog.MaxCommandBytes)
 	if err != nil {
-		writeError(w, err)
+		domain.WriteError(w, err)
 		return
 	}
 	var q wireQuery
@@ -146,21 +147,23 @@ func (n *Node) handleInternalQuery(w http.ResponseWriter, r *http.Request) {
 }
 
 func (n *Node) handleHealthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	domain.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
 // handleReadyz is 200 only when a leader is known and this node has applied
-// everything it knows to be committed.
+// everything it knows to be committed, and has not halted (fsm.Halt).
 func (n *Node) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	_, leader := n.raft.LeaderWithID()
 	switch {
+	case n.fsm.Halted() != nil:
+		domain.WriteError(w, errs.Errorf(errs.CodeUnavailable, "halted: %s", n.fsm.Halted()))
 	case leader == "":
-		writeError(w, errs.New(errs.CodeUnavailable, "no known leader"))
+		domain.WriteError(w, errs.New(errs.CodeUnavailable, "no known leader"))
 	case n.raft.State() == raft.Shutdown:
-		writeError(w, errs.New(errs.CodeUnavailable, "shut down"))
+		domain.WriteError(w, errs.New(errs.CodeUnavailable, "shut down"))
 	case n.raft.AppliedIndex() < n.raft.CommitIndex():
-		writeError(w, errs.Errorf(errs.CodeUnavailable, "applied %d of %d committed entries", n.raft.AppliedIndex(), n.raft.CommitIndex()))
+		domain.WriteError(w, errs.Errorf(errs.CodeUnavailable, "applied %d of %d committed entries", n.raft.AppliedIndex(), n.raft.CommitIndex()))
 	default:
-		writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "leader_id": leader})
+		domain.WriteJSON(w, http.StatusOK, map[string]any{"status": "ready", "leader_id": leader})
 	}
 }

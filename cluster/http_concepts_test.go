@@ -16,6 +16,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/authority"
 	"github.com/arbiterhq/arbiter/cluster"
+	"github.com/arbiterhq/arbiter/domain/builtin"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
 )
@@ -36,7 +37,7 @@ func chCluster(t *testing.T, nodes int, configure func(cfg *cluster.Config)) *cl
 	t.Helper()
 	ps := chPolicies(t)
 	return clustertest.New(t, clustertest.Options{Nodes: nodes, Configure: func(_ int, cfg *cluster.Config) {
-		cfg.ConceptPolicies = ps
+		cfg.Domains = builtin.With(builtin.Options{ConceptPolicies: ps})
 		if configure != nil {
 			configure(cfg)
 		}
@@ -262,12 +263,12 @@ func TestConceptHTTPRoutes(t *testing.T) {
 	apiPost(t, base+"/v1/concepts/reserve-next", wide).wantError(t, "reserve-next over 129 candidates", http.StatusUnprocessableEntity, errs.CodeInvalid)
 }
 
-// ConceptClient speaks the same routes and returns the same typed
+// authority.Client speaks the same routes and returns the same typed
 // results and errors as the in-process adapter.
 func TestConceptClientRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	c := chCluster(t, 1, nil)
-	cl := cluster.NewConceptClient(c.Node(0).APIAddr())
+	cl := authority.NewClient(cluster.NewRemote(c.Node(0).APIAddr()))
 	if !cl.Authoritative() {
 		t.Fatal("the concept client is not authoritative")
 	}
@@ -356,7 +357,7 @@ func TestConceptHTTPUnavailableWithoutQuorum(t *testing.T) {
 	leader := c.Leader()
 	keep := (leader + 1) % c.Size()
 	base := apiBase(c, keep)
-	cl := cluster.NewConceptClient(c.Node(keep).APIAddr())
+	cl := authority.NewClient(cluster.NewRemote(c.Node(keep).APIAddr()))
 	ctx := context.Background()
 	held, err := cl.Reserve(ctx, authority.ReserveRequest{ConceptID: "RMDD-1", TenantRef: "tenant-a", OwnerRef: "alice", RequestRef: "a1", PurposeDigest: "p"})
 	if err != nil {

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/arbiterhq/arbiter/cluster"
+	"github.com/arbiterhq/arbiter/domain"
+	"github.com/arbiterhq/arbiter/domain/builtin"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
 	"github.com/arbiterhq/arbiter/nodes"
@@ -332,7 +334,7 @@ func TestHTTPBadInputIsRefusedAndChangesNothing(t *testing.T) {
 		head, tail := `{"node_id":"bad-size","labels":["probe"],"properties":{"p":"`, `"}}`
 		return []byte(head + strings.Repeat("x", n-len(head)-len(tail)) + tail)
 	}
-	if got := len(bodyOfSize(cluster.MaxBodyBytes + 1)); got != cluster.MaxBodyBytes+1 {
+	if got := len(bodyOfSize(domain.MaxBodyBytes + 1)); got != domain.MaxBodyBytes+1 {
 		t.Fatalf("bodyOfSize built %d bytes", got)
 	}
 	q := url.QueryEscape
@@ -361,9 +363,9 @@ func TestHTTPBadInputIsRefusedAndChangesNothing(t *testing.T) {
 		{"trailing close bracket", post, "/v1/nodes/create", []byte(`{"node_id":"bad-trail-5","labels":["probe"]}]`), 422, errs.CodeInvalid, []string{"bad-trail-5"}},
 		{"unknown field in create", post, "/v1/nodes/create", []byte(`{"node_id":"bad-unknown","labels":["probe"],"colour":"red"}`), 422, errs.CodeInvalid, []string{"bad-unknown"}},
 		{"unknown field in cas", post, "/v1/nodes/cas", []byte(`{"node_id":"seed","updates":{"n":2},"colour":"red"}`), 422, errs.CodeInvalid, nil},
-		{"body over 1 MiB", post, "/v1/nodes/create", bodyOfSize(cluster.MaxBodyBytes + 1), 413, errs.CodeTooLarge, []string{"bad-size"}},
-		{"body of exactly 1 MiB is read (its properties are too large)", post, "/v1/nodes/create", bodyOfSize(cluster.MaxBodyBytes), 422, errs.CodeInvalid, []string{"bad-size"}},
-		{"cas body over 1 MiB", post, "/v1/nodes/cas", []byte(`{"node_id":"seed","updates":{"p":"` + strings.Repeat("x", cluster.MaxBodyBytes) + `"}}`), 413, errs.CodeTooLarge, nil},
+		{"body over 1 MiB", post, "/v1/nodes/create", bodyOfSize(domain.MaxBodyBytes + 1), 413, errs.CodeTooLarge, []string{"bad-size"}},
+		{"body of exactly 1 MiB is read (its properties are too large)", post, "/v1/nodes/create", bodyOfSize(domain.MaxBodyBytes), 422, errs.CodeInvalid, []string{"bad-size"}},
+		{"cas body over 1 MiB", post, "/v1/nodes/cas", []byte(`{"node_id":"seed","updates":{"p":"` + strings.Repeat("x", domain.MaxBodyBytes) + `"}}`), 413, errs.CodeTooLarge, nil},
 
 		// node_id bounds.
 		{"empty node_id", post, "/v1/nodes/create", create(map[string]any{"node_id": ""}), 422, errs.CodeInvalid, nil},
@@ -639,13 +641,14 @@ func TestHTTPRoutesThroughLeaderAndFollower(t *testing.T) {
 	r = apiGet(t, b1+"/v1/cluster/status")
 	var st cluster.Status
 	r.ok(t, "status", &st)
-	wantKeys(t, "status", r.body, "node_id", "auth_mode", "state", "leader_id", "leader_api_addr", "term", "commit_index", "applied_index", "members")
+	wantKeys(t, "status", r.body, "node_id", "auth_mode", "state", "leader_id", "leader_api_addr", "term", "commit_index", "applied_index", "members", "gated", "enabled")
 	var rawStatus struct{ Members []json.RawMessage }
 	_ = json.Unmarshal(r.body, &rawStatus)
 	for _, m := range rawStatus.Members {
-		wantKeys(t, "member", m, "id", "raft_addr", "api_addr", "voter")
+		wantKeys(t, "member", m, "id", "raft_addr", "api_addr", "voter", "serves")
 	}
-	if st.NodeID != c.Node(f1).ID() || st.State != "Follower" || st.Term == 0 || st.CommitIndex == 0 || st.AppliedIndex == 0 || len(st.Members) != 3 {
+	if st.NodeID != c.Node(f1).ID() || st.State != "Follower" || st.Term == 0 || st.CommitIndex == 0 || st.AppliedIndex == 0 || len(st.Members) != 3 ||
+		!st.Gated || !st.Enabled.Equal(domain.Served(builtin.Domains())) || !st.Members[0].Serves.Equal(st.Enabled) {
 		t.Errorf("status via follower: %+v", st)
 	}
 	if st.LeaderID != c.Node(leader).ID() || st.LeaderAPIAddr != c.Node(leader).APIAddr() {

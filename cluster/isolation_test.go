@@ -6,16 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"io"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +18,8 @@ import (
 	"github.com/arbiterhq/arbiter/authority"
 	"github.com/arbiterhq/arbiter/capacity"
 	"github.com/arbiterhq/arbiter/cluster"
+	"github.com/arbiterhq/arbiter/domain"
+	"github.com/arbiterhq/arbiter/domain/builtin"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/identity"
@@ -102,7 +99,7 @@ func isoCluster(t *testing.T, opts clustertest.Options) *clustertest.Cluster {
 	}
 	configure := opts.Configure
 	opts.Configure = func(i int, cfg *cluster.Config) {
-		cfg.ConceptPolicies = ps
+		cfg.Domains = builtin.With(builtin.Options{ConceptPolicies: ps})
 		if configure != nil {
 			configure(i, cfg)
 		}
@@ -352,44 +349,9 @@ func isoCapacity(t testing.TB, c *clustertest.Cluster, i int, req capacity.ReadR
 	return string(out)
 }
 
-// isoRegisteredRoutes reads the package's non-test sources and returns
-// every "METHOD /path" string literal passed as the first argument of a
-// call: each route that routes() registers, through handle, member,
-// capacityRoutes or mux.Handle.
-func isoRegisteredRoutes(t *testing.T) []string {
-	t.Helper()
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pattern := regexp.MustCompile(`^(GET|HEAD|POST|PUT|PATCH|DELETE|OPTIONS) /`)
-	fset := token.NewFileSet()
-	var routes []string
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		file, err := parser.ParseFile(fset, f, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ast.Inspect(file, func(n ast.Node) bool {
-			call, ok := n.(*ast.CallExpr)
-			if !ok || len(call.Args) == 0 {
-				return true
-			}
-			lit, ok := call.Args[0].(*ast.BasicLit)
-			if !ok || lit.Kind != token.STRING {
-				return true
-			}
-			if s, err := strconv.Unquote(lit.Value); err == nil && pattern.MatchString(s) {
-				routes = append(routes, s)
-			}
-			return true
-		})
-	}
-	slices.Sort(routes)
-	return routes
+// isoAccess is the matrix's name for a route's access level.
+var isoAccess = map[domain.Access]string{
+	domain.Public: isoPublic, domain.Authenticated: isoPrincipal, domain.Admin: isoAdmin, domain.Peer: isoPeer,
 }
 
 // Access classes of the matrix.
@@ -659,6 +621,13 @@ func TestIsolationMatrix(t *testing.T) {
 		{route: "POST /v1/capacity/reconcile", access: isoPrincipal,
 			wrongTenant: []isoCase{notFound("mem-b", readReq)}, valid: valid("read-a", readReq, 200)},
 		{route: "GET /v1/changes", access: isoPrincipal, valid: valid("mem-b", nil, 200)},
+		{route: "GET /v1/cluster/capabilities", access: isoPrincipal, valid: readA(200),
+			after: func(t *testing.T, r isoReply) {
+				var v fsm.CapabilitiesView
+				if err := json.Unmarshal(r.body, &v); err != nil || !v.Gated || !v.Enabled.HasDomain("capacity") {
+					t.Errorf("capabilities: %s (%v)", r.body, err)
+				}
+			}},
 		{route: "GET /v1/cluster/status", access: isoPrincipal, valid: readA(200),
 			after: func(t *testing.T, r isoReply) {
 				var s cluster.Status
@@ -719,19 +688,22 @@ func TestIsolationMatrix(t *testing.T) {
 			}},
 	}
 
-	// Every registered route has exactly one row, and every row names a
-	// registered route: a route added without a row fails here.
-	var table []string
+	// Every route a node serves (its own and every domain's) has exactly
+	// one row with the node's own access level, and every row names one:
+	// a route added without a row fails here.
+	var table, registered []string
 	for _, r := range rows {
-		table = append(table, r.route)
+		table = append(table, r.route+" "+r.access)
+	}
+	for _, r := range c.Node(0).Routes() {
+		registered = append(registered, r.Pattern+" "+isoAccess[r.Access])
 	}
 	slices.Sort(table)
-	registered := isoRegisteredRoutes(t)
 	if len(registered) < 20 {
-		t.Fatalf("found only %d routes in the sources (%v): the scan is broken", len(registered), registered)
+		t.Fatalf("the node serves only %d routes (%v)", len(registered), registered)
 	}
 	if !slices.Equal(table, registered) {
-		t.Fatalf("the matrix does not cover the registered routes:\nregistered %v\nmatrix     %v", registered, table)
+		t.Fatalf("the matrix does not cover the routes with their access:\nserved %v\nmatrix %v", registered, table)
 	}
 
 	for _, row := range rows {

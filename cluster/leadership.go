@@ -48,12 +48,21 @@ func (n *Node) lead(ctx context.Context) {
 	if ctx.Err() == nil && n.IsLeader() && n.raft.CurrentTerm() == term {
 		n.readyTerm.Store(term)
 	}
-	n.ensureMember(ctx, fsm.Member{ID: n.cfg.ID, RaftAddr: n.raftAddr, APIAddr: n.apiAddr})
+	if err := n.ensureMember(ctx, n.joinRequest().member()); err != nil && ctx.Err() == nil {
+		n.logger.Warn("registering own metadata failed", "error", err)
+	}
 	t := time.NewTicker(n.cfg.TickInterval)
 	defer t.Stop()
 	for {
+		if err := n.settleCapabilities(ctx); err != nil && ctx.Err() == nil {
+			n.logger.Warn("settling the enabled command set failed", "error", err)
+		}
 		select {
 		case <-t.C:
+			if h := n.fsm.Halted(); h != nil {
+				n.stepDownHalted(h)
+				continue
+			}
 			if _, err := n.tick(ctx); err != nil && ctx.Err() == nil {
 				n.logger.Warn("tick failed", "error", err)
 			}
@@ -77,4 +86,17 @@ func (n *Node) tick(ctx context.Context) (*fsm.Response, error) {
 		err = res.Err
 	}
 	return res, err
+}
+
+// stepDownHalted hands leadership to a member that can still apply: a
+// halted leader can append entries but never apply them, so nothing it
+// leads would answer.
+func (n *Node) stepDownHalted(h *fsm.Halt) {
+	if !n.IsLeader() || n.voterCount() < 2 {
+		return
+	}
+	n.logger.Error("halted leader hands over leadership", "halt", h.String())
+	if err := n.raft.LeadershipTransfer().Error(); err != nil {
+		n.logger.Warn("leadership transfer from a halted leader failed", "error", err)
+	}
 }

@@ -14,11 +14,18 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// JoinRequest asks the cluster to add a voter.
+// JoinRequest asks the cluster to add a voter, or updates the metadata of
+// a member that is one.
 type JoinRequest struct {
 	ID       string `json:"id"`
 	RaftAddr string `json:"raft_addr"`
 	APIAddr  string `json:"api_addr"`
+	// Serves is what the member's binary serves (fsm.FSM.Served).
+	Serves fsm.Capabilities `json:"serves"`
+}
+
+func (r JoinRequest) member() fsm.Member {
+	return fsm.Member{ID: r.ID, RaftAddr: r.RaftAddr, APIAddr: r.APIAddr, Serves: r.Serves}
 }
 
 // RemoveRequest asks the cluster to remove a member.
@@ -32,7 +39,7 @@ func (r JoinRequest) validate() error {
 			return err
 		}
 	}
-	return nil
+	return r.Serves.Validate()
 }
 
 // Join adds a voter (or updates its addresses) through the leader. It is
@@ -79,17 +86,28 @@ func (n *Node) addVoter(ctx context.Context, req JoinRequest) error {
 			return errs.Errorf(errs.CodeConflict, "raft address %s belongs to member %s", req.RaftAddr, s.ID)
 		}
 	}
-	if err := n.ensureMember(ctx, fsm.Member{ID: req.ID, RaftAddr: req.RaftAddr, APIAddr: req.APIAddr}); err != nil {
+	if len(req.Serves.Domains) == 0 {
+		// An admin's join names no capabilities: ask the member's binary.
+		if req.Serves, err = n.fetchServes(ctx, req); err != nil {
+			return err
+		}
+	}
+	if !present {
+		if err := n.checkJoinerServes(req); err != nil {
+			return err
+		}
+	}
+	if err := n.ensureMember(ctx, req.member()); err != nil {
 		return err
 	}
 	if present {
-		return nil
+		return n.settleCapabilities(ctx) // a member that upgraded or downgraded
 	}
 	if err := waitFuture(ctx, n.raft.AddVoter(raft.ServerID(req.ID), raft.ServerAddress(req.RaftAddr), 0, n.cfg.ApplyTimeout)); err != nil {
 		return raftError("add voter", err)
 	}
 	n.logger.Info("added voter", "id", req.ID, "raft_addr", req.RaftAddr, "api_addr", req.APIAddr)
-	return nil
+	return n.settleCapabilities(ctx)
 }
 
 func (n *Node) removeServer(ctx context.Context, id string) error {
@@ -122,7 +140,7 @@ func (n *Node) removeServer(ctx context.Context, id string) error {
 // node must be the leader.
 func (n *Node) ensureMember(ctx context.Context, m fsm.Member) error {
 	for _, have := range n.fsm.Members() {
-		if have == m {
+		if have.Same(m) {
 			return nil
 		}
 	}
@@ -156,7 +174,7 @@ func raftError(op string, err error) error {
 // joinCluster asks the members in cfg.Join, in turn, to add this node,
 // until one accepts or ctx ends.
 func (n *Node) joinCluster(ctx context.Context) error {
-	req := JoinRequest{ID: n.cfg.ID, RaftAddr: n.raftAddr, APIAddr: n.apiAddr}
+	req := n.joinRequest()
 	var last error
 	for attempt := 0; ; attempt++ {
 		for _, base := range n.cfg.Join {
@@ -184,17 +202,18 @@ func (n *Node) joinCluster(ctx context.Context) error {
 // current addresses (a restart may change the API address). The leader
 // registers itself when it takes office; a follower asks the leader.
 func (n *Node) registerSelf() {
-	me := fsm.Member{ID: n.cfg.ID, RaftAddr: n.raftAddr, APIAddr: n.apiAddr}
+	req := n.joinRequest()
+	me := req.member()
 	for attempt := 0; ; attempt++ {
 		for _, m := range n.fsm.Members() {
-			if m == me {
+			if m.Same(me) {
 				return
 			}
 		}
 		if !n.IsLeader() && n.inConfiguration() {
 			if _, api := n.leaderAPI(); api != "" {
 				ctx, cancel := context.WithTimeout(n.ctx, 5*time.Second)
-				err := n.postJSON(ctx, n.url(api, "/v1/cluster/join"), JoinRequest(me), nil)
+				err := n.postJSON(ctx, n.url(api, "/v1/cluster/join"), req, nil)
 				cancel()
 				if err != nil && n.ctx.Err() == nil {
 					n.logger.Debug("registering member metadata failed", "error", err)
@@ -205,6 +224,11 @@ func (n *Node) registerSelf() {
 			return
 		}
 	}
+}
+
+// joinRequest is this node's own metadata, as a join asks for it.
+func (n *Node) joinRequest() JoinRequest {
+	return JoinRequest{ID: n.cfg.ID, RaftAddr: n.raftAddr, APIAddr: n.apiAddr, Serves: n.fsm.Served()}
 }
 
 func (n *Node) inConfiguration() bool {

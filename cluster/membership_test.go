@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/arbiterhq/arbiter/cluster"
+	"github.com/arbiterhq/arbiter/domain/builtin"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
@@ -27,6 +28,7 @@ import (
 // nodes a test starts by hand.
 func standaloneConfig(t *testing.T, id string) cluster.Config {
 	cfg := cluster.DefaultConfig()
+	cfg.Domains = builtin.Domains()
 	cfg.ID = id
 	cfg.DataDir = filepath.Join(t.TempDir(), id)
 	cfg.RaftAddr = "127.0.0.1:0"

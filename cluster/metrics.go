@@ -50,6 +50,9 @@ func newMetrics(n *Node) *metrics {
 	gauge := func(name, help string, f func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
 	}
+	counter := func(name, help string, f func() float64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, f)
+	}
 	m.registry.MustRegister(
 		m.applyLatency, m.readLatency, m.leaderChanges, m.forwarded, m.forwardedRead, m.httpRequests,
 		gauge("arbiter_commit_index", "Raft commit index.", func() float64 { return float64(n.raft.CommitIndex()) }),
@@ -61,6 +64,14 @@ func newMetrics(n *Node) *metrics {
 			return 0
 		}),
 		gauge("arbiter_fsm_handler_panics", "Handler panics turned into internal errors (a bug if not 0).", func() float64 { return float64(n.fsm.Panics()) }),
+		gauge("arbiter_fsm_halted", "1 if this replica met an enabled command its binary cannot apply and stopped applying.", func() float64 {
+			if n.fsm.Halted() != nil {
+				return 1
+			}
+			return 0
+		}),
+		counter("arbiter_fsm_effects_total", "Effects after commit that ran.", func() float64 { return float64(n.fsm.EffectRuns()) }),
+		counter("arbiter_fsm_effect_failures_total", "Effects after commit that failed (logged with their error).", func() float64 { return float64(n.fsm.EffectFailures()) }),
 		collectors.NewGoCollector(),
 	)
 	return m

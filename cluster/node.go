@@ -12,11 +12,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/arbiterhq/arbiter/capacity"
+	"github.com/arbiterhq/arbiter/domain"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/identity"
 	arblog "github.com/arbiterhq/arbiter/log"
-	"github.com/arbiterhq/arbiter/nodes"
 	"github.com/hashicorp/raft"
 )
 
@@ -38,6 +37,8 @@ type Node struct {
 	closeTransport func() error
 	guard          *transportGuard // raft's view of transport
 	stores         *Stores
+	mux            *http.ServeMux // the API: the host's routes and every domain's
+	routeTable     []RouteInfo
 	httpSrv        *http.Server
 	raftAddr       string // advertised raft address
 	apiAddr        string // advertised API host:port
@@ -62,12 +63,6 @@ var (
 	_ fsm.Reader   = (*Node)(nil)
 )
 
-// BuiltinModules are the domain modules every node runs, before any in
-// Config.Modules.
-func BuiltinModules() []fsm.Module {
-	return []fsm.Module{nodes.Module(), capacity.Module()}
-}
-
 // New validates cfg and builds a node; Start brings it up.
 func New(cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
@@ -78,7 +73,7 @@ func New(cfg Config) (*Node, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	logger = logger.With("node", cfg.ID)
-	f, err := fsm.New(fsm.Config{Modules: append(BuiltinModules(), cfg.Modules...), Logger: logger})
+	f, err := fsm.New(fsm.Config{Modules: domain.Modules(cfg.Domains), Logger: logger})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
@@ -87,6 +82,9 @@ func New(cfg Config) (*Node, error) {
 	n.peers = peerClient(cfg)
 	n.metrics = newMetrics(n)
 	n.forwarder = newForwarder(n)
+	if n.mux, err = n.buildMux(); err != nil {
+		return nil, fmt.Errorf("cluster: invalid config: %w", err)
+	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	return n, nil
 }

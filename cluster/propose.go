@@ -19,6 +19,11 @@ func (n *Node) Propose(ctx context.Context, cmd arblog.Command) (*fsm.Response, 
 		return nil, errs.Errorf(errs.CodeForbidden, "command type %d is internal to the cluster", cmd.Type)
 	}
 	cmd.Principal, _ = fsm.PrincipalFrom(ctx)
+	ctx, cancel := n.withTimeout(ctx)
+	defer cancel()
+	if err := n.gate(ctx, cmd); err != nil {
+		return nil, err
+	}
 	return n.propose(ctx, cmd)
 }
 
@@ -84,6 +89,11 @@ type pendingApply struct {
 // without waiting, so that a batch of forwarded commands can share a
 // group commit.
 func (n *Node) startApply(ctx context.Context, cmd arblog.Command) pendingApply {
+	if fsm.Gated(cmd.Type) {
+		if enabled, gated := n.fsm.Enabled(); !gated || !enabled.Allows(cmd.Type, cmd.Version) {
+			return pendingApply{err: errNotEnabled(cmd)}
+		}
+	}
 	cmd.Stamp = time.Now().UnixMilli()
 	data, err := arblog.Encode(cmd)
 	if err != nil {

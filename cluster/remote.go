@@ -1,12 +1,15 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/arbiterhq/arbiter/domain"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	arblog "github.com/arbiterhq/arbiter/log"
@@ -25,10 +28,7 @@ type Remote struct {
 	next    atomic.Uint32
 }
 
-var (
-	_ fsm.Proposer = (*Remote)(nil)
-	_ fsm.Reader   = (*Remote)(nil)
-)
+var _ domain.Conn = (*Remote)(nil)
 
 // NewRemote returns a client of the nodes at addrs (host:port or base URLs).
 func NewRemote(addrs ...string) *Remote {
@@ -101,23 +101,63 @@ func (r *Remote) Query(ctx context.Context, q fsm.Query) ([]byte, error) {
 
 // Status returns the status of the first node that answers.
 func (r *Remote) Status(ctx context.Context) (*Status, error) {
+	var s Status
+	if err := r.CallJSON(ctx, http.MethodGet, "/v1/cluster/status", nil, &s); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// Capabilities returns the cluster's enabled command set (as its leader
+// holds it) and what the answering node's binary serves.
+func (r *Remote) Capabilities(ctx context.Context) (*fsm.CapabilitiesView, error) {
+	var v fsm.CapabilitiesView
+	if err := r.CallJSON(ctx, http.MethodGet, "/v1/cluster/capabilities", nil, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// Require fails with unavailable, naming what is missing, unless the
+// cluster enables need (for a domain's own set: its client's Require, or
+// domain.Served). Call it before submitting work, so that an incompatible
+// deployment is found before anything is half done.
+func (r *Remote) Require(ctx context.Context, need fsm.Capabilities) error {
+	return fsm.Require(ctx, r, need)
+}
+
+// CallJSON sends body as JSON (nil: none) to path with method and decodes
+// a 2xx answer into out (nil: ignored); an error answer becomes its
+// *errs.Error. It moves to the next node only while a node cannot be
+// reached: once one may have received the request, its answer (or
+// failure) is final. It makes Remote a domain.Conn.
+func (r *Remote) CallJSON(ctx context.Context, method, path string, body, out any) error {
 	if len(r.bases) == 0 {
-		return nil, errs.New(errs.CodeInvalid, "remote has no addresses")
+		return errs.New(errs.CodeInvalid, "remote has no addresses")
+	}
+	var raw []byte
+	if body != nil {
+		var err error
+		if raw, err = json.Marshal(body); err != nil {
+			return errs.Errorf(errs.CodeInvalid, "encode: %v", err)
+		}
 	}
 	ctx, cancel := r.bound(ctx, r.timeout)
 	defer cancel()
-	var last error
+	var err error
 	for range r.bases {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.pick()+"/v1/cluster/status", nil)
-		if err != nil {
-			return nil, errs.Errorf(errs.CodeInvalid, "%v", err)
+		var req *http.Request
+		if req, err = http.NewRequestWithContext(ctx, method, r.pick()+path, bytes.NewReader(raw)); err != nil {
+			return errs.Errorf(errs.CodeInvalid, "%v", err)
 		}
-		var s Status
-		if last = doJSON(r.client, req, &s); last == nil {
-			return &s, nil
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if err = doJSON(r.client, req, out); err == nil || !retryable(err) {
+			return err
 		}
 	}
-	return nil, last
+	return err
 }
 
 // call posts body to path on one node after another until one is reached.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 
+	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/hashicorp/raft"
 )
 
@@ -20,6 +21,12 @@ type Status struct {
 	CommitIndex   uint64         `json:"commit_index"`
 	AppliedIndex  uint64         `json:"applied_index"`
 	Members       []MemberStatus `json:"members"`
+	// Gated is false until the leader has enabled a command set; Enabled
+	// is the set, as this node holds it (see fsm.Capabilities).
+	Gated   bool             `json:"gated"`
+	Enabled fsm.Capabilities `json:"enabled"`
+	// Halted says why this node stopped applying, if it did (fsm.Halt).
+	Halted *fsm.Halt `json:"halted,omitempty"`
 }
 
 // MemberStatus is one member: raft's configuration joined with the
@@ -29,6 +36,8 @@ type MemberStatus struct {
 	RaftAddr string `json:"raft_addr"`
 	APIAddr  string `json:"api_addr"`
 	Voter    bool   `json:"voter"`
+	// Serves is what the member's binary serves, as it last registered.
+	Serves fsm.Capabilities `json:"serves"`
 }
 
 // Status reports this node's view of the cluster.
@@ -45,15 +54,18 @@ func (n *Node) Status() Status {
 		AppliedIndex:  n.fsm.AppliedIndex(),
 		Members:       []MemberStatus{},
 	}
-	api := map[string]string{}
+	s.Enabled, s.Gated = n.fsm.Enabled()
+	s.Halted = n.fsm.Halted()
+	meta := map[string]fsm.Member{}
 	for _, m := range n.fsm.Members() {
-		api[m.ID] = m.APIAddr
+		meta[m.ID] = m
 	}
 	if servers, err := n.servers(); err == nil {
 		for _, sv := range servers {
+			m := meta[string(sv.ID)]
 			s.Members = append(s.Members, MemberStatus{
-				ID: string(sv.ID), RaftAddr: string(sv.Address), APIAddr: api[string(sv.ID)],
-				Voter: sv.Suffrage == raft.Voter,
+				ID: string(sv.ID), RaftAddr: string(sv.Address), APIAddr: m.APIAddr,
+				Voter: sv.Suffrage == raft.Voter, Serves: m.Serves,
 			})
 		}
 	}

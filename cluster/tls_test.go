@@ -17,6 +17,8 @@ import (
 
 	"github.com/arbiterhq/arbiter/authority"
 	"github.com/arbiterhq/arbiter/cluster"
+	"github.com/arbiterhq/arbiter/domain"
+	"github.com/arbiterhq/arbiter/domain/builtin"
 	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
 	arblog "github.com/arbiterhq/arbiter/log"
@@ -110,6 +112,7 @@ func TestTLSRogueNodeIsRefused(t *testing.T) {
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				cfg := cluster.DefaultConfig()
+				cfg.Domains = builtin.Domains()
 				cfg.ID = "rogue"
 				cfg.DataDir = t.TempDir()
 				cfg.RaftAddr, cfg.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"
@@ -302,7 +305,7 @@ func TestTLSRogueNodeIsRefused(t *testing.T) {
 		}()
 		client := tlsClient(c, nil)
 		r, err := tlsTry(t, client, http.MethodPost, c.URL(c.WaitLeader(10*time.Second))+"/v1/cluster/join", admin,
-			cluster.JoinRequest{ID: "rogue-raft", RaftAddr: ln.Addr().String(), APIAddr: "127.0.0.1:1"})
+			cluster.JoinRequest{ID: "rogue-raft", RaftAddr: ln.Addr().String(), APIAddr: "127.0.0.1:1", Serves: domain.Served(builtin.Domains())})
 		if err != nil || r.status != 200 {
 			t.Fatalf("admin join of the rogue address: %s %v", r, err)
 		}
@@ -478,6 +481,7 @@ func TestOpenModeValidateLoopbackRule(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := cluster.DefaultConfig()
+			cfg.Domains = builtin.Domains()
 			cfg.DataDir = t.TempDir()
 			tc.edit(&cfg)
 			err := cfg.Validate()

@@ -155,3 +155,34 @@ func CodeOf(err error) Code {
 	}
 	return ""
 }
+
+// Decision is a domain command's verdict as its result carries it: a
+// success word the domain names (Granted) or the code of the refusal.
+// Decisions and codes are one vocabulary, so a refusal becomes its error
+// without a table, and a client reads the same word in the result and in
+// the error.
+type Decision string
+
+// Granted is the success decision.
+const Granted Decision = "granted"
+
+// Err is nil for a success (Granted or any of ok) and otherwise the
+// decision's error, with msg and Detail["decision"]. A word that is not
+// a code is an internal error: a domain returned a verdict it never
+// declared.
+func (d Decision) Err(msg string, ok ...Decision) error {
+	if d == Granted {
+		return nil
+	}
+	for _, o := range ok {
+		if d == o {
+			return nil
+		}
+	}
+	if !Known(Code(d)) {
+		return Errorf(CodeInternal, "unknown decision %q", d)
+	}
+	e := New(Code(d), msg)
+	e.Detail = map[string]any{"decision": string(d)}
+	return e
+}

@@ -20,14 +20,20 @@ func (f *FSM) Apply(l *raft.Log) any {
 // bookkeeping write for up to MaxAppendEntries commands, and readers see
 // the batch all at once. Each command is still all-or-nothing because
 // handlers validate before they write. If a command fails after writing,
-// or panics, the shared transaction is thrown away and the batch applied
-// again with one transaction per command, where a failure aborts only its
-// own command. Both paths give the same state and the same responses.
+// or panics, or halts the replica, the shared transaction is thrown away
+// and the batch applied again with one transaction per command, where a
+// failure aborts only its own command. Both paths give the same state and
+// the same responses. Effects run after the commit that makes their
+// command durable in the state, before this returns.
 func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
-	out, ok := f.applyShared(logs)
-	if !ok {
-		out = f.applyEach(logs)
+	if f.halted.Load() != nil {
+		return f.haltedResponses(logs)
 	}
+	out, effects, ok := f.applyShared(logs)
+	if !ok {
+		return f.applyEach(logs)
+	}
+	f.runEffects(effects)
 	if n := len(logs); n > 0 {
 		f.applied.Store(logs[n-1].Index)
 		f.broadcast()
@@ -35,9 +41,24 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	return out
 }
 
+// outcome says what applying one command inside a transaction left.
+type outcome int
+
+const (
+	// clean: the transaction may commit (the result may be an error that
+	// wrote nothing).
+	clean outcome = iota
+	// dirty: the command failed after writing, or panicked; discard the
+	// transaction.
+	dirty
+	// halt: the command is enabled but this binary cannot apply it;
+	// discard the transaction and stop applying.
+	halt
+)
+
 // applyShared applies logs in one transaction; ok is false (and nothing is
-// committed) if any command left writes behind a failure.
-func (f *FSM) applyShared(logs []*raft.Log) (out []any, ok bool) {
+// committed) unless every command was clean.
+func (f *FSM) applyShared(logs []*raft.Log) (out []any, effects []Effect, ok bool) {
 	txn := f.db.Load().Txn(true)
 	m := readMeta(txn)
 	out = make([]any, len(logs))
@@ -46,19 +67,22 @@ func (f *FSM) applyShared(logs []*raft.Log) (out []any, ok bool) {
 		if l.Type != raft.LogCommand {
 			continue
 		}
-		res, clean := f.applyCommand(txn, m, l.Index, l.Data)
-		if !clean {
+		res, eff, o := f.applyCommand(txn, m, l.Index, l.Data)
+		if o != clean {
 			txn.Abort()
-			return nil, false
+			return nil, nil, false
 		}
 		out[i] = res
+		effects = append(effects, eff...)
 	}
 	writeMeta(txn, m)
 	txn.Commit()
-	return out, true
+	return out, effects, true
 }
 
-// applyEach applies logs one transaction each.
+// applyEach applies logs one transaction each, running each command's
+// effects after its own commit. It stops at a command that halts the
+// replica: that one and every later entry stay unapplied.
 func (f *FSM) applyEach(logs []*raft.Log) []any {
 	db := f.db.Load()
 	out := make([]any, len(logs))
@@ -66,9 +90,19 @@ func (f *FSM) applyEach(logs []*raft.Log) []any {
 		txn := db.Txn(true)
 		m := readMeta(txn)
 		m.Index = l.Index
+		var effects []Effect
 		if l.Type == raft.LogCommand {
-			res, clean := f.applyCommand(txn, m, l.Index, l.Data)
-			if !clean {
+			res, eff, o := f.applyCommand(txn, m, l.Index, l.Data)
+			switch o {
+			case halt:
+				txn.Abort()
+				if i > 0 {
+					f.applied.Store(logs[i-1].Index)
+				}
+				f.broadcast()
+				copy(out[i:], f.haltedResponses(logs[i:]))
+				return out
+			case dirty:
 				// Nothing the failed command wrote survives; only the
 				// index and the clock move.
 				txn.Abort()
@@ -76,65 +110,94 @@ func (f *FSM) applyEach(logs []*raft.Log) []any {
 				now := m.Now
 				m = readMeta(txn)
 				m.Index, m.Now = l.Index, now
+			case clean:
+				effects = eff
 			}
 			out[i] = res
 		}
 		writeMeta(txn, m)
 		txn.Commit()
+		f.runEffects(effects)
+		f.applied.Store(l.Index)
 	}
+	f.broadcast()
 	return out
 }
 
 // applyCommand decodes, checks and dispatches one command inside txn,
-// updating m. clean is false when the command failed after writing (or
-// panicked): the caller must then discard txn.
-func (f *FSM) applyCommand(txn *memdb.Txn, m *meta, index uint64, data []byte) (res *Response, clean bool) {
-	refuse := func(e *errs.Error) (*Response, bool) {
-		return &Response{Index: index, Time: m.Now, Err: e}, true
+// updating m. It returns the response, the effects to run once txn has
+// committed, and whether txn may commit.
+func (f *FSM) applyCommand(txn *memdb.Txn, m *meta, index uint64, data []byte) (*Response, []Effect, outcome) {
+	refuse := func(e *errs.Error) (*Response, []Effect, outcome) {
+		return &Response{Index: index, Time: m.Now, Err: e}, nil, clean
 	}
 	cmd, err := log.Decode(data)
 	if err != nil {
 		return refuse(errs.Errorf(errs.CodeInvalid, "undecodable command: %v", err))
 	}
+	if cmd.Version < 1 {
+		return refuse(errs.Errorf(errs.CodeInvalid, "command type %d: version 0", cmd.Type))
+	}
 	spec := f.commands[cmd.Type]
+	if m.Enabled != nil && !ungated(cmd.Type) {
+		// The enabled set decides, identically on every replica; only
+		// then does this binary's own knowledge matter.
+		if !m.Enabled.Allows(cmd.Type, cmd.Version) {
+			return refuse(errs.Errorf(errs.CodeUnavailable, "command type %d version %d is not enabled in this cluster", cmd.Type, cmd.Version))
+		}
+		if spec == nil || cmd.Version > spec.MaxVersion {
+			f.halt(index, &cmd, m.Enabled)
+			return nil, nil, halt
+		}
+	}
 	if spec == nil {
 		return refuse(errs.Errorf(errs.CodeInvalid, "unknown command type %d", cmd.Type))
 	}
-	if cmd.Version < 1 || cmd.Version > spec.MaxVersion {
+	if cmd.Version > spec.MaxVersion {
 		return refuse(errs.Errorf(errs.CodeInvalid, "%s: unsupported version %d (max %d)", spec.Name, cmd.Version, spec.MaxVersion))
 	}
 	m.Now = max(m.Now, cmd.Stamp)
 	if cmd.IdemKey != "" {
 		if res, done := f.consultLedger(txn, &cmd, m); done {
-			return res, true
+			return res, nil, clean
 		}
 	}
 
 	tx := &Tx{Now: m.Now, Index: index, Principal: cmd.Principal, Adapter: cmd.Adapter, txn: txn, meta: m}
-	fail := func(e *errs.Error) (*Response, bool) {
-		return &Response{Index: index, Time: m.Now, Err: e}, !tx.wrote
+	failed := func(e *errs.Error, o outcome) (*Response, []Effect, outcome) {
+		return &Response{Index: index, Time: m.Now, Err: e}, nil, o
 	}
 	result, herr, panicked := f.dispatch(spec, tx, &cmd)
 	if panicked {
-		return &Response{Index: index, Time: m.Now, Err: herr}, false
+		return failed(herr, dirty)
 	}
 	if herr != nil {
-		return fail(herr)
+		if tx.wrote {
+			return failed(herr, dirty)
+		}
+		return failed(herr, clean)
 	}
 	body, err := log.Marshal(result)
 	if err != nil {
-		return fail(errs.Errorf(errs.CodeInternal, "%s: encode result: %v", spec.Name, err))
+		return failed(errs.Errorf(errs.CodeInternal, "%s: encode result: %v", spec.Name, err), dirtyIf(tx.wrote))
 	}
-	res = &Response{Index: index, Time: m.Now, Result: body}
+	res := &Response{Index: index, Time: m.Now, Result: body}
 	if err := appendEvents(txn, m, tx.events); err != nil {
-		return &Response{Index: index, Time: m.Now, Err: errs.Errorf(errs.CodeInternal, "%s: change feed: %v", spec.Name, err)}, false
+		return failed(errs.Errorf(errs.CodeInternal, "%s: change feed: %v", spec.Name, err), dirty)
 	}
 	if cmd.IdemKey != "" && !tx.refused {
 		if err := recordLedger(txn, &cmd, m.Now, res); err != nil {
-			return &Response{Index: index, Time: m.Now, Err: errs.Errorf(errs.CodeInternal, "%s: idempotency ledger: %v", spec.Name, err)}, false
+			return failed(errs.Errorf(errs.CodeInternal, "%s: idempotency ledger: %v", spec.Name, err), dirty)
 		}
 	}
-	return res, true
+	return res, tx.effects, clean
+}
+
+func dirtyIf(wrote bool) outcome {
+	if wrote {
+		return dirty
+	}
+	return clean
 }
 
 // dispatch runs a handler, turning a panic or a foreign error into an

@@ -20,6 +20,10 @@ type meta struct {
 	Now      int64  `msgpack:"now"`
 	LastSeq  uint64 `msgpack:"last_seq"`  // newest change-feed sequence
 	FirstSeq uint64 `msgpack:"first_seq"` // oldest retained sequence (LastSeq+1 when empty)
+	// Enabled is the cluster's enabled command set; nil until the first
+	// CmdEnable (ungated: see Capabilities). Replaced, never changed in
+	// place: batches share the pointer.
+	Enabled *Capabilities `msgpack:"enabled,omitempty"`
 }
 
 // idemRow is one entry of the idempotency ledger.
@@ -48,11 +52,22 @@ type Member struct {
 	ID       string `msgpack:"id" json:"id"`
 	RaftAddr string `msgpack:"raft_addr" json:"raft_addr"`
 	APIAddr  string `msgpack:"api_addr" json:"api_addr"`
+	// Serves is what the member's binary serves, as it last said.
+	Serves Capabilities `msgpack:"serves" json:"serves"`
 }
+
+// Same reports whether m and o say the same thing.
+func (m Member) Same(o Member) bool {
+	return m.ID == o.ID && m.RaftAddr == o.RaftAddr && m.APIAddr == o.APIAddr && m.Serves.Equal(o.Serves)
+}
+
+// coreModuleName names the core module, whose commands and queries every
+// replica serves.
+const coreModuleName = "core"
 
 func coreModule() Module {
 	return Module{
-		Name: "core",
+		Name: coreModuleName,
 		Tables: []Table{
 			{New: func() any { return new(meta) }, Schema: &memdb.TableSchema{
 				Name: tableMeta,
@@ -80,7 +95,7 @@ func coreModule() Module {
 				},
 			}},
 		},
-		Commands: []CommandSpec{tickSpec(), memberUpsertSpec(), memberRemoveSpec()},
+		Commands: []CommandSpec{tickSpec(), memberUpsertSpec(), memberRemoveSpec(), enableSpec()},
 		Queries:  []QuerySpec{membersQuerySpec(), changesQuerySpec()},
 	}
 }

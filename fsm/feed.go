@@ -13,8 +13,9 @@ import (
 
 // Query type numbers owned by the core.
 const (
-	QueryMembers QueryType = 1
-	QueryChanges QueryType = 2
+	QueryMembers      QueryType = 1
+	QueryChanges      QueryType = 2
+	QueryCapabilities QueryType = 3
 )
 
 // MaxChangesPage bounds one page of the change feed.

@@ -38,12 +38,20 @@ type FSM struct {
 	tables   []Table // sorted by name: the order of snapshots
 	commands map[log.Type]*CommandSpec
 	queries  map[QueryType]*QuerySpec
-	ticks    []moduleTick
+	// moduleOf names the module of each command and query type.
+	commandModule map[log.Type]string
+	queryModule   map[QueryType]string
+	ticks         []moduleTick // sorted by module name
+	restored      []moduleRestored
+	served        Capabilities
 
 	db      atomic.Pointer[memdb.MemDB]
 	applied atomic.Uint64 // index of the last entry applied
 	panics  atomic.Uint64 // handler panics turned into internal errors
 	rewinds atomic.Uint64 // restores behind the applied index
+	halted  atomic.Pointer[Halt]
+	// Effects run and failed (see Effect).
+	effectRuns, effectFailures atomic.Uint64
 
 	mu     sync.Mutex
 	notify chan struct{} // closed and replaced after every batch
@@ -54,6 +62,11 @@ type moduleTick struct {
 	fn   func(tx *Tx, budget int) error
 }
 
+type moduleRestored struct {
+	name string
+	fn   func(rt *ReadTx) []Effect
+}
+
 // New builds an empty FSM with the core module and the given ones.
 func New(cfg Config) (*FSM, error) {
 	f := &FSM{
@@ -62,17 +75,31 @@ func New(cfg Config) (*FSM, error) {
 		commands: map[log.Type]*CommandSpec{},
 		queries:  map[QueryType]*QuerySpec{},
 		notify:   make(chan struct{}),
+
+		commandModule: map[log.Type]string{},
+		queryModule:   map[QueryType]string{},
 	}
 	if f.logger == nil {
 		f.logger = slog.New(slog.DiscardHandler)
 	}
 	modules := append([]Module{f.coreModule()}, cfg.Modules...)
+	names := map[string]bool{}
 	for i := range modules {
+		if names[modules[i].Name] {
+			return nil, fmt.Errorf("fsm: module %q registered twice", modules[i].Name)
+		}
+		names[modules[i].Name] = true
 		if err := f.register(&modules[i]); err != nil {
 			return nil, err
 		}
 	}
+	f.served = ServedBy(cfg.Modules...)
+	if err := f.served.Validate(); err != nil {
+		return nil, fmt.Errorf("fsm: modules serve an invalid set: %w", err)
+	}
 	sort.Slice(f.tables, func(i, j int) bool { return f.tables[i].Schema.Name < f.tables[j].Schema.Name })
+	sort.Slice(f.ticks, func(i, j int) bool { return f.ticks[i].name < f.ticks[j].name })
+	sort.Slice(f.restored, func(i, j int) bool { return f.restored[i].name < f.restored[j].name })
 	if err := f.schema.Validate(); err != nil {
 		return nil, fmt.Errorf("fsm: schema: %w", err)
 	}
@@ -105,6 +132,7 @@ func (f *FSM) register(m *Module) error {
 			return fmt.Errorf("fsm: module %s: command type %d used by %q and %q", m.Name, c.Type, prev.Name, c.Name)
 		}
 		f.commands[c.Type] = c
+		f.commandModule[c.Type] = m.Name
 	}
 	for i := range m.Queries {
 		q := &m.Queries[i]
@@ -115,9 +143,13 @@ func (f *FSM) register(m *Module) error {
 			return fmt.Errorf("fsm: module %s: query type %d used by %q and %q", m.Name, q.Type, prev.Name, q.Name)
 		}
 		f.queries[q.Type] = q
+		f.queryModule[q.Type] = m.Name
 	}
 	if m.Tick != nil {
 		f.ticks = append(f.ticks, moduleTick{name: m.Name, fn: m.Tick})
+	}
+	if m.Restored != nil {
+		f.restored = append(f.restored, moduleRestored{name: m.Name, fn: m.Restored})
 	}
 	return nil
 }
@@ -200,8 +232,14 @@ func (f *FSM) Query(p log.Principal, q Query) (out []byte, err error) {
 	if spec == nil {
 		return nil, errs.Errorf(errs.CodeInvalid, "unknown query type %d", q.Type)
 	}
+	if h := f.halted.Load(); h != nil {
+		return nil, h.err()
+	}
 	txn := f.db.Load().Txn(false)
 	m := readMeta(txn)
+	if mod := f.queryModule[q.Type]; mod != coreModuleName && m.Enabled != nil && !m.Enabled.HasDomain(mod) {
+		return nil, errs.Errorf(errs.CodeUnavailable, "%s: domain %s is not enabled in this cluster", spec.Name, mod)
+	}
 	rt := &ReadTx{Now: m.Now, Index: m.Index, Principal: p, Adapter: q.Adapter, Txn: txn}
 	defer func() {
 		if r := recover(); r != nil {

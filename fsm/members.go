@@ -54,7 +54,10 @@ func validateMember(m Member) error {
 	if err := bounds.Identifier("raft_addr", m.RaftAddr); err != nil {
 		return err
 	}
-	return bounds.Identifier("api_addr", m.APIAddr)
+	if err := bounds.Identifier("api_addr", m.APIAddr); err != nil {
+		return err
+	}
+	return m.Serves.Validate()
 }
 
 // MaxMembers bounds the members query (and, in practice, a cluster).

@@ -6,15 +6,43 @@ import (
 )
 
 // Module is one unit of replicated state: its tables, the commands that
-// change them and the queries that read them.
+// change them and the queries that read them. Its Name is its domain's
+// name in capabilities.
 type Module struct {
 	Name     string
 	Tables   []Table
 	Commands []CommandSpec
 	Queries  []QuerySpec
 	// Tick, if set, runs inside every Tick command with a row budget: expire
-	// and reclaim at most budget rows, never more.
+	// and reclaim at most budget rows, never more. Modules tick in name
+	// order, and only once their domain is enabled.
 	Tick func(tx *Tx, budget int) error
+	// Restored, if set, runs after a snapshot replaced the state (a
+	// restart's first load, an install from the leader, a backup
+	// restore): the effects it returns bring whatever the module keeps
+	// outside the state (files) up to the restored state, because the
+	// effects of the commands the snapshot covers never ran here. It
+	// reads; it must not write.
+	Restored func(rt *ReadTx) []Effect
+}
+
+// Effect is work outside the replicated state that a command asks for,
+// such as writing a file. It runs after the command's transaction has
+// committed, on the FSM's goroutine, in log order, before the next batch
+// is applied; never for a command that failed, was rolled back or is being
+// retried. It must not change replicated state, and its outcome never
+// changes the command's result: a failure is logged and counted.
+//
+// Effects are not exactly-once across restarts: after a restart raft
+// replays the log after the last snapshot, and the replayed commands
+// register their effects again. An effect must therefore be idempotent
+// and must never move what it writes backwards (compare with what is
+// already there). The commands a snapshot covers are not replayed; their
+// module's Restored hook is.
+type Effect struct {
+	// Name says what the effect is, in logs and metrics.
+	Name string
+	Run  func() error
 }
 
 // Table is a memdb table plus the Go type of its rows, which snapshots need
@@ -76,6 +104,13 @@ type Tx struct {
 	events    []Event
 	meta      *meta // the batch's bookkeeping row, written at commit
 	refused   bool
+	effects   []Effect
+}
+
+// AfterCommit registers an effect to run once this command's transaction
+// has committed (see Effect).
+func (tx *Tx) AfterCommit(name string, run func() error) {
+	tx.effects = append(tx.effects, Effect{Name: name, Run: run})
 }
 
 // Refuse marks the handler's result as a refusal (a capacity denial, for

@@ -22,12 +22,15 @@ import (
 //	magic "ARBSNAP" 0x01
 //	frames: kind byte, uint32 big-endian length, msgpack body
 //	  'H' snapHeader, once
-//	  'T' table name (string), once per table in name order
+//	  'T' table name (string), once per table that has rows, in name order
 //	  'R' one row of the current table, in primary-key order
 //	  'E' row count (uint64), once
 //	trailer: SHA-256 of every byte before it
 //
 // Equal states give equal streams, so the stream's hash is the state hash.
+// Empty tables are left out, so that replicas whose binaries know
+// different domains (a rolling upgrade) give equal streams for equal
+// states; a replica refuses a stream naming a table it does not know.
 
 var snapMagic = []byte("ARBSNAP\x01")
 
@@ -51,8 +54,13 @@ type fsmSnapshot struct {
 	txn *memdb.Txn
 }
 
-// Snapshot captures the current state in O(1); Persist streams it.
+// Snapshot captures the current state in O(1); Persist streams it. A
+// halted replica refuses: raft would record the snapshot as covering
+// entries the replica never applied.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	if h := f.halted.Load(); h != nil {
+		return nil, fmt.Errorf("fsm: no snapshot while halted: %s", h)
+	}
 	return &fsmSnapshot{f: f, txn: f.db.Load().Txn(false)}, nil
 }
 
@@ -117,12 +125,18 @@ func (f *FSM) writeState(w io.Writer, txn *memdb.Txn) ([32]byte, error) {
 	fw.raw(snapMagic)
 	m := readMeta(txn)
 	hdr := snapHeader{Format: snapFormat, Index: m.Index, Now: m.Now}
+	var tables []Table
 	for _, t := range f.tables {
-		hdr.Tables = append(hdr.Tables, t.Schema.Name)
+		if first, err := txn.First(t.Schema.Name, "id"); err != nil {
+			return [32]byte{}, fmt.Errorf("fsm: snapshot table %s: %w", t.Schema.Name, err)
+		} else if first != nil {
+			tables = append(tables, t)
+			hdr.Tables = append(hdr.Tables, t.Schema.Name)
+		}
 	}
 	fw.frame('H', hdr)
 	var rows uint64
-	for _, t := range f.tables {
+	for _, t := range tables {
 		fw.frame('T', t.Schema.Name)
 		it, err := txn.Get(t.Schema.Name, "id")
 		if err != nil {
@@ -188,8 +202,35 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 	f.db.Store(st.db)
 	f.applied.Store(st.hdr.Index)
+	if h := f.halted.Swap(nil); h != nil {
+		// The peers that applied what this replica could not made this
+		// state: from here on it is theirs.
+		f.logger.Warn("snapshot restore ends a halt", "halted_at", h.Index, "restored_index", st.hdr.Index)
+	}
 	f.broadcast()
+	f.runRestored()
 	return nil
+}
+
+// runRestored runs every module's Restored hook on the new state.
+func (f *FSM) runRestored() {
+	if len(f.restored) == 0 {
+		return
+	}
+	txn := f.db.Load().Txn(false)
+	m := readMeta(txn)
+	rt := &ReadTx{Now: m.Now, Index: m.Index, Txn: txn}
+	for _, r := range f.restored {
+		var effects []Effect
+		if err := runEffect(Effect{Name: r.name + " restored", Run: func() error {
+			effects = r.fn(rt)
+			return nil
+		}}); err != nil {
+			f.effectFailures.Add(1)
+			f.logger.Error("restored hook failed", "module", r.name, "error", err)
+		}
+		f.runEffects(effects)
+	}
 }
 
 // Rewinds counts restores that moved the applied index backwards (see
@@ -227,10 +268,13 @@ func (f *FSM) readState(r io.Reader) (*loadedState, error) {
 	}
 	txn := db.Txn(true)
 	defer txn.Abort()
-	for _, name := range hdr.Tables {
+	for i, name := range hdr.Tables {
+		if i > 0 && hdr.Tables[i-1] >= name {
+			return nil, fmt.Errorf("%w: tables not in name order at %q", ErrSnapshot, name)
+		}
 		t, ok := f.table(name)
 		if !ok {
-			return nil, fmt.Errorf("%w: unknown table %q", ErrSnapshot, name)
+			return nil, fmt.Errorf("%w: unknown table %q (this binary does not serve the domain that owns it)", ErrSnapshot, name)
 		}
 		var got string
 		if err := fr.expect('T', &got); err != nil {

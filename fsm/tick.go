@@ -10,6 +10,7 @@ const (
 	CmdTick         log.Type = 1
 	CmdMemberUpsert log.Type = 2
 	CmdMemberRemove log.Type = 3
+	CmdEnable       log.Type = 4
 )
 
 // Tick is proposed by the leader periodically and once at the start of each
@@ -45,6 +46,7 @@ func tickSpec() CommandSpec {
 // coreModule binds the tick handler to f, which owns the module ticks.
 func (f *FSM) coreModule() Module {
 	m := coreModule()
+	m.Queries = append(m.Queries, f.capabilitiesQuerySpec())
 	for i := range m.Commands {
 		if m.Commands[i].Type == CmdTick {
 			m.Commands[i].Apply = f.applyTick
@@ -65,7 +67,10 @@ func (f *FSM) applyTick(tx *Tx, cmd *log.Command) (any, error) {
 	res := TickResult{Now: tx.Now}
 	res.IdemPruned = pruneLedger(tx, tx.Now-t.IdemRetentionMs, t.Budget)
 	res.FeedPruned = pruneFeed(tx, t.FeedRetain, t.Budget)
-	for _, mt := range f.ticks {
+	for _, mt := range f.ticks { // sorted by module name: the same order on every replica
+		if tx.meta.Enabled != nil && !tx.meta.Enabled.HasDomain(mt.name) {
+			continue // a domain not enabled everywhere ticks nowhere
+		}
 		if err := mt.fn(tx, t.Budget); err != nil {
 			return nil, errs.Errorf(errs.CodeInternal, "tick of module %s: %v", mt.name, err)
 		}

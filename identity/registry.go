@@ -1,17 +1,14 @@
 package identity
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"slices"
 	"strings"
 
 	"github.com/arbiterhq/arbiter/internal/bounds"
+	"github.com/arbiterhq/arbiter/internal/strictjson"
 	"github.com/arbiterhq/arbiter/log"
 )
 
@@ -100,18 +97,9 @@ func NewRegistry(principals []PrincipalConfig) (*Registry, error) {
 
 // Load reads a JSON array of PrincipalConfig.
 func Load(path string) (*Registry, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("identity: %w", err)
-	}
 	var principals []PrincipalConfig
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&principals); err != nil {
-		return nil, fmt.Errorf("identity: %s: %w", path, err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("identity: %s: data after the principal array", path)
+	if err := strictjson.DecodeFile(path, &principals); err != nil {
+		return nil, fmt.Errorf("identity: principals file %w", err)
 	}
 	return NewRegistry(principals)
 }

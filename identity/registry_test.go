@@ -286,7 +286,7 @@ func TestRegistryLoad(t *testing.T) {
 		{"good file with trailing whitespace", goodJSON + "\n\n  \t", "", false},
 		{"unknown field", fmt.Sprintf(`[{"id": "admin", "tenants": ["*"], "roles": ["admin"], "token_sha256": [%q], "token": "oops"}]`, adminHash), "unknown field", false},
 		{"misspelled field", fmt.Sprintf(`[{"id": "admin", "tenant": ["*"], "roles": ["admin"], "token_sha256": [%q]}]`, adminHash), "unknown field", false},
-		{"trailing data", goodJSON + `[]`, "after the principal array", false},
+		{"trailing data", goodJSON + `[]`, "data after the value", false},
 		{"trailing garbage", goodJSON + ` x`, "", true},
 		{"bad JSON", `[{"id": "admin",`, "principals.json", false},
 		{"not an array", `{"id": "admin"}`, "principals.json", false},

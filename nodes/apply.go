@@ -18,7 +18,7 @@ const (
 // Module is the FSM module of the node primitives.
 func Module() fsm.Module {
 	return fsm.Module{
-		Name: "nodes",
+		Name: Name,
 		Tables: []fsm.Table{
 			{New: func() any { return new(Node) }, Schema: &memdb.TableSchema{
 				Name: tableNodes,

@@ -169,3 +169,10 @@ func scopeIf(key string) string {
 	}
 	return nodeIdempotencyKind
 }
+
+// Require fails with unavailable, naming what is missing, unless the
+// cluster behind the client enables the node primitives at the version
+// this package sends.
+func (n *Client) Require(ctx context.Context) error {
+	return fsm.Require(ctx, n.r, fsm.ServedBy(Module()))
+}

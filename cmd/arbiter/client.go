@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/arbiterhq/arbiter/cluster"
+	"github.com/arbiterhq/arbiter/domain"
 )
 
 // clientFlags are what every client command takes to reach a cluster
@@ -63,4 +64,18 @@ func printJSON(v any) error {
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// connectFlags is domain.CLIEnv.Connect: it registers --addr and the
+// client flags on fs and returns what connects once fs is parsed.
+func connectFlags(fs *flag.FlagSet) func() (domain.Conn, error) {
+	addr := fs.String("addr", "http://127.0.0.1:8000", "comma-separated API URLs of the cluster's nodes")
+	cf := addClientFlags(fs)
+	return func() (domain.Conn, error) {
+		remote, err := cf.remote(*addr)
+		if err != nil {
+			return nil, err
+		}
+		return remote, nil
+	}
 }

@@ -2,66 +2,88 @@
 //
 //	arbiter serve  [--id ID] [--data-dir DIR] [--raft-addr HOST:PORT] [--http-addr HOST:PORT] [--bootstrap] [--join URL[,URL...]]
 //	               [--snapshot-threshold N] [--snapshot-interval DURATION] [--trailing-logs N] [--max-restore-bytes N]
+//	               and each domain's flags (arbiter serve -h)
 //	arbiter status [--addr URL]
 //	arbiter bench  [--addrs URL[,URL...]] [--clients 1,16,64] [--duration 10s]
-//	arbiter concept reserve|reserve-next|transition|materialize|reconcile|get|list [flags]
-//	arbiter capacity acquire|renew|release|reclaim|reconcile|status|cells [--json BODY]
 //	arbiter snapshot save --out FILE | inspect FILE | restore FILE [--addr URL]
+//	arbiter principal [flags]
+//	arbiter <domain command> ...   (concept, capacity: see arbiter help)
 //
 // With no flags, serve runs a single-node cluster in ./arbiter-data with
-// raft on 127.0.0.1:7000 and the HTTP API on 127.0.0.1:8000.
+// raft on 127.0.0.1:7000 and the HTTP API on 127.0.0.1:8000, serving the
+// built-in domains (package domain/builtin).
 package main
 
 import (
 	"fmt"
 	"os"
+	"text/tabwriter"
+
+	"github.com/arbiterhq/arbiter/domain"
+	"github.com/arbiterhq/arbiter/domain/builtin"
 )
+
+// commands are the binary's own commands; each built-in domain may add
+// one more (domain.CLI).
+var commands = []struct {
+	name, summary string
+	run           func(args []string) error
+}{
+	{"serve", "run a node (arbiter serve -h for flags)", serve},
+	{"status", "print a node's view of the cluster", status},
+	{"bench", "measure create-if-absent throughput and latency against a cluster", bench},
+	{"principal", "make a bearer token and the hash a principals file stores", principal},
+	{"snapshot", "save, inspect and restore backups of the whole state (arbiter snapshot)", snapshotCmd},
+}
 
 func main() {
 	if len(os.Args) < 2 {
 		usage()
 		os.Exit(2)
 	}
-	var err error
-	switch os.Args[1] {
-	case "serve":
-		err = serve(os.Args[2:])
-	case "status":
-		err = status(os.Args[2:])
-	case "bench":
-		err = bench(os.Args[2:])
-	case "concept":
-		err = concept(os.Args[2:])
-	case "capacity":
-		err = capacityCmd(os.Args[2:])
-	case "principal":
-		err = principal(os.Args[2:])
-	case "snapshot":
-		err = snapshotCmd(os.Args[2:])
-	case "help", "-h", "--help":
+	name, args := os.Args[1], os.Args[2:]
+	if name == "help" || name == "-h" || name == "--help" {
 		usage()
 		return
-	default:
-		fmt.Fprintf(os.Stderr, "arbiter: unknown command %q\n", os.Args[1])
+	}
+	found, err := run(name, args)
+	if !found {
+		fmt.Fprintf(os.Stderr, "arbiter: unknown command %q\n", name)
 		usage()
 		os.Exit(2)
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "arbiter %s: %v\n", os.Args[1], err)
+		fmt.Fprintf(os.Stderr, "arbiter %s: %v\n", name, err)
 		os.Exit(1)
 	}
 }
 
-func usage() {
-	fmt.Fprint(os.Stderr, `usage: arbiter <command> [flags]
+// run runs the command called name; found is false if there is none.
+func run(name string, args []string) (found bool, err error) {
+	for _, c := range commands {
+		if c.name == name {
+			return true, c.run(args)
+		}
+	}
+	for _, d := range builtin.Domains() {
+		if d.CLI != nil && d.CLI.Name == name {
+			env := domain.CLIEnv{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Connect: connectFlags}
+			return true, d.CLI.Run(env, args)
+		}
+	}
+	return false, nil
+}
 
-commands:
-  serve    run a node (arbiter serve -h for flags)
-  status   print a node's view of the cluster
-  bench    measure create-if-absent throughput and latency against a cluster
-  concept  reserve and move concept ids (arbiter concept for its commands)
-  capacity acquire, renew, release and inspect capacity leases (arbiter capacity)
-  principal make a bearer token and the hash a principals file stores
-  snapshot save, inspect and restore backups of the whole state (arbiter snapshot)
-`)
+func usage() {
+	fmt.Fprint(os.Stderr, "usage: arbiter <command> [flags]\n\ncommands:\n")
+	tw := tabwriter.NewWriter(os.Stderr, 0, 4, 2, ' ', 0)
+	for _, c := range commands {
+		fmt.Fprintf(tw, "  %s\t%s\n", c.name, c.summary)
+	}
+	for _, d := range builtin.Domains() {
+		if d.CLI != nil {
+			fmt.Fprintf(tw, "  %s\t%s\n", d.CLI.Name, d.CLI.Summary)
+		}
+	}
+	_ = tw.Flush()
 }

@@ -15,13 +15,14 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/arbiterhq/arbiter/authority"
 	"github.com/arbiterhq/arbiter/cluster"
+	"github.com/arbiterhq/arbiter/domain/builtin"
 	"github.com/arbiterhq/arbiter/identity"
 )
 
 func serve(args []string) error {
 	cfg := cluster.DefaultConfig()
+	cfg.Domains = builtin.Domains()
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.StringVar(&cfg.ID, "id", cfg.ID, "this node's unique id")
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory for the raft log and snapshots")
@@ -45,7 +46,11 @@ func serve(args []string) error {
 	fs.DurationVar(&cfg.SnapshotInterval, "snapshot-interval", cfg.SnapshotInterval, "how often raft checks --snapshot-threshold (a random wait between this and twice this; at least 5ms)")
 	fs.Uint64Var(&cfg.TrailingLogs, "trailing-logs", cfg.TrailingLogs, "log entries kept behind a snapshot, so a follower that lags by fewer catches up without a snapshot install")
 	fs.Int64Var(&cfg.MaxRestoreBytes, "max-restore-bytes", cfg.MaxRestoreBytes, "largest backup POST /v1/cluster/restore accepts")
-	policyFile := fs.String("concept-policies", "", `JSON file of concept namespace policies: [{"namespace":"RMDD","min":1,"max":9999,"policy_version":"2"}]`)
+	for _, d := range cfg.Domains {
+		if d.Flags != nil {
+			d.Flags(fs)
+		}
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -90,12 +95,12 @@ func serve(args []string) error {
 		}
 		cfg.PeerToken = strings.TrimSpace(string(raw))
 	}
-	if *policyFile != "" {
-		ps, err := authority.LoadPolicyFile(*policyFile)
-		if err != nil {
-			return err
+	for _, d := range cfg.Domains {
+		if d.Load != nil {
+			if err := d.Load(); err != nil {
+				return fmt.Errorf("domain %s: %w", d.Name, err)
+			}
 		}
-		cfg.ConceptPolicies = ps
 	}
 	if *pprofAddr != "" {
 		if err := servePprof(*pprofAddr, cfg.Logger); err != nil {
@@ -124,17 +129,7 @@ func serve(args []string) error {
 			cfg.Logger.Info("shutting down", "signal", s.String())
 			break
 		}
-		if *principalsFile == "" {
-			cfg.Logger.Warn("SIGHUP ignored: no --principals file to reload")
-			continue
-		}
-		reg, err := identity.Load(*principalsFile)
-		if err == nil {
-			err = node.SetPrincipals(reg)
-		}
-		if err != nil {
-			cfg.Logger.Error("reloading principals failed; keeping the previous ones", "error", err)
-		}
+		reload(node, cfg, *principalsFile)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
@@ -190,4 +185,29 @@ func servePprof(addr string, logger *slog.Logger) error {
 	}()
 	logger.Info("serving pprof", "addr", ln.Addr().String())
 	return nil
+}
+
+// reload re-reads on SIGHUP what the flags named: the principals file and
+// every domain's configuration. What fails to load keeps its previous
+// value.
+func reload(node *cluster.Node, cfg cluster.Config, principalsFile string) {
+	if principalsFile != "" {
+		reg, err := identity.Load(principalsFile)
+		if err == nil {
+			err = node.SetPrincipals(reg)
+		}
+		if err != nil {
+			cfg.Logger.Error("reloading principals failed; keeping the previous ones", "error", err)
+		}
+	}
+	for _, d := range cfg.Domains {
+		if d.Load == nil {
+			continue
+		}
+		if err := d.Load(); err != nil {
+			cfg.Logger.Error("reloading a domain's configuration failed; keeping the previous one", "domain", d.Name, "error", err)
+		} else {
+			cfg.Logger.Info("reloaded a domain's configuration", "domain", d.Name)
+		}
+	}
 }

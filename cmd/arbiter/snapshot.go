@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/arbiterhq/arbiter/cluster"
+	"github.com/arbiterhq/arbiter/domain"
+	"github.com/arbiterhq/arbiter/domain/builtin"
 	"github.com/arbiterhq/arbiter/fsm"
 )
 
@@ -135,14 +137,14 @@ func syncDir(dir string) error {
 	return d.Sync()
 }
 
-// inspectFile checks a backup with the tables every node runs.
+// inspectFile checks a backup with the tables of the built-in domains.
 func inspectFile(path string) (*fsm.SnapshotInfo, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	checker, err := fsm.New(fsm.Config{Modules: cluster.BuiltinModules()})
+	checker, err := fsm.New(fsm.Config{Modules: domain.Modules(builtin.Domains())})
 	if err != nil {
 		return nil, err
 	}

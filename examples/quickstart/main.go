@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/arbiterhq/arbiter/cluster"
+	"github.com/arbiterhq/arbiter/domain/builtin"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/nodes"
 )
@@ -71,6 +72,7 @@ func (q *quickstart) run() error {
 func (q *quickstart) startCluster() error {
 	for i := range q.nodes {
 		cfg := cluster.DefaultConfig()
+		cfg.Domains = builtin.Domains()
 		cfg.ID = fmt.Sprintf("n%d", i+1)
 		cfg.DataDir = fmt.Sprintf("%s/n%d", q.dir, i+1)
 		cfg.RaftAddr, cfg.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/arbiterhq/arbiter/cluster"
+	"github.com/arbiterhq/arbiter/domain"
+	"github.com/arbiterhq/arbiter/domain/builtin"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/identity"
 	hclog "github.com/hashicorp/go-hclog"
@@ -22,8 +24,13 @@ import (
 type Options struct {
 	// Nodes is the cluster size (default 3).
 	Nodes int
-	// Modules builds the domain modules for each node (nil: none).
-	Modules func() []fsm.Module
+	// Domains builds the domains of node i (nil: builtin.Domains() on
+	// every node). A test of a rolling upgrade gives nodes different sets.
+	Domains func(i int) []domain.Domain
+	// NoWaitEnabled skips waiting, in New, for the leader to enable what
+	// every node serves (a cluster whose nodes serve different sets may
+	// never enable some of it).
+	NoWaitEnabled bool
 	// TCP runs raft over loopback TCP (raft's NetworkTransport) instead of
 	// the in-memory transport. Every fault applies to it too, except with
 	// TLS, where raft uses the node's own TLS stream layer and only HTTP
@@ -103,6 +110,9 @@ func New(t testing.TB, opts Options) *Cluster {
 		}
 	}
 	c.WaitLeader(20 * time.Second)
+	if !opts.NoWaitEnabled {
+		c.WaitEnabled(20 * time.Second)
+	}
 	return c
 }
 
@@ -134,8 +144,9 @@ func (c *Cluster) config(i int, bootstrap bool) cluster.Config {
 	cfg.TickInterval = 100 * time.Millisecond
 	cfg.ApplyTimeout = 5 * time.Second
 	cfg.PeerClient = c.net.client(i)
-	if c.opts.Modules != nil {
-		cfg.Modules = c.opts.Modules()
+	cfg.Domains = builtin.Domains()
+	if c.opts.Domains != nil {
+		cfg.Domains = c.opts.Domains(i)
 	}
 	cfg.Principals, cfg.PeerToken = c.opts.Principals, c.PeerToken
 	if c.opts.TLS {
@@ -289,6 +300,32 @@ func (c *Cluster) WaitLeader(timeout time.Duration) int {
 		c.t.Fatalf("clustertest: no agreed leader within %v: %s", timeout, last)
 	}
 	return c.Leader()
+}
+
+// WaitEnabled waits until every running node holds, as its enabled
+// command set, what every node serves: the cluster accepts every command
+// of its domains from then on.
+func (c *Cluster) WaitEnabled(timeout time.Duration) {
+	c.t.Helper()
+	var sets []fsm.Capabilities
+	for _, i := range c.Running() {
+		sets = append(sets, c.Node(i).FSM().Served())
+	}
+	want := fsm.Intersect(sets...)
+	var last string
+	ok := c.Eventually(timeout, func() bool {
+		for _, i := range c.Running() {
+			have, gated := c.Node(i).FSM().Enabled()
+			if !gated || !have.Equal(want) {
+				last = fmt.Sprintf("%s enables %s (gated %v), want %s", c.members[i].id, have, gated, want)
+				return false
+			}
+		}
+		return true
+	})
+	if !ok {
+		c.t.Fatalf("clustertest: command set not enabled within %v: %s", timeout, last)
+	}
 }
 
 // Stop closes node i at once (no leadership transfer); its files remain.

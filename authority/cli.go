@@ -1,21 +1,20 @@
-package main
+package authority
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
-	"github.com/arbiterhq/arbiter/authority"
-	"github.com/arbiterhq/arbiter/cluster"
+	"github.com/arbiterhq/arbiter/domain"
 )
 
-const conceptUsage = `usage: arbiter concept <command> [flags]
+const cliUsage = `usage: arbiter concept <command> [flags]
 
-commands (each takes --addr URL[,URL...] of the cluster's API):
+commands (each takes the flags that reach a cluster: --addr, --token, --ca):
   reserve      claim a concept id                 --concept-id --tenant --owner --request --purpose [--repository --lane --design --provenance a,b --ttl 24h]
   reserve-next claim the first free number        --namespace --from --to and the reserve flags but --concept-id
   transition   move a claim you hold              --concept-id --tenant --owner --reservation --fingerprint --fence --action
@@ -25,25 +24,29 @@ commands (each takes --addr URL[,URL...] of the cluster's API):
   list         read a tenant's claims             --tenant [--after CURSOR] [--limit N]
 `
 
-func concept(args []string) error {
+func cli() *domain.CLI {
+	return &domain.CLI{Name: "concept", Summary: "reserve and move concept ids (arbiter concept for its commands)", Run: runCLI}
+}
+
+func runCLI(env domain.CLIEnv, args []string) error {
 	if len(args) == 0 {
-		fmt.Fprint(os.Stderr, conceptUsage)
+		fmt.Fprint(env.Stderr, cliUsage)
 		return errors.New("missing concept command")
 	}
 	cmd, args := args[0], args[1:]
 	fs := flag.NewFlagSet("concept "+cmd, flag.ContinueOnError)
-	addr := fs.String("addr", "http://127.0.0.1:8000", "comma-separated API URLs")
+	fs.SetOutput(env.Stderr)
 	var (
-		rr           authority.ReserveRequest
-		tr           authority.TransitionRequest
+		rr           ReserveRequest
+		tr           TransitionRequest
 		provenance   string
 		ttl          time.Duration
 		action       string
 		repo         string
 		markers      string
 		maxRecords   int
-		list         authority.ListRequest
-		next         authority.ReserveNextRequest
+		list         ListRequest
+		next         ReserveNextRequest
 		conceptID    string
 		tenant, own  string
 		reservation  string
@@ -72,19 +75,15 @@ func concept(args []string) error {
 	fs.IntVar(&maxRecords, "max", 1000, "reconcile bound")
 	fs.StringVar(&list.After, "after", "", "list cursor")
 	fs.IntVar(&list.Limit, "limit", 0, "list page size")
-	cf := addClientFlags(fs)
+	connect := env.Connect(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	client := cluster.NewConceptClient(strings.Split(*addr, ",")...)
-	if hc, err := cf.httpClient(); err != nil {
+	conn, err := connect()
+	if err != nil {
 		return err
-	} else if hc != nil {
-		client.WithHTTPClient(hc)
 	}
-	if *cf.token != "" {
-		client.WithToken(*cf.token)
-	}
+	client := NewClient(conn)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
@@ -92,10 +91,9 @@ func concept(args []string) error {
 	if provenance != "" {
 		rr.ProvenanceRefs = strings.Split(provenance, ",")
 	}
-	tr = authority.TransitionRequest{ConceptID: conceptID, TenantRef: tenant, OwnerRef: own,
-		ReservationID: reservation, Fingerprint: fingerprint, ExpectedFence: expectedFnce, Action: authority.Action(action)}
+	tr = TransitionRequest{ConceptID: conceptID, TenantRef: tenant, OwnerRef: own,
+		ReservationID: reservation, Fingerprint: fingerprint, ExpectedFence: expectedFnce, Action: Action(action)}
 	var out any
-	var err error
 	switch cmd {
 	case "reserve":
 		out, err = client.Reserve(ctx, rr)
@@ -108,28 +106,30 @@ func concept(args []string) error {
 		if repo == "" {
 			return errors.New("--repo is required")
 		}
-		out, err = authority.NewConceptReservationService(client, repo).Materialize(ctx, authority.MaterializeRequest{
+		out, err = NewConceptReservationService(client, repo).Materialize(ctx, MaterializeRequest{
 			ConceptID: conceptID, TenantRef: tenant, OwnerRef: own, ReservationID: reservation, Fingerprint: fingerprint, ExpectedFence: expectedFnce})
 	case "reconcile":
 		if repo == "" {
 			return errors.New("--repo is required")
 		}
-		req := authority.ReconcileRequest{TenantRef: tenant, MaxRecords: maxRecords}
+		req := ReconcileRequest{TenantRef: tenant, MaxRecords: maxRecords}
 		if markers != "" {
 			req.SourceMarkers = strings.Split(markers, ",")
 		}
-		out, err = authority.NewConceptReservationService(client, repo).ReconcileProjection(ctx, req)
+		out, err = NewConceptReservationService(client, repo).ReconcileProjection(ctx, req)
 	case "get":
 		out, err = client.Get(ctx, conceptID, tenant)
 	case "list":
 		list.TenantRef = tenant
 		out, err = client.List(ctx, list)
 	default:
-		fmt.Fprint(os.Stderr, conceptUsage)
+		fmt.Fprint(env.Stderr, cliUsage)
 		return fmt.Errorf("unknown concept command %q", cmd)
 	}
 	if err != nil {
 		return err
 	}
-	return printJSON(out)
+	enc := json.NewEncoder(env.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
 }

@@ -1,0 +1,68 @@
+package authority
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/arbiterhq/arbiter/domain"
+)
+
+// Client is the concept reservation authority over a cluster's HTTP API
+// (the /v1/concepts routes), for programs that do not embed a node:
+// NewClient(cluster.NewRemote(addrs...)). The nodes bind requests to their
+// own policies. It implements Authority, so a ConceptReservationService
+// can project from it.
+type Client struct {
+	conn domain.Conn
+}
+
+var _ Authority = (*Client)(nil)
+
+// NewClient returns a client over conn.
+func NewClient(conn domain.Conn) *Client { return &Client{conn: conn} }
+
+// Authoritative reports true: the cluster decides.
+func (c *Client) Authoritative() bool { return true }
+
+func (c *Client) Reserve(ctx context.Context, req ReserveRequest) (*ReserveResult, error) {
+	return call[ReserveResult](ctx, c, http.MethodPost, "/v1/concepts/reserve", req)
+}
+
+func (c *Client) ReserveNextNumeric(ctx context.Context, req ReserveNextRequest) (*ReserveResult, error) {
+	return call[ReserveResult](ctx, c, http.MethodPost, "/v1/concepts/reserve-next", req)
+}
+
+func (c *Client) Transition(ctx context.Context, req TransitionRequest) (*TransitionResult, error) {
+	return call[TransitionResult](ctx, c, http.MethodPost, "/v1/concepts/transition", req)
+}
+
+func (c *Client) Get(ctx context.Context, conceptID, tenantRef string) (*Record, error) {
+	q := url.Values{"concept_id": {conceptID}}
+	if tenantRef != "" {
+		q.Set("tenant_ref", tenantRef)
+	}
+	return call[Record](ctx, c, http.MethodGet, "/v1/concepts/get?"+q.Encode(), nil)
+}
+
+func (c *Client) List(ctx context.Context, req ListRequest) (*RecordPage, error) {
+	q := url.Values{"tenant_ref": {req.TenantRef}}
+	if req.After != "" {
+		q.Set("after", req.After)
+	}
+	if req.Limit != 0 {
+		q.Set("limit", strconv.Itoa(req.Limit))
+	}
+	return call[RecordPage](ctx, c, http.MethodGet, "/v1/concepts/list?"+q.Encode(), nil)
+}
+
+// call makes one call; every failure that means the cluster could not
+// decide matches ErrAuthorityUnavailable.
+func call[Res any](ctx context.Context, c *Client, method, path string, body any) (*Res, error) {
+	var out Res
+	if err := c.conn.CallJSON(ctx, method, path, body, &out); err != nil {
+		return nil, fromCluster(err)
+	}
+	return &out, nil
+}

@@ -1,0 +1,34 @@
+// Package builtin is the one place that lists the domains an arbiter
+// binary serves. cmd/arbiter, the examples and the test harnesses build
+// their nodes from it; a host program embedding a node may use it or
+// list domains of its own. Adding a domain is one line here.
+package builtin
+
+import (
+	"github.com/arbiterhq/arbiter/authority"
+	"github.com/arbiterhq/arbiter/capacity"
+	"github.com/arbiterhq/arbiter/domain"
+	"github.com/arbiterhq/arbiter/nodes"
+)
+
+// Domains returns fresh values of the built-in domains (each carries its
+// own configuration, so two nodes in one process do not share it),
+// configured by their flags or not at all.
+func Domains() []domain.Domain { return With(Options{}) }
+
+// Options configure the built-in domains from Go, for a host program that
+// does not take flags.
+type Options struct {
+	// ConceptPolicies are the concept authority's namespace policies
+	// (nil: none until --concept-policies loads some).
+	ConceptPolicies *authority.PolicySet
+}
+
+// With returns fresh values of the built-in domains configured by o.
+func With(o Options) []domain.Domain {
+	return []domain.Domain{
+		nodes.Domain(),
+		authority.Domain(o.ConceptPolicies),
+		capacity.Domain(),
+	}
+}

@@ -1,0 +1,185 @@
+package domain
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/fsm"
+)
+
+// Access is what a route asks of its caller. The host authenticates the
+// caller and applies the level before the handler runs; the module behind
+// the route checks tenants and roles itself.
+type Access int
+
+const (
+	// Authenticated: any authenticated principal (or another node).
+	Authenticated Access = iota + 1
+	// Admin: a principal with the admin role (or another node).
+	Admin
+	// Public: anyone, unauthenticated (health, readiness).
+	Public
+	// Peer: another node of the cluster only.
+	Peer
+)
+
+// Route is one HTTP route of a domain: a method and a literal path (no
+// wildcards: two routes conflict only when they are equal), the access it
+// needs and its handler.
+type Route struct {
+	Method  string
+	Path    string
+	Access  Access
+	Handler http.Handler
+}
+
+// Pattern is the route's net/http ServeMux pattern.
+func (r Route) Pattern() string { return r.Method + " " + r.Path }
+
+// CheckRoutes validates routes: a known method and access, a literal path
+// under /v1/, and no pattern in taken (which it extends).
+func CheckRoutes(owner string, routes []Route, taken map[string]string) error {
+	for _, r := range routes {
+		switch r.Method {
+		case http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete:
+		default:
+			return fmt.Errorf("%s: route %q: method must be GET, POST, PUT or DELETE", owner, r.Pattern())
+		}
+		if !strings.HasPrefix(r.Path, "/v1/") || strings.ContainsAny(r.Path, "{}?# ") || strings.HasSuffix(r.Path, "/") {
+			return fmt.Errorf("%s: route %q: path must be literal, under /v1/, without a trailing slash", owner, r.Pattern())
+		}
+		if r.Access < Authenticated || r.Access > Peer {
+			return fmt.Errorf("%s: route %q has no access level", owner, r.Pattern())
+		}
+		if r.Handler == nil {
+			return fmt.Errorf("%s: route %q has no handler", owner, r.Pattern())
+		}
+		if prev, dup := taken[r.Pattern()]; dup {
+			return fmt.Errorf("%s: route %q is already served by %s", owner, r.Pattern(), prev)
+		}
+		taken[r.Pattern()] = owner
+	}
+	return nil
+}
+
+// Post is a POST route whose handler decodes a JSON request (strictly:
+// see DecodeJSON), calls call and answers its result with status 200, or
+// the status status gives (nil: 200). A failure that comes with a result
+// (a denial that explains itself, such as a capacity decision) carries the
+// result in error.detail.result.
+func Post[Req, Res any](path string, access Access, call func(context.Context, Req) (*Res, error), status func(*Res) int) Route {
+	return Route{Method: http.MethodPost, Path: path, Access: access, Handler: JSON(call, status)}
+}
+
+// JSON is the handler of Post, for routes with another method.
+func JSON[Req, Res any](call func(context.Context, Req) (*Res, error), status func(*Res) int) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req Req
+		if err := DecodeJSON(w, r, &req); err != nil {
+			WriteError(w, err)
+			return
+		}
+		res, err := call(r.Context(), req)
+		if err != nil {
+			if e := errs.From(err); res != nil && e.Detail != nil {
+				detailed := *e
+				detailed.Detail = map[string]any{"decision": e.Detail["decision"], "result": res}
+				err = &detailed
+			}
+			WriteError(w, err)
+			return
+		}
+		code := http.StatusOK
+		if status != nil {
+			code = status(res)
+		}
+		WriteJSON(w, code, res)
+	})
+}
+
+// Get is a GET route that takes the named query parameters (each at most
+// once; any other is refused), calls call with them and answers its result
+// with status 200.
+func Get[Res any](path string, access Access, params []string, call func(context.Context, Params) (*Res, error)) Route {
+	return Route{Method: http.MethodGet, Path: path, Access: access, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := ParseParams(r, params...)
+		if err != nil {
+			WriteError(w, err)
+			return
+		}
+		res, err := call(r.Context(), p)
+		if err != nil {
+			WriteError(w, err)
+			return
+		}
+		WriteJSON(w, http.StatusOK, res)
+	})}
+}
+
+// Params are a request's query parameters, parsed by ParseParams.
+type Params struct{ values map[string]string }
+
+// ParseParams checks that r's query holds only allowed keys, each once.
+func ParseParams(r *http.Request, allowed ...string) (Params, error) {
+	out := map[string]string{}
+	for k, vs := range r.URL.Query() {
+		ok := false
+		for _, a := range allowed {
+			ok = ok || a == k
+		}
+		if !ok {
+			return Params{}, errs.Errorf(errs.CodeInvalid, "unknown query parameter %q", k)
+		}
+		if len(vs) != 1 {
+			return Params{}, errs.Errorf(errs.CodeInvalid, "query parameter %q given %d times", k, len(vs))
+		}
+		out[k] = vs[0]
+	}
+	return Params{values: out}, nil
+}
+
+// String is the parameter's value, "" when absent.
+func (p Params) String(name string) string { return p.values[name] }
+
+// Int parses an integer parameter in lo..hi; absent is 0.
+func (p Params) Int(name string, lo, hi int) (int, error) {
+	v := p.values[name]
+	if v == "" {
+		return 0, nil
+	}
+	i, err := strconv.Atoi(v)
+	if err != nil || i < lo || i > hi {
+		return 0, errs.Errorf(errs.CodeInvalid, "%s must be an integer between %d and %d", name, lo, hi)
+	}
+	return i, nil
+}
+
+// Uint parses an unsigned integer parameter; absent is 0.
+func (p Params) Uint(name string) (uint64, error) {
+	v := p.values[name]
+	if v == "" {
+		return 0, nil
+	}
+	u, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return 0, errs.Errorf(errs.CodeInvalid, "%s must be a non-negative integer", name)
+	}
+	return u, nil
+}
+
+// Consistency parses the consistency parameter: linearizable (the
+// default) or stale.
+func (p Params) Consistency() (fsm.Consistency, error) {
+	switch v := p.values["consistency"]; v {
+	case "", "linearizable":
+		return fsm.Linearizable, nil
+	case "stale":
+		return fsm.Stale, nil
+	default:
+		return 0, errs.Errorf(errs.CodeInvalid, "consistency must be linearizable or stale, not %q", v)
+	}
+}

@@ -1,0 +1,70 @@
+// Package strictjson is the one strict JSON decoder of Arbiter: request
+// bodies, policy files and principal files all go through it.
+package strictjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"unicode/utf8"
+
+	"github.com/arbiterhq/arbiter/internal/canon"
+)
+
+// Decode reads exactly one JSON value from raw into v. It refuses invalid
+// UTF-8 and lone surrogate escapes (Go's decoder would quietly store U+FFFD
+// in their place, something other than what was sent), object fields v
+// does not declare, and anything after the value. Numbers decode into an
+// interface as json.Number, keeping their literals.
+func Decode(raw []byte, v any) error {
+	if !utf8.Valid(raw) {
+		return errors.New("not valid UTF-8")
+	}
+	if err := canon.CheckEscapes(raw); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("data after the value")
+	}
+	return nil
+}
+
+// DecodeFile is Decode of the file at path; errors name the file.
+func DecodeFile(path string, v any) error {
+	raw, err := readFile(path)
+	if err != nil {
+		return err
+	}
+	if err := Decode(raw, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// MaxFileBytes bounds a configuration file read by DecodeFile.
+const MaxFileBytes = 16 << 20
+
+func readFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	raw, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) > MaxFileBytes {
+		return nil, fmt.Errorf("%s: larger than %d bytes", path, MaxFileBytes)
+	}
+	return raw, nil
+}
