@@ -165,6 +165,11 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	n.goBackground(func() { n.watchLeadership(notify) })
 	n.forwarder.start()
 	n.goBackground(n.registerSelf)
+	for _, d := range n.cfg.Domains {
+		if d.Start != nil {
+			n.goBackground(func() { d.Start(n.ctx, n) })
+		}
+	}
 	n.logger.Info("node started", "raft_addr", n.raftAddr, "api_addr", n.apiAddr, "existing_state", hasState, "auth", n.AuthMode(), "tls", n.cfg.TLS != nil)
 	if n.AuthMode() == "open" {
 		n.logger.Warn("open development mode: every caller is trusted; the node listens on loopback only")

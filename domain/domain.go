@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -35,6 +36,11 @@ type Domain struct {
 	// after flags are parsed (an error stops the server) and again on
 	// SIGHUP (an error keeps the previous configuration).
 	Load func() error
+	// Start, if set, runs in its own goroutine once the node has started,
+	// until ctx ends when the node stops: the place to keep the host for
+	// later (a Load on SIGHUP that must propose what it read) or to
+	// propose configuration read at start once a leader exists.
+	Start func(ctx context.Context, h Host)
 	// CLI is the domain's `arbiter <name>` command, if it has one.
 	CLI *CLI
 }
