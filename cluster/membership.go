@@ -199,23 +199,30 @@ func (n *Node) joinCluster(ctx context.Context) error {
 }
 
 // registerSelf makes sure the replicated member metadata holds this node's
-// current addresses (a restart may change the API address). The leader
-// registers itself when it takes office; a follower asks the leader.
+// current addresses and what its binary serves (a restart may change
+// both). The leader registers itself when it takes office; a follower
+// asks the leader, whose state, unlike this node's while it replays its
+// log or stays halted, is current. The leader's join is a no-op when
+// nothing changed.
 func (n *Node) registerSelf() {
 	req := n.joinRequest()
 	me := req.member()
 	for attempt := 0; ; attempt++ {
-		for _, m := range n.fsm.Members() {
-			if m.Same(me) {
-				return
+		if n.IsLeader() {
+			for _, m := range n.fsm.Members() {
+				if m.Same(me) {
+					return
+				}
 			}
-		}
-		if !n.IsLeader() && n.inConfiguration() {
+		} else if n.inConfiguration() {
 			if _, api := n.leaderAPI(); api != "" {
 				ctx, cancel := context.WithTimeout(n.ctx, 5*time.Second)
 				err := n.postJSON(ctx, n.url(api, "/v1/cluster/join"), req, nil)
 				cancel()
-				if err != nil && n.ctx.Err() == nil {
+				if err == nil {
+					return
+				}
+				if n.ctx.Err() == nil {
 					n.logger.Debug("registering member metadata failed", "error", err)
 				}
 			}

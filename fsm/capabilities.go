@@ -166,7 +166,7 @@ func (c Capabilities) Missing(need Capabilities) []string {
 			case !ok:
 				out = append(out, fmt.Sprintf("%s.%s", d.Name, cmd.Name))
 			case have.cmd.Version < cmd.Version:
-				out = append(out, fmt.Sprintf("%s.%s v%d (v%d enabled)", d.Name, cmd.Name, cmd.Version, have.cmd.Version))
+				out = append(out, fmt.Sprintf("%s.%s v%d (has v%d)", d.Name, cmd.Name, cmd.Version, have.cmd.Version))
 			}
 		}
 	}
