@@ -17,12 +17,12 @@ import (
 // How an effectful command ends. Every kind registers its effect first,
 // so only the FSM decides whether it runs.
 const (
-	effOK          = "ok"           // writes, succeeds
-	effRefused     = "refused"      // writes, Tx.Refuse: commits
-	effFailDirty   = "fail_dirty"   // writes, then fails: the batch is retried one by one
-	effFailClean   = "fail_clean"   // fails without writing
-	effPanic       = "panic"        // writes, then panics
-	cmdEffect      = log.Type(95)   // payload: effectCmd
+	effOK          = "ok"         // writes, succeeds
+	effRefused     = "refused"    // writes, Tx.Refuse: commits
+	effFailDirty   = "fail_dirty" // writes, then fails: the batch is retried one by one
+	effFailClean   = "fail_clean" // fails without writing
+	effPanic       = "panic"      // writes, then panics
+	cmdEffect      = log.Type(95) // payload: effectCmd
 	queryEffectRow = fsm.QueryType(95)
 )
 
