@@ -1,8 +1,12 @@
 // Package authority is the concept reservation authority of
 // concept-reservation-authority.txt, built only on the generic node
-// primitives of package fsm: CreateNodeIfAbsent, CompareAndSetNodeFields,
+// primitives of package nodes: CreateNodeIfAbsent, CompareAndSetNodeFields,
 // GetNodeProperties and GetNodesByLabel. The replicated cluster is the
-// "authoritative graph"; Service is the adapter the spec describes.
+// "authoritative graph"; Service is the adapter the spec describes, and
+// Domain serves it over HTTP (the /v1/concepts routes, as an in-server
+// adapter of the node primitives) with the --concept-policies flag and the
+// `arbiter concept` command. Client is the same API over a cluster's HTTP
+// routes, for programs that do not embed a node.
 //
 // One node per complete concept id (NAMESPACE-NUMBER, e.g. RMDD-27) with
 // identity "concept-reservation:<concept_id>" holds the durable record. The
@@ -30,7 +34,7 @@
 // retry. FixtureConceptReservationAuthority runs the same protocol on an
 // in-process state machine for unit tests; it is not authoritative.
 //
-// ConceptReservationService adds the local projection: Materialize performs
+// ConceptReservationService adds the local projection (repoview.go): Materialize performs
 // the fenced transition, then appends a privacy-safe record to the caller's
 // own fragment file and regenerates the view; ReconcileProjection compares
 // the native records of a tenant with the fragments, the view and source

@@ -18,5 +18,6 @@
 // release, 128 rows per reclaim or read page, 512-byte identifiers, amount
 // <= 1e9, TTL <= 24 h, budgets <= 1e12, 16 resource classes per cell.
 //
-// Service is the typed Go API over any fsm.Proposer and fsm.Reader.
+// Service is the typed Go API over any fsm.Proposer and fsm.Reader;
+// Domain serves it over HTTP (/v1/capacity) and as `arbiter capacity`.
 package capacity

@@ -1,6 +1,17 @@
 // Package cluster runs an Arbiter node: raft wiring, bootstrap and join,
-// leader forwarding, linearizable reads, the leader's tick, the HTTP API,
-// metrics, and Remote, the HTTP client with the same interfaces.
+// leader forwarding, linearizable reads, the leader's tick, the enabled
+// command set, the HTTP API, metrics, and Remote, the HTTP client with
+// the same interfaces.
+//
+// The host knows no domain. A node serves the domains of Config.Domains
+// (package domain: each brings its FSM module, routes, flags and CLI);
+// it mounts their routes behind authentication and each route's access
+// level, and advertises what it serves in its replicated member metadata.
+// The leader enables a command only once every member serves it, refuses
+// others with unavailable naming the members that lack them, and refuses
+// the join of a member that lacks an enabled one (see
+// fsm.Capabilities for what Apply does, and fsm.Halt for a replica that
+// meets an enabled command its binary cannot apply).
 //
 // A host program embeds a node like this:
 //
@@ -8,6 +19,7 @@
 //	cfg.ID, cfg.DataDir = "n1", "/var/lib/arbiter"
 //	cfg.RaftAddr, cfg.HTTPAddr = "10.0.0.1:7000", "10.0.0.1:8000"
 //	cfg.Bootstrap = true // first node only; others set Join
+//	cfg.Domains = builtin.Domains()
 //	node, err := cluster.New(cfg)
 //	if err != nil { ... }
 //	if err := node.Start(ctx); err != nil { ... }

@@ -1,4 +1,8 @@
-// Package fsm is Arbiter's deterministic state machine host.
+// Package fsm is Arbiter's deterministic state machine host, and only
+// that: dispatch by command type, the enabled command set, the FSM clock,
+// the state store, the idempotency ledger, the change feed, ticks, effects
+// after commit, snapshots, the state hash and member metadata. It knows no
+// domain; domains bring their modules (see package domain).
 //
 // An FSM holds a go-memdb state store and a set of modules. Each module
 // registers its tables, its command handlers and its query handlers; the FSM
@@ -21,8 +25,19 @@
 // after reclaiming expired leases) returns its result after Tx.Refuse: it
 // commits, but the idempotency ledger does not keep it for replay.
 //
-// Snapshots (snapshot.go) stream every table in a canonical, checksummed
-// format whose hash is the state hash. Backups are the same stream:
+// Side effects (writing a file) never run inside a handler: it registers
+// them with Tx.AfterCommit, and the FSM runs them after the transaction
+// commits, in log order, before the next batch (see Effect for what
+// happens on replay after a restart and after a snapshot restore).
+//
+// Rolling upgrades (capabilities.go, halt.go): the replicated state holds
+// the enabled command set. Apply refuses a command outside it on every
+// replica alike; a replica that meets an enabled command its binary does
+// not understand halts (see Halt) instead of answering differently from
+// its peers. Modules tick in name order, and only once enabled.
+//
+// Snapshots (snapshot.go) stream every table that has rows in a canonical,
+// checksummed format whose hash is the state hash. Backups are the same stream:
 // InspectSnapshot checks one offline; PrepareRestore turns one into the
 // stream a cluster restores (backup.go).
 //

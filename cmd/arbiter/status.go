@@ -32,10 +32,18 @@ func status(args []string) error {
 	}
 	fmt.Printf("node %s is %s; leader %s (%s); term %d; commit %d; applied %d; auth %s\n",
 		st.NodeID, st.State, orDash(st.LeaderID), orDash(st.LeaderAPIAddr), st.Term, st.CommitIndex, st.AppliedIndex, st.AuthMode)
+	enabled := "none yet (the leader enables what every member serves)"
+	if st.Gated {
+		enabled = st.Enabled.String()
+	}
+	fmt.Printf("enabled: %s\n", enabled)
+	if st.Halted != nil {
+		fmt.Printf("HALTED: %s\n", st.Halted)
+	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tRAFT\tAPI\tVOTER")
+	fmt.Fprintln(tw, "ID\tRAFT\tAPI\tVOTER\tSERVES")
 	for _, m := range st.Members {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\n", m.ID, m.RaftAddr, orDash(m.APIAddr), m.Voter)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\n", m.ID, m.RaftAddr, orDash(m.APIAddr), m.Voter, m.Serves)
 	}
 	return tw.Flush()
 }
