@@ -7,6 +7,8 @@ import (
 	"strconv"
 
 	"github.com/arbiterhq/arbiter/domain"
+	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/nodes"
 )
 
 // Client is the concept reservation authority over a cluster's HTTP API
@@ -65,4 +67,10 @@ func call[Res any](ctx context.Context, c *Client, method, path string, body any
 		return nil, fromCluster(err)
 	}
 	return &out, nil
+}
+
+// Require fails with unavailable, naming what is missing, unless the
+// cluster enables the node primitives the authority's routes use.
+func (c *Client) Require(ctx context.Context) error {
+	return fsm.Require(ctx, c.conn, fsm.ServedBy(nodes.Module()))
 }

@@ -39,6 +39,10 @@ func NewService(p fsm.Proposer, r fsm.Reader, policies *PolicySet) *Service {
 	return &Service{nodes: nodes.NewClient(p, r), policies: policies}
 }
 
+// Require fails with unavailable, naming what is missing, unless the
+// cluster behind the service enables the node primitives it uses.
+func (s *Service) Require(ctx context.Context) error { return s.nodes.Require(ctx) }
+
 // Authoritative reports true: decisions come from the replicated log.
 func (s *Service) Authoritative() bool { return true }
 
