@@ -97,10 +97,13 @@ type Config struct {
 	WriteTimeout          time.Duration
 	IdleTimeout           time.Duration
 
-	// Testing hooks. Transport replaces the TCP raft transport (its local
-	// address is the raft address). InitialServers replaces the one-voter
+	// Testing hooks. WallClock replaces time.Now where the node reads the
+	// wall clock (only to start FSM time in a new cluster: see fsmClock),
+	// so a test can give a node a skewed clock. Transport replaces the TCP
+	// raft transport (its local address is the raft address). InitialServers replaces the one-voter
 	// bootstrap configuration. PeerClient is used for requests to other
 	// nodes (forwarding, join). Stores replaces the boltdb stores.
+	WallClock      func() time.Time
 	Transport      raft.Transport
 	InitialServers []raft.Server
 	PeerClient     *http.Client

@@ -46,6 +46,9 @@ type Node struct {
 	// restoring admits one restore at a time.
 	restoring sync.Mutex
 
+	// clock turns this node's monotonic clock into FSM time stamps.
+	clock fsmClock
+
 	// readyTerm is the term in which this node, as leader, has committed
 	// its first entry; linearizable reads are served only in that term.
 	readyTerm atomic.Uint64
@@ -78,6 +81,10 @@ func New(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	n := &Node{cfg: cfg, logger: logger, fsm: f, peers: cfg.PeerClient}
+	n.clock.wall, n.clock.mono = time.Now, time.Now
+	if cfg.WallClock != nil {
+		n.clock.wall = cfg.WallClock
+	}
 	n.principals.Store(cfg.Principals)
 	n.peers = peerClient(cfg)
 	n.metrics = newMetrics(n)
@@ -136,7 +143,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	notify := make(chan bool, 16)
 	trans, guard := guardTransport(n.transport)
 	n.guard = guard
-	r, err := raft.NewRaft(n.raftConfig(notify), n.fsm, n.stores.Log, n.stores.Stable, n.stores.Snapshot, trans)
+	r, err := raft.NewRaft(n.raftConfig(notify), clockedFSM{FSM: n.fsm, clock: &n.clock}, n.stores.Log, n.stores.Stable, n.stores.Snapshot, trans)
 	if err != nil {
 		guard.close()
 		return fmt.Errorf("cluster: start raft: %w", err)

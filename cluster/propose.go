@@ -85,7 +85,8 @@ type pendingApply struct {
 	err    error // set if the command never reached raft
 }
 
-// startApply stamps cmd with this leader's clock and hands it to raft
+// startApply stamps cmd with FSM time by this leader's monotonic clock
+// (see fsmClock) and hands it to raft
 // without waiting, so that a batch of forwarded commands can share a
 // group commit.
 func (n *Node) startApply(ctx context.Context, cmd arblog.Command) pendingApply {
@@ -94,7 +95,7 @@ func (n *Node) startApply(ctx context.Context, cmd arblog.Command) pendingApply 
 			return pendingApply{err: errNotEnabled(cmd)}
 		}
 	}
-	cmd.Stamp = time.Now().UnixMilli()
+	cmd.Stamp = n.clock.stamp()
 	data, err := arblog.Encode(cmd)
 	if err != nil {
 		return pendingApply{err: errs.Errorf(errs.CodeInvalid, "encode command: %v", err)}

@@ -75,8 +75,10 @@ func (p Principal) InTenant(tenant string) bool {
 type Command struct {
 	Type    Type   `msgpack:"t"`
 	Version uint16 `msgpack:"v"`
-	// Stamp is the leader's wall clock in unix milliseconds when it proposed
-	// the command. The FSM turns stamps into a monotonic clock.
+	// Stamp is the FSM time, unix milliseconds, the leader proposes for the
+	// command: the last FSM time plus the time elapsed on its monotonic
+	// clock (see cluster's fsmClock). The FSM's clock is max(previous,
+	// stamp).
 	Stamp     int64     `msgpack:"s"`
 	Principal Principal `msgpack:"p"`
 	// IdemScope and IdemKey, when IdemKey is set, key the idempotency ledger

@@ -1,0 +1,92 @@
+package cluster
+
+import (
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/hashicorp/raft"
+)
+
+// FSM time advances by the leader's monotonic clock, never by its wall
+// clock. Every node remembers the FSM time of the last entry it applied
+// and the moment, on its monotonic clock, it applied it; a leader stamps a
+// new command with that FSM time plus the time elapsed since, or with its
+// own previous stamp plus the time elapsed since it issued it, whichever
+// is later. (The second term matters under load: counting only from the
+// last applied entry would lose each entry's commit latency, and FSM time
+// would crawl while a client writes back to back.) A wall clock that is
+// hours ahead or behind therefore cannot move FSM time: a leader with such
+// a clock expires nothing early and keeps nothing alive late.
+//
+// After an election the new leader counts from when it last applied an
+// entry as a follower, so the time without a leader counts toward every
+// TTL, as it should. The one gap: while every node is down, no monotonic
+// clock runs, and FSM time resumes where it stopped, so a whole-cluster
+// outage extends every TTL by its length. Only the very first entry of a
+// new cluster, with FSM time still 0, takes the wall clock, once.
+type fsmClock struct {
+	applied atomic.Pointer[clockReading] // the last entry this node applied
+	wall    func() time.Time            // the wall clock, for the first entry only
+	mono    func() time.Time            // the monotonic clock (time.Now; tests replace it)
+
+	mu     sync.Mutex
+	issued clockReading // the last stamp this node issued
+}
+
+type clockReading struct {
+	now int64     // FSM time of the last applied entry, unix ms
+	at  time.Time // when this node applied it (monotonic reading)
+}
+
+// observe records FSM time now, as applied at this moment.
+func (c *fsmClock) observe(now int64) {
+	c.applied.Store(&clockReading{now: now, at: c.mono()})
+}
+
+// stamp is the FSM time a leader proposes for a new command.
+func (c *fsmClock) stamp() int64 {
+	applied := c.applied.Load()
+	if applied == nil || applied.now == 0 {
+		return c.wall().UnixMilli()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at := c.mono()
+	s := applied.now + at.Sub(applied.at).Milliseconds()
+	if c.issued.now != 0 {
+		s = max(s, c.issued.now+at.Sub(c.issued.at).Milliseconds())
+	}
+	c.issued = clockReading{now: s, at: at}
+	return s
+}
+
+// clockedFSM is the FSM as raft sees it: every apply and restore also
+// updates the node's clock reading.
+type clockedFSM struct {
+	*fsm.FSM
+	clock *fsmClock
+}
+
+var (
+	_ raft.FSM         = clockedFSM{}
+	_ raft.BatchingFSM = clockedFSM{}
+)
+
+func (c clockedFSM) Apply(l *raft.Log) any {
+	return c.ApplyBatch([]*raft.Log{l})[0]
+}
+
+func (c clockedFSM) ApplyBatch(logs []*raft.Log) []any {
+	out := c.FSM.ApplyBatch(logs)
+	c.clock.observe(c.FSM.Now())
+	return out
+}
+
+func (c clockedFSM) Restore(rc io.ReadCloser) error {
+	err := c.FSM.Restore(rc)
+	c.clock.observe(c.FSM.Now())
+	return err
+}
