@@ -29,8 +29,8 @@ import (
 // new cluster, with FSM time still 0, takes the wall clock, once.
 type fsmClock struct {
 	applied atomic.Pointer[clockReading] // the last entry this node applied
-	wall    func() time.Time            // the wall clock, for the first entry only
-	mono    func() time.Time            // the monotonic clock (time.Now; tests replace it)
+	wall    func() time.Time             // the wall clock, for the first entry only
+	mono    func() time.Time             // the monotonic clock (time.Now; tests replace it)
 
 	mu     sync.Mutex
 	issued clockReading // the last stamp this node issued
