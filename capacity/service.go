@@ -154,5 +154,5 @@ func (s *Service) read(ctx context.Context, t fsm.QueryType, req ReadRequest, c 
 // cluster behind the service enables every capacity command at the
 // version this package sends. Call it before submitting work.
 func (s *Service) Require(ctx context.Context) error {
-	return fsm.Require(ctx, s.r, fsm.ServedBy(Module()))
+	return fsm.Require(ctx, s.r, Module().Capabilities())
 }

@@ -66,8 +66,13 @@ type Config struct {
 	TickInterval time.Duration
 	// TickBudget bounds the rows one Tick may prune or expire.
 	TickBudget int
-	// IdempotencyRetention is how long idempotency ledger rows are kept.
+	// IdempotencyRetention is how long idempotency ledger rows are kept,
+	// and IdempotencyMaxRows how many at most: beyond it the oldest are
+	// evicted early (counted in arbiter_ledger_evictions_total). A retry
+	// is replayed for IdempotencyRetention or the last IdempotencyMaxRows
+	// keyed writes, whichever is shorter (see fsm.Retention).
 	IdempotencyRetention time.Duration
+	IdempotencyMaxRows   uint64
 	// ChangeFeedRetain is how many change-feed events are kept.
 	ChangeFeedRetain uint64
 
@@ -130,6 +135,7 @@ func DefaultConfig() Config {
 		TickInterval:          time.Second,
 		TickBudget:            128,
 		IdempotencyRetention:  24 * time.Hour,
+		IdempotencyMaxRows:    250_000,
 		ChangeFeedRetain:      100_000,
 		HeartbeatTimeout:      1000 * time.Millisecond,
 		ElectionTimeout:       1000 * time.Millisecond,
@@ -199,6 +205,9 @@ func (c *Config) Validate() error {
 	}
 	if c.IdempotencyRetention < time.Duration(fsm.MinIdemRetainMs)*time.Millisecond {
 		bad("IdempotencyRetention must be at least %dms", fsm.MinIdemRetainMs)
+	}
+	if c.IdempotencyMaxRows < fsm.MinLedgerRows || c.IdempotencyMaxRows > fsm.MaxLedgerRows {
+		bad("IdempotencyMaxRows must be between %d and %d", fsm.MinLedgerRows, fsm.MaxLedgerRows)
 	}
 	if c.TickBudget < 1 || c.TickBudget > fsm.MaxTickBudget {
 		bad("TickBudget must be between 1 and %d", fsm.MaxTickBudget)

@@ -63,7 +63,7 @@ func (n *Node) lead(ctx context.Context) {
 				n.stepDownHalted(h)
 				continue
 			}
-			if _, err := n.tick(ctx); err != nil && ctx.Err() == nil {
+			if err := n.tickUntilCaughtUp(ctx); err != nil && ctx.Err() == nil {
 				n.logger.Warn("tick failed", "error", err)
 			}
 		case <-ctx.Done():
@@ -72,20 +72,48 @@ func (n *Node) lead(ctx context.Context) {
 	}
 }
 
-// tick proposes one Tick on this node, which must be the leader.
+// tick proposes one Tick on this node, which must be the leader: version
+// 2, with the ledger's row cap, once the cluster enables it.
 func (n *Node) tick(ctx context.Context) (*fsm.Response, error) {
-	payload := arblog.MustMarshal(fsm.Tick{
+	t := fsm.Tick{
 		IdemRetentionMs: n.cfg.IdempotencyRetention.Milliseconds(),
 		FeedRetain:      n.cfg.ChangeFeedRetain,
 		Budget:          n.cfg.TickBudget,
-	})
+	}
+	version := uint16(1)
+	if enabled, gated := n.fsm.Enabled(); gated && enabled.Allows(fsm.CmdTick, 2) {
+		version, t.LedgerMaxRows = 2, n.cfg.IdempotencyMaxRows
+	}
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.ApplyTimeout)
 	defer cancel()
-	res, err := n.applyLocal(ctx, arblog.Command{Type: fsm.CmdTick, Version: 1, Payload: payload})
-	if err == nil && res.Err != nil {
-		err = res.Err
+	res, err := n.applyLocal(ctx, arblog.Command{Type: fsm.CmdTick, Version: version, Payload: arblog.MustMarshal(t)})
+	if err != nil {
+		return nil, err
 	}
-	return res, err
+	if res.Err != nil {
+		return nil, res.Err
+	}
+	return res, nil
+}
+
+// maxCatchUpTicks bounds the ticks proposed back to back while a tick
+// reports a backlog, before the next interval.
+const maxCatchUpTicks = 32
+
+// tickUntilCaughtUp ticks, and ticks again at once while the last tick
+// used its whole budget (at most maxCatchUpTicks times).
+func (n *Node) tickUntilCaughtUp(ctx context.Context) error {
+	for range maxCatchUpTicks {
+		res, err := n.tick(ctx)
+		if err != nil {
+			return err
+		}
+		var out fsm.TickResult
+		if err := arblog.Unmarshal(res.Result, &out); err != nil || !out.Backlog {
+			return err
+		}
+	}
+	return nil
 }
 
 // stepDownHalted hands leadership to a member that can still apply: a

@@ -72,7 +72,25 @@ func newMetrics(n *Node) *metrics {
 		}),
 		counter("arbiter_fsm_effects_total", "Effects after commit that ran.", func() float64 { return float64(n.fsm.EffectRuns()) }),
 		counter("arbiter_fsm_effect_failures_total", "Effects after commit that failed (logged with their error).", func() float64 { return float64(n.fsm.EffectFailures()) }),
+		gauge("arbiter_ledger_rows", "Rows in the idempotency ledger.", func() float64 { return float64(n.fsm.RetentionStats().LedgerRows) }),
+		counter("arbiter_ledger_evictions_total", "Ledger rows evicted by the row cap before their retention ran out.", func() float64 {
+			return float64(n.fsm.RetentionStats().LedgerEvicted)
+		}),
+		gauge("arbiter_ledger_oldest_age_seconds", "FSM time since the oldest ledger row was written (above the retention: a pruning backlog).", func() float64 {
+			if s := n.fsm.RetentionStats(); s.LedgerOldestMs != 0 {
+				return float64(s.FSMNow-s.LedgerOldestMs) / 1000
+			}
+			return 0
+		}),
+		gauge("arbiter_feed_rows", "Events in the change feed.", func() float64 { return float64(n.fsm.RetentionStats().FeedRows) }),
+		gauge("arbiter_feed_backlog_rows", "Change-feed events beyond its retention, not yet pruned.", func() float64 {
+			if s := n.fsm.RetentionStats(); s.FeedRetain > 0 && s.FeedRows > s.FeedRetain {
+				return float64(s.FeedRows - s.FeedRetain)
+			}
+			return 0
+		}),
 		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	return m
 }

@@ -90,7 +90,7 @@ type pendingApply struct {
 // without waiting, so that a batch of forwarded commands can share a
 // group commit.
 func (n *Node) startApply(ctx context.Context, cmd arblog.Command) pendingApply {
-	if fsm.Gated(cmd.Type) {
+	if fsm.Gated(cmd.Type, cmd.Version) {
 		if enabled, gated := n.fsm.Enabled(); !gated || !enabled.Allows(cmd.Type, cmd.Version) {
 			return pendingApply{err: errNotEnabled(cmd)}
 		}

@@ -139,7 +139,7 @@ func (f *FSM) applyCommand(txn *memdb.Txn, m *meta, index uint64, data []byte) (
 		return refuse(errs.Errorf(errs.CodeInvalid, "command type %d: version 0", cmd.Type))
 	}
 	spec := f.commands[cmd.Type]
-	if m.Enabled != nil && !ungated(cmd.Type) {
+	if m.Enabled != nil && !baseline(cmd.Type, cmd.Version) {
 		// The enabled set decides, identically on every replica; only
 		// then does this binary's own knowledge matter.
 		if !m.Enabled.Allows(cmd.Type, cmd.Version) {
@@ -185,11 +185,13 @@ func (f *FSM) applyCommand(txn *memdb.Txn, m *meta, index uint64, data []byte) (
 	if err := appendEvents(txn, m, tx.events); err != nil {
 		return failed(errs.Errorf(errs.CodeInternal, "%s: change feed: %v", spec.Name, err), dirty)
 	}
-	if cmd.IdemKey != "" && !tx.refused {
-		if err := recordLedger(txn, &cmd, m.Now, res); err != nil {
+	recorded := cmd.IdemKey != "" && !tx.refused
+	if recorded {
+		if err := recordLedger(txn, m, &cmd, res); err != nil {
 			return failed(errs.Errorf(errs.CodeInternal, "%s: idempotency ledger: %v", spec.Name, err), dirty)
 		}
 	}
+	keepUp(txn, m, len(tx.events), recorded)
 	return res, tx.effects, clean
 }
 

@@ -27,6 +27,14 @@ import (
 // Until the first CmdEnable is applied the state is ungated and every
 // command a replica understands applies, as before capabilities existed;
 // that is what lets a log written by an older release replay unchanged.
+//
+// The enabled version of a command is also its semantic version: a
+// handler whose behaviour changes between versions asks
+// Tx.EnabledVersion and keeps the old behaviour below the new version, so
+// that replicas agree while some still run the old binary and a log
+// replays as it was first applied. Ungated state counts as version 1.
+// Every binary serves the core module (ticks, members, CmdEnable), which
+// is versioned the same way.
 type Capabilities struct {
 	// Domains, sorted by name, each with at least one command.
 	Domains []DomainCaps `msgpack:"domains" json:"domains"`
@@ -52,33 +60,40 @@ const (
 	MaxCapabilityCommands = 256 // per domain
 )
 
-// ungated reports whether t applies whatever the enabled set says: the
-// core commands a cluster needs before any set is enabled (ticks, member
-// metadata, CmdEnable itself). Any core command added later is gated like
-// a domain's.
-func ungated(t log.Type) bool {
-	return t == CmdTick || t == CmdMemberUpsert || t == CmdMemberRemove || t == CmdEnable
+// baseline reports whether command type t at version v applies whatever
+// the enabled set says: version 1 of the core commands a cluster needs
+// before any set is enabled (ticks, member metadata, CmdEnable itself).
+// Newer versions of them, and any core command added later, are gated
+// like a domain's.
+func baseline(t log.Type, v uint16) bool {
+	return v == 1 && (t == CmdTick || t == CmdMemberUpsert || t == CmdMemberRemove || t == CmdEnable)
 }
 
-// Gated reports whether commands of type t need the enabled set's leave:
-// all but the few core commands a cluster needs before any set exists.
-func Gated(t log.Type) bool { return !ungated(t) }
+// Gated reports whether command type t at version v needs the enabled
+// set's leave: everything but the baseline core commands.
+func Gated(t log.Type, v uint16) bool { return !baseline(t, v) }
 
-// ServedBy is what a binary built with modules serves.
+// Capabilities is what the module serves: its commands at their newest
+// versions, under its name. A client of a domain requires this of a
+// cluster (Require).
+func (m Module) Capabilities() Capabilities {
+	d := DomainCaps{Name: m.Name}
+	for _, cmd := range m.Commands {
+		d.Commands = append(d.Commands, CommandCap{Type: cmd.Type, Name: cmd.Name, Version: cmd.MaxVersion})
+	}
+	if len(d.Commands) == 0 {
+		return Capabilities{}
+	}
+	slices.SortFunc(d.Commands, func(a, b CommandCap) int { return int(a.Type) - int(b.Type) })
+	return Capabilities{Domains: []DomainCaps{d}}
+}
+
+// ServedBy is what a binary built with modules serves: theirs and the
+// core module's commands.
 func ServedBy(modules ...Module) Capabilities {
 	var c Capabilities
-	for _, m := range modules {
-		d := DomainCaps{Name: m.Name}
-		for _, cmd := range m.Commands {
-			if !ungated(cmd.Type) {
-				d.Commands = append(d.Commands, CommandCap{Type: cmd.Type, Name: cmd.Name, Version: cmd.MaxVersion})
-			}
-		}
-		if len(d.Commands) == 0 {
-			continue
-		}
-		slices.SortFunc(d.Commands, func(a, b CommandCap) int { return int(a.Type) - int(b.Type) })
-		c.Domains = append(c.Domains, d)
+	for _, m := range append([]Module{coreModule()}, modules...) {
+		c.Domains = append(c.Domains, m.Capabilities().Domains...)
 	}
 	slices.SortFunc(c.Domains, func(a, b DomainCaps) int { return strings.Compare(a.Name, b.Name) })
 	return c
@@ -186,7 +201,7 @@ func (c Capabilities) String() string {
 }
 
 // Validate checks shape and bounds: sorted, unique, named, versioned, no
-// ungated core command, no empty domain. Commands and member metadata
+// empty domain. Commands and member metadata
 // carrying a set are refused when it fails.
 func (c Capabilities) Validate() error {
 	if len(c.Domains) > MaxCapabilityDomains {
@@ -208,8 +223,8 @@ func (c Capabilities) Validate() error {
 				return err
 			}
 			switch {
-			case cmd.Type == 0 || ungated(cmd.Type):
-				return errs.Errorf(errs.CodeInvalid, "capabilities: command type %d cannot be listed", cmd.Type)
+			case cmd.Type == 0:
+				return errs.Errorf(errs.CodeInvalid, "capabilities: command type 0 cannot be listed")
 			case cmd.Version == 0:
 				return errs.Errorf(errs.CodeInvalid, "capabilities: %s.%s has version 0", d.Name, cmd.Name)
 			case j > 0 && d.Commands[j-1].Type >= cmd.Type:

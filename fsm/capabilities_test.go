@@ -61,7 +61,6 @@ func TestCapabilitiesValidate(t *testing.T) {
 		"unsorted domains":   caps(dom("b", fsm.CommandCap{Type: 300, Name: "x", Version: 1}), dom("a", fsm.CommandCap{Type: 301, Name: "y", Version: 1})),
 		"empty domain":       caps(dom("a")),
 		"version 0":          caps(dom("a", fsm.CommandCap{Type: 300, Name: "x", Version: 0})),
-		"ungated core type":  caps(dom("a", fsm.CommandCap{Type: fsm.CmdTick, Name: "x", Version: 1})),
 		"type twice":         caps(dom("a", fsm.CommandCap{Type: 300, Name: "x", Version: 1}), dom("b", fsm.CommandCap{Type: 300, Name: "y", Version: 1})),
 		"unsorted commands":  caps(dom("a", fsm.CommandCap{Type: 301, Name: "x", Version: 1}, fsm.CommandCap{Type: 300, Name: "y", Version: 1})),
 		"empty command name": caps(dom("a", fsm.CommandCap{Type: 300, Name: "", Version: 1})),

@@ -24,6 +24,14 @@ type meta struct {
 	// CmdEnable (ungated: see Capabilities). Replaced, never changed in
 	// place: batches share the pointer.
 	Enabled *Capabilities `msgpack:"enabled,omitempty"`
+	// Retention is what the last tick of version 2 said to keep (nil
+	// before one): commands then prune in proportion to what they add
+	// (see keepUp).
+	Retention *Retention `msgpack:"retention,omitempty"`
+	// LedgerRows counts the idempotency ledger's rows; LedgerEvicted the
+	// rows evicted by its row cap before their retention ran out.
+	LedgerRows    uint64 `msgpack:"ledger_rows,omitempty"`
+	LedgerEvicted uint64 `msgpack:"ledger_evicted,omitempty"`
 }
 
 // idemRow is one entry of the idempotency ledger.

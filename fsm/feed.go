@@ -32,15 +32,14 @@ func appendEvents(txn *memdb.Txn, m *meta, events []Event) error {
 	return nil
 }
 
-// pruneFeed deletes the oldest events beyond retain, at most budget of them.
-func pruneFeed(tx *Tx, retain uint64, budget int) int {
-	m, n := tx.meta, 0
+// pruneFeed deletes the oldest events beyond retain, at most budget of
+// them, and returns how many it deleted.
+func pruneFeed(txn *memdb.Txn, m *meta, retain uint64, budget int) int {
+	n := 0
 	for m.LastSeq-m.FirstSeq+1 > retain && n < budget {
-		raw, err := tx.First(tableChanges, "id", m.FirstSeq)
-		if err == nil && raw != nil {
-			_ = tx.Delete(tableChanges, raw)
+		if raw, err := txn.First(tableChanges, "id", m.FirstSeq); err == nil && raw != nil {
+			_ = txn.Delete(tableChanges, raw)
 		}
-		tx.wrote = true // meta changes below
 		m.FirstSeq++
 		n++
 	}

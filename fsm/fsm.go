@@ -93,7 +93,7 @@ func New(cfg Config) (*FSM, error) {
 			return nil, err
 		}
 	}
-	f.served = ServedBy(cfg.Modules...)
+	f.served = ServedBy(cfg.Modules...) // core included
 	if err := f.served.Validate(); err != nil {
 		return nil, fmt.Errorf("fsm: modules serve an invalid set: %w", err)
 	}

@@ -39,12 +39,16 @@ func (f *FSM) consultLedger(txn *memdb.Txn, cmd *log.Command, m *meta) (*Respons
 	return &res, true
 }
 
-func recordLedger(txn *memdb.Txn, cmd *log.Command, now int64, res *Response) error {
+func recordLedger(txn *memdb.Txn, m *meta, cmd *log.Command, res *Response) error {
 	row := &idemRow{
 		ID: ledgerID(cmd), Principal: cmd.Principal.ID, Scope: cmd.IdemScope, Key: cmd.IdemKey,
-		Digest: cmd.Digest(), Response: *res, CreatedAt: now,
+		Digest: cmd.Digest(), Response: *res, CreatedAt: m.Now,
 	}
-	return txn.Insert(tableIdem, row)
+	if err := txn.Insert(tableIdem, row); err != nil {
+		return err
+	}
+	m.LedgerRows++
+	return nil
 }
 
 // ledgerID joins principal, scope and key unambiguously (each part is
@@ -56,21 +60,32 @@ func ledgerID(cmd *log.Command) string {
 
 // pruneLedger deletes at most budget rows created at or before cutoff,
 // oldest first, and returns how many it deleted.
-func pruneLedger(tx *Tx, cutoff int64, budget int) int {
-	it, err := tx.Get(tableIdem, "created")
+func pruneLedger(txn *memdb.Txn, m *meta, cutoff int64, budget int) int {
+	return deleteOldest(txn, m, budget, func(row *idemRow) bool { return row.CreatedAt <= cutoff })
+}
+
+// deleteOldest deletes the oldest ledger rows while keep says so, at most
+// budget of them.
+func deleteOldest(txn *memdb.Txn, m *meta, budget int, doomed func(*idemRow) bool) int {
+	if budget <= 0 {
+		return 0
+	}
+	it, err := txn.Get(tableIdem, "created")
 	if err != nil {
 		return 0
 	}
-	var doomed []*idemRow
-	for raw := it.Next(); raw != nil && len(doomed) < budget; raw = it.Next() {
+	var rows []*idemRow
+	for raw := it.Next(); raw != nil && len(rows) < budget; raw = it.Next() {
 		row := raw.(*idemRow)
-		if row.CreatedAt > cutoff {
+		if !doomed(row) {
 			break
 		}
-		doomed = append(doomed, row)
+		rows = append(rows, row)
 	}
-	for _, row := range doomed {
-		_ = tx.Delete(tableIdem, row)
+	for _, row := range rows {
+		if txn.Delete(tableIdem, row) == nil && m.LedgerRows > 0 {
+			m.LedgerRows--
+		}
 	}
-	return len(doomed)
+	return len(rows)
 }

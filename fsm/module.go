@@ -107,6 +107,21 @@ type Tx struct {
 	effects   []Effect
 }
 
+// EnabledVersion is the version of command type t the cluster has
+// enabled: the semantic version a handler whose behaviour changed between
+// versions must follow (see Capabilities). It is 1 while the state is
+// ungated, and 0 for a type the set does not name.
+func (tx *Tx) EnabledVersion(t log.Type) uint16 {
+	if tx.meta.Enabled == nil {
+		return 1
+	}
+	l, ok := tx.meta.Enabled.lookup(t)
+	if !ok {
+		return 0
+	}
+	return l.cmd.Version
+}
+
 // AfterCommit registers an effect to run once this command's transaction
 // has committed (see Effect).
 func (tx *Tx) AfterCommit(name string, run func() error) {

@@ -247,6 +247,16 @@ type loadedState struct {
 	sum    [32]byte // the trailer, which is the state hash
 }
 
+// rowsOf is the number of rows the stream held for table.
+func (st *loadedState) rowsOf(table string) uint64 {
+	for _, c := range st.counts {
+		if c.Name == table {
+			return c.Rows
+		}
+	}
+	return 0
+}
+
 func (f *FSM) readState(r io.Reader) (*loadedState, error) {
 	h := sha256.New()
 	fr := &frameReader{r: io.TeeReader(r, h)}
@@ -314,10 +324,20 @@ func (f *FSM) readState(r io.Reader) (*loadedState, error) {
 	if st.sum, err = checkTrailer(r, h); err != nil {
 		return nil, err
 	}
-	if raw, _ := txn.First(tableMeta, "id", tableMeta); raw == nil {
+	raw, _ := txn.First(tableMeta, "id", tableMeta)
+	if raw == nil {
 		return nil, fmt.Errorf("%w: no meta row", ErrSnapshot)
-	} else if m := raw.(*meta); m.Index != hdr.Index || m.Now != hdr.Now {
+	}
+	m := raw.(*meta)
+	if m.Index != hdr.Index || m.Now != hdr.Now {
 		return nil, fmt.Errorf("%w: header and meta row disagree", ErrSnapshot)
+	}
+	if ledger := st.rowsOf(tableIdem); m.LedgerRows != ledger {
+		// Written before the ledger was counted: count it now, alike on
+		// every replica that restores this stream.
+		fixed := *m
+		fixed.LedgerRows = ledger
+		writeMeta(txn, &fixed)
 	}
 	txn.Commit()
 	st.db = db

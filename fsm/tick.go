@@ -17,19 +17,26 @@ const (
 // term. Its stamp advances FSM time; it prunes the idempotency ledger and
 // the change feed and gives every module a bounded budget to expire rows.
 // The retention parameters travel in the command so that every replica
-// prunes exactly the same rows.
+// prunes exactly the same rows. Version 2 adds LedgerMaxRows and puts the
+// retention in the state, from where every command keeps the tables
+// bounded as it adds to them (see Retention); the leader sends it once
+// the cluster enables it.
 type Tick struct {
 	IdemRetentionMs int64  `msgpack:"idem_retention_ms"`
 	FeedRetain      uint64 `msgpack:"feed_retain"`
 	Budget          int    `msgpack:"budget"`
+	LedgerMaxRows   uint64 `msgpack:"ledger_max_rows,omitempty"` // version 2
 }
 
-// TickResult says what one tick did.
+// TickResult says what one tick did. Backlog is true when a prune used
+// the whole budget: more is left to prune, and the leader ticks again.
 type TickResult struct {
-	Now         int64 `msgpack:"now"`
-	IdemPruned  int   `msgpack:"idem_pruned"`
-	FeedPruned  int   `msgpack:"feed_pruned"`
-	ModuleTicks int   `msgpack:"module_ticks"`
+	Now           int64 `msgpack:"now"`
+	IdemPruned    int   `msgpack:"idem_pruned"`
+	FeedPruned    int   `msgpack:"feed_pruned"`
+	ModuleTicks   int   `msgpack:"module_ticks"`
+	LedgerEvicted int   `msgpack:"ledger_evicted,omitempty"`
+	Backlog       bool  `msgpack:"backlog,omitempty"`
 }
 
 // Bounds on a tick.
@@ -40,7 +47,7 @@ const (
 )
 
 func tickSpec() CommandSpec {
-	return CommandSpec{Type: CmdTick, Name: "tick", MaxVersion: 1, Internal: true}
+	return CommandSpec{Type: CmdTick, Name: "tick", MaxVersion: 2, Internal: true}
 }
 
 // coreModule binds the tick handler to f, which owns the module ticks.
@@ -64,9 +71,28 @@ func (f *FSM) applyTick(tx *Tx, cmd *log.Command) (any, error) {
 		return nil, errs.Errorf(errs.CodeInvalid, "tick: budget 1..%d, feed_retain >= %d, idem_retention_ms >= %d",
 			MaxTickBudget, MinFeedRetain, MinIdemRetainMs)
 	}
+	switch {
+	case cmd.Version == 1 && t.LedgerMaxRows != 0:
+		return nil, errs.New(errs.CodeInvalid, "tick: ledger_max_rows needs version 2")
+	case cmd.Version >= 2 && (t.LedgerMaxRows < MinLedgerRows || t.LedgerMaxRows > MaxLedgerRows):
+		return nil, errs.Errorf(errs.CodeInvalid, "tick: ledger_max_rows %d..%d", MinLedgerRows, MaxLedgerRows)
+	}
+	m := tx.meta
+	tx.wrote = true // the meta row changes with every prune
 	res := TickResult{Now: tx.Now}
-	res.IdemPruned = pruneLedger(tx, tx.Now-t.IdemRetentionMs, t.Budget)
-	res.FeedPruned = pruneFeed(tx, t.FeedRetain, t.Budget)
+	if cmd.Version >= 2 {
+		r := Retention{IdemRetentionMs: t.IdemRetentionMs, FeedRetain: t.FeedRetain, LedgerMaxRows: t.LedgerMaxRows}
+		if m.Retention == nil || *m.Retention != r {
+			m.Retention = &r
+		}
+		if m.LedgerRows > r.LedgerMaxRows {
+			res.LedgerEvicted = deleteOldest(tx.txn, m, int(min(m.LedgerRows-r.LedgerMaxRows, uint64(t.Budget))), func(*idemRow) bool { return true })
+			m.LedgerEvicted += uint64(res.LedgerEvicted)
+		}
+	}
+	res.IdemPruned = pruneLedger(tx.txn, m, tx.Now-t.IdemRetentionMs, t.Budget)
+	res.FeedPruned = pruneFeed(tx.txn, m, t.FeedRetain, t.Budget)
+	res.Backlog = res.IdemPruned == t.Budget || res.FeedPruned == t.Budget || res.LedgerEvicted == t.Budget
 	for _, mt := range f.ticks { // sorted by module name: the same order on every replica
 		if tx.meta.Enabled != nil && !tx.meta.Enabled.HasDomain(mt.name) {
 			continue // a domain not enabled everywhere ticks nowhere

@@ -174,5 +174,5 @@ func scopeIf(key string) string {
 // cluster behind the client enables the node primitives at the version
 // this package sends.
 func (n *Client) Require(ctx context.Context) error {
-	return fsm.Require(ctx, n.r, fsm.ServedBy(Module()))
+	return fsm.Require(ctx, n.r, Module().Capabilities())
 }

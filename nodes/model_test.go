@@ -493,6 +493,7 @@ func (s *nodesMachine) tick(t *rapid.T) {
 		want.FeedPruned = min(excess, tk.Budget)
 		s.events = s.events[want.FeedPruned:]
 	}
+	want.Backlog = want.IdemPruned == tk.Budget || want.FeedPruned == tk.Budget
 	var got fsm.TickResult
 	decode(t, res.Result, &got)
 	if got != want {

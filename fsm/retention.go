@@ -1,0 +1,82 @@
+package fsm
+
+import (
+	memdb "github.com/hashicorp/go-memdb"
+)
+
+// Retention keeps the idempotency ledger and the change feed bounded at
+// any write rate. A tick only prunes a bounded page, so under heavy load
+// pruning by ticks alone falls behind forever; instead, once a tick of
+// version 2 has put the retention in the state, every command that adds
+// to a table prunes it in the same transaction, in proportion to what it
+// added:
+//
+//   - the change feed keeps its newest FeedRetain events: a command that
+//     appends k events deletes at most k+1 of the oldest beyond that;
+//   - the ledger keeps rows for IdemRetentionMs of FSM time: a command that
+//     records a row deletes at most two rows older than that;
+//   - the ledger holds at most LedgerMaxRows rows: beyond that, the oldest
+//     rows are evicted before their retention runs out (counted in
+//     LedgerEvicted, exported as arbiter_ledger_evictions_total). A retry
+//     is therefore replayed for IdemRetentionMs or the last LedgerMaxRows
+//     keyed writes, whichever is shorter; after that it runs again.
+//
+// Ticks still prune a page each (the ledger expires by time while nothing
+// is written), and the leader ticks again at once while a tick used its
+// whole budget (a backlog left by a smaller retention or a larger cap).
+type Retention struct {
+	IdemRetentionMs int64  `msgpack:"idem_retention_ms"`
+	FeedRetain      uint64 `msgpack:"feed_retain"`
+	LedgerMaxRows   uint64 `msgpack:"ledger_max_rows"`
+}
+
+// Bounds on the ledger's row cap.
+const (
+	MinLedgerRows = 1024
+	MaxLedgerRows = 100_000_000
+)
+
+// keepUp prunes inside a command's transaction what the command's own
+// additions pushed past the retention (see Retention).
+func keepUp(txn *memdb.Txn, m *meta, eventsAdded int, ledgerAdded bool) {
+	r := m.Retention
+	if r == nil {
+		return
+	}
+	if eventsAdded > 0 {
+		pruneFeed(txn, m, r.FeedRetain, eventsAdded+1)
+	}
+	if ledgerAdded {
+		pruneLedger(txn, m, m.Now-r.IdemRetentionMs, 2)
+		if m.LedgerRows > r.LedgerMaxRows {
+			over := m.LedgerRows - r.LedgerMaxRows
+			m.LedgerEvicted += uint64(deleteOldest(txn, m, int(min(over, 2)), func(*idemRow) bool { return true }))
+		}
+	}
+}
+
+// RetentionStats describes the ledger and the change feed, for metrics.
+type RetentionStats struct {
+	LedgerRows    uint64
+	LedgerEvicted uint64
+	// LedgerOldestMs is the FSM time of the oldest ledger row (0 when
+	// empty); FSMNow minus it is the ledger's age.
+	LedgerOldestMs int64
+	FeedRows       uint64
+	FeedRetain     uint64 // 0 until a tick of version 2
+	FSMNow         int64
+}
+
+// RetentionStats reads the local state's retention figures in O(1).
+func (f *FSM) RetentionStats() RetentionStats {
+	txn := f.db.Load().Txn(false)
+	m := readMeta(txn)
+	s := RetentionStats{LedgerRows: m.LedgerRows, LedgerEvicted: m.LedgerEvicted, FeedRows: m.LastSeq + 1 - m.FirstSeq, FSMNow: m.Now}
+	if m.Retention != nil {
+		s.FeedRetain = m.Retention.FeedRetain
+	}
+	if raw, err := txn.First(tableIdem, "created"); err == nil && raw != nil {
+		s.LedgerOldestMs = raw.(*idemRow).CreatedAt
+	}
+	return s
+}
