@@ -92,9 +92,10 @@ func applyAcquire(tx *fsm.Tx, cmd *log.Command) (any, error) {
 		return deny(tx, res, Backpressure, fmt.Sprintf("tenant holds %d active leases; at most %d", activeCount(tx, c.TenantRef), MaxActivePerTenant)), nil
 	}
 
+	base := fenceBase(tx)
 	for i, d := range c.Demands {
 		cell := cells[d.CellID]
-		cell.LastFence++
+		cell.LastFence = max(cell.LastFence+1, base)
 		cell.Used[d.ResourceClass] += d.Amount
 		id := c.LeaseID
 		if id == "" {
@@ -153,3 +154,22 @@ func availableOf(c *cellRow, class string) Available {
 	capacity, used := c.Capacity[class], c.Used[class]
 	return Available{CellID: c.CellID, ResourceClass: class, Capacity: capacity, Used: used, Free: capacity - min(used, capacity), Epoch: c.Epoch}
 }
+
+// fenceBase is the lowest fence an acquire may issue. From version 2 of
+// capacity_acquire on (once the cluster enables it) fences derive from the
+// log index, which never goes backwards, also when a backup is restored
+// into the cluster: a restore rolls every cell's LastFence back, and
+// counting up from it would hand a new holder a fence an earlier holder
+// already had. An acquire issues at most MaxDemands fences per cell, all
+// below the next command's base. Version 1 counts up from LastFence, as
+// the log it replays was applied.
+func fenceBase(tx *fsm.Tx) uint64 {
+	if tx.EnabledVersion(CmdAcquire) < 2 {
+		return 0
+	}
+	return tx.Index * fencesPerCommand
+}
+
+// fencesPerCommand is room for every fence one acquire issues on a cell:
+// one per demand.
+const fencesPerCommand = MaxDemands

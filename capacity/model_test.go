@@ -281,7 +281,11 @@ type acqOutcome struct {
 
 // acquire is AcquireCapacity. Granted leases enter the model only once
 // their ids are known (addLeases).
-func (m *capModel) acquire(req capacity.AcquireRequest) acqOutcome {
+//
+// base is the lowest fence the acquire may issue: 0 where fences count up
+// per cell (capacity_acquire version 1), the command's log index times 16
+// where they derive from it (version 2 enabled).
+func (m *capModel) acquire(req capacity.AcquireRequest, base uint64) acqOutcome {
 	// Lease ids starting with "lease-" are the FSM's to give: the service
 	// refuses a caller's before proposing anything.
 	if strings.HasPrefix(req.LeaseID, "lease-") {
@@ -338,7 +342,7 @@ func (m *capModel) acquire(req capacity.AcquireRequest) acqOutcome {
 	}
 	for _, d := range req.Demands {
 		c := m.cells[key2(req.TenantRef, d.CellID)]
-		c.lastFence++
+		c.lastFence = max(c.lastFence+1, base)
 		c.used[d.ResourceClass] += d.Amount
 		out.leases = append(out.leases, capacity.Lease{
 			TenantRef: req.TenantRef, CellID: d.CellID, ResourceClass: d.ResourceClass, Amount: d.Amount,
@@ -569,6 +573,8 @@ type capMachine struct {
 	svc  *capacity.Service
 	m    *capModel
 	keys int // fresh idempotency keys handed out
+	// gated: the cluster's capabilities are enabled (acquire version 2).
+	gated bool
 	// last is the stored state after the last step (check reads it);
 	// frozenBy names a step that must not have changed the capacity
 	// tables from frozen.
@@ -591,6 +597,15 @@ func newCapMachine(t *rapid.T) *capMachine {
 		t.Fatal(err)
 	}
 	mc := &capMachine{ctx: context.Background(), l: l, svc: capacity.NewService(l, l), m: newCapModel(fsmtest.Epoch)}
+	// Half the runs enable what the binary serves first: version 2 of
+	// acquire then derives fences from the log index.
+	if mc.gated = rapid.Bool().Draw(t, "gated"); mc.gated {
+		res, err := l.Propose(mc.ctx, log.Command{Type: fsm.CmdEnable, Version: 1, Payload: log.MustMarshal(fsm.ServedBy(capacity.Module()))})
+		if err != nil || res.Err != nil {
+			t.Fatalf("enable: %v %v", err, res.Err)
+		}
+		mc.m.stamp()
+	}
 	mc.check(t)
 	mc.update(t, "t", "c1", map[string]uint64{"gpu": 8, "mem": 16}, nil)
 	mc.check(t)
@@ -708,7 +723,11 @@ func (mc *capMachine) acquire(t *rapid.T) {
 		req = mc.newAcquire(t, rapid.SampledFrom(mTenants).Draw(t, "tenant"), mc.freshKey())
 	}
 	before := mc.last
-	want := mc.m.acquire(req)
+	var base uint64
+	if mc.gated {
+		base = uint64(len(mc.l.Log())+1) * capacity.MaxDemands
+	}
+	want := mc.m.acquire(req, base)
 	res, err := mc.svc.Acquire(mc.ctx, req)
 	what := fmt.Sprintf("acquire %s", acquireFingerprint(req))
 	switch {

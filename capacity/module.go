@@ -22,7 +22,7 @@ func Module() fsm.Module {
 		Name:   "capacity",
 		Tables: tables(),
 		Commands: []fsm.CommandSpec{
-			{Type: CmdAcquire, Name: "capacity_acquire", MaxVersion: 1, Apply: applyAcquire},
+			{Type: CmdAcquire, Name: "capacity_acquire", MaxVersion: 2, Apply: applyAcquire}, // 2: fences from the log index
 			{Type: CmdRenew, Name: "capacity_renew", MaxVersion: 1, Apply: applyRenew},
 			{Type: CmdRelease, Name: "capacity_release", MaxVersion: 1, Apply: applyRelease},
 			{Type: CmdReclaim, Name: "capacity_reclaim", MaxVersion: 1, Apply: applyReclaim},

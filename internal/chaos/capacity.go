@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -417,10 +418,74 @@ func verifyCell(ctx context.Context, svc *capacity.Service, cell string, limit u
 	if sum != class.Used {
 		problems = append(problems, fmt.Errorf("cell %s uses %d but its %d active leases (of %d) sum to %d", cell, class.Used, active, len(leases), sum))
 	}
-	if uint64(len(leases)) != status.LastFence {
-		problems = append(problems, fmt.Errorf("cell %s has handed out %d fences but holds %d leases (none may be pruned within an hour)", cell, status.LastFence, len(leases)))
+	// None may be pruned within an hour: the cell holds a lease for every
+	// fence it handed out, the last one its LastFence, each fence once.
+	fences := fencesOf(leases)
+	for i := 1; i < len(fences); i++ {
+		if fences[i] == fences[i-1] {
+			problems = append(problems, fmt.Errorf("cell %s handed out fence %d twice", cell, fences[i]))
+		}
+	}
+	if n := len(fences); n > 0 && fences[n-1] != status.LastFence || n == 0 && status.LastFence != 0 {
+		problems = append(problems, fmt.Errorf("cell %s's last fence is %d but its leases hold fences %v", cell, status.LastFence, fences))
 	}
 	return errors.Join(problems...)
+}
+
+// fencesOf is the leases' fence tokens, ascending.
+func fencesOf(leases []capacity.Lease) []uint64 {
+	out := make([]uint64, 0, len(leases))
+	for _, l := range leases {
+		out = append(out, l.FenceToken)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// RewriteHistory turns every fence token in the history into its order of
+// issue on its cell (1, 2, 3, ...), which is what the model knows fences
+// by. Tokens derive from the log index (capacity_acquire version 2) and
+// are opaque until the run is over; the converged state holds every lease
+// ever granted (none is pruned within an hour), so it lists them all.
+func (w *Capacity) RewriteHistory(ctx context.Context, node *cluster.Node, h *lin.History) error {
+	svc := capacity.NewService(node, node)
+	order := map[string]map[uint64]uint64{} // cell -> fence -> order of issue
+	for g := 0; g < capacityGenerations; g++ {
+		for _, cell := range capacityCells(g) {
+			leases, err := cellLeases(ctx, svc, cell)
+			if err != nil {
+				return err
+			}
+			order[cell] = map[uint64]uint64{}
+			for i, f := range fencesOf(leases) {
+				order[cell][f] = uint64(i + 1)
+			}
+		}
+	}
+	var unknown []string
+	ordinal := func(cell string, fence uint64) uint64 {
+		if fence == 0 {
+			return 0
+		}
+		o, ok := order[cell][fence]
+		if !ok {
+			unknown = append(unknown, fmt.Sprintf("%s#%d", cell, fence))
+		}
+		return o
+	}
+	h.Rewrite(func(input, output any) (any, any) {
+		in := input.(lin.CapInput)
+		in.Fence = ordinal(in.Cell, in.Fence)
+		if out, ok := output.(lin.CapOutput); ok {
+			out.Fence, out.LastFence = ordinal(in.Cell, out.Fence), ordinal(in.Cell, out.LastFence)
+			output = out
+		}
+		return in, output
+	})
+	if len(unknown) > 0 {
+		return fmt.Errorf("the history names fences no lease holds: %v", unknown)
+	}
+	return nil
 }
 
 // cellLeases reads every lease of cell from the local replica, page by

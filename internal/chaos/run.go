@@ -142,13 +142,18 @@ func Run(t testing.TB, cfg Config) Report {
 	if counts.Pending != 0 {
 		t.Errorf("chaos: %d operations were never resolved", counts.Pending)
 	}
+	c.Heal()
+	c.WaitConverged(timeout)
 	if m, ok := cfg.Workload.Model(); ok {
+		if r, ok := cfg.Workload.(historyRewriter); ok {
+			if err := r.RewriteHistory(ctx, c.Node(c.Running()[0]), h); err != nil {
+				t.Errorf("chaos: %s seed %d: %v", cfg.Workload.Name(), cfg.Seed, err)
+			}
+		}
 		if res := linearizability.Check(t, m, h, cfg.CheckTimeout); res != porcupine.Ok {
 			t.Errorf("chaos: %s seed %d: linearizability check %s", cfg.Workload.Name(), cfg.Seed, res)
 		}
 	}
-	c.Heal()
-	c.WaitConverged(timeout)
 	for _, i := range c.Running() {
 		if err := cfg.Workload.Verify(ctx, c.Node(i)); err != nil {
 			t.Errorf("chaos: %s seed %d: n%d: %v", cfg.Workload.Name(), cfg.Seed, i+1, err)

@@ -35,7 +35,16 @@ type Workload interface {
 	// replica has converged, reading its local state only.
 	Verify(ctx context.Context, node *cluster.Node) error
 	// A workload may also have a Summary() string method: its tally,
-	// appended to the run's report.
+	// appended to the run's report; and be a historyRewriter.
+}
+
+// historyRewriter is a workload whose history holds values that are only
+// known for what they are once the run is over (capacity's fence tokens,
+// which derive from the log index: the model knows them by their order of
+// issue). RewriteHistory runs after every replica has converged, before
+// the check, and reads the final state from node's local replica.
+type historyRewriter interface {
+	RewriteHistory(ctx context.Context, node *cluster.Node, h *linearizability.History) error
 }
 
 // Client is one client of a workload.

@@ -58,6 +58,22 @@ type History struct {
 // NewHistory returns an empty history whose clock starts now.
 func NewHistory() *History { return &History{start: time.Now()} }
 
+// Rewrite replaces every recorded input and decided output with what f
+// makes of them (an unknown output is passed as UnknownOutput and must be
+// returned as is). A workload uses it to translate values only known once
+// the run is over, such as opaque tokens into their order of issue.
+func (h *History) Rewrite(f func(input, output any) (any, any)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i := range h.ops {
+		r := &h.ops[i]
+		if r.state == opDropped {
+			continue
+		}
+		r.op.Input, r.op.Output = f(r.op.Input, r.op.Output)
+	}
+}
+
 // Now is the history's current timestamp.
 func (h *History) Now() int64 { return int64(time.Since(h.start)) }
 
