@@ -44,7 +44,13 @@ func NewPolicySet(policies []ConceptNamespacePolicy) (*PolicySet, error) {
 		}
 		ps.byNamespace[p.Namespace] = append(ps.byNamespace[p.Namespace], p)
 	}
-	for ns, list := range ps.byNamespace {
+	namespaces := make([]string, 0, len(ps.byNamespace))
+	for ns := range ps.byNamespace {
+		namespaces = append(namespaces, ns)
+	}
+	sort.Strings(namespaces) // the first overlap names the error, every time
+	for _, ns := range namespaces {
+		list := ps.byNamespace[ns]
 		sort.Slice(list, func(i, j int) bool { return list[i].Min < list[j].Min })
 		for i := 1; i < len(list); i++ {
 			a, b := list[i-1], list[i]

@@ -94,7 +94,7 @@ func (s *ConceptReservationService) ReconcileProjection(ctx context.Context, req
 			rep.StateMismatches = append(rep.StateMismatches, mismatch(n, p, "fragment"))
 		}
 	}
-	for id, n := range native {
+	for id, n := range native { // order-free: the lists are sorted below
 		if !wasMaterialized(n) {
 			continue
 		}

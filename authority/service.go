@@ -260,13 +260,13 @@ func reclaimCAS(cur, next *Record, ttlMs int64) (nodes.CASRequest, error) {
 		return nodes.CASRequest{}, err
 	}
 	// Timestamps of the old claim's lifecycle do not describe the new one.
-	for _, f := range timestampField {
+	for _, f := range timestampField { // order-free: sets keys of a map
 		if _, kept := updates[f]; !kept {
 			updates[f] = nil
 		}
 	}
 	times := claimTimes(ttlMs)
-	for f := range times {
+	for f := range times { // order-free: deletes keys of a map
 		delete(updates, f)
 	}
 	req := nodes.CASRequest{

@@ -168,11 +168,11 @@ func (c *updateCellCmd) validate() error {
 	if len(c.Cell.Capacities) > MaxClassesPerCell {
 		return errs.Errorf(errs.CodeInvalid, "a cell has at most %d resource classes", MaxClassesPerCell)
 	}
-	for class, cap := range c.Cell.Capacities {
+	for _, class := range sortedKeys(c.Cell.Capacities) { // the first bad class names the error on every replica
 		if err := bounds.Identifier("resource_class", class); err != nil {
 			return err
 		}
-		if cap > MaxCapacity {
+		if cap := c.Cell.Capacities[class]; cap > MaxCapacity {
 			return errs.Errorf(errs.CodeInvalid, "capacity of %q above %d", class, int64(MaxCapacity))
 		}
 	}

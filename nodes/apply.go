@@ -134,7 +134,7 @@ func applyCAS(tx *fsm.Tx, cmd *log.Command) (any, error) {
 		return CASResult{Swapped: false, Node: stored.clone()}, nil
 	}
 	next := stored.clone()
-	for k, v := range c.Updates {
+	for k, v := range c.Updates { // order-free: each field is set or removed once
 		if bytes.Equal(v, null) {
 			delete(next.Properties, k)
 		} else {
@@ -181,7 +181,7 @@ func rawAccess(p log.Principal, adapter string) error {
 }
 
 func conditionsHold(props, conditions map[string]json.RawMessage) bool {
-	for k, want := range conditions {
+	for k, want := range conditions { // order-free: a conjunction; any failing field gives the same answer
 		have, present := props[k]
 		if bytes.Equal(want, null) {
 			if present {

@@ -211,7 +211,7 @@ func checkFields(what string, fields map[string]json.RawMessage, maxFields int) 
 func objectSize(fields map[string]json.RawMessage) int {
 	n := 2 // braces
 	first := true
-	for k, v := range fields {
+	for k, v := range fields { // order-free: a sum
 		if !first {
 			n++ // comma
 		}
@@ -224,9 +224,14 @@ func objectSize(fields map[string]json.RawMessage) int {
 // CanonicalFields turns caller-supplied JSON-compatible values into the
 // canonical form a command carries. A nil Go value becomes JSON null.
 func CanonicalFields(what string, in map[string]any) (map[string]json.RawMessage, error) {
+	keys := make([]string, 0, len(in))
+	for k := range in {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys) // the first bad field names the error, every time
 	out := make(map[string]json.RawMessage, len(in))
-	for k, v := range in {
-		c, err := canon.Value(v)
+	for _, k := range keys {
+		c, err := canon.Value(in[k])
 		if err != nil {
 			return nil, errs.Errorf(errs.CodeInvalid, "%s field %q: %v", what, k, err)
 		}
@@ -238,7 +243,7 @@ func CanonicalFields(what string, in map[string]any) (map[string]json.RawMessage
 // withoutNulls returns fields minus those whose value is null.
 func withoutNulls(fields map[string]json.RawMessage) map[string]json.RawMessage {
 	out := make(map[string]json.RawMessage, len(fields))
-	for k, v := range fields {
+	for k, v := range fields { // order-free: a filtered copy
 		if !bytes.Equal(v, null) {
 			out[k] = v
 		}
