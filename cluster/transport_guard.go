@@ -23,6 +23,19 @@ import (
 // Stale snapshots. Every other RPC reaches raft through the guard's
 // consumer, which refuses an InstallSnapshot behind the applied index
 // (stale_snapshot.go).
+//
+// Pipelined replication. The guard offers raft no AppendEntries
+// pipeline, so raft replicates with one AppendEntries RPC at a time
+// (each carrying up to MaxAppendEntries entries). hashicorp/raft's
+// netPipeline can deadlock: when its decode side stops (a follower's
+// Success=false, or shutdown), a send parks on the full in-flight channel
+// while the decoder parks on a done channel nobody reads, and the
+// pipeline is closed only by the goroutine that is parked. Replication to
+// that follower then stops for good while heartbeats go on (analysed in
+// grafana/pyroscope#5518), and raft.Shutdown waits forever: the full
+// suite here hung 17 minutes in a TCP fault-harness cleanup on exactly
+// that stack. Without a pipeline each RPC costs one round trip more, which
+// loopback and LAN clusters hardly notice (BENCHMARKS.md).
 type transportGuard struct {
 	raft.Transport
 	mu     sync.RWMutex
@@ -45,6 +58,11 @@ func guardTransport(t raft.Transport) (raft.Transport, *transportGuard) {
 		return &transportGuardPreVote{g}, g
 	}
 	return g, g
+}
+
+// AppendEntriesPipeline refuses: see the type's doc.
+func (g *transportGuard) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
+	return nil, raft.ErrPipelineReplicationNotSupported
 }
 
 // Consumer is raft's inbound RPC channel, through the stale-snapshot

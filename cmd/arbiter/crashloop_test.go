@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/arbiterhq/arbiter/internal/chaos"
+	"github.com/arbiterhq/arbiter/internal/seed"
 )
 
 const (
@@ -79,7 +80,7 @@ func TestCrashLoop(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
 	began := time.Now()
-	seed := uint64(time.Now().UnixNano())
+	seed := seed.For(t)
 	t.Logf("crash loop seed %d (soak %v)", seed, soak)
 
 	cl := startE2ECluster(ctx, t, crashServeArgs...)

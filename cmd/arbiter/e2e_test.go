@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/arbiterhq/arbiter/internal/seed"
 )
 
 const (
@@ -53,7 +55,7 @@ func TestE2ELeaderCrash(t *testing.T) {
 	acked := map[string]e2eProps{}
 
 	p := time.Now()
-	seed := uint64(time.Now().UnixNano())
+	seed := seed.For(t)
 	e2eCreateRace(ctx, t, cl, seed, acked)
 	phase("create race", p)
 

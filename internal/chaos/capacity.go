@@ -266,6 +266,9 @@ func (c *capacityClient) acquire(svc *capacity.Service, g int, in lin.CapInput, 
 	granted := res.Decision == capacity.Granted && len(res.Leases) == 1
 	if granted {
 		l := res.Leases[0]
+		rec.ReadBack(fmt.Sprintf("acquire of lease %s (fence %d)", l.LeaseID, l.FenceToken), readBackLease(l, func(got capacity.Lease) bool {
+			return got.FenceToken == l.FenceToken
+		}))
 		out.Fence = l.FenceToken
 		c.holdings = append(c.holdings, capHolding{id: l.LeaseID, cell: l.CellID, owner: in.Owner, generation: g,
 			fence: l.FenceToken, epoch: l.LeaseEpoch})
@@ -329,6 +332,15 @@ func (c *capacityClient) renewOrRelease(svc *capacity.Service, kind lin.CapKind,
 	if granted && kind == lin.CapRenew {
 		out.Epoch = res.Leases[0].LeaseEpoch
 	}
+	if granted {
+		l := res.Leases[0]
+		rec.ReadBack(fmt.Sprintf("%v of lease %s (epoch %d)", kind, l.LeaseID, l.LeaseEpoch), readBackLease(l, func(got capacity.Lease) bool {
+			if kind == lin.CapRelease {
+				return got.State != capacity.LeaseActive
+			}
+			return got.LeaseEpoch >= l.LeaseEpoch
+		}))
+	}
 	capDecided(call, in, out, granted)
 	return res, true
 }
@@ -346,6 +358,26 @@ func (c *capacityClient) status(svc *capacity.Service, cell string, rec *Recorde
 		call.Unexpected(fmt.Sprintf("status of %s: %+v", cell, st))
 	default:
 		capDecided(call, in, lin.CapOutput{Used: st.Cells[0].Classes[0].Used, LastFence: st.Cells[0].LastFence}, false)
+	}
+}
+
+// readBackLease checks that a replica holds lease acked as ok says it
+// must be (the same fence for a grant, an epoch at least the renewed one,
+// an end for a release).
+func readBackLease(acked capacity.Lease, ok func(capacity.Lease) bool) func(context.Context, *cluster.Node) error {
+	return func(ctx context.Context, node *cluster.Node) error {
+		rc, err := capacity.NewService(node, node).Reconcile(ctx, capacity.ReadRequest{SchemaVersion: "1", TenantRef: acked.TenantRef,
+			CellID: acked.CellID, LeaseID: acked.LeaseID, MaxCount: 1}, fsm.Stale)
+		if err != nil {
+			return err
+		}
+		if len(rc.Leases) != 1 || rc.Leases[0].LeaseID != acked.LeaseID {
+			return fmt.Errorf("lease %s missing (read %d leases)", acked.LeaseID, len(rc.Leases))
+		}
+		if got := rc.Leases[0]; !ok(got) {
+			return fmt.Errorf("lease %s is %s at epoch %d with fence %d", got.LeaseID, got.State, got.LeaseEpoch, got.FenceToken)
+		}
+		return nil
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/arbiterhq/arbiter/internal/chaos"
+	"github.com/arbiterhq/arbiter/internal/seed"
 )
 
 // TestFaults runs every workload on a 3-node cluster through every fault
@@ -19,7 +20,7 @@ func TestFaults(t *testing.T) {
 	}
 	for _, w := range workloads {
 		t.Run(w.Name(), func(t *testing.T) {
-			seed := uint64(time.Now().UnixNano())
+			seed := seed.For(t)
 			chaos.Run(t, chaos.Config{Workload: w, Seed: seed, Faults: chaos.Schedule(seed)})
 		})
 	}
@@ -31,7 +32,7 @@ func TestFaultsFiveNodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault harness; skipped with -short")
 	}
-	seed := uint64(time.Now().UnixNano())
+	seed := seed.For(t)
 	chaos.Run(t, chaos.Config{Workload: chaos.Nodes{}, Nodes: 5, Seed: seed, Faults: chaos.Schedule(seed)})
 }
 
@@ -45,7 +46,7 @@ func TestFaultsTCP(t *testing.T) {
 	}
 	for _, w := range []chaos.Workload{chaos.Nodes{}, chaos.NewFencedSink(true)} {
 		t.Run(w.Name(), func(t *testing.T) {
-			seed := uint64(time.Now().UnixNano())
+			seed := seed.For(t)
 			chaos.Run(t, chaos.Config{Workload: w, TCP: true, Seed: seed, Faults: chaos.Schedule(seed)})
 		})
 	}

@@ -285,7 +285,27 @@ func (c *conceptsClient) do(svc *authority.Service, in lin.ConceptInput, h conce
 	effective := out.Outcome == lin.OutcomeCreated || out.Outcome == lin.OutcomeReclaimed ||
 		in.Kind == lin.ConceptTransition && out.Outcome == lin.OutcomeOK
 	call.Decided(out, fmt.Sprintf("%v/%s", in.Kind, out.Outcome), effective)
+	if effective && record != nil {
+		rec.ReadBack(fmt.Sprintf("%v of %s (reservation %s, fence %d)", in.Kind, record.ConceptID, record.ReservationID, record.Fence),
+			c.w.readBackConcept(*record))
+	}
 	return record, out, true
+}
+
+// readBackConcept checks that a replica holds the acknowledged claim at
+// its fence or a later one, or a later claim of the id (the acknowledged
+// one released or expired, then reclaimed by another request).
+func (w *Concepts) readBackConcept(acked authority.Record) func(context.Context, *cluster.Node) error {
+	return func(ctx context.Context, node *cluster.Node) error {
+		got, err := authority.NewService(node, localReader{node}, w.policies).Get(ctx, acked.ConceptID, conceptsTenant)
+		switch {
+		case err != nil:
+			return err
+		case got.ReservationID == acked.ReservationID && got.Fence < acked.Fence:
+			return fmt.Errorf("claim at fence %d (%s), acknowledged at fence %d (%s)", got.Fence, got.State, acked.Fence, acked.State)
+		}
+		return nil
+	}
 }
 
 func reserveConcept(ctx context.Context, svc *authority.Service, in lin.ConceptInput) (*authority.Record, lin.ConceptOutput, error) {

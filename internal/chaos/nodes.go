@@ -151,7 +151,26 @@ func doNodeOp(nc *nodes.Client, client int, in lin.NodeInput, read fsm.Consisten
 		return out, false
 	}
 	call.Decided(out, fmt.Sprintf("%v/%s", in.Kind, nodeOutcome(out)), out.Created || out.Swapped)
+	if out.Created || out.Swapped {
+		rec.ReadBack(fmt.Sprintf("%v of %s at version %d", in.Kind, n.NodeID, n.Version), readBackNode(n))
+	}
 	return out, true
+}
+
+// readBackNode checks that a replica holds the node at the acknowledged
+// version (the same write: same modified index) or at a later one.
+func readBackNode(acked nodes.Node) func(context.Context, *cluster.Node) error {
+	return func(ctx context.Context, node *cluster.Node) error {
+		got, err := nodes.NewClient(node, node).Get(ctx, acked.NodeID, fsm.Stale)
+		switch {
+		case err != nil:
+			return err
+		case got.Version < acked.Version, got.Version == acked.Version && got.ModifiedIndex != acked.ModifiedIndex:
+			return fmt.Errorf("node at version %d (modified at %d), acknowledged at version %d (modified at %d)",
+				got.Version, got.ModifiedIndex, acked.Version, acked.ModifiedIndex)
+		}
+		return nil
+	}
 }
 
 func nodeOutcome(out lin.NodeOutput) string {

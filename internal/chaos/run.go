@@ -49,6 +49,7 @@ type Report struct {
 	Faults                                []string
 	Took                                  time.Duration
 	Summary                               string // outcome and error tallies
+	ReadBacks                             int    // acknowledged writes read back on every replica
 }
 
 func (r Report) String() string {
@@ -75,6 +76,7 @@ func Run(t testing.TB, cfg Config) Report {
 		t.Fatalf("chaos: %d faults in one run; at most %d (one per kind) fit the workloads' generations", len(cfg.Faults), len(Faults))
 	}
 	began := time.Now()
+	t.Logf("chaos: %s seed %d, faults %v", cfg.Workload.Name(), cfg.Seed, faultNames(cfg.Faults))
 	logDir := nodeLogDir(t)
 	c := clustertest.New(t, clustertest.Options{Nodes: cfg.Nodes, TCP: cfg.TCP, LogDir: logDir, Configure: func(i int, nc *cluster.Config) {
 		nc.SnapshotThreshold = snapshotThreshold
@@ -158,7 +160,16 @@ func Run(t testing.TB, cfg Config) Report {
 		if err := cfg.Workload.Verify(ctx, c.Node(i)); err != nil {
 			t.Errorf("chaos: %s seed %d: n%d: %v", cfg.Workload.Name(), cfg.Seed, i+1, err)
 		}
+		n, problems := rec.verifyReadBacks(ctx, c.Node(i))
+		for _, p := range problems {
+			t.Errorf("chaos: %s seed %d: n%d lost a write: %v", cfg.Workload.Name(), cfg.Seed, i+1, p)
+		}
+		report.ReadBacks = n
 	}
+	if report.Writes > 0 && report.ReadBacks == 0 {
+		t.Errorf("chaos: %s acknowledged %d writes and read none back", cfg.Workload.Name(), report.Writes)
+	}
+	t.Logf("chaos: %s seed %d: read back %d acknowledged writes on each of %d replicas", cfg.Workload.Name(), cfg.Seed, report.ReadBacks, len(c.Running()))
 	if n := c.Rewinds(); n != 0 {
 		t.Errorf("chaos: %s seed %d: %d snapshot restores moved a replica's applied index backwards (see the nodes' logs)", cfg.Workload.Name(), cfg.Seed, n)
 	}
@@ -283,5 +294,13 @@ func pickNode(c *clustertest.Cluster, i int) *cluster.Node {
 func Schedule(seed uint64) []Fault {
 	out := append([]Fault(nil), Faults...)
 	rand.New(rand.NewPCG(seed, 1)).Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out
+}
+
+func faultNames(fs []Fault) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = f.Name
+	}
 	return out
 }

@@ -132,7 +132,11 @@ func (c *sinkClient) acquire(svc *capacity.Service, owner string, rec *Recorder)
 	if err != nil || res == nil || res.Decision != capacity.Granted || len(res.Leases) != 1 {
 		return capacity.Lease{}, false
 	}
-	return res.Leases[0], true
+	l := res.Leases[0]
+	rec.ReadBack(fmt.Sprintf("acquire of lock lease %s (fence %d)", l.LeaseID, l.FenceToken), readBackLease(l, func(got capacity.Lease) bool {
+		return got.FenceToken == l.FenceToken
+	}))
+	return l, true
 }
 
 // Sink is the fenced external resource: a list, read and replaced whole.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/arbiterhq/arbiter/internal/chaos"
+	"github.com/arbiterhq/arbiter/internal/seed"
 )
 
 // TestSoak runs histories until ARBITER_SOAK has passed, each on a fresh
@@ -23,7 +24,7 @@ func TestSoak(t *testing.T) {
 	if !soak {
 		t.Skipf("set %s to a duration to soak", chaos.SoakEnv)
 	}
-	seed := uint64(time.Now().UnixNano())
+	seed := seed.For(t)
 	rng := rand.New(rand.NewPCG(seed, 3))
 	t.Logf("soak for %v, seed %d", d, seed)
 	var total chaos.Report

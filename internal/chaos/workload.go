@@ -70,6 +70,46 @@ type Recorder struct {
 	dropped  map[string]int // "read" or "write" that certainly had no effect
 	odd      []string       // errors that are neither decided nor unavailable
 	failed   map[int]bool   // clients whose last step had a call fail
+	// readBacks check, at the end, that each acknowledged write is in the
+	// state of every replica (see ReadBack).
+	readBacks []readBack
+}
+
+// readBack is one acknowledged write and how to find it in a replica.
+type readBack struct {
+	what  string
+	check func(ctx context.Context, node *cluster.Node) error
+}
+
+// maxReadBacks bounds what a run remembers to read back; a run that
+// acknowledges more reads back the first ones and says so.
+const maxReadBacks = 200_000
+
+// ReadBack registers an acknowledged write: once every replica has
+// converged, check must find it (or a later state that can only follow
+// it) in each replica's local state. A write lost on every replica alike
+// leaves their state hashes equal; this is what finds it.
+func (r *Recorder) ReadBack(what string, check func(ctx context.Context, node *cluster.Node) error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.readBacks) < maxReadBacks {
+		r.readBacks = append(r.readBacks, readBack{what: what, check: check})
+	}
+}
+
+// verifyReadBacks runs every registered read-back on node and returns
+// the first few failures, and how many read-backs ran.
+func (r *Recorder) verifyReadBacks(ctx context.Context, node *cluster.Node) (int, []error) {
+	r.mu.Lock()
+	all := append([]readBack(nil), r.readBacks...)
+	r.mu.Unlock()
+	var problems []error
+	for _, rb := range all {
+		if err := rb.check(ctx, node); err != nil && len(problems) < 10 {
+			problems = append(problems, fmt.Errorf("acknowledged %s: %w", rb.what, err))
+		}
+	}
+	return len(all), problems
 }
 
 func newRecorder(h *linearizability.History, opTimeout time.Duration) *Recorder {

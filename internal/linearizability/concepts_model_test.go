@@ -12,6 +12,7 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/arbiterhq/arbiter/authority"
 	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/internal/seed"
 )
 
 // Hand-written histories of the concept protocol. Owners are "alice",
@@ -320,7 +321,7 @@ func TestConceptsModelAgreesWithFixture(t *testing.T) {
 		t.Fatal(err)
 	}
 	const steps = 2000
-	seed := uint64(time.Now().UnixNano())
+	seed := seed.For(t)
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
 	ctx := context.Background()
