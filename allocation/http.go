@@ -83,4 +83,6 @@ func decodeBytes(b []byte, v any) error {
 	return nil
 }
 
-func errsInvalid(format string, args ...any) error { return errs.Errorf(errs.CodeInvalid, format, args...) }
+func errsInvalid(format string, args ...any) error {
+	return errs.Errorf(errs.CodeInvalid, format, args...)
+}
