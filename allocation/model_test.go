@@ -290,8 +290,8 @@ func (mc *machine) endReservation(t *rapid.T) {
 var modelRules = map[string][2][]string{
 	ActionClaim: {{StatusOpen}, {StatusClaimed}}, ActionAssign: {{StatusOpen, StatusClaimed}, {StatusAssigned}},
 	ActionSubmit: {{StatusClaimed, StatusAssigned}, {StatusInReview}}, ActionReview: {{StatusInReview}, {StatusInReview}},
-	ActionDone:   {{StatusClaimed, StatusAssigned, StatusInReview}, {StatusDone}},
-	ActionReject: {{StatusOpen, StatusClaimed, StatusAssigned, StatusInReview}, {StatusRejected}},
+	ActionDone:     {{StatusClaimed, StatusAssigned, StatusInReview}, {StatusDone}},
+	ActionReject:   {{StatusOpen, StatusClaimed, StatusAssigned, StatusInReview}, {StatusRejected}},
 	ActionWithdraw: {{StatusOpen, StatusClaimed, StatusAssigned, StatusInReview}, {StatusWithdrawn}},
 	ActionReopen:   {{StatusDone, StatusRejected, StatusWithdrawn}, {StatusOpen}},
 }

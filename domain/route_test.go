@@ -8,7 +8,9 @@ import (
 
 func TestCheckRoutesWildcards(t *testing.T) {
 	h := http.NotFoundHandler()
-	r := func(method, path string) Route { return Route{Method: method, Path: path, Access: Authenticated, Handler: h} }
+	r := func(method, path string) Route {
+		return Route{Method: method, Path: path, Access: Authenticated, Handler: h}
+	}
 	for _, tc := range []struct {
 		name   string
 		routes []Route
