@@ -12,6 +12,7 @@ require (
 	github.com/prometheus/client_golang v1.23.2
 	github.com/vmihailenco/msgpack/v5 v5.4.1
 	go.etcd.io/bbolt v1.3.11
+	golang.org/x/text v0.28.0
 	golang.org/x/tools v0.52.0
 	pgregory.net/rapid v1.3.0
 )

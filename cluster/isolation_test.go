@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/arbiterhq/arbiter/allocation"
 	"io"
 	"net/http"
 	"net/url"
@@ -378,6 +379,7 @@ type isoCase struct {
 // isoRoute is one row of the matrix.
 type isoRoute struct {
 	route  string // "METHOD /path" as registered
+	path   string // the path to call when route has wildcards
 	query  string
 	access string
 	// body builds the request body for a caller (nil: no body).
@@ -557,6 +559,52 @@ func TestIsolationMatrix(t *testing.T) {
 	readReq := capacity.ReadRequest{SchemaVersion: "1", TenantRef: "a", MaxCount: 10}
 	next := authority.ReserveNextRequest{Namespace: "ISO", From: 100, To: 110, Request: authority.ReserveRequest{TenantRef: "a", RequestRef: "r-next", PurposeDigest: "purpose-next"}}
 
+	alloc := allocation.NewService(c.Node(leader), c.Node(leader))
+	allocMust := func(_ any, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	actx := context.Background()
+	allocMust(alloc.PutSpace(actx, "iso", allocation.PutSpaceRequest{TenantRef: "a", Catalog: []allocation.CatalogRow{}}))
+	for _, title := range []string{"one", "two", "three"} {
+		allocMust(alloc.CreateTask(actx, "iso", allocation.CreateTaskRequest{Title: title, DeliveryMode: "result"}))
+	}
+	for _, p := range []string{"p-commit", "p-abort", "p-release"} {
+		allocMust(alloc.Reserve(actx, "iso", allocation.ReserveRequest{ProposalID: p, Title: p, DeliveryMode: "result"}))
+	}
+	allocMust(alloc.Commit(actx, "iso", "p-release", allocation.CommitRequest{Winner: &allocation.Winner{Type: "issue", ID: allocation.StrID("1")}}))
+	sp := "/v1/spaces/iso"
+	allocWrite := func(route, path string, body any, who string, status int, wrongRole ...string) isoRoute {
+		r := isoRoute{route: route, path: path, access: isoPrincipal, wrongTenant: []isoCase{forbidden("mem-b", body)}, valid: valid(who, body, status)}
+		for _, w := range wrongRole {
+			r.wrongRole = append(r.wrongRole, forbidden(w, body))
+		}
+		return r
+	}
+	allocRead := func(route, path string, body any) isoRoute {
+		return isoRoute{route: route, path: path, access: isoPrincipal, wrongTenant: []isoCase{forbidden("mem-b", body)}, valid: valid("read-a", body, 200)}
+	}
+	allocRows := []isoRoute{
+		allocWrite("PUT /v1/spaces/{slug}", sp, allocation.PutSpaceRequest{TenantRef: "a", Catalog: []allocation.CatalogRow{}}, "ctl-a", 200, "mem-a", "read-a"),
+		allocRead("GET /v1/spaces/{slug}", sp, nil),
+		allocRead("POST /v1/spaces/{slug}/bind", sp+"/bind", allocation.BindRequest{Title: "x"}),
+		allocWrite("POST /v1/spaces/{slug}/tasks", sp+"/tasks", allocation.CreateTaskRequest{Title: "iso new", DeliveryMode: "result"}, "mem-a", 201, "read-a"),
+		allocRead("GET /v1/spaces/{slug}/tasks", sp+"/tasks", nil),
+		allocRead("GET /v1/spaces/{slug}/tasks/{id}", sp+"/tasks/1", nil),
+		allocRead("GET /v1/spaces/{slug}/tasks/{id}/notes", sp+"/tasks/1/notes", nil),
+		allocWrite("POST /v1/spaces/{slug}/tasks/{id}/transition", sp+"/tasks/1/transition", allocation.TransitionRequest{Action: "claim"}, "mem-a", 200, "read-a"),
+		allocWrite("POST /v1/spaces/{slug}/tasks/{id}/hold", sp+"/tasks/2/hold", allocation.HoldRequest{Hold: true}, "ctl-a", 200, "mem-a", "read-a"),
+		allocWrite("POST /v1/spaces/{slug}/tasks/{id}/supersede", sp+"/tasks/3/supersede", allocation.SupersedeRequest{SurvivingTask: 1, Reason: "dup"}, "ctl-a", 200, "mem-a", "read-a"),
+		allocWrite("POST /v1/spaces/{slug}/tasks/{id}/notes", sp+"/tasks/1/notes", map[string]any{"kind": "post_review_note", "criterion_index": nil, "body": "b", "delivery_mode": "result"}, "mem-a", 201, "read-a"),
+		allocWrite("POST /v1/spaces/{slug}/windows", sp+"/windows", allocation.WindowRequest{Proposals: []allocation.Proposal{{ProposalID: "w", Title: "iso window", DeliveryMode: "result"}}}, "mem-a", 200, "read-a"),
+		allocWrite("POST /v1/spaces/{slug}/reservations", sp+"/reservations", allocation.ReserveRequest{ProposalID: "p-new", Title: "iso res", DeliveryMode: "result"}, "mem-a", 201, "read-a"),
+		allocWrite("POST /v1/spaces/{slug}/reservations/{proposal_id}/commit", sp+"/reservations/p-commit/commit", allocation.CommitRequest{Winner: &allocation.Winner{Type: "issue", ID: allocation.StrID("2")}}, "ctl-a", 200, "mem-a", "read-a"),
+		allocWrite("POST /v1/spaces/{slug}/reservations/{proposal_id}/abort", sp+"/reservations/p-abort/abort", nil, "ctl-a", 200, "mem-a", "read-a"),
+		allocWrite("POST /v1/spaces/{slug}/reservations/{proposal_id}/release", sp+"/reservations/p-release/release", nil, "ctl-a", 200, "mem-a", "read-a"),
+	}
+
 	rows := []isoRoute{
 		{route: "POST /v1/nodes/create", access: isoAdmin, body: same(nodes.CreateRequest{NodeID: "iso-create"}),
 			valid: valid("admin", nodes.CreateRequest{NodeID: "iso-create"}, 200), state: getNode("iso-create")},
@@ -688,6 +736,8 @@ func TestIsolationMatrix(t *testing.T) {
 			}},
 	}
 
+	rows = append(allocRows, rows...)
+
 	// Every route a node serves (its own and every domain's) has exactly
 	// one row with the node's own access level, and every row names one:
 	// a route added without a row fails here.
@@ -715,6 +765,9 @@ func TestIsolationMatrix(t *testing.T) {
 			}
 			if c.Node(node) == nil {
 				t.Fatalf("node %d is not running", node)
+			}
+			if row.path != "" {
+				path = row.path
 			}
 			target := isoURL(c, node, path+row.query)
 			body := row.body

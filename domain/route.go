@@ -27,9 +27,12 @@ const (
 	Peer
 )
 
-// Route is one HTTP route of a domain: a method and a literal path (no
-// wildcards: two routes conflict only when they are equal), the access it
-// needs and its handler.
+// Route is one HTTP route of a domain: a method and a path, the access it
+// needs and its handler. A path segment may be a wildcard "{name}" (a
+// whole segment, read with http.Request.PathValue); two routes conflict
+// when some request matches both and neither is more specific (the rule
+// of net/http's ServeMux, which would panic on them), and CheckRoutes
+// refuses that.
 type Route struct {
 	Method  string
 	Path    string
@@ -40,8 +43,9 @@ type Route struct {
 // Pattern is the route's net/http ServeMux pattern.
 func (r Route) Pattern() string { return r.Method + " " + r.Path }
 
-// CheckRoutes validates routes: a known method and access, a literal path
-// under /v1/, and no pattern in taken (which it extends).
+// CheckRoutes validates routes: a known method and access, a path under
+// /v1/ of literal segments and "{name}" wildcards, and no pattern in
+// taken or conflicting with one (taken is extended).
 func CheckRoutes(owner string, routes []Route, taken map[string]string) error {
 	for _, r := range routes {
 		switch r.Method {
@@ -49,8 +53,8 @@ func CheckRoutes(owner string, routes []Route, taken map[string]string) error {
 		default:
 			return fmt.Errorf("%s: route %q: method must be GET, POST, PUT or DELETE", owner, r.Pattern())
 		}
-		if !strings.HasPrefix(r.Path, "/v1/") || strings.ContainsAny(r.Path, "{}?# ") || strings.HasSuffix(r.Path, "/") {
-			return fmt.Errorf("%s: route %q: path must be literal, under /v1/, without a trailing slash", owner, r.Pattern())
+		if !strings.HasPrefix(r.Path, "/v1/") || strings.ContainsAny(r.Path, "?# ") || strings.HasSuffix(r.Path, "/") || !validSegments(r.Path) {
+			return fmt.Errorf("%s: route %q: path must be under /v1/, without a trailing slash, of literal segments and {name} wildcards", owner, r.Pattern())
 		}
 		if r.Access < Authenticated || r.Access > Peer {
 			return fmt.Errorf("%s: route %q has no access level", owner, r.Pattern())
@@ -60,6 +64,11 @@ func CheckRoutes(owner string, routes []Route, taken map[string]string) error {
 		}
 		if prev, dup := taken[r.Pattern()]; dup {
 			return fmt.Errorf("%s: route %q is already served by %s", owner, r.Pattern(), prev)
+		}
+		for pattern, prev := range taken {
+			if conflicts(r.Method, r.Path, pattern) {
+				return fmt.Errorf("%s: route %q conflicts with %q of %s", owner, r.Pattern(), pattern, prev)
+			}
 		}
 		taken[r.Pattern()] = owner
 	}
@@ -182,4 +191,66 @@ func (p Params) Consistency() (fsm.Consistency, error) {
 	default:
 		return 0, errs.Errorf(errs.CodeInvalid, "consistency must be linearizable or stale, not %q", v)
 	}
+}
+
+// validSegments reports whether every segment of path is a non-empty
+// literal without braces or a whole-segment wildcard {name}, name of
+// lowercase ASCII letters, digits and '_'.
+func validSegments(path string) bool {
+	for _, seg := range strings.Split(strings.TrimPrefix(path, "/"), "/") {
+		if seg == "" {
+			return false
+		}
+		if !strings.ContainsAny(seg, "{}") {
+			continue
+		}
+		name, ok := wildcard(seg)
+		if !ok || name == "" {
+			return false
+		}
+		for _, c := range name {
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// wildcard returns the name of a "{name}" segment.
+func wildcard(seg string) (string, bool) {
+	if len(seg) < 2 || seg[0] != '{' || seg[len(seg)-1] != '}' {
+		return "", false
+	}
+	return seg[1 : len(seg)-1], !strings.ContainsAny(seg[1:len(seg)-1], "{}")
+}
+
+// conflicts reports whether the route (method, path) and the taken
+// pattern ("METHOD /path") match a common request with neither more
+// specific than the other: ServeMux's conflict, for patterns whose
+// segments are literals or whole-segment wildcards.
+func conflicts(method, path, pattern string) bool {
+	otherMethod, otherPath, _ := strings.Cut(pattern, " ")
+	if otherMethod != method {
+		return false
+	}
+	a := strings.Split(path, "/")
+	b := strings.Split(otherPath, "/")
+	if len(a) != len(b) {
+		return false
+	}
+	aInB, bInA := true, true // every request a matches, b matches (and back)
+	for i := range a {
+		_, wa := wildcard(a[i])
+		_, wb := wildcard(b[i])
+		switch {
+		case !wa && !wb && a[i] != b[i]:
+			return false // disjoint
+		case wa && !wb:
+			aInB = false
+		case wb && !wa:
+			bInA = false
+		}
+	}
+	return aInB == bInA // equivalent, or overlapping without either containing the other
 }

@@ -7,7 +7,7 @@
 //	arbiter bench  [--addrs URL[,URL...]] [--clients 1,16,64] [--duration 10s]
 //	arbiter snapshot save --out FILE | inspect FILE | restore FILE [--addr URL]
 //	arbiter principal [flags]
-//	arbiter <domain command> ...   (concept, capacity: see arbiter help)
+//	arbiter <domain command> ...   (concept, capacity, space, task: see arbiter help)
 //
 // With no flags, serve runs a single-node cluster in ./arbiter-data with
 // raft on 127.0.0.1:7000 and the HTTP API on 127.0.0.1:8000, serving the
@@ -66,9 +66,11 @@ func run(name string, args []string) (found bool, err error) {
 		}
 	}
 	for _, d := range builtin.Domains() {
-		if d.CLI != nil && d.CLI.Name == name {
-			env := domain.CLIEnv{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Connect: connectFlags}
-			return true, d.CLI.Run(env, args)
+		for _, c := range d.CLIs() {
+			if c.Name == name {
+				env := domain.CLIEnv{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Connect: connectFlags}
+				return true, c.Run(env, args)
+			}
 		}
 	}
 	return false, nil
@@ -81,8 +83,8 @@ func usage() {
 		fmt.Fprintf(tw, "  %s\t%s\n", c.name, c.summary)
 	}
 	for _, d := range builtin.Domains() {
-		if d.CLI != nil {
-			fmt.Fprintf(tw, "  %s\t%s\n", d.CLI.Name, d.CLI.Summary)
+		for _, c := range d.CLIs() {
+			fmt.Fprintf(tw, "  %s\t%s\n", c.Name, c.Summary)
 		}
 	}
 	_ = tw.Flush()

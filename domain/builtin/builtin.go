@@ -5,6 +5,7 @@
 package builtin
 
 import (
+	"github.com/arbiterhq/arbiter/allocation"
 	"github.com/arbiterhq/arbiter/authority"
 	"github.com/arbiterhq/arbiter/capacity"
 	"github.com/arbiterhq/arbiter/domain"
@@ -30,5 +31,6 @@ func With(o Options) []domain.Domain {
 		nodes.Domain(),
 		authority.Domain(o.ConceptPolicies),
 		capacity.Domain(),
+		allocation.Domain(),
 	}
 }

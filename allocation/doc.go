@@ -1,0 +1,83 @@
+// Package allocation is allocation-window-conflict-keys.txt: spaces with a
+// charter work-item catalog, conflict keys (kind, target, delivery_mode)
+// with charter-index binding, tasks and notes that hold their keys, the
+// allocation window, reserve-then-mutate for external hosts, and
+// supersession of duplicates. Every decision is a typed FSM command, so
+// the first writer of a key is decided once by the log, the same on every
+// replica.
+//
+// Keys. A create_task target is "task:<space>:slot:<work item>" when the
+// request names a work_item_id (normalized: 'T' or 't' then digits,
+// leading zeros dropped) or the charter-index bind picks one, else the
+// title fallback "task:<space>:<normalize_title(title)>". The bind runs
+// inside Apply in exact integer arithmetic: with a = |title ∩ bag| and
+// u = |title ∪ bag| over token sets (Tokens: NFC, default case folding,
+// every rune but letters, marks, numbers and '_' a space, stopwords
+// dropped), the unique argmax binds when 100·a₁ ≥ 35·u₁ and
+// 100·(a₁·u₂ − a₂·u₁) ≥ 8·u₁·u₂. Bags are computed when the space is put
+// and stored with it; a new catalog binds only later requests. A note's
+// target is "note:<space>:task:<id>:criterion:<n|none>:principal:<id>:body:
+// <16 hex of SHA-256 of normalize_note_body(body)>".
+//
+// Occupancy. One row per key (unique index): a live task (open, claimed,
+// assigned, in_review), a note (for good), a live reservation (until its
+// expiry, FSM time) or the external object a reservation was committed
+// to. A create whose key is held answers the spec's flat 409 body
+// (conflict_key_occupied and the winner, or conflict_key_reserved and the
+// reserved proposal with retry_after_ms 200) and writes nothing; 422
+// only when no key can be formed (a title empty after normalization, a
+// delivery mode the space does not list, a malformed work_item_id).
+//
+// Windows. A single request is its own window. POST .../windows is one
+// command: proposals in (received_seq ASC, absent = 0; payload_sha256
+// ASC, the SHA-256 of the proposal's canonical JSON) order, each against
+// the state the ones before it left, so the first to reach a free key
+// creates and later ones on that key get 409 naming the task it made.
+//
+// Lifecycle. claim: open → claimed; assign: open|claimed → assigned;
+// submit: claimed|assigned → in_review; review: in_review (records the
+// reviewer); done: claimed|assigned|in_review → done; reject and
+// withdraw: any live status → rejected, withdrawn; reopen: done|rejected|
+// withdrawn → open, which takes the key again (409 if another live
+// occupant holds it) and is refused under steward hold (a flag the
+// controller role sets). A wrong starting status or expected_version is
+// 409 conflict. Every action on a superseded task answers 409
+// {"error":"task_superseded","superseded_by":N,"write_occurred":false}.
+// Supersede (controller) records superseded_by, reason and the principal;
+// nothing is deleted; the superseded task frees its key and the survivor
+// keeps what it holds.
+//
+// Decisions the spec and issue leave open, taken here:
+//   - a space belongs to a tenant (tenant_ref, default its slug): reads
+//     need the reader role there, creates, windows, reservations,
+//     transitions and notes the member role, put, supersede and hold the
+//     controller role;
+//   - a given work_item_id need not be in the catalog (it forms a key);
+//   - Idempotency-Key (create, note; per principal and space; also
+//     idempotency_key per window proposal) replays the original 201 body
+//     for the same request (title, delivery_mode, work_item_id as sent)
+//     and answers idempotency_conflict for another; a 409 loser is not
+//     recorded, so its retry asks again; keys live as long as their task
+//     or note. A whole window may carry an Idempotency-Key too (the FSM
+//     ledger replays its answer);
+//   - a reservation's proposal_id is its handle: reserving it again with
+//     the same request returns it; commit names the external winner
+//     {type, id} (not task, note or reserved_intent); release frees a
+//     committed key; abort and expiry drop the key at once;
+//   - notes need a non-empty body and are refused (409 task_superseded)
+//     on a superseded task;
+//   - principals are recorded by id; without authentication every caller
+//     is the trusted host, recorded as "".
+//
+// Bounds (each an explicit invalid error): 256 catalog rows of 16
+// aliases, 512-byte phrases, 16 delivery modes, 2048-byte titles, 128
+// proposals per window, 16 KiB note bodies, pages of 128, window_ms up
+// to 10 minutes (default 15 s).
+//
+// Tokenization uses the Unicode tables of the Go release (categories)
+// and of golang.org/x/text (NFC, folding) the binary is built with; every
+// member of a cluster must run the same build of this module, as for any
+// handler change.
+//
+// Service is the typed Go API over any fsm.Proposer and fsm.Reader.
+package allocation

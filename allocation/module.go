@@ -1,0 +1,55 @@
+package allocation
+
+import (
+	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/log"
+)
+
+// Command and query types (allocation owns 400-499).
+const (
+	CmdPutSpace   log.Type      = 400
+	CmdCreateTask log.Type      = 401
+	CmdWindow     log.Type      = 402
+	CmdReserve    log.Type      = 403
+	CmdCommit     log.Type      = 404
+	CmdAbort      log.Type      = 405
+	CmdRelease    log.Type      = 406
+	CmdTransition log.Type      = 407
+	CmdSupersede  log.Type      = 408
+	CmdHold       log.Type      = 409
+	CmdPostNote   log.Type      = 410
+	QuerySpace    fsm.QueryType = 400
+	QueryBind     fsm.QueryType = 401
+	QueryTask     fsm.QueryType = 402
+	QueryTasks    fsm.QueryType = 403
+	QueryNotes    fsm.QueryType = 404
+)
+
+// Module is the allocation FSM module; every node of a cluster must run it.
+func Module() fsm.Module {
+	return fsm.Module{
+		Name:   Name,
+		Tables: tables(),
+		Commands: []fsm.CommandSpec{
+			{Type: CmdPutSpace, Name: "allocation_put_space", MaxVersion: 1, Apply: applyPutSpace},
+			{Type: CmdCreateTask, Name: "allocation_create_task", MaxVersion: 1, Apply: applyCreateTask},
+			{Type: CmdWindow, Name: "allocation_window", MaxVersion: 1, Apply: applyWindow},
+			{Type: CmdReserve, Name: "allocation_reserve", MaxVersion: 1, Apply: applyReserve},
+			{Type: CmdCommit, Name: "allocation_commit", MaxVersion: 1, Apply: applyCommit},
+			{Type: CmdAbort, Name: "allocation_abort", MaxVersion: 1, Apply: applyAbort},
+			{Type: CmdRelease, Name: "allocation_release", MaxVersion: 1, Apply: applyRelease},
+			{Type: CmdTransition, Name: "allocation_transition", MaxVersion: 1, Apply: applyTransition},
+			{Type: CmdSupersede, Name: "allocation_supersede", MaxVersion: 1, Apply: applySupersede},
+			{Type: CmdHold, Name: "allocation_hold", MaxVersion: 1, Apply: applyHold},
+			{Type: CmdPostNote, Name: "allocation_post_note", MaxVersion: 1, Apply: applyPostNote},
+		},
+		Queries: []fsm.QuerySpec{
+			{Type: QuerySpace, Name: "allocation_space", Run: runSpace},
+			{Type: QueryBind, Name: "allocation_bind", Run: runBind},
+			{Type: QueryTask, Name: "allocation_task", Run: runTask},
+			{Type: QueryTasks, Name: "allocation_tasks", Run: runTasks},
+			{Type: QueryNotes, Name: "allocation_notes", Run: runNotes},
+		},
+		Tick: tick,
+	}
+}

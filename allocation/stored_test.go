@@ -1,0 +1,201 @@
+package allocation
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"sort"
+
+	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/log"
+)
+
+// The helpers below read the allocation tables straight out of the FSM's
+// snapshot stream (the format of fsm/snapshot.go), so tests check the
+// stored state itself, not only what reads show.
+
+type fataler interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+type stored struct {
+	rows         map[string][][]byte
+	spaces       []spaceRow
+	tasks        []Task
+	notes        []Note
+	occupancy    []occupancyRow
+	reservations []reservationRow
+	expiry       []expiryRow
+}
+
+func readStored(t fataler, f *fsm.FSM) stored {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := f.WriteSnapshot(&buf); err != nil {
+		t.Fatalf("snapshot: %v", err)
+	}
+	b := buf.Bytes()
+	const magic = "ARBSNAP\x01"
+	if len(b) < len(magic)+32 || string(b[:len(magic)]) != magic {
+		t.Fatalf("snapshot does not start with %q", magic)
+	}
+	b = b[len(magic) : len(b)-32]
+	st := stored{rows: map[string][][]byte{}}
+	table := ""
+	decode := func(body []byte, v any) {
+		if err := log.Unmarshal(body, v); err != nil {
+			t.Fatalf("snapshot row of %s: %v", table, err)
+		}
+	}
+	for len(b) > 0 {
+		kind, n := b[0], binary.BigEndian.Uint32(b[1:5])
+		body := b[5 : 5+n]
+		b = b[5+n:]
+		switch kind {
+		case 'T':
+			decode(body, &table)
+		case 'R':
+			st.rows[table] = append(st.rows[table], body)
+			switch table {
+			case tableSpaces:
+				var r spaceRow
+				decode(body, &r)
+				st.spaces = append(st.spaces, r)
+			case tableTasks:
+				var r Task
+				decode(body, &r)
+				st.tasks = append(st.tasks, r)
+			case tableNotes:
+				var r Note
+				decode(body, &r)
+				st.notes = append(st.notes, r)
+			case tableOccupancy:
+				var r occupancyRow
+				decode(body, &r)
+				st.occupancy = append(st.occupancy, r)
+			case tableReservations:
+				var r reservationRow
+				decode(body, &r)
+				st.reservations = append(st.reservations, r)
+			case tableExpiry:
+				var r expiryRow
+				decode(body, &r)
+				st.expiry = append(st.expiry, r)
+			}
+		}
+	}
+	return st
+}
+
+// digest hashes the allocation tables' rows.
+func (s stored) digest() [32]byte {
+	names := make([]string, 0, len(s.rows))
+	for n := range s.rows {
+		if n != "meta" && n != "changes" && n != "idempotency" {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	h := sha256.New()
+	for _, n := range names {
+		fmt.Fprintf(h, "%s:%d;", n, len(s.rows[n]))
+		for _, r := range s.rows[n] {
+			h.Write(r)
+		}
+	}
+	var out [32]byte
+	h.Sum(out[:0])
+	return out
+}
+
+// invariants lists every broken rule of the stored state at FSM time now:
+// each occupancy row names a holder of exactly its key (a live task, a
+// note, a reservation, a committed reservation's winner); every live task
+// and every note is named by its key's row (so no key has two live
+// occupants); every reservation is indexed as its state says; ids stay
+// below the space's counters.
+func (s stored) invariants(now int64) []string {
+	var bad []string
+	type ref struct{ space, typ, id string }
+	tasks := map[ref]Task{}
+	for _, t := range s.tasks {
+		tasks[ref{t.Space, WinnerTask, itoa(t.ID)}] = t
+	}
+	notes := map[ref]Note{}
+	for _, n := range s.notes {
+		notes[ref{n.Space, WinnerNote, itoa(n.ID)}] = n
+	}
+	res := map[[2]string]reservationRow{}
+	for _, r := range s.reservations {
+		res[[2]string{r.Space, r.ProposalID}] = r
+	}
+	held := map[ref]ConflictKey{}
+	for _, o := range s.occupancy {
+		r := ref{o.Space, o.WinnerType, o.WinnerID.String()}
+		held[r] = o.key()
+		switch o.WinnerType {
+		case WinnerTask:
+			t, ok := tasks[r]
+			if !ok || !Live(t.Status) || t.ConflictKey != o.key() {
+				bad = append(bad, fmt.Sprintf("key %s names task %s (%+v)", o.Target, r.id, t))
+			}
+		case WinnerNote:
+			if n, ok := notes[r]; !ok || n.ConflictKey != o.key() {
+				bad = append(bad, fmt.Sprintf("key %s names note %s", o.Target, r.id))
+			}
+		case WinnerReservedIntent:
+			rr, ok := res[[2]string{o.Space, o.ProposalID}]
+			if !ok || rr.State != ReservationReserved || rr.key() != o.key() || rr.ExpiresAtMs != o.ExpiresAtMs {
+				bad = append(bad, fmt.Sprintf("key %s names reservation %s (%+v)", o.Target, o.ProposalID, rr))
+			}
+		default:
+			rr, ok := res[[2]string{o.Space, o.ProposalID}]
+			if !ok || rr.State != ReservationCommitted || rr.key() != o.key() || rr.Winner == nil || rr.Winner.Type != o.WinnerType || rr.Winner.ID != o.WinnerID {
+				bad = append(bad, fmt.Sprintf("key %s names external %s %s without its committed reservation", o.Target, o.WinnerType, o.WinnerID))
+			}
+		}
+	}
+	for r, t := range tasks {
+		if k, ok := held[r]; Live(t.Status) && (!ok || k != t.ConflictKey) {
+			bad = append(bad, fmt.Sprintf("live task %d (%s) is not its key's occupant", t.ID, t.ConflictKey.Target))
+		}
+		if !Live(t.Status) && held[r] != (ConflictKey{}) {
+			bad = append(bad, fmt.Sprintf("%s task %d still holds a key", t.Status, t.ID))
+		}
+		if (t.Status == StatusSuperseded) != (t.SupersededBy != nil) {
+			bad = append(bad, fmt.Sprintf("task %d: status %s, superseded_by %v", t.ID, t.Status, t.SupersededBy))
+		}
+	}
+	for r, n := range notes {
+		if k, ok := held[r]; !ok || k != n.ConflictKey {
+			bad = append(bad, fmt.Sprintf("note %d is not its key's occupant", n.ID))
+		}
+	}
+	exp := map[[2]string]int64{}
+	for _, e := range s.expiry {
+		exp[[2]string{e.Space, e.ProposalID}] = e.AtMs
+	}
+	for k, r := range res {
+		at, indexed := exp[k]
+		if (r.State == ReservationReserved) != indexed || indexed && at != r.ExpiresAtMs {
+			bad = append(bad, fmt.Sprintf("reservation %s (%s) expiry index %d/%t", r.ProposalID, r.State, at, indexed))
+		}
+	}
+	next := map[string][2]uint64{}
+	for _, sp := range s.spaces {
+		next[sp.Slug] = [2]uint64{sp.NextTaskID, sp.NextNoteID}
+	}
+	for _, t := range s.tasks {
+		if t.ID == 0 || t.ID >= next[t.Space][0] {
+			bad = append(bad, fmt.Sprintf("task id %d not below space %s's next %d", t.ID, t.Space, next[t.Space][0]))
+		}
+	}
+	for _, n := range s.notes {
+		if n.ID == 0 || n.ID >= next[n.Space][1] {
+			bad = append(bad, fmt.Sprintf("note id %d not below space %s's next %d", n.ID, n.Space, next[n.Space][1]))
+		}
+	}
+	return bad
+}

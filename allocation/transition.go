@@ -1,0 +1,234 @@
+package allocation
+
+import (
+	"slices"
+
+	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/internal/bounds"
+	"github.com/arbiterhq/arbiter/log"
+)
+
+// Transition actions.
+const (
+	ActionClaim    = "claim"
+	ActionAssign   = "assign"
+	ActionSubmit   = "submit"
+	ActionReview   = "review"
+	ActionDone     = "done"
+	ActionReject   = "reject"
+	ActionWithdraw = "withdraw"
+	ActionReopen   = "reopen"
+)
+
+// transitions is the task lifecycle: each action, the statuses it may
+// start from and the status it leads to.
+var transitions = map[string]struct {
+	from []string
+	to   string
+}{
+	ActionClaim:    {[]string{StatusOpen}, StatusClaimed},
+	ActionAssign:   {[]string{StatusOpen, StatusClaimed}, StatusAssigned},
+	ActionSubmit:   {[]string{StatusClaimed, StatusAssigned}, StatusInReview},
+	ActionReview:   {[]string{StatusInReview}, StatusInReview}, // records the reviewer
+	ActionDone:     {[]string{StatusClaimed, StatusAssigned, StatusInReview}, StatusDone},
+	ActionReject:   {[]string{StatusOpen, StatusClaimed, StatusAssigned, StatusInReview}, StatusRejected},
+	ActionWithdraw: {[]string{StatusOpen, StatusClaimed, StatusAssigned, StatusInReview}, StatusWithdrawn},
+	ActionReopen:   {[]string{StatusDone, StatusRejected, StatusWithdrawn}, StatusOpen},
+}
+
+// transitionCmd is the payload of CmdTransition.
+type transitionCmd struct {
+	Space           string  `msgpack:"space"`
+	TaskID          uint64  `msgpack:"task_id"`
+	Action          string  `msgpack:"action"`
+	ExpectedVersion *uint64 `msgpack:"expected_version"`
+	Assignee        string  `msgpack:"assignee"`
+}
+
+func (c *transitionCmd) validate() error {
+	if err := checkSlug(c.Space); err != nil {
+		return err
+	}
+	if _, ok := transitions[c.Action]; !ok {
+		return errs.Errorf(errs.CodeInvalid, "action %q: want claim, assign, submit, review, done, reject, withdraw or reopen", clip(c.Action))
+	}
+	if c.Assignee != "" && c.Action != ActionAssign {
+		return errs.New(errs.CodeInvalid, "assignee is for the assign action only")
+	}
+	return bounds.OptionalIdentifier("assignee", c.Assignee)
+}
+
+// applyTransition moves a task along its lifecycle. A task that leaves
+// the live statuses frees its key; reopen takes the key again, so it
+// answers the flat 409 when another live occupant holds it, and refuses
+// a task under steward hold. Every action on a superseded task answers
+// 409 task_superseded.
+func applyTransition(tx *fsm.Tx, cmd *log.Command) (any, error) {
+	var c transitionCmd
+	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
+		return nil, err
+	}
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	sp, err := spaceFor(tx, tx.Principal, c.Space, log.RoleMember)
+	if err != nil {
+		return nil, err
+	}
+	t, err := getTask(tx, sp.Slug, c.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	if t.Status == StatusSuperseded {
+		return &Outcome{Conflict: superseded(t)}, nil
+	}
+	if c.ExpectedVersion != nil && *c.ExpectedVersion != t.Version {
+		return nil, errs.Errorf(errs.CodeConflict, "task %d is at version %d, not %d", t.ID, t.Version, *c.ExpectedVersion)
+	}
+	rule := transitions[c.Action]
+	if !slices.Contains(rule.from, t.Status) {
+		return nil, errs.Errorf(errs.CodeConflict, "task %d is %s: %s needs one of %v", t.ID, t.Status, c.Action, rule.from)
+	}
+	if c.Action == ActionReopen {
+		if t.StewardHold {
+			return nil, errs.Errorf(errs.CodeConflict, "task %d is under steward hold and cannot be reopened", t.ID)
+		}
+		if o, err := liveOccupant(tx, sp.Slug, t.ConflictKey, tx.Now); err != nil {
+			return nil, err
+		} else if o != nil {
+			cf, err := conflictOf(tx, o)
+			if err != nil {
+				return nil, err
+			}
+			return &Outcome{Conflict: cf}, nil
+		}
+		if err := occupy(tx, sp.Slug, t.ConflictKey, occupancyRow{WinnerType: WinnerTask, WinnerID: NumID(t.ID)}); err != nil {
+			return nil, err
+		}
+	}
+	n := *t
+	n.Status, n.Version, n.UpdatedAtMs = rule.to, t.Version+1, tx.Now
+	switch c.Action {
+	case ActionClaim:
+		n.Assignee = principalID(tx.Principal)
+	case ActionAssign:
+		n.Assignee = c.Assignee
+		if n.Assignee == "" {
+			n.Assignee = principalID(tx.Principal)
+		}
+	case ActionReview:
+		n.Reviewer = principalID(tx.Principal)
+	}
+	if Live(t.Status) && !Live(n.Status) {
+		if err := vacate(tx, sp.Slug, t.ConflictKey, WinnerTask, NumID(t.ID)); err != nil {
+			return nil, err
+		}
+	}
+	if err := putTask(tx, &n, "allocation_task_"+c.Action, sp.Space.TenantRef); err != nil {
+		return nil, err
+	}
+	return &Outcome{Task: &n}, nil
+}
+
+// supersedeCmd is the payload of CmdSupersede.
+type supersedeCmd struct {
+	Space         string `msgpack:"space"`
+	TaskID        uint64 `msgpack:"task_id"`
+	SurvivingTask uint64 `msgpack:"surviving_task"`
+	Reason        string `msgpack:"reason"`
+}
+
+// applySupersede retires a duplicate in favour of a surviving task
+// (controller role: the steward's act, attributed to its principal; no
+// delete). The superseded task leaves the live statuses, so its key is
+// freed if it held one; the survivor keeps whatever it holds.
+func applySupersede(tx *fsm.Tx, cmd *log.Command) (any, error) {
+	var c supersedeCmd
+	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
+		return nil, err
+	}
+	if err := checkSlug(c.Space); err != nil {
+		return nil, err
+	}
+	if err := bounds.Identifier("reason", c.Reason); err != nil {
+		return nil, err
+	}
+	if len(c.Reason) > MaxReasonBytes {
+		return nil, errs.Errorf(errs.CodeInvalid, "reason is %d bytes, more than %d", len(c.Reason), MaxReasonBytes)
+	}
+	if c.SurvivingTask == c.TaskID {
+		return nil, errs.New(errs.CodeInvalid, "a task cannot supersede itself")
+	}
+	sp, err := spaceFor(tx, tx.Principal, c.Space, log.RoleController)
+	if err != nil {
+		return nil, err
+	}
+	t, err := getTask(tx, sp.Slug, c.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	if t.Status == StatusSuperseded {
+		return &Outcome{Conflict: superseded(t)}, nil
+	}
+	survivor, err := getTask(tx, sp.Slug, c.SurvivingTask)
+	if err != nil {
+		return nil, errs.Errorf(errs.CodeInvalid, "surviving_task: %v", errs.From(err).Message)
+	}
+	if survivor.Status == StatusSuperseded {
+		return nil, errs.Errorf(errs.CodeConflict, "surviving task %d is itself superseded by task %d", survivor.ID, *survivor.SupersededBy)
+	}
+	if Live(t.Status) {
+		if err := vacate(tx, sp.Slug, t.ConflictKey, WinnerTask, NumID(t.ID)); err != nil {
+			return nil, err
+		}
+	}
+	n := *t
+	by := survivor.ID
+	n.Status, n.Version, n.UpdatedAtMs = StatusSuperseded, t.Version+1, tx.Now
+	n.SupersededBy, n.Reason, n.SupersededByPrincipal, n.SupersededAtMs = &by, c.Reason, principalID(tx.Principal), tx.Now
+	if err := putTask(tx, &n, "allocation_task_superseded", sp.Space.TenantRef); err != nil {
+		return nil, err
+	}
+	return &Outcome{Task: &n}, nil
+}
+
+// holdCmd is the payload of CmdHold.
+type holdCmd struct {
+	Space  string `msgpack:"space"`
+	TaskID uint64 `msgpack:"task_id"`
+	Hold   bool   `msgpack:"hold"`
+}
+
+// applyHold sets or clears a task's steward hold (controller role). A
+// held task cannot be reopened.
+func applyHold(tx *fsm.Tx, cmd *log.Command) (any, error) {
+	var c holdCmd
+	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
+		return nil, err
+	}
+	if err := checkSlug(c.Space); err != nil {
+		return nil, err
+	}
+	sp, err := spaceFor(tx, tx.Principal, c.Space, log.RoleController)
+	if err != nil {
+		return nil, err
+	}
+	t, err := getTask(tx, sp.Slug, c.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	if t.Status == StatusSuperseded {
+		return &Outcome{Conflict: superseded(t)}, nil
+	}
+	if t.StewardHold == c.Hold {
+		out := *t
+		return &Outcome{Task: &out}, nil
+	}
+	n := *t
+	n.StewardHold, n.Version, n.UpdatedAtMs = c.Hold, t.Version+1, tx.Now
+	if err := putTask(tx, &n, "allocation_task_hold", sp.Space.TenantRef); err != nil {
+		return nil, err
+	}
+	return &Outcome{Task: &n}, nil
+}
