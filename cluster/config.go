@@ -108,11 +108,15 @@ type Config struct {
 	// raft transport (its local address is the raft address). InitialServers replaces the one-voter
 	// bootstrap configuration. PeerClient is used for requests to other
 	// nodes (forwarding, join). Stores replaces the boltdb stores.
-	WallClock      func() time.Time
-	Transport      raft.Transport
-	InitialServers []raft.Server
-	PeerClient     *http.Client
-	Stores         *Stores
+	WallClock func() time.Time
+	// StaleSnapshotGuardOff lets a stale InstallSnapshot reach raft (see
+	// stale_snapshot.go): for the control that shows the fault harness's
+	// rewind check fires. Never in production.
+	StaleSnapshotGuardOff bool
+	Transport             raft.Transport
+	InitialServers        []raft.Server
+	PeerClient            *http.Client
+	Stores                *Stores
 }
 
 // Stores lets tests supply raft stores; Close is called on shutdown.

@@ -149,7 +149,9 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		return fmt.Errorf("cluster: start raft: %w", err)
 	}
 	n.raft = r
-	guard.watchApplied(r.AppliedIndex, n.logger)
+	if !n.cfg.StaleSnapshotGuardOff {
+		guard.watchApplied(r.AppliedIndex, n.logger)
+	}
 	cleanup = append(cleanup, func() {
 		_ = r.Shutdown().Error()
 		guard.close()

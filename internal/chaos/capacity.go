@@ -33,6 +33,11 @@ import (
 // client holds is shared by every client, so it lives in the workload:
 // make one with NewCapacity.
 type Capacity struct {
+	// StaleReads reads status from the local replica instead of
+	// linearizably: a deliberate bug, for the control that shows the
+	// harness catches one.
+	StaleReads bool
+
 	mu   sync.Mutex
 	held map[string]bool // lease ids some client holds
 }
@@ -88,7 +93,12 @@ func capacityOfCells() map[string]uint64 {
 	return out
 }
 
-func (w *Capacity) Name() string { return "capacity" }
+func (w *Capacity) Name() string {
+	if w.StaleReads {
+		return "capacity-stale-reads"
+	}
+	return "capacity"
+}
 
 // Model is partitioned by cell, so each cell's short history is checked
 // on its own.
@@ -350,7 +360,11 @@ func (c *capacityClient) status(svc *capacity.Service, cell string, rec *Recorde
 	defer cancel()
 	in := lin.CapInput{Kind: lin.CapStatus, Cell: cell}
 	call := rec.Call(c.id, in)
-	st, err := svc.Status(ctx, capacity.ReadRequest{SchemaVersion: "1", TenantRef: capacityTenant, CellID: cell, MaxCount: 1}, fsm.Linearizable)
+	read := fsm.Linearizable
+	if c.w.StaleReads {
+		read = fsm.Stale
+	}
+	st, err := svc.Status(ctx, capacity.ReadRequest{SchemaVersion: "1", TenantRef: capacityTenant, CellID: cell, MaxCount: 1}, read)
 	switch {
 	case err != nil:
 		c.fail(call, err, false)

@@ -1,6 +1,7 @@
 package chaos_test
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"strings"
@@ -8,8 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arbiterhq/arbiter/domain"
+	"github.com/arbiterhq/arbiter/domain/builtin"
+	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/chaos"
+	"github.com/arbiterhq/arbiter/internal/clustertest"
 	"github.com/arbiterhq/arbiter/internal/seed"
+	"github.com/arbiterhq/arbiter/log"
+	"github.com/hashicorp/go-memdb"
 )
 
 // TestFaults runs every workload on a 3-node cluster through every fault
@@ -61,7 +68,7 @@ func TestUnfencedSinkLosesWrites(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault harness; skipped with -short")
 	}
-	failures := runCapturing(t, chaos.Config{Workload: chaos.NewFencedSink(false), Seed: uint64(time.Now().UnixNano()), Warmup: 60})
+	failures := runCapturing(t, chaos.Config{Workload: chaos.NewFencedSink(false), Seed: seed.For(t), Warmup: 60})
 	if !containsAll(failures, "acknowledged writes lost") {
 		t.Fatalf("the harness did not catch lost writes of an unfenced sink; it reported %q", failures)
 	}
@@ -80,10 +87,90 @@ func TestHarnessCatchesStaleReads(t *testing.T) {
 			faults = append(faults, f, f)
 		}
 	}
-	failures := runCapturing(t, chaos.Config{Workload: chaos.Nodes{StaleReads: true}, Seed: uint64(time.Now().UnixNano()), Faults: faults})
+	failures := runCapturing(t, chaos.Config{Workload: chaos.Nodes{StaleReads: true}, Seed: seed.For(t), Faults: faults})
 	if !containsAll(failures, "NOT linearizable") {
 		t.Fatalf("porcupine did not catch stale reads; the harness reported %q", failures)
 	}
+}
+
+// The same with status reads of capacity cells and gets of concept claims
+// served from the local replica: porcupine must catch each.
+func TestHarnessCatchesStaleCapacityAndConceptReads(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault harness; skipped with -short")
+	}
+	var faults []chaos.Fault
+	for _, f := range chaos.Faults {
+		if f.Name == "partition-minority" || f.Name == "delay" {
+			faults = append(faults, f, f)
+		}
+	}
+	capacity, concepts := chaos.NewCapacity(), chaos.NewConcepts()
+	capacity.StaleReads, concepts.StaleReads = true, true
+	for _, w := range []chaos.Workload{capacity, concepts} {
+		t.Run(w.Name(), func(t *testing.T) {
+			failures := runCapturing(t, chaos.Config{Workload: w, Seed: seed.For(t), Faults: faults})
+			if !containsAll(failures, "NOT linearizable") {
+				t.Fatalf("porcupine did not catch stale reads; the harness reported %q", failures)
+			}
+		})
+	}
+}
+
+// A fault that claims to cut the leader off and does not is caught.
+func TestHarnessCatchesAFaultThatCutsNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault harness; skipped with -short")
+	}
+	failures := runCapturing(t, chaos.Config{Workload: chaos.Nodes{}, Seed: seed.For(t), Faults: []chaos.Fault{chaos.BrokenIsolation()}})
+	if !containsAll(failures, "did not cut") {
+		t.Fatalf("the takeover check did not fire; the harness reported %q", failures)
+	}
+}
+
+// A replica that diverges is caught: one node's module writes its own
+// index where its peers write theirs, for the same command.
+func TestHarnessCatchesDivergence(t *testing.T) {
+	tb := &capturingTB{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c := clustertest.New(tb, clustertest.Options{Domains: func(i int) []domain.Domain {
+			return append(builtin.Domains(), skewDomain(i))
+		}})
+		leader := c.Node(c.WaitLeader(10 * time.Second))
+		if _, err := fsm.Submit(context.Background(), leader, log.Command{Type: cmdSkew}, struct{}{}, nil); err != nil {
+			tb.Fatalf("skew: %v", err)
+		}
+		c.WaitConverged(10 * time.Second)
+	}()
+	<-done
+	if !containsAll(tb.failures(), "diverged") {
+		t.Fatalf("the divergence check did not fire; it reported %q", tb.failures())
+	}
+}
+
+const cmdSkew log.Type = 995
+
+// skewDomain is a broken domain: node i's handler stores i, so replicas
+// of the same log differ. Its tables and commands are the same on every
+// node, so the cluster enables it.
+func skewDomain(i int) domain.Domain {
+	type row struct {
+		ID   string `msgpack:"id"`
+		Node int    `msgpack:"node"`
+	}
+	return domain.Domain{Name: "skew", Module: func() fsm.Module {
+		return fsm.Module{Name: "skew",
+			Tables: []fsm.Table{{New: func() any { return new(row) }, Schema: &memdb.TableSchema{
+				Name:    "skew",
+				Indexes: map[string]*memdb.IndexSchema{"id": {Name: "id", Unique: true, Indexer: &memdb.StringFieldIndex{Field: "ID"}}},
+			}}},
+			Commands: []fsm.CommandSpec{{Type: cmdSkew, Name: "skew", MaxVersion: 1, Apply: func(tx *fsm.Tx, _ *log.Command) (any, error) {
+				return nil, tx.Insert("skew", &row{ID: "x", Node: i})
+			}}},
+		}
+	}}
 }
 
 // runCapturing runs cfg with a testing.TB that records failures instead

@@ -33,6 +33,11 @@ import (
 // next. What one client learns (claim fences, dead ids) every client uses,
 // so it lives in the workload: make one with NewConcepts.
 type Concepts struct {
+	// StaleReads reads claims from the local replica instead of
+	// linearizably: a deliberate bug, for the control that shows the
+	// harness catches one.
+	StaleReads bool
+
 	policies *authority.PolicySet
 
 	mu sync.Mutex
@@ -70,7 +75,12 @@ const (
 	conceptWindow = 4
 )
 
-func (w *Concepts) Name() string                   { return "concepts" }
+func (w *Concepts) Name() string {
+	if w.StaleReads {
+		return "concepts-stale-reads"
+	}
+	return "concepts"
+}
 func (w *Concepts) Model() (porcupine.Model, bool) { return lin.ConceptsModel(), true }
 
 // Setup builds the one policy that covers every generation's ids, and
@@ -152,7 +162,11 @@ type conceptsClient struct {
 
 func (c *conceptsClient) Step(node *cluster.Node, rec *Recorder) {
 	in, h := c.next(rec.Generation(c.rng))
-	record, out, ok := c.do(authority.NewService(node, node, c.w.policies), in, h, rec)
+	var reads fsm.Reader = node
+	if c.w.StaleReads && in.Kind == lin.ConceptGet {
+		reads = localReader{node}
+	}
+	record, out, ok := c.do(authority.NewService(node, reads, c.w.policies), in, h, rec)
 	if ok && out.Outcome == lin.OutcomeStaleFence && h == c.held[in.ID] {
 		// Someone moved the claim on; keep the old holding to present
 		// on purpose, and relearn the claim from a later record.

@@ -230,3 +230,14 @@ func names(idx []int) []string {
 	}
 	return out
 }
+
+// BrokenIsolation claims to isolate the leader but leaves it alone: the
+// control that shows requireTakeover catches a fault that does not do
+// what it says. Never in a real run.
+func BrokenIsolation() Fault {
+	return Fault{"broken-isolate-leader", func(e *Env) func() {
+		l := e.leader()
+		e.Mark("pretend to isolate leader n%d", l+1)
+		return func() { e.requireTakeover("broken-isolate-leader", l, e.others(l)) }
+	}}
+}
