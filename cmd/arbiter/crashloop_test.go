@@ -6,7 +6,8 @@ package main
 // while writers create nodes through every process, a seeded killer
 // SIGKILLs a random node (the leader or a follower) and restarts it on its
 // data directory, or SIGSTOPs one past the election timeout and SIGCONTs
-// it. Snapshots are made frequent, and the trailing log short, so kills
+// it, or SIGKILLs two nodes (no quorum: nothing may be acknowledged until
+// they return) or all three at once. Snapshots are made frequent, and the trailing log short, so kills
 // land around snapshots and restarted nodes catch up by snapshot installs.
 // At the end every acknowledged write must be on every node and the three
 // replicas must hash the same.
@@ -35,6 +36,7 @@ const (
 	crashWriters     = 4 // concurrent create writers
 	crashCIKills     = 6 // SIGKILLs in the bounded (CI) run
 	crashCIPauses    = 2 // SIGSTOP/SIGCONT pauses in the bounded run
+	crashCIGroups    = 1 // kills of two nodes, and of all three, in the bounded run
 	crashMinAckedOut = 8 // acknowledged writes required while a node is down or paused
 	crashMinAckedIn  = 8 // ... and again once it is back
 	// crashProgressBound bounds each wait for those writes, an election
@@ -118,6 +120,9 @@ func TestCrashLoop(t *testing.T) {
 type crashFault struct {
 	pause  bool // SIGSTOP then SIGCONT, instead of SIGKILL then restart
 	leader bool // aimed at the leader rather than at a follower
+	// victims is how many nodes at once: 1, 2 (the leader, if leader,
+	// and a follower; no quorum left) or 3 (every node).
+	victims int
 }
 
 func (f crashFault) String() string {
@@ -127,6 +132,12 @@ func (f crashFault) String() string {
 	}
 	if f.leader {
 		whom = "leader"
+	}
+	switch f.victims {
+	case 2:
+		whom += " and a follower"
+	case 3:
+		whom = "every node"
 	}
 	return what + " " + whom
 }
@@ -147,10 +158,13 @@ func newCrashPlan(rng *rand.Rand, soak time.Duration) *crashPlan {
 		return p
 	}
 	for i := range crashCIKills {
-		p.fixed = append(p.fixed, crashFault{leader: i%2 == 0})
+		p.fixed = append(p.fixed, crashFault{leader: i%2 == 0, victims: 1})
 	}
 	for i := range crashCIPauses {
-		p.fixed = append(p.fixed, crashFault{pause: true, leader: i%2 == 0})
+		p.fixed = append(p.fixed, crashFault{pause: true, leader: i%2 == 0, victims: 1})
+	}
+	for i := range crashCIGroups {
+		p.fixed = append(p.fixed, crashFault{leader: i%2 == 0, victims: 2}, crashFault{victims: 3})
 	}
 	rng.Shuffle(len(p.fixed), func(i, j int) { p.fixed[i], p.fixed[j] = p.fixed[j], p.fixed[i] })
 	return p
@@ -168,7 +182,14 @@ func (p *crashPlan) next() (crashFault, bool) {
 	if time.Now().After(p.until) {
 		return crashFault{}, false
 	}
-	return crashFault{pause: p.rng.IntN(4) == 0, leader: p.rng.IntN(2) == 0}, true
+	switch r := p.rng.IntN(12); {
+	case r == 0:
+		return crashFault{victims: 3}, true
+	case r == 1:
+		return crashFault{leader: p.rng.IntN(2) == 0, victims: 2}, true
+	default:
+		return crashFault{pause: p.rng.IntN(4) == 0, leader: p.rng.IntN(2) == 0, victims: 1}, true
+	}
 }
 
 // crashRun is the state of one crash loop. Only the test goroutine injects
@@ -298,6 +319,10 @@ func (cr *crashRun) inject(ctx context.Context, f crashFault) {
 			t.Fatalf("%s exited without being killed (seed %d): %v", n.id, cr.seed, n.proc.err)
 		}
 	}
+	if f.victims > 1 {
+		cr.killGroup(ctx, f)
+		return
+	}
 	leader, term := cr.cl.leader(ctx, nil)
 	victim := leader
 	if !f.leader {
@@ -347,6 +372,60 @@ func (cr *crashRun) kill(ctx context.Context, n *e2eNode) time.Duration {
 	cr.cl.waitReady(ctx, n, crashProgressBound)
 	cr.checkResumed(ctx, n)
 	return down
+}
+
+// killGroup SIGKILLs two nodes (the cluster keeps no quorum: every write
+// must fail, retryably, and none may be acknowledged until they return)
+// or all three at once, then restarts them on their data directories and
+// waits for acknowledged writes again. Whatever was acknowledged before
+// must survive: verifyAcknowledged reads it all at the end.
+func (cr *crashRun) killGroup(ctx context.Context, f crashFault) {
+	t := cr.t
+	leader, term := cr.cl.leader(ctx, nil)
+	victims := cr.cl.nodes
+	if f.victims == 2 {
+		followers := slices.Clone(cr.cl.others(leader))
+		cr.rng.Shuffle(len(followers), func(i, j int) { followers[i], followers[j] = followers[j], followers[i] })
+		victims = followers[:2]
+		if f.leader {
+			victims[1] = leader
+		}
+	}
+	start := time.Now()
+	for _, n := range victims {
+		n.signal(t, syscall.SIGKILL)
+	}
+	for _, n := range victims {
+		if n.waitExit(5*time.Second) == nil {
+			t.Fatalf("%s still running 5s after SIGKILL", n.id)
+		}
+	}
+	cr.kills += len(victims)
+	if f.victims == 2 {
+		// Writes that committed before the kill may still be answered
+		// for a moment; after that, without a quorum, none can be.
+		time.Sleep(time.Second)
+		acked := cr.ackedCount.Load()
+		time.Sleep(2 * time.Second)
+		if got := cr.ackedCount.Load(); got != acked {
+			cr.violations.Add(1)
+			t.Errorf("%d writes acknowledged with two of three nodes down (seed %d)", got-acked, cr.seed)
+		}
+	}
+	for _, n := range victims {
+		n.start(t, cr.cl.bin)
+	}
+	for _, n := range victims {
+		cr.cl.waitReady(ctx, n, crashProgressBound)
+		cr.checkResumed(ctx, n)
+	}
+	for _, n := range victims {
+		cr.waitCaughtUp(ctx, n)
+	}
+	ackedBefore := cr.ackedCount.Load()
+	cr.waitProgress(ctx, crashMinAckedIn, fmt.Sprintf("after %v returned", f))
+	t.Logf("%v (leader %s, term %d): whole fault %v, %d writes acknowledged after (%d in all)",
+		f, leader.id, term, time.Since(start).Round(time.Millisecond), cr.ackedCount.Load()-ackedBefore, cr.ackedCount.Load())
 }
 
 // checkResumed checks that restarted n resumed from its data directory.
