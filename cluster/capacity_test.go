@@ -163,7 +163,9 @@ func TestCapacityHTTPRoutes(t *testing.T) {
 	r = post("/v1/capacity/acquire", "p1", first)
 	r.ok(t, "acquire", &got)
 	wantKeys(t, "acquire result", r.body, "schema_version", "decision", "leases", "available", "message", "now_ms")
-	if got.Decision != capacity.Granted || len(got.Leases) != 2 || got.Leases[0].FenceToken != 1 || got.Leases[1].FenceToken != 2 ||
+	// Fences derive from the log index (capacity_acquire version 2): the
+	// two leases of one acquire take consecutive ones.
+	if got.Decision != capacity.Granted || len(got.Leases) != 2 || got.Leases[0].FenceToken == 0 || got.Leases[1].FenceToken != got.Leases[0].FenceToken+1 ||
 		got.Leases[0].OwnerDigest != p1 || len(got.Available) != 2 || got.Available[1].Used != 48 {
 		t.Fatalf("acquire: %+v", got)
 	}
@@ -174,7 +176,9 @@ func TestCapacityHTTPRoutes(t *testing.T) {
 	}
 	other := first
 	other.Demands = []capacity.Demand{demand("c", "gpu", 1)}
-	capHRefused(t, "acquire reusing a key", post("/v1/capacity/acquire", "p1", other), http.StatusConflict, errs.CodeIdempotencyConflict)
+	c.Unchanged(t, "acquire reusing a key", func() {
+		capHRefused(t, "acquire reusing a key", post("/v1/capacity/acquire", "p1", other), http.StatusConflict, errs.CodeIdempotencyConflict)
+	})
 	refs := []capacity.LeaseRef{
 		{LeaseID: got.Leases[0].LeaseID, LeaseEpoch: 1, FenceToken: got.Leases[0].FenceToken},
 		{LeaseID: got.Leases[1].LeaseID, LeaseEpoch: 1, FenceToken: got.Leases[1].FenceToken},
@@ -196,7 +200,7 @@ func TestCapacityHTTPRoutes(t *testing.T) {
 	r = post("/v1/capacity/status", "rd", read)
 	r.ok(t, "status", &st)
 	wantKeys(t, "status result", r.body, "schema_version", "cells", "leases", "next_cursor", "now_ms")
-	if len(st.Cells) != 1 || st.Cells[0].Classes[0].Used != 1 || st.Cells[0].Classes[1].Used != 48 || st.Cells[0].LastFence != 2 {
+	if len(st.Cells) != 1 || st.Cells[0].Classes[0].Used != 1 || st.Cells[0].Classes[1].Used != 48 || st.Cells[0].LastFence != got.Leases[1].FenceToken {
 		t.Fatalf("status: %+v", st)
 	}
 	var rc capacity.ReadResult
@@ -214,21 +218,29 @@ func TestCapacityHTTPRoutes(t *testing.T) {
 
 	// Every denial: the decision's status, code and result.
 	var denied capacity.AcquireResult
-	capHDenied(t, "acquire over capacity", post("/v1/capacity/acquire", "p2", acq("k2", p2, 1000, demand("c", "gpu", 2))), http.StatusConflict, errs.CodeExhausted, &denied)
+	c.Unchanged(t, "acquire over capacity", func() {
+		capHDenied(t, "acquire over capacity", post("/v1/capacity/acquire", "p2", acq("k2", p2, 1000, demand("c", "gpu", 2))), http.StatusConflict, errs.CodeExhausted, &denied)
+	})
 	if len(denied.Available) != 1 || denied.Available[0].Free != 1 || len(denied.Leases) != 0 {
 		t.Errorf("exhausted result: %+v", denied)
 	}
 	// A denial is not kept for replay: the retry under k2 asks again.
 	var retried capacity.AcquireResult
-	capHDenied(t, "retry of a denied acquire", post("/v1/capacity/acquire", "p2", acq("k2", p2, 1000, demand("c", "gpu", 2))), http.StatusConflict, errs.CodeExhausted, &retried)
+	c.Unchanged(t, "retry of a denied acquire", func() {
+		capHDenied(t, "retry of a denied acquire", post("/v1/capacity/acquire", "p2", acq("k2", p2, 1000, demand("c", "gpu", 2))), http.StatusConflict, errs.CodeExhausted, &retried)
+	})
 	if retried.Replayed {
 		t.Errorf("the retry of a denial was replayed (%+v), not decided again", retried)
 	}
 	epoch := uint64(9)
 	staleEpoch := acq("k3", p2, 1000, demand("c", "gpu", 1))
 	staleEpoch.Demands[0].ExpectedEpoch = &epoch
-	capHDenied(t, "acquire at another epoch", post("/v1/capacity/acquire", "p2", staleEpoch), http.StatusConflict, errs.CodeStaleEpoch, &denied)
-	capHDenied(t, "acquire on no cell", post("/v1/capacity/acquire", "p2", acq("k4", p2, 1000, demand("nowhere", "gpu", 1))), http.StatusUnprocessableEntity, errs.CodeInvalid, &denied)
+	c.Unchanged(t, "acquire at another epoch", func() {
+		capHDenied(t, "acquire at another epoch", post("/v1/capacity/acquire", "p2", staleEpoch), http.StatusConflict, errs.CodeStaleEpoch, &denied)
+	})
+	c.Unchanged(t, "acquire on no cell", func() {
+		capHDenied(t, "acquire on no cell", post("/v1/capacity/acquire", "p2", acq("k4", p2, 1000, demand("nowhere", "gpu", 1))), http.StatusUnprocessableEntity, errs.CodeInvalid, &denied)
+	})
 	var deniedCell capacity.UpdateCellResult
 	capHDenied(t, "cells at another epoch", post("/v1/capacity/cells", "ctl", capacity.UpdateCellRequest{SchemaVersion: "1", TenantRef: "t", ExpectedEpoch: &epoch,
 		Cell: capacity.CellSpec{CellID: "c", Capacities: map[string]uint64{"gpu": 4, "mem": 64}}}), http.StatusConflict, errs.CodeStaleEpoch, &deniedCell)
@@ -238,12 +250,20 @@ func TestCapacityHTTPRoutes(t *testing.T) {
 	capHDenied(t, "cells below usage", post("/v1/capacity/cells", "ctl", capacity.UpdateCellRequest{SchemaVersion: "1", TenantRef: "t",
 		Cell: capacity.CellSpec{CellID: "c", Capacities: map[string]uint64{"gpu": 2, "mem": 10}}}), http.StatusUnprocessableEntity, errs.CodeInvalid, &deniedCell)
 	var deniedLeases capacity.LeasesResult
-	capHDenied(t, "renew at an old epoch", post("/v1/capacity/renew", "p1", leases(p1, stale)), http.StatusConflict, errs.CodeStaleEpoch, &deniedLeases)
+	c.Unchanged(t, "renew at an old epoch", func() {
+		capHDenied(t, "renew at an old epoch", post("/v1/capacity/renew", "p1", leases(p1, stale)), http.StatusConflict, errs.CodeStaleEpoch, &deniedLeases)
+	})
 	wrongFence := refs[1]
 	wrongFence.FenceToken = 99
-	capHDenied(t, "release with another fence", post("/v1/capacity/release", "p1", leases(p1, refs[0], wrongFence)), http.StatusConflict, errs.CodeStaleFence, &deniedLeases)
-	capHDenied(t, "release of another owner's lease", post("/v1/capacity/release", "p2", leases(p2, refs[0])), http.StatusConflict, errs.CodeStaleFence, &deniedLeases)
-	capHDenied(t, "renew of no lease", post("/v1/capacity/renew", "p1", leases(p1, capacity.LeaseRef{LeaseID: "nope", LeaseEpoch: 1, FenceToken: 1})), http.StatusUnprocessableEntity, errs.CodeInvalid, &deniedLeases)
+	c.Unchanged(t, "release with another fence", func() {
+		capHDenied(t, "release with another fence", post("/v1/capacity/release", "p1", leases(p1, refs[0], wrongFence)), http.StatusConflict, errs.CodeStaleFence, &deniedLeases)
+	})
+	c.Unchanged(t, "release of another owner's lease", func() {
+		capHDenied(t, "release of another owner's lease", post("/v1/capacity/release", "p2", leases(p2, refs[0])), http.StatusConflict, errs.CodeStaleFence, &deniedLeases)
+	})
+	c.Unchanged(t, "renew of no lease", func() {
+		capHDenied(t, "renew of no lease", post("/v1/capacity/renew", "p1", leases(p1, capacity.LeaseRef{LeaseID: "nope", LeaseEpoch: 1, FenceToken: 1})), http.StatusUnprocessableEntity, errs.CodeInvalid, &deniedLeases)
+	})
 	// Expired: a short lease, renewed after FSM time passed its deadline.
 	var short capacity.AcquireResult
 	post("/v1/capacity/acquire", "p2", acq("k5", p2, 200, demand("c", "gpu", 1))).ok(t, "short acquire", &short)
@@ -255,7 +275,9 @@ func TestCapacityHTTPRoutes(t *testing.T) {
 	}) {
 		t.Fatal("FSM time did not pass the short lease's deadline")
 	}
-	capHDenied(t, "renew after the deadline", post("/v1/capacity/renew", "p2", leases(p2, shortRef)), http.StatusConflict, errs.CodeExpired, &deniedLeases)
+	c.Unchanged(t, "renew after the deadline", func() {
+		capHDenied(t, "renew after the deadline", post("/v1/capacity/renew", "p2", leases(p2, shortRef)), http.StatusConflict, errs.CodeExpired, &deniedLeases)
+	})
 	if deniedLeases.NowMs < short.Leases[0].ExpiresAtMs {
 		t.Errorf("expired at FSM time %d before the deadline %d", deniedLeases.NowMs, short.Leases[0].ExpiresAtMs)
 	}
@@ -263,19 +285,41 @@ func TestCapacityHTTPRoutes(t *testing.T) {
 	// that is minutes, so it is tested on a bare FSM (capacity package).
 
 	// Refusals by identity: 403 (or 404 for reads, 401 without a token).
-	capHRefused(t, "acquire for another owner", post("/v1/capacity/acquire", "p1", acq("k6", p2, 1000, demand("c", "gpu", 1))), http.StatusForbidden, errs.CodeForbidden)
-	capHRefused(t, "acquire for a made-up owner", post("/v1/capacity/acquire", "p1", acq("k7", "owner-a", 1000, demand("c", "gpu", 1))), http.StatusForbidden, errs.CodeForbidden)
-	capHRefused(t, "acquire by a reader", post("/v1/capacity/acquire", "rd", acq("k8", capacity.OwnerDigest("rd"), 1000, demand("c", "gpu", 1))), http.StatusForbidden, errs.CodeForbidden)
+	c.Unchanged(t, "acquire for another owner", func() {
+		capHRefused(t, "acquire for another owner", post("/v1/capacity/acquire", "p1", acq("k6", p2, 1000, demand("c", "gpu", 1))), http.StatusForbidden, errs.CodeForbidden)
+	})
+	c.Unchanged(t, "acquire for a made-up owner", func() {
+		capHRefused(t, "acquire for a made-up owner", post("/v1/capacity/acquire", "p1", acq("k7", "owner-a", 1000, demand("c", "gpu", 1))), http.StatusForbidden, errs.CodeForbidden)
+	})
+	c.Unchanged(t, "acquire by a reader", func() {
+		capHRefused(t, "acquire by a reader", post("/v1/capacity/acquire", "rd", acq("k8", capacity.OwnerDigest("rd"), 1000, demand("c", "gpu", 1))), http.StatusForbidden, errs.CodeForbidden)
+	})
 	outside := acq("k9", capacity.OwnerDigest("ou"), 1000, demand("c", "gpu", 1))
-	capHRefused(t, "acquire in a tenant not the principal's", post("/v1/capacity/acquire", "ou", outside), http.StatusForbidden, errs.CodeForbidden)
-	capHRefused(t, "release by another principal as the owner", post("/v1/capacity/release", "p2", leases(p1, refs...)), http.StatusForbidden, errs.CodeForbidden)
-	capHRefused(t, "reclaim by a reader", post("/v1/capacity/reclaim", "rd", capacity.ReclaimRequest{SchemaVersion: "1", TenantRef: "t", MaxCount: 1}), http.StatusForbidden, errs.CodeForbidden)
+	c.Unchanged(t, "acquire in a tenant not the principal's", func() {
+		capHRefused(t, "acquire in a tenant not the principal's", post("/v1/capacity/acquire", "ou", outside), http.StatusForbidden, errs.CodeForbidden)
+	})
+	c.Unchanged(t, "release by another principal as the owner", func() {
+		capHRefused(t, "release by another principal as the owner", post("/v1/capacity/release", "p2", leases(p1, refs...)), http.StatusForbidden, errs.CodeForbidden)
+	})
+	c.Unchanged(t, "reclaim by a reader", func() {
+		capHRefused(t, "reclaim by a reader", post("/v1/capacity/reclaim", "rd", capacity.ReclaimRequest{SchemaVersion: "1", TenantRef: "t", MaxCount: 1}), http.StatusForbidden, errs.CodeForbidden)
+	})
 	cellsU := capacity.UpdateCellRequest{SchemaVersion: "1", TenantRef: "u", Cell: capacity.CellSpec{CellID: "c", Capacities: map[string]uint64{"gpu": 1}}}
-	capHRefused(t, "cells by a member", post("/v1/capacity/cells", "p1", capacity.UpdateCellRequest{SchemaVersion: "1", TenantRef: "t", Cell: capacity.CellSpec{CellID: "n"}}), http.StatusForbidden, errs.CodeForbidden)
-	capHRefused(t, "cells of another tenant by a controller", post("/v1/capacity/cells", "ctl", cellsU), http.StatusForbidden, errs.CodeForbidden)
-	capHRefused(t, "status of another tenant", post("/v1/capacity/status", "ou", read), http.StatusNotFound, errs.CodeNotFound)
-	capHRefused(t, "reconcile of another tenant", post("/v1/capacity/reconcile", "ou", read), http.StatusNotFound, errs.CodeNotFound)
-	capHRefused(t, "acquire without a credential", post("/v1/capacity/acquire", "", first), http.StatusUnauthorized, errs.CodeUnauthorized)
+	c.Unchanged(t, "cells by a member", func() {
+		capHRefused(t, "cells by a member", post("/v1/capacity/cells", "p1", capacity.UpdateCellRequest{SchemaVersion: "1", TenantRef: "t", Cell: capacity.CellSpec{CellID: "n"}}), http.StatusForbidden, errs.CodeForbidden)
+	})
+	c.Unchanged(t, "cells of another tenant by a controller", func() {
+		capHRefused(t, "cells of another tenant by a controller", post("/v1/capacity/cells", "ctl", cellsU), http.StatusForbidden, errs.CodeForbidden)
+	})
+	c.Unchanged(t, "status of another tenant", func() {
+		capHRefused(t, "status of another tenant", post("/v1/capacity/status", "ou", read), http.StatusNotFound, errs.CodeNotFound)
+	})
+	c.Unchanged(t, "reconcile of another tenant", func() {
+		capHRefused(t, "reconcile of another tenant", post("/v1/capacity/reconcile", "ou", read), http.StatusNotFound, errs.CodeNotFound)
+	})
+	c.Unchanged(t, "acquire without a credential", func() {
+		capHRefused(t, "acquire without a credential", post("/v1/capacity/acquire", "", first), http.StatusUnauthorized, errs.CodeUnauthorized)
+	})
 
 	// Bounds: 422 before anything is proposed.
 	seventeen := make([]capacity.Demand, 17)

@@ -111,8 +111,11 @@ func TestConceptHTTPRoutes(t *testing.T) {
 
 	// 409: another request, with the winner's public fields only.
 	for _, other := range []map[string]any{chReserve("RMDD-27", "tenant-b", "bob", "b1"), chReserve("RMDD-27", "SECRET-TENANT", "bob", "b2")} {
-		r := apiPost(t, base+"/v1/concepts/reserve", other)
-		r.wantError(t, "conflicting reserve", http.StatusConflict, errs.CodeConflict)
+		var r apiReply
+		c.Unchanged(t, "conflicting reserve", func() {
+			r = apiPost(t, base+"/v1/concepts/reserve", other)
+			r.wantError(t, "conflicting reserve", http.StatusConflict, errs.CodeConflict)
+		})
 		var body struct {
 			Error struct {
 				Detail json.RawMessage `json:"detail"`
@@ -156,7 +159,9 @@ func TestConceptHTTPRoutes(t *testing.T) {
 		{"no tenant", noTenant},
 		{"an array", []any{chReserve("RMDD-30", "tenant-a", "alice", "a1")}},
 	} {
-		apiPost(t, base+"/v1/concepts/reserve", tc.body).wantError(t, "reserve with "+tc.name, http.StatusUnprocessableEntity, errs.CodeInvalid)
+		c.Unchanged(t, "reserve with "+tc.name, func() {
+			apiPost(t, base+"/v1/concepts/reserve", tc.body).wantError(t, "reserve with "+tc.name, http.StatusUnprocessableEntity, errs.CodeInvalid)
+		})
 	}
 	apiDo(t, http.MethodPost, base+"/v1/concepts/reserve", []byte(`{"concept_id": "RMDD-30",`)).
 		wantError(t, "truncated JSON", http.StatusUnprocessableEntity, errs.CodeInvalid)
@@ -177,17 +182,24 @@ func TestConceptHTTPRoutes(t *testing.T) {
 	if !tr.Replayed || tr.Record.Fence != 2 || !strings.Contains(string(retry.body), `"replayed":true`) {
 		t.Fatalf("release retry: %s", retry.body)
 	}
-	apiPost(t, base+"/v1/concepts/transition", chTransition(rec, authority.Materialize, 1)).
-		wantError(t, "materialize with the old fence", http.StatusConflict, errs.CodeStaleFence)
-	apiPost(t, base+"/v1/concepts/transition", chTransition(rec, authority.Materialize, 2)).
-		wantError(t, "materialize a released claim", http.StatusConflict, errs.CodeConflict)
 	foreign := chTransition(rec, authority.Materialize, 2)
 	foreign.TenantRef = "tenant-b"
-	apiPost(t, base+"/v1/concepts/transition", foreign).wantError(t, "transition by another tenant", http.StatusNotFound, errs.CodeNotFound)
-	badAction := chTransition(rec, "delete", 2)
-	apiPost(t, base+"/v1/concepts/transition", badAction).wantError(t, "unknown action", http.StatusUnprocessableEntity, errs.CodeInvalid)
-	apiPost(t, base+"/v1/concepts/transition", map[string]any{"concept_id": "RMDD-27", "fence": 2}).
-		wantError(t, "transition with an unknown field", http.StatusUnprocessableEntity, errs.CodeInvalid)
+	for _, refused := range []struct {
+		what   string
+		body   any
+		status int
+		code   errs.Code
+	}{
+		{"materialize with the old fence", chTransition(rec, authority.Materialize, 1), http.StatusConflict, errs.CodeStaleFence},
+		{"materialize a released claim", chTransition(rec, authority.Materialize, 2), http.StatusConflict, errs.CodeConflict},
+		{"transition by another tenant", foreign, http.StatusNotFound, errs.CodeNotFound},
+		{"unknown action", chTransition(rec, "delete", 2), http.StatusUnprocessableEntity, errs.CodeInvalid},
+		{"transition with an unknown field", map[string]any{"concept_id": "RMDD-27", "fence": 2}, http.StatusUnprocessableEntity, errs.CodeInvalid},
+	} {
+		c.Unchanged(t, refused.what, func() {
+			apiPost(t, base+"/v1/concepts/transition", refused.body).wantError(t, refused.what, refused.status, refused.code)
+		})
+	}
 
 	// 201 reclaimed, by another tenant.
 	re := chResult(t, "reclaim", apiPost(t, base+"/v1/concepts/reserve", chReserve("RMDD-27", "tenant-b", "bob", "b1")), http.StatusCreated)

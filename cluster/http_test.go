@@ -287,9 +287,10 @@ func TestErrorCodeStatusMap(t *testing.T) {
 }
 
 // Bad input at the HTTP edge gets the contract's status and code, and
-// changes nothing: no node_create or node_cas event appears in the change
-// feed, the ids it names stay absent, and the seeded nodes keep their
-// version. Every case runs through the leader and through a follower.
+// changes nothing: the replicated content is the same before and after
+// (clustertest.Unchanged), no node_create or node_cas event appears in the
+// change feed, the ids it names stay absent, and the seeded nodes keep
+// their version. Every case runs through the leader and through a follower.
 func TestHTTPBadInputIsRefusedAndChangesNothing(t *testing.T) {
 	c := clustertest.New(t, clustertest.Options{Nodes: 3, Configure: steadyTimings})
 	leader := c.Leader()
@@ -459,8 +460,9 @@ func TestHTTPBadInputIsRefusedAndChangesNothing(t *testing.T) {
 		for _, tc := range cases {
 			t.Run(via.name+"/"+tc.name, func(t *testing.T) {
 				before := feedLastSeq(t, leaderBase)
-				r := apiDo(t, tc.method, base+tc.path, tc.body)
-				r.wantError(t, tc.name, tc.status, tc.code)
+				c.Unchanged(t, tc.name, func() {
+					apiDo(t, tc.method, base+tc.path, tc.body).wantError(t, tc.name, tc.status, tc.code)
+				})
 				if evs := nodeEventsAfter(t, leaderBase, before); len(evs) > 0 {
 					t.Errorf("refused request changed state: %v", evs)
 				}

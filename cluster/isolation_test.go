@@ -799,7 +799,13 @@ func TestIsolationMatrix(t *testing.T) {
 			}
 			seq := isoLastSeq(t, c)
 			for _, tc := range cases {
-				isoCheck(t, tc, isoSend(t, method, target, c, tc))
+				if tc.ok || tc.status/100 == 2 {
+					isoCheck(t, tc, isoSend(t, method, target, c, tc))
+					continue
+				}
+				c.Unchanged(t, fmt.Sprintf("%s as %q (%s)", row.route, tc.who, tc.name), func() {
+					isoCheck(t, tc, isoSend(t, method, target, c, tc))
+				})
 			}
 			if row.state != nil {
 				if after := row.state(t); after != before {

@@ -87,6 +87,14 @@ func (n *Node) StateHashAt(ctx context.Context, index uint64) (h StateHash, ok b
 	return StateHash{Index: index, Hash: hex.EncodeToString(sum[:])}, ok, err
 }
 
+// ContentHash hashes what the applied commands wrote, without the applied
+// index and the clock (see fsm.FSM.ContentHash): equal before and after a
+// refused request proves the request changed nothing.
+func (n *Node) ContentHash() (string, error) {
+	sum, err := n.fsm.ContentHash()
+	return hex.EncodeToString(sum[:]), err
+}
+
 // StateHash hashes the local state (O(state); for tests and tooling).
 func (n *Node) StateHash() (StateHash, error) {
 	idx, sum, err := n.fsm.StateHash()

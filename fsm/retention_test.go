@@ -137,3 +137,35 @@ func BenchmarkSustainedKeyedWrites(b *testing.B) {
 	b.ReportMetric(float64(maxLedger), "max-ledger-rows")
 	b.ReportMetric(float64(maxFeed), "max-feed-rows")
 }
+
+// The content hash moves with what commands write, not with the index or
+// the clock: a refused command and an idle tick leave it, a create moves
+// it. (The state hash moves with each of them.)
+func TestContentHashIgnoresIndexAndClock(t *testing.T) {
+	l := newLocal(t)
+	content := func() [32]byte {
+		h, err := l.FSM.ContentHash()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	keyedCreate(t, l, 1)
+	c0 := content()
+	_, s0, _ := l.FSM.StateHash()
+	l.Advance(time.Second)
+	if res, _ := l.Propose(bg, log.Command{Type: nodes.CmdCreate, Version: 1, Payload: log.MustMarshal(nodes.CreateCommand{NodeID: ""})}); res.Err == nil {
+		t.Fatal("a create without an id was accepted")
+	}
+	mustApply(t, l, log.Command{Type: fsm.CmdTick, Version: 1, Payload: log.MustMarshal(tick(86_400_000, 1000, 16))})
+	if _, s1, _ := l.FSM.StateHash(); s1 == s0 {
+		t.Fatal("the state hash did not move with the index and the clock")
+	}
+	if content() != c0 {
+		t.Fatal("a refused command and an idle tick changed the content hash")
+	}
+	keyedCreate(t, l, 2)
+	if content() == c0 {
+		t.Fatal("a create did not change the content hash")
+	}
+}

@@ -120,11 +120,28 @@ func (f *FSM) WriteSnapshot(w io.Writer) error {
 
 // writeState writes the stream and its trailer, returning the trailer.
 func (f *FSM) writeState(w io.Writer, txn *memdb.Txn) ([32]byte, error) {
+	return f.writeStream(w, txn, false)
+}
+
+// ContentHash hashes the state without the applied index and the clock:
+// what the commands applied so far wrote. A refused command, a read, or a
+// tick with nothing to expire or prune leave it as it was, so a test
+// compares it before and after a refusal to prove that nothing changed.
+func (f *FSM) ContentHash() ([32]byte, error) {
+	return f.writeStream(io.Discard, f.db.Load().Txn(false), true)
+}
+
+// writeStream writes the snapshot stream; contentOnly zeroes the index
+// and the clock in the header and the meta row.
+func (f *FSM) writeStream(w io.Writer, txn *memdb.Txn, contentOnly bool) ([32]byte, error) {
 	h := sha256.New()
 	fw := &frameWriter{w: io.MultiWriter(w, h)}
 	fw.raw(snapMagic)
 	m := readMeta(txn)
 	hdr := snapHeader{Format: snapFormat, Index: m.Index, Now: m.Now}
+	if contentOnly {
+		hdr.Index, hdr.Now = 0, 0
+	}
 	var tables []Table
 	for _, t := range f.tables {
 		if first, err := txn.First(t.Schema.Name, "id"); err != nil {
@@ -143,6 +160,11 @@ func (f *FSM) writeState(w io.Writer, txn *memdb.Txn) ([32]byte, error) {
 			return [32]byte{}, fmt.Errorf("fsm: snapshot table %s: %w", t.Schema.Name, err)
 		}
 		for raw := it.Next(); raw != nil && fw.err == nil; raw = it.Next() {
+			if mr, ok := raw.(*meta); ok && contentOnly {
+				c := *mr
+				c.Index, c.Now = 0, 0
+				raw = &c
+			}
 			fw.frame('R', raw)
 			rows++
 		}
