@@ -27,9 +27,11 @@ const (
 	Peer
 )
 
-// Route is one HTTP route of a domain: a method and a literal path (no
-// wildcards: two routes conflict only when they are equal), the access it
-// needs and its handler.
+// Route is one HTTP route of a domain: a method and a path, the access it
+// needs and its handler. A path is literal except for whole segments
+// "{name}" (lowercase letters and '_'), which match one segment and reach
+// a Get's handler as the parameter name. The host refuses a pattern that
+// is equal to, or in net/http's conflict with, one it already serves.
 type Route struct {
 	Method  string
 	Path    string
@@ -40,8 +42,9 @@ type Route struct {
 // Pattern is the route's net/http ServeMux pattern.
 func (r Route) Pattern() string { return r.Method + " " + r.Path }
 
-// CheckRoutes validates routes: a known method and access, a literal path
-// under /v1/, and no pattern in taken (which it extends).
+// CheckRoutes validates routes: a known method and access, a path under
+// /v1/ (literal but for "{name}" segments), and no pattern in taken
+// (which it extends).
 func CheckRoutes(owner string, routes []Route, taken map[string]string) error {
 	for _, r := range routes {
 		switch r.Method {
@@ -49,8 +52,8 @@ func CheckRoutes(owner string, routes []Route, taken map[string]string) error {
 		default:
 			return fmt.Errorf("%s: route %q: method must be GET, POST, PUT or DELETE", owner, r.Pattern())
 		}
-		if !strings.HasPrefix(r.Path, "/v1/") || strings.ContainsAny(r.Path, "{}?# ") || strings.HasSuffix(r.Path, "/") {
-			return fmt.Errorf("%s: route %q: path must be literal, under /v1/, without a trailing slash", owner, r.Pattern())
+		if !strings.HasPrefix(r.Path, "/v1/") || strings.ContainsAny(r.Path, "?# ") || strings.HasSuffix(r.Path, "/") || !wildcardsWellFormed(r.Path) {
+			return fmt.Errorf("%s: route %q: path must be under /v1/, without a trailing slash, literal but for whole {name} segments", owner, r.Pattern())
 		}
 		if r.Access < Authenticated || r.Access > Peer {
 			return fmt.Errorf("%s: route %q has no access level", owner, r.Pattern())
@@ -64,6 +67,49 @@ func CheckRoutes(owner string, routes []Route, taken map[string]string) error {
 		taken[r.Pattern()] = owner
 	}
 	return nil
+}
+
+// wildcardsWellFormed reports whether every '{' or '}' in path belongs to
+// a whole segment "{name}", name being lowercase letters and '_', each
+// name used once.
+func wildcardsWellFormed(path string) bool {
+	seen := map[string]bool{}
+	for _, seg := range strings.Split(path, "/") {
+		if !strings.ContainsAny(seg, "{}") {
+			continue
+		}
+		name, ok := wildcard(seg)
+		if !ok || seen[name] {
+			return false
+		}
+		seen[name] = true
+	}
+	return true
+}
+
+// wildcard is the name of a "{name}" segment.
+func wildcard(seg string) (string, bool) {
+	if len(seg) < 3 || seg[0] != '{' || seg[len(seg)-1] != '}' {
+		return "", false
+	}
+	name := seg[1 : len(seg)-1]
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c == '_') {
+			return "", false
+		}
+	}
+	return name, true
+}
+
+// wildcards lists the names of path's "{name}" segments.
+func wildcards(path string) []string {
+	var out []string
+	for _, seg := range strings.Split(path, "/") {
+		if name, ok := wildcard(seg); ok {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // Post is a POST route whose handler decodes a JSON request (strictly:
@@ -102,14 +148,22 @@ func JSON[Req, Res any](call func(context.Context, Req) (*Res, error), status fu
 }
 
 // Get is a GET route that takes the named query parameters (each at most
-// once; any other is refused), calls call with them and answers its result
-// with status 200.
+// once; any other is refused) and the path's "{name}" segments, calls
+// call with them and answers its result with status 200.
 func Get[Res any](path string, access Access, params []string, call func(context.Context, Params) (*Res, error)) Route {
+	inPath := wildcards(path)
 	return Route{Method: http.MethodGet, Path: path, Access: access, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, err := ParseParams(r, params...)
 		if err != nil {
 			WriteError(w, err)
 			return
+		}
+		for _, name := range inPath {
+			if _, dup := p.values[name]; dup {
+				WriteError(w, errs.Errorf(errs.CodeInvalid, "%s is given in the path; not as a query parameter", name))
+				return
+			}
+			p.values[name] = r.PathValue(name)
 		}
 		res, err := call(r.Context(), p)
 		if err != nil {
