@@ -9,6 +9,7 @@ import (
 	"github.com/arbiterhq/arbiter/capacity"
 	"github.com/arbiterhq/arbiter/domain"
 	"github.com/arbiterhq/arbiter/nodes"
+	"github.com/arbiterhq/arbiter/projection"
 )
 
 // Domains returns fresh values of the built-in domains (each carries its
@@ -22,6 +23,9 @@ type Options struct {
 	// ConceptPolicies are the concept authority's namespace policies
 	// (nil: none until --concept-policies loads some).
 	ConceptPolicies *authority.PolicySet
+	// ProjectionRoot is the runtime root under which the node writes
+	// hook projections ("": none until --projection-root names one).
+	ProjectionRoot string
 }
 
 // With returns fresh values of the built-in domains configured by o.
@@ -30,5 +34,6 @@ func With(o Options) []domain.Domain {
 		nodes.Domain(),
 		authority.Domain(o.ConceptPolicies),
 		capacity.Domain(),
+		projection.Domain(projection.WithRuntimeRoot(o.ProjectionRoot)),
 	}
 }
