@@ -22,7 +22,7 @@ type tempFile interface {
 type osOps struct{}
 
 func (osOps) CreateTemp(dir, pattern string) (tempFile, error) { return os.CreateTemp(dir, pattern) }
-func (osOps) Rename(from, to string) error                      { return os.Rename(from, to) }
+func (osOps) Rename(from, to string) error                     { return os.Rename(from, to) }
 
 // SyncDir fsyncs a directory, making the entries created, renamed or
 // removed in it durable.

@@ -95,11 +95,11 @@ func runCurrent(rt *fsm.ReadTx, payload []byte) (any, error) {
 
 // Publication is a publication as readers of current.json see it.
 type Publication struct {
-	TargetID       string               `json:"target_id"`
-	PublicationSeq uint64               `json:"publication_seq"`
-	FencingEpoch   uint64               `json:"fencing_epoch"`
-	PublishedAtMs  int64                `json:"published_at_ms"`
-	Channels       []PublishedChannel   `json:"channels"`
+	TargetID       string             `json:"target_id"`
+	PublicationSeq uint64             `json:"publication_seq"`
+	FencingEpoch   uint64             `json:"fencing_epoch"`
+	PublishedAtMs  int64              `json:"published_at_ms"`
+	Channels       []PublishedChannel `json:"channels"`
 }
 
 // PublishedChannel is one channel's entry in a publication.
