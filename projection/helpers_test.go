@@ -7,12 +7,13 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"os"
 	"sort"
-	"strings"
 	"testing"
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/internal/canon"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/projection"
@@ -210,4 +211,13 @@ func (s stored) tablesWith(b []byte) []string {
 	return out
 }
 
-var _ = strings.Contains
+// readCurrent reads the target's current.json under e's root.
+func readCurrent(e *env, id string) ([]byte, error) {
+	path, err := projection.TargetPath(e.root, id)
+	if err != nil {
+		return nil, err
+	}
+	return os.ReadFile(path)
+}
+
+func canonical(b []byte) bool { return canon.IsCanonical(b) }
