@@ -2,9 +2,9 @@ package projection_test
 
 import (
 	"crypto/sha256"
-	"fmt"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"sync"

@@ -336,7 +336,6 @@ func TestWriterRefusesHostileIDs(t *testing.T) {
 	}
 }
 
-
 // A root on a read-only file system (sysfs, read-only to everyone,
 // root included) fails closed: nothing is created, the error returned.
 func TestWriterReadOnlyFileSystem(t *testing.T) {
