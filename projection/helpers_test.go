@@ -221,3 +221,5 @@ func readCurrent(e *env, id string) ([]byte, error) {
 }
 
 func canonical(b []byte) bool { return canon.IsCanonical(b) }
+
+func canonJSON(b []byte) ([]byte, error) { return canon.JSON(b) }
