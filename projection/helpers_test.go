@@ -120,7 +120,7 @@ func fenceOf(l *projection.Lease) projection.FenceRequest {
 	return projection.FenceRequest{TargetID: l.TargetID, Token: l.Token, FencingEpoch: l.FencingEpoch}
 }
 
-func wantCode(t *testing.T, what string, err error, code errs.Code) {
+func wantCode(t fsmtest.Fataler, what string, err error, code errs.Code) {
 	t.Helper()
 	if errs.CodeOf(err) != code {
 		t.Fatalf("%s: error %v, want code %q", what, err, code)
