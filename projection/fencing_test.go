@@ -273,4 +273,3 @@ func checkFencing(t *testing.T, pc *pcluster, targets []string, run *fenceRun) {
 		t.Fatalf("the run did not exercise takeovers: %d publications, %d acknowledged, %d refused (%v)", total, len(run.acks), refused, run.outcomes)
 	}
 }
-
