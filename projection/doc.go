@@ -69,10 +69,14 @@
 // # Files
 //
 // A node writes files only when it has a runtime root (--projection-root,
-// WithRuntimeRoot, builtin.Options.ProjectionRoot); every node needs its
-// own, and a root held by another node is refused (an flock on
-// hook-projections/.writer.lock). The root must exist; the writer creates
-// hook-projections and the target directories (never through a symlink).
+// WithRuntimeRoot, builtin.Options.ProjectionRoot), normally its own.
+// Each write compares and renames under an flock of
+// hook-projections/.writer.lock, so two nodes given the same root by
+// mistake can never move a file backwards (a write that waits more than
+// 2 s for the lock fails closed). The root must exist (a missing one may
+// be an unmounted volume: it is never created); the writer creates
+// hook-projections and the target directories (never through a symlink)
+// and removes temp files a crashed writer left.
 // No request field names or influences a path: the only path component
 // taken from the state is a target id of the derived form, checked again
 // before it is joined. The writer never writes a publication older than

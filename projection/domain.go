@@ -26,7 +26,7 @@ type Option func(*projectionDomain)
 
 // WithRuntimeRoot makes the node write publications under dir
 // (<dir>/hook-projections/<target_id>/current.json). dir must exist; a
-// node without a root writes no files. Every node needs its own root.
+// node without a root writes no files. Give every node its own root.
 func WithRuntimeRoot(dir string) Option { return func(d *projectionDomain) { d.root = dir } }
 
 // WithLeaseTTL makes the node propose lease_ttl_ms = ms once it has
@@ -119,15 +119,9 @@ func (d *projectionDomain) load() error {
 	return nil
 }
 
-// start proposes the configured lease_ttl_ms once a leader exists (and
-// again after each reload), and releases the runtime root when the node
-// stops.
+// start proposes the configured lease_ttl_ms once a leader exists, and
+// again after each reload.
 func (d *projectionDomain) start(ctx context.Context, h domain.Host) {
-	defer func() {
-		if d.w != nil {
-			d.w.close()
-		}
-	}()
 	svc := NewService(h, h)
 	for {
 		d.mu.Lock()

@@ -2,17 +2,8 @@
 
 package projection
 
-import (
-	"fmt"
-	"os"
-)
+import "time"
 
-// lockRoot opens the lock file; without flock, one node per root is the
+// lockRoot has no flock to take here: one writer per root is the
 // operator's to ensure.
-func lockRoot(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("open root lock: %w", err)
-	}
-	return f, nil
-}
+func lockRoot(path string, wait time.Duration) (unlock func(), err error) { return func() {}, nil }

@@ -9,7 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
+	"time"
 
 	"github.com/arbiterhq/arbiter/fsm"
 )
@@ -26,6 +26,9 @@ const (
 	// lockFile, under ProjectionsDir, is held by the one node writing
 	// a root.
 	lockFile = ".writer.lock"
+	// lockWait bounds how long a write waits for another writer of the
+	// same root before it fails closed.
+	lockWait = 2 * time.Second
 	// fileMode: readable by the hooks of the node's user and group.
 	fileMode = 0o640
 	// maxReadBytes bounds the read of an existing current.json.
@@ -56,20 +59,17 @@ const (
 
 // writer writes a node's publications under its runtime root. Its
 // methods run on the FSM's goroutine (effects and the restored hook),
-// one at a time; close may come from another.
+// one at a time.
 type writer struct {
 	root    string // "" for a node without a runtime root: it writes nothing
 	observe func(Event)
 	ops     fileOps
-
-	mu      sync.Mutex
-	lock    *os.File
-	closed  bool
+	wait    time.Duration   // for the root's lock (lockWait)
 	cleaned map[string]bool // target dirs whose leftover temp files were removed
 }
 
 func newWriter(root string, observe func(Event)) *writer {
-	return &writer{root: root, observe: observe, ops: osOps{}, cleaned: map[string]bool{}}
+	return &writer{root: root, observe: observe, ops: osOps{}, wait: lockWait, cleaned: map[string]bool{}}
 }
 
 // active reports whether the writer has anything to do: files to write or
@@ -157,6 +157,15 @@ func (w *writer) writeFile(p *publicationRow) (wrote bool, err error) {
 	if err != nil {
 		return false, err
 	}
+	// The comparison with the file and the rename happen under the
+	// root's lock: a second writer of the root (another node given the
+	// same one by mistake) can never rename an older publication over a
+	// newer one.
+	unlock, err := lockRoot(filepath.Join(base, lockFile), w.wait)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
 	dir := filepath.Join(base, p.TargetID)
 	if err := w.ensureDir(base, dir); err != nil {
 		return false, err
@@ -202,27 +211,15 @@ func (w *writer) writeFile(p *publicationRow) (wrote bool, err error) {
 	return true, nil
 }
 
-// base is <root>/hook-projections, created if the root exists, and
-// locked for this writer: one node per root.
+// base is <root>/hook-projections, created if the root exists. A
+// missing root is not created: it may be a volume that is not mounted.
 func (w *writer) base() (string, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return "", errors.New("the writer is closed (the node is stopping)")
-	}
 	if st, err := os.Stat(w.root); err != nil || !st.IsDir() {
 		return "", fmt.Errorf("runtime root %s is missing or not a directory", w.root)
 	}
 	base := filepath.Join(w.root, ProjectionsDir)
 	if err := mkdirSynced(w.ops, w.root, base); err != nil {
 		return "", err
-	}
-	if w.lock == nil {
-		l, err := lockRoot(filepath.Join(base, lockFile))
-		if err != nil {
-			return "", err
-		}
-		w.lock = l
 	}
 	return base, nil
 }
@@ -284,17 +281,6 @@ func fileSeq(path string) (uint64, error) {
 		return 0, nil
 	}
 	return head.PublicationSeq, nil
-}
-
-// close releases the root; the writer writes nothing more.
-func (w *writer) close() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.closed = true
-	if w.lock != nil {
-		_ = w.lock.Close()
-		w.lock = nil
-	}
 }
 
 // TargetPath is where a node with runtime root root keeps target's

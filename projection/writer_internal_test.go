@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // pub is a publication of target pt_0...1 with seq and a body of n bytes.
@@ -110,7 +111,6 @@ func TestWriteFailsClosed(t *testing.T) {
 			root := t.TempDir()
 			var events []Event
 			w := newWriter(root, func(e Event) { events = append(events, e) })
-			defer w.close()
 			old := pub(10, 100)
 			if err := w.write(old, false); err != nil {
 				t.Fatal(err)
@@ -144,7 +144,6 @@ func TestWriteFailsClosed(t *testing.T) {
 func TestWriteReportsDirectorySyncFailure(t *testing.T) {
 	root := t.TempDir()
 	w := newWriter(root, nil)
-	defer w.close()
 	if err := w.write(pub(1, 1), false); err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +163,6 @@ func TestWriteNeverBackwards(t *testing.T) {
 	root := t.TempDir()
 	var kinds []string
 	w := newWriter(root, func(e Event) { kinds = append(kinds, fmt.Sprintf("%s %d", e.Kind, e.PublicationSeq)) })
-	defer w.close()
 	for _, p := range []*publicationRow{pub(10, 1), pub(5, 2), pub(10, 3), pub(11, 4), pub(7, 5)} {
 		if err := w.write(p, false); err != nil {
 			t.Fatal(err)
@@ -228,7 +226,6 @@ func TestWriterReadOnlyRoot(t *testing.T) {
 	}
 	root := t.TempDir()
 	w := newWriter(root, nil)
-	defer w.close()
 	old := pub(1, 1)
 	if err := w.write(old, false); err != nil {
 		t.Fatal(err)
@@ -246,24 +243,73 @@ func TestWriterReadOnlyRoot(t *testing.T) {
 	}
 }
 
-// Two writers never share a root.
-func TestWriterLocksItsRoot(t *testing.T) {
+// Two writers of one root (two nodes given the same root by mistake)
+// compare and rename under the root's lock: neither can move the file
+// backwards. A writer that cannot get the lock in time fails closed.
+func TestWritersOfOneRoot(t *testing.T) {
 	root := t.TempDir()
 	a, b := newWriter(root, nil), newWriter(root, nil)
-	if err := a.write(pub(1, 1), false); err != nil {
+	if err := a.write(pub(10, 1), false); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.write(pub(2, 1), false); err == nil || !strings.Contains(err.Error(), "in use by another node") {
-		t.Fatalf("a second writer on the root: %v", err)
+	if err := b.write(pub(5, 1), false); err != nil {
+		t.Fatal(err)
 	}
-	a.close()
-	if err := a.write(pub(3, 1), false); err == nil {
-		t.Fatal("a closed writer wrote")
+	if got := currentOf(t, root, pub(10, 1)); !bytes.Equal(got, pub(10, 1).Bytes) {
+		t.Fatalf("a second writer moved the file back: %s", got)
 	}
-	if err := b.write(pub(2, 1), false); err != nil {
-		t.Fatalf("the second writer after the first closed: %v", err)
+	// Both writing every publication, concurrently and in any order:
+	// the file ends at the last, and a reader never sees it go back.
+	done := make(chan struct{})
+	var reads []uint64
+	go func() {
+		defer close(done)
+		for len(reads) < 1<<20 {
+			seq, err := fileSeq(filepath.Join(root, ProjectionsDir, pub(1, 0).TargetID, CurrentFile))
+			if err != nil {
+				return
+			}
+			reads = append(reads, seq)
+			if seq == 200 {
+				return
+			}
+		}
+	}()
+	errc := make(chan error, 2)
+	for _, w := range []*writer{a, b} {
+		go func() {
+			for s := uint64(11); s <= 200; s++ {
+				if err := w.write(pub(s, int(s)), false); err != nil {
+					errc <- err
+					return
+				}
+			}
+			errc <- nil
+		}()
 	}
-	b.close()
+	for range 2 {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-done
+	for k := 1; k < len(reads); k++ {
+		if reads[k] < reads[k-1] {
+			t.Fatalf("the file went from publication %d back to %d", reads[k-1], reads[k])
+		}
+	}
+	unlock, err := lockRoot(filepath.Join(root, ProjectionsDir, lockFile), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.wait = 50 * time.Millisecond
+	if err := a.write(pub(201, 1), false); err == nil || !strings.Contains(err.Error(), "locked by another writer") {
+		t.Fatalf("a write while another holds the root: %v", err)
+	}
+	unlock()
+	if err := a.write(pub(201, 1), false); err != nil {
+		t.Fatalf("after the lock was released: %v", err)
+	}
 }
 
 // A target directory that is a symlink (out of the root) is refused; a
@@ -278,7 +324,6 @@ func TestWriterDirectories(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := newWriter(root, nil)
-	defer w.close()
 	if err := w.write(p, false); err == nil {
 		t.Fatal("wrote through a symlinked target directory")
 	}
@@ -313,7 +358,6 @@ func TestWriterRefusesHostileIDs(t *testing.T) {
 	root := t.TempDir()
 	parent := filepath.Dir(root)
 	w := newWriter(root, nil)
-	defer w.close()
 	for _, id := range []string{"", "..", "../x", "pt_../../../etc", "/etc/passwd", "pt_" + strings.Repeat("0", 31) + "/",
 		"pt_" + strings.Repeat("A", 32), "pt_" + strings.Repeat("0", 33), "pt_" + strings.Repeat("0", 31) + "\x00", "PT_" + strings.Repeat("0", 32)} {
 		p := &publicationRow{TargetID: id, PublicationSeq: 1, Bytes: []byte("{}")}
@@ -345,7 +389,6 @@ func TestWriterReadOnlyFileSystem(t *testing.T) {
 		t.Skip(ro + " is writable here")
 	}
 	w := newWriter(ro, nil)
-	defer w.close()
 	if err := w.write(pub(1, 1), false); err == nil {
 		t.Fatal("a write to a read-only file system succeeded")
 	}

@@ -8,4 +8,5 @@ var workloads = []chaos.Workload{
 	chaos.NewConcepts(),
 	chaos.NewCapacity(),
 	chaos.NewFencedSink(true),
+	chaos.NewProjection(),
 }
