@@ -189,7 +189,6 @@ func TestHolder(t *testing.T) {
 	_ = held
 }
 
-
 // fakeConn records what the CLI sends.
 type fakeConn struct {
 	fsm.Proposer
@@ -231,7 +230,9 @@ func TestCLI(t *testing.T) {
 		conn := &fakeConn{}
 		var out, errOut bytes.Buffer
 		env := domain.CLIEnv{Stdin: strings.NewReader(tc.stdin), Stdout: &out, Stderr: &errOut,
-			Connect: func(*flag.FlagSet) func() (domain.Conn, error) { return func() (domain.Conn, error) { return conn, nil } }}
+			Connect: func(*flag.FlagSet) func() (domain.Conn, error) {
+				return func() (domain.Conn, error) { return conn, nil }
+			}}
 		err := cli.Run(env, tc.args)
 		if tc.fails {
 			if err == nil || conn.path != "" {
