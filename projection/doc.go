@@ -26,7 +26,11 @@
 //
 // lease_ttl_ms is replicated configuration set by an admin (PUT
 // /v1/projection/config, --projection-config, WithLeaseTTL); until it is
-// set, acquire fails with unavailable. There is no default. Acquire
+// set, acquire fails with unavailable. There is no default. A node given
+// a file (or WithLeaseTTL) proposes its value once a leader exists, at
+// every start and after every SIGHUP, so the file wins over an earlier
+// PUT: give every node the same file, or none and use PUT. A changed TTL
+// applies to leases granted after it. Acquire
 // grants the lease only when the target is unheld or its lease expired
 // (FSM time >= expires_at_ms); the serving node makes a 32-byte random
 // token before it proposes, returns it once, and only its SHA-256 enters
