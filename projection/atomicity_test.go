@@ -60,7 +60,7 @@ func TestReadersSeeWholePublications(t *testing.T) {
 		}
 	}()
 	published := map[string]uint64{}
-	const n = 300
+	const n = 200
 	for i := 0; i < n; i++ {
 		// Envelopes from a few bytes to ~100 KiB, so a torn read of a
 		// long file over a short one would not parse.

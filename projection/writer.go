@@ -128,7 +128,8 @@ func (w *writer) restored(rt *fsm.ReadTx) []fsm.Effect {
 func (w *writer) write(p *publicationRow, restored bool) error {
 	e := Event{TargetID: p.TargetID, PublicationSeq: p.PublicationSeq, FencingEpoch: p.FencingEpoch, Restored: restored}
 	if w.root == "" {
-		w.notify(Event{Kind: EventSkipped, TargetID: e.TargetID, PublicationSeq: e.PublicationSeq, FencingEpoch: e.FencingEpoch, Restored: restored})
+		e.Kind = EventSkipped
+		w.notify(e)
 		return nil
 	}
 	wrote, err := w.writeFile(p)
