@@ -1,11 +1,14 @@
 package cluster_test
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/arbiterhq/arbiter/cluster"
+	"github.com/arbiterhq/arbiter/domain"
+	"github.com/arbiterhq/arbiter/domain/builtin"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/hashicorp/raft"
 )
@@ -170,4 +173,23 @@ func newWithoutPanic(t *testing.T, cfg cluster.Config) (n *cluster.Node, err err
 		}
 	}()
 	return cluster.New(cfg)
+}
+
+// Routes whose wildcards net/http's ServeMux finds in conflict are a
+// configuration error of New, not a panic.
+func TestNewRefusesConflictingRoutes(t *testing.T) {
+	h := http.NotFoundHandler()
+	conflicting := domain.Domain{Name: "conflicting", Routes: func(domain.Host) []domain.Route {
+		return []domain.Route{
+			{Method: http.MethodGet, Path: "/v1/conflicting/{a}/x", Access: domain.Authenticated, Handler: h},
+			{Method: http.MethodGet, Path: "/v1/conflicting/x/{b}", Access: domain.Authenticated, Handler: h},
+		}
+	}}
+	cfg := cluster.DefaultConfig()
+	cfg.ID, cfg.DataDir, cfg.RaftAddr, cfg.HTTPAddr = "n1", t.TempDir(), "127.0.0.1:0", "127.0.0.1:0"
+	cfg.Domains = append(builtin.Domains(), conflicting)
+	n, err := newWithoutPanic(t, cfg)
+	if err == nil || n != nil || !strings.Contains(err.Error(), "conflicting") {
+		t.Fatalf("New with conflicting routes = %v, %v; want an error naming the domain", n, err)
+	}
 }

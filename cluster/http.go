@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"slices"
@@ -69,7 +70,9 @@ func (n *Node) buildMux() (*http.ServeMux, error) {
 			return err
 		}
 		for _, r := range routes {
-			mux.Handle(r.Pattern(), n.instrument(r.Pattern(), r.Access, r.Handler))
+			if err := handle(mux, r.Pattern(), n.instrument(r.Pattern(), r.Access, r.Handler)); err != nil {
+				return fmt.Errorf("%s: %w", owner, err)
+			}
 			n.routeTable = append(n.routeTable, RouteInfo{Pattern: r.Pattern(), Access: r.Access})
 		}
 		return nil
@@ -97,6 +100,19 @@ func (n *Node) buildMux() (*http.ServeMux, error) {
 	})))
 	slices.SortFunc(n.routeTable, func(a, b RouteInfo) int { return strings.Compare(a.Pattern, b.Pattern) })
 	return mux, nil
+}
+
+// handle registers h, turning ServeMux's panic on a pattern in conflict
+// with one already registered ("/v1/{a}/x" against "/v1/x/{b}") into an
+// error.
+func handle(mux *http.ServeMux, pattern string, h http.Handler) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("route %q: %v", pattern, r)
+		}
+	}()
+	mux.Handle(pattern, h)
+	return nil
 }
 
 // RouteInfo is one route a node serves and the access it asks of callers.

@@ -27,6 +27,17 @@ type Status struct {
 	Enabled fsm.Capabilities `json:"enabled"`
 	// Halted says why this node stopped applying, if it did (fsm.Halt).
 	Halted *fsm.Halt `json:"halted,omitempty"`
+	// Effects counts the effects after commit this node ran and those
+	// that failed (a file a domain could not write), with the last
+	// failure.
+	Effects EffectsStatus `json:"effects"`
+}
+
+// EffectsStatus is a node's record of effects after commit (fsm.Effect).
+type EffectsStatus struct {
+	Runs        uint64             `json:"runs"`
+	Failures    uint64             `json:"failures"`
+	LastFailure *fsm.EffectFailure `json:"last_failure,omitempty"`
 }
 
 // MemberStatus is one member: raft's configuration joined with the
@@ -56,6 +67,7 @@ func (n *Node) Status() Status {
 	}
 	s.Enabled, s.Gated = n.fsm.Enabled()
 	s.Halted = n.fsm.Halted()
+	s.Effects = EffectsStatus{Runs: n.fsm.EffectRuns(), Failures: n.fsm.EffectFailures(), LastFailure: n.fsm.LastEffectFailure()}
 	meta := map[string]fsm.Member{}
 	for _, m := range n.fsm.Members() {
 		meta[m.ID] = m

@@ -111,14 +111,22 @@ func JSON[Req, Res any](call func(context.Context, Req) (*Res, error), status fu
 }
 
 // Get is a GET route that takes the named query parameters (each at most
-// once; any other is refused), calls call with them and answers its result
-// with status 200.
+// once; any other is refused) and the path's "{name}" segments, calls
+// call with them and answers its result with status 200.
 func Get[Res any](path string, access Access, params []string, call func(context.Context, Params) (*Res, error)) Route {
+	inPath := wildcards(path)
 	return Route{Method: http.MethodGet, Path: path, Access: access, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, err := ParseParams(r, params...)
 		if err != nil {
 			WriteError(w, err)
 			return
+		}
+		for _, name := range inPath {
+			if _, dup := p.values[name]; dup {
+				WriteError(w, errs.Errorf(errs.CodeInvalid, "%s is given in the path; not as a query parameter", name))
+				return
+			}
+			p.values[name] = r.PathValue(name)
 		}
 		res, err := call(r.Context(), p)
 		if err != nil {
@@ -195,8 +203,9 @@ func (p Params) Consistency() (fsm.Consistency, error) {
 
 // validSegments reports whether every segment of path is a non-empty
 // literal without braces or a whole-segment wildcard {name}, name of
-// lowercase ASCII letters, digits and '_'.
+// lowercase ASCII letters, digits and '_', each name used once.
 func validSegments(path string) bool {
+	seen := map[string]bool{}
 	for _, seg := range strings.Split(strings.TrimPrefix(path, "/"), "/") {
 		if seg == "" {
 			return false
@@ -205,9 +214,10 @@ func validSegments(path string) bool {
 			continue
 		}
 		name, ok := wildcard(seg)
-		if !ok || name == "" {
+		if !ok || name == "" || seen[name] {
 			return false
 		}
+		seen[name] = true
 		for _, c := range name {
 			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
 				return false
@@ -223,6 +233,17 @@ func wildcard(seg string) (string, bool) {
 		return "", false
 	}
 	return seg[1 : len(seg)-1], !strings.ContainsAny(seg[1:len(seg)-1], "{}")
+}
+
+// wildcards lists the names of path's "{name}" segments.
+func wildcards(path string) []string {
+	var out []string
+	for _, seg := range strings.Split(path, "/") {
+		if name, ok := wildcard(seg); ok {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // conflicts reports whether the route (method, path) and the taken

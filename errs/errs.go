@@ -28,6 +28,9 @@ const (
 	CodeInternal            Code = "internal"
 	CodeCursorExpired       Code = "cursor_expired"
 	CodeTooLarge            Code = "too_large"
+	// CodeStaleWatermark: a producer submitted a watermark below the one
+	// its channel holds (projection-writer-lease.txt).
+	CodeStaleWatermark Code = "stale_watermark"
 )
 
 // statusByCode is the one code-to-HTTP-status map.
@@ -47,6 +50,7 @@ var statusByCode = map[Code]int{
 	CodeInternal:            http.StatusInternalServerError,
 	CodeCursorExpired:       http.StatusGone,
 	CodeTooLarge:            http.StatusRequestEntityTooLarge,
+	CodeStaleWatermark:      http.StatusConflict,
 }
 
 // Known reports whether c is one of the closed set.
@@ -111,6 +115,7 @@ var (
 	Internal            = &Error{Code: CodeInternal}
 	CursorExpired       = &Error{Code: CodeCursorExpired}
 	TooLarge            = &Error{Code: CodeTooLarge}
+	StaleWatermark      = &Error{Code: CodeStaleWatermark}
 )
 
 // New returns an error with a code and a fixed message.

@@ -21,22 +21,27 @@ func (f *FSM) Apply(l *raft.Log) any {
 // the batch all at once. Each command is still all-or-nothing because
 // handlers validate before they write. If a command fails after writing,
 // or panics, or halts the replica, the shared transaction is thrown away
-// and the batch applied again with one transaction per command, where a
-// failure aborts only its own command. Both paths give the same state and
-// the same responses. Effects run after the commit that makes their
-// command durable in the state, before this returns.
+// and the rest of the batch applied again with one transaction per
+// command, where a failure aborts only its own command. Both paths give
+// the same state and the same responses.
+//
+// A command that registers effects ends its shared transaction: the
+// transaction commits right after it and its effects run before the next
+// command is applied. So no later command (a takeover of what the effect
+// writes, say) is applied, let alone committed, between a command's
+// checks and its effects.
 func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	if f.halted.Load() != nil {
 		return f.haltedResponses(logs)
 	}
-	out, effects, ok := f.applyShared(logs)
-	if !ok {
-		return f.applyEach(logs)
-	}
-	f.runEffects(effects)
-	if n := len(logs); n > 0 {
-		f.applied.Store(logs[n-1].Index)
-		f.broadcast()
+	out := make([]any, len(logs))
+	for start := 0; start < len(logs); {
+		n, ok := f.applyShared(logs[start:], out[start:])
+		if !ok {
+			copy(out[start:], f.applyEach(logs[start:]))
+			return out
+		}
+		start += n
 	}
 	return out
 }
@@ -56,28 +61,39 @@ const (
 	halt
 )
 
-// applyShared applies logs in one transaction; ok is false (and nothing is
-// committed) unless every command was clean.
-func (f *FSM) applyShared(logs []*raft.Log) (out []any, effects []Effect, ok bool) {
+// applyShared applies a prefix of logs in one transaction: up to the first
+// command that registers effects, or all of them. It commits, runs that
+// command's effects and returns how many entries it applied (their
+// responses in out). ok is false (and nothing is committed) unless every
+// command of the prefix was clean.
+func (f *FSM) applyShared(logs []*raft.Log, out []any) (n int, ok bool) {
 	txn := f.db.Load().Txn(true)
 	m := readMeta(txn)
-	out = make([]any, len(logs))
-	for i, l := range logs {
+	var effects []Effect
+	for _, l := range logs {
 		m.Index = l.Index
+		n++
 		if l.Type != raft.LogCommand {
 			continue
 		}
 		res, eff, o := f.applyCommand(txn, m, l.Index, l.Data)
 		if o != clean {
 			txn.Abort()
-			return nil, nil, false
+			clear(out[:n])
+			return 0, false
 		}
-		out[i] = res
-		effects = append(effects, eff...)
+		out[n-1] = res
+		if len(eff) > 0 {
+			effects = eff
+			break
+		}
 	}
 	writeMeta(txn, m)
 	txn.Commit()
-	return out, effects, true
+	f.runEffects(effects, logs[n-1].Index)
+	f.applied.Store(logs[n-1].Index)
+	f.broadcast()
+	return n, true
 }
 
 // applyEach applies logs one transaction each, running each command's
@@ -117,7 +133,7 @@ func (f *FSM) applyEach(logs []*raft.Log) []any {
 		}
 		writeMeta(txn, m)
 		txn.Commit()
-		f.runEffects(effects)
+		f.runEffects(effects, l.Index)
 		f.applied.Store(l.Index)
 	}
 	f.broadcast()

@@ -52,6 +52,7 @@ type FSM struct {
 	halted  atomic.Pointer[Halt]
 	// Effects run and failed (see Effect).
 	effectRuns, effectFailures atomic.Uint64
+	lastEffectFailure          atomic.Pointer[EffectFailure]
 
 	mu     sync.Mutex
 	notify chan struct{} // closed and replaced after every batch

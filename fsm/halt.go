@@ -2,7 +2,6 @@ package fsm
 
 import (
 	"fmt"
-	"runtime/debug"
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/log"
@@ -62,28 +61,3 @@ func (f *FSM) haltedResponses(logs []*raft.Log) []any {
 	}
 	return out
 }
-
-// runEffects runs committed commands' effects in order. A failure or a
-// panic is logged and counted; it changes nothing else.
-func (f *FSM) runEffects(effects []Effect) {
-	for _, e := range effects {
-		f.effectRuns.Add(1)
-		if err := runEffect(e); err != nil {
-			f.effectFailures.Add(1)
-			f.logger.Error("effect failed", "effect", e.Name, "error", err)
-		}
-	}
-}
-
-func runEffect(e Effect) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("panic: %v\n%s", r, debug.Stack())
-		}
-	}()
-	return e.Run()
-}
-
-// EffectRuns and EffectFailures count effects run and failed (metrics).
-func (f *FSM) EffectRuns() uint64     { return f.effectRuns.Load() }
-func (f *FSM) EffectFailures() uint64 { return f.effectFailures.Load() }

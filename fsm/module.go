@@ -28,10 +28,12 @@ type Module struct {
 
 // Effect is work outside the replicated state that a command asks for,
 // such as writing a file. It runs after the command's transaction has
-// committed, on the FSM's goroutine, in log order, before the next batch
-// is applied; never for a command that failed, was rolled back or is being
-// retried. It must not change replicated state, and its outcome never
-// changes the command's result: a failure is logged and counted.
+// committed, on the FSM's goroutine, in log order, before the next
+// command is applied (a command with effects ends its batch's shared
+// transaction); never for a command that failed, was rolled back or is
+// being retried. It must not change replicated state, and its outcome
+// never changes the command's result: a failure is logged, counted and
+// reported (FSM.LastEffectFailure, /v1/cluster/status).
 //
 // Effects are not exactly-once across restarts: after a restart raft
 // replays the log after the last snapshot, and the replayed commands

@@ -248,10 +248,9 @@ func (f *FSM) runRestored() {
 			effects = r.fn(rt)
 			return nil
 		}}); err != nil {
-			f.effectFailures.Add(1)
-			f.logger.Error("restored hook failed", "module", r.name, "error", err)
+			f.effectFailed(r.name+" restored", m.Index, err)
 		}
-		f.runEffects(effects)
+		f.runEffects(effects, m.Index)
 	}
 }
 

@@ -179,7 +179,8 @@ type e2eCluster struct {
 
 // startE2ECluster builds the binary and starts n1 (bootstrapping) and n2,
 // n3 (joining through n1), then waits until every node is ready and sees
-// three members. extraArgs are appended to every node's serve flags.
+// three members. extraArgs are appended to every node's serve flags, with
+// "{node}" replaced by the node's id (n1, n2, n3).
 // Cleanup SIGTERMs every process still running and, if the test failed,
 // logs the tail of every node's logs.
 func startE2ECluster(ctx context.Context, t *testing.T, extraArgs ...string) *e2eCluster {
@@ -205,7 +206,9 @@ func startE2ECluster(ctx context.Context, t *testing.T, extraArgs ...string) *e2
 		if i > 0 {
 			n.args = append(n.args, "--join", cl.nodes[0].url())
 		}
-		n.args = append(n.args, extraArgs...)
+		for _, a := range extraArgs {
+			n.args = append(n.args, strings.ReplaceAll(a, "{node}", n.id))
+		}
 		cl.nodes = append(cl.nodes, n)
 	}
 	// Cleanups run last-in first-out: stop the processes, then dump logs,

@@ -10,6 +10,7 @@ import (
 	"github.com/arbiterhq/arbiter/capacity"
 	"github.com/arbiterhq/arbiter/domain"
 	"github.com/arbiterhq/arbiter/nodes"
+	"github.com/arbiterhq/arbiter/projection"
 )
 
 // Domains returns fresh values of the built-in domains (each carries its
@@ -23,6 +24,9 @@ type Options struct {
 	// ConceptPolicies are the concept authority's namespace policies
 	// (nil: none until --concept-policies loads some).
 	ConceptPolicies *authority.PolicySet
+	// ProjectionRoot is the runtime root under which the node writes
+	// hook projections ("": none until --projection-root names one).
+	ProjectionRoot string
 }
 
 // With returns fresh values of the built-in domains configured by o.
@@ -32,5 +36,6 @@ func With(o Options) []domain.Domain {
 		authority.Domain(o.ConceptPolicies),
 		capacity.Domain(),
 		allocation.Domain(),
+		projection.Domain(projection.WithRuntimeRoot(o.ProjectionRoot)),
 	}
 }

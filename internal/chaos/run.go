@@ -82,6 +82,9 @@ func Run(t testing.TB, cfg Config) Report {
 		nc.SnapshotThreshold = snapshotThreshold
 		nc.TrailingLogs = trailingLogs
 		nc.SnapshotInterval = 500 * time.Millisecond
+		if w, ok := cfg.Workload.(nodeConfigurer); ok {
+			w.Configure(t, i, nc)
+		}
 	}})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -35,7 +36,8 @@ type Workload interface {
 	// replica has converged, reading its local state only.
 	Verify(ctx context.Context, node *cluster.Node) error
 	// A workload may also have a Summary() string method: its tally,
-	// appended to the run's report; and be a historyRewriter.
+	// appended to the run's report; a RewriteHistory method (see
+	// historyRewriter); and a Configure method (see nodeConfigurer).
 }
 
 // historyRewriter is a workload whose history holds values that are only
@@ -45,6 +47,12 @@ type Workload interface {
 // the check, and reads the final state from node's local replica.
 type historyRewriter interface {
 	RewriteHistory(ctx context.Context, node *cluster.Node, h *linearizability.History) error
+}
+
+// nodeConfigurer is a workload that adjusts node i's configuration (its
+// domains, say) before the node starts, and again at every restart.
+type nodeConfigurer interface {
+	Configure(t testing.TB, i int, cfg *cluster.Config)
 }
 
 // Client is one client of a workload.

@@ -9,4 +9,5 @@ var workloads = []chaos.Workload{
 	chaos.NewCapacity(),
 	chaos.NewAllocation(),
 	chaos.NewFencedSink(true),
+	chaos.NewProjection(),
 }

@@ -1,0 +1,223 @@
+package projection
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/arbiterhq/arbiter/domain"
+	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/fsm"
+)
+
+// Name is the domain's name.
+const Name = "projection"
+
+// Option configures the projection domain of one node from Go, for a host
+// program that does not take flags.
+type Option func(*projectionDomain)
+
+// WithRuntimeRoot makes the node write publications under dir
+// (<dir>/hook-projections/<target_id>/current.json). dir must exist; a
+// node without a root writes no files. Give every node its own root.
+func WithRuntimeRoot(dir string) Option { return func(d *projectionDomain) { d.root = dir } }
+
+// WithLeaseTTL makes the node propose lease_ttl_ms = ms once it has
+// started and a leader exists, as --projection-config does. There is no
+// default: without this, the flag or PUT /v1/projection/config, acquire
+// fails.
+func WithLeaseTTL(ms int64) Option {
+	return func(d *projectionDomain) { d.wantTTL = ms }
+}
+
+// WithObserver calls fn with everything the node's writer does (leases
+// granted, files written, skipped or failed), on the FSM's goroutine in
+// log order: fn must be quick and must not call back into the node.
+func WithObserver(fn func(Event)) Option { return func(d *projectionDomain) { d.observe = fn } }
+
+// Domain is fenced single-writer publication as a domain: the module,
+// the /v1/projection routes, the --projection-root and
+// --projection-config flags and the `arbiter projection` command.
+func Domain(opts ...Option) domain.Domain {
+	d := &projectionDomain{reload: make(chan struct{}, 1)}
+	for _, o := range opts {
+		o(d)
+	}
+	return domain.Domain{
+		Name:   Name,
+		Module: d.module,
+		Routes: d.routes,
+		Flags:  d.flags,
+		Load:   d.load,
+		Start:  d.start,
+		CLI:    cli(),
+	}
+}
+
+type projectionDomain struct {
+	root       string
+	configFile string
+	observe    func(Event)
+
+	once sync.Once
+	w    *writer
+
+	mu      sync.Mutex
+	wantTTL int64         // the lease_ttl_ms to propose (0: none)
+	reload  chan struct{} // a new wantTTL to propose
+}
+
+// module builds the node's module around its one writer, made on first
+// use, once the flags are parsed.
+func (d *projectionDomain) module() fsm.Module {
+	d.once.Do(func() { d.w = newWriter(d.root, d.observe) })
+	return module(d.w)
+}
+
+func (d *projectionDomain) flags(fs *flag.FlagSet) {
+	fs.StringVar(&d.root, "projection-root", d.root, "runtime root under which this node writes hook-projections/<target_id>/current.json (an existing directory, one per node; none: no files)")
+	fs.StringVar(&d.configFile, "projection-config", "", `JSON file {"lease_ttl_ms": N} proposed once a leader exists (reloaded on SIGHUP); there is no default`)
+}
+
+// load checks the root (it must exist at start: a typo is an error, not
+// a node that silently writes nothing; one that disappears later fails
+// each write closed) and reads the config file.
+func (d *projectionDomain) load() error {
+	if d.root != "" {
+		abs, err := filepath.Abs(d.root)
+		if err != nil {
+			return fmt.Errorf("--projection-root: %w", err)
+		}
+		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+			return fmt.Errorf("--projection-root %s is not an existing directory", abs)
+		}
+		if d.w == nil {
+			d.root = abs
+		}
+	}
+	if d.configFile == "" {
+		return nil
+	}
+	req, err := LoadConfigFile(d.configFile)
+	if err != nil {
+		return fmt.Errorf("--projection-config: %w", err)
+	}
+	d.mu.Lock()
+	d.wantTTL = req.LeaseTTLMs
+	d.mu.Unlock()
+	select {
+	case d.reload <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// start proposes the configured lease_ttl_ms once a leader exists, and
+// again after each reload.
+func (d *projectionDomain) start(ctx context.Context, h domain.Host) {
+	svc := NewService(h, h)
+	for {
+		d.mu.Lock()
+		ttl := d.wantTTL
+		d.mu.Unlock()
+		if ttl != 0 {
+			proposeConfig(ctx, svc, h, ttl)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.reload:
+		}
+	}
+}
+
+// proposeConfig sets lease_ttl_ms, retrying while the cluster cannot
+// take it yet (no leader, domain not enabled), until ctx ends.
+func proposeConfig(ctx context.Context, svc *Service, h domain.Host, ttl int64) {
+	for wait := configRetry; ; wait = min(2*wait, maxConfigRetry) {
+		res, err := svc.SetConfig(ctx, ConfigRequest{LeaseTTLMs: ttl})
+		if err == nil {
+			if res.Changed {
+				h.Logger().Info("projection lease_ttl_ms configured", "lease_ttl_ms", ttl)
+			}
+			return
+		}
+		if !errors.Is(err, errUnavailable) {
+			h.Logger().Error("projection configuration refused", "lease_ttl_ms", ttl, "error", err)
+			return
+		}
+		if sleep(ctx, wait) != nil {
+			return
+		}
+	}
+}
+
+func (d *projectionDomain) routes(h domain.Host) []domain.Route {
+	s := NewService(h, h)
+	consistency := []string{"consistency"}
+	target := func(read func(context.Context, string, fsm.Consistency) (*TargetView, error)) func(context.Context, domain.Params) (*TargetView, error) {
+		return func(ctx context.Context, p domain.Params) (*TargetView, error) {
+			c, err := p.Consistency()
+			if err != nil {
+				return nil, err
+			}
+			return read(ctx, p.String("target_id"), c)
+		}
+	}
+	return []domain.Route{
+		{Method: http.MethodPut, Path: "/v1/projection/config", Access: domain.Admin, Handler: domain.JSON(s.SetConfig, nil)},
+		domain.Get("/v1/projection/config", domain.Authenticated, consistency, func(ctx context.Context, p domain.Params) (*Config, error) {
+			c, err := p.Consistency()
+			if err != nil {
+				return nil, err
+			}
+			return s.Config(ctx, c)
+		}),
+		domain.Post("/v1/projection/targets", domain.Authenticated, s.RegisterTarget, func(r *TargetResult) int {
+			if r.Created {
+				return http.StatusCreated
+			}
+			return http.StatusOK
+		}),
+		domain.Get("/v1/projection/targets/{target_id}", domain.Authenticated, consistency, target(s.Target)),
+		domain.Get("/v1/projection/targets/{target_id}/current", domain.Authenticated, consistency, func(ctx context.Context, p domain.Params) (*json.RawMessage, error) {
+			c, err := p.Consistency()
+			if err != nil {
+				return nil, err
+			}
+			b, err := s.Current(ctx, p.String("target_id"), c)
+			return &b, err
+		}),
+		domain.Post("/v1/projection/channels/submit", domain.Authenticated, s.Submit, nil),
+		domain.Post("/v1/projection/leases/acquire", domain.Authenticated, s.Acquire, nil),
+		domain.Post("/v1/projection/publish", domain.Authenticated, s.Publish, nil),
+		domain.Post("/v1/projection/leases/release", domain.Authenticated, s.Release, nil),
+	}
+}
+
+// How proposeConfig backs off while the cluster cannot take the
+// configuration yet.
+const (
+	configRetry    = 200 * time.Millisecond
+	maxConfigRetry = 5 * time.Second
+)
+
+var errUnavailable = errs.Unavailable
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,55 @@
+package projection
+
+import (
+	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/log"
+)
+
+// Command and query types (projection owns 500-599).
+const (
+	CmdSetConfig      log.Type      = 500
+	CmdRegisterTarget log.Type      = 501
+	CmdSubmit         log.Type      = 502
+	CmdAcquire        log.Type      = 503
+	CmdPublish        log.Type      = 504
+	CmdRelease        log.Type      = 505
+	QueryTarget       fsm.QueryType = 500
+	QueryCurrent      fsm.QueryType = 501
+	QueryConfig       fsm.QueryType = 502
+)
+
+// Module is the projection FSM module of a node that writes no files.
+// Every node of a cluster must run it; Domain gives each node its own,
+// bound to its runtime root.
+func Module() fsm.Module { return module(nil) }
+
+// module builds the module; w, if not nil, is this node's writer: the
+// publish command hands it the publication as an effect after commit,
+// and the restored hook brings its files up to a restored state.
+func module(w *writer) fsm.Module {
+	h := handlers{w: w}
+	m := fsm.Module{
+		Name:   Name,
+		Tables: tables(),
+		Commands: []fsm.CommandSpec{
+			{Type: CmdSetConfig, Name: "projection_set_config", MaxVersion: 1, Apply: applySetConfig},
+			{Type: CmdRegisterTarget, Name: "projection_register_target", MaxVersion: 1, Apply: applyRegisterTarget},
+			{Type: CmdSubmit, Name: "projection_submit", MaxVersion: 1, Apply: applySubmit},
+			{Type: CmdAcquire, Name: "projection_acquire", MaxVersion: 1, Apply: h.applyAcquire},
+			{Type: CmdPublish, Name: "projection_publish", MaxVersion: 1, Apply: h.applyPublish},
+			{Type: CmdRelease, Name: "projection_release", MaxVersion: 1, Apply: applyRelease},
+		},
+		Queries: []fsm.QuerySpec{
+			{Type: QueryTarget, Name: "projection_target", Run: runTarget},
+			{Type: QueryCurrent, Name: "projection_current", Run: runCurrent},
+			{Type: QueryConfig, Name: "projection_config", Run: runConfig},
+		},
+	}
+	if w != nil {
+		m.Restored = w.restored
+	}
+	return m
+}
+
+// handlers are the commands that hand work to this node's writer.
+type handlers struct{ w *writer }
