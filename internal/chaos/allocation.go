@@ -114,6 +114,7 @@ func (c *allocClient) create(svc *allocation.Service, g int, key string, rec *Re
 		c.w.mu.Unlock()
 		c.held = append(c.held, allocHolding{key: key, holder: holder, generation: g, id: res.Task.ID})
 		call.Decided(lin.AllocOutput{Won: true, Holder: holder}, "create/won", true)
+		rec.ReadBack("task "+holder, readBackTask(res.Task.ID, ""))
 	case errors.As(err, &lost) && lost.Winner != nil:
 		call.Decided(lin.AllocOutput{Holder: winnerName(lost)}, "create/lost", false)
 	default:
@@ -166,6 +167,9 @@ func (c *allocClient) release(svc *allocation.Service, h allocHolding, rec *Reco
 	switch {
 	case err == nil:
 		call.Decided(lin.AllocOutput{Won: true}, fmt.Sprintf("%v/applied", kind), true)
+		if kind == lin.AllocWithdraw {
+			rec.ReadBack("withdrawal of "+h.holder, readBackTask(h.id, allocation.StatusWithdrawn))
+		}
 	case errors.Is(err, errs.Conflict) || errors.Is(err, errs.NotFound):
 		// Already withdrawn or dropped (a retry of an unknown outcome).
 		call.Decided(lin.AllocOutput{}, fmt.Sprintf("%v/not-held", kind), false)
@@ -219,4 +223,18 @@ func (w *Allocation) Summary() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return fmt.Sprintf("%d tasks acknowledged", len(w.acked))
+}
+
+// readBackTask checks that a replica holds task id (in status, if given).
+func readBackTask(id uint64, status string) func(context.Context, *cluster.Node) error {
+	return func(ctx context.Context, node *cluster.Node) error {
+		got, err := allocation.NewService(node, node).GetTask(ctx, allocSpace, id, fsm.Stale)
+		switch {
+		case err != nil:
+			return err
+		case status != "" && string(got.Task.Status) != status:
+			return fmt.Errorf("task %d is %s, acknowledged %s", id, got.Task.Status, status)
+		}
+		return nil
+	}
 }

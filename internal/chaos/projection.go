@@ -180,6 +180,17 @@ func (c *projectionClient) Step(node *cluster.Node, rec *Recorder) {
 	}
 	if err == nil {
 		rec.effective.Add(1)
+		seq := res.PublicationSeq
+		rec.ReadBack(fmt.Sprintf("publication %d of %s", seq, target), func(ctx context.Context, node *cluster.Node) error {
+			v, err := projection.NewService(node, node).Target(ctx, target, fsm.Stale)
+			switch {
+			case err != nil:
+				return err
+			case v.LastPublication == nil || v.LastPublication.PublicationSeq < seq:
+				return fmt.Errorf("last publication %+v, acknowledged %d", v.LastPublication, seq)
+			}
+			return nil
+		})
 		c.w.mu.Lock()
 		c.w.acks = append(c.w.acks, projectionAck{target: target, epoch: l.FencingEpoch, seq: res.PublicationSeq, atEpoch: res.FencingEpoch})
 		c.w.tally["published"]++
