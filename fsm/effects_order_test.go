@@ -13,9 +13,9 @@ import (
 )
 
 const (
-	cmdOrderedEffect       log.Type = 92 // writes a scratch row, registers an effect
-	cmdFailedEffect log.Type = 93 // registers an effect, then fails
-	cmdBadEffect    log.Type = 94 // registers an effect that fails
+	cmdOrderedEffect log.Type = 92 // writes a scratch row, registers an effect
+	cmdFailedEffect  log.Type = 93 // registers an effect, then fails
+	cmdBadEffect     log.Type = 94 // registers an effect that fails
 )
 
 // effecting is a module whose commands register effects. Each effect
