@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	arblog "github.com/arbiterhq/arbiter/log"
+
 	"github.com/arbiterhq/arbiter/domain"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/identity"
@@ -90,6 +92,11 @@ type Config struct {
 	// NoSyncUnsafe turns off fsync of the raft log: a crash may lose
 	// acknowledged writes. For benchmarks and tests only.
 	NoSyncUnsafe bool
+	// LogStore is the raft log store of a new data directory: "wal"
+	// (hashicorp/raft-wal) or "bolt" (raft-boltdb); "" is the default
+	// (log.DefaultStore). A data directory keeps the store it was created
+	// with, whatever this says.
+	LogStore string
 
 	// MaxRestoreBytes bounds a backup uploaded to POST
 	// /v1/cluster/restore.
@@ -171,6 +178,11 @@ func (c *Config) Validate() error {
 	}
 	if c.DataDir == "" && c.Stores == nil {
 		bad("DataDir is empty")
+	}
+	switch c.LogStore {
+	case "", arblog.StoreWAL, arblog.StoreBolt:
+	default:
+		bad("LogStore %q: want %s or %s", c.LogStore, arblog.StoreWAL, arblog.StoreBolt)
 	}
 	if c.Transport == nil {
 		checkHostPort(bad, "RaftAddr", c.RaftAddr, false)

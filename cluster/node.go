@@ -41,6 +41,7 @@ type Node struct {
 	routeTable     []RouteInfo
 	httpSrv        *http.Server
 	raftAddr       string // advertised raft address
+	logStore       string // the log store of the data directory (log.StoreWAL, log.StoreBolt); "" for Config.Stores
 	apiAddr        string // advertised API host:port
 	sem            chan struct{}
 	// restoring admits one restore at a time.
@@ -179,7 +180,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 			n.goBackground(func() { d.Start(n.ctx, n) })
 		}
 	}
-	n.logger.Info("node started", "raft_addr", n.raftAddr, "api_addr", n.apiAddr, "existing_state", hasState, "auth", n.AuthMode(), "tls", n.cfg.TLS != nil)
+	n.logger.Info("node started", "raft_addr", n.raftAddr, "api_addr", n.apiAddr, "existing_state", hasState, "log_store", n.logStore, "auth", n.AuthMode(), "tls", n.cfg.TLS != nil)
 	if n.AuthMode() == "open" {
 		n.logger.Warn("open development mode: every caller is trusted; the node listens on loopback only")
 	}
@@ -201,6 +202,7 @@ func (n *Node) openStores() error {
 		return nil
 	}
 	s, err := arblog.OpenStores(n.cfg.DataDir, arblog.StoreOptions{
+		Kind:         n.cfg.LogStore,
 		NoSyncUnsafe: n.cfg.NoSyncUnsafe,
 		LogOutput:    slogWriter{n.logger.With("component", "snapshots")},
 	})
@@ -208,6 +210,7 @@ func (n *Node) openStores() error {
 		return fmt.Errorf("cluster: %w", err)
 	}
 	n.stores = &Stores{Log: s.Log, Stable: s.Stable, Snapshot: s.Snapshot, Close: s.Close}
+	n.logStore = s.Kind
 	return nil
 }
 

@@ -25,6 +25,8 @@ type Status struct {
 	// is the set, as this node holds it (see fsm.Capabilities).
 	Gated   bool             `json:"gated"`
 	Enabled fsm.Capabilities `json:"enabled"`
+	// LogStore is this node's raft log store (wal or bolt).
+	LogStore string `json:"log_store"`
 	// Halted says why this node stopped applying, if it did (fsm.Halt).
 	Halted *fsm.Halt `json:"halted,omitempty"`
 	// Effects counts the effects after commit this node ran and those
@@ -67,6 +69,7 @@ func (n *Node) Status() Status {
 	}
 	s.Enabled, s.Gated = n.fsm.Enabled()
 	s.Halted = n.fsm.Halted()
+	s.LogStore = n.logStore
 	s.Effects = EffectsStatus{Runs: n.fsm.EffectRuns(), Failures: n.fsm.EffectFailures(), LastFailure: n.fsm.LastEffectFailure()}
 	meta := map[string]fsm.Member{}
 	for _, m := range n.fsm.Members() {

@@ -10,11 +10,33 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	wal "github.com/hashicorp/raft-wal"
+	walfs "github.com/hashicorp/raft-wal/fs"
+	"github.com/hashicorp/raft-wal/metadb"
+	"github.com/hashicorp/raft-wal/segment"
+	"github.com/hashicorp/raft-wal/types"
 	bolt "go.etcd.io/bbolt"
+)
+
+// Log store kinds. A data directory keeps the kind it was created with for
+// its whole life: OpenStores reads it off the files it finds.
+const (
+	// StoreWAL is hashicorp/raft-wal (the store Consul ships): segment
+	// files appended with one fsync per batch.
+	StoreWAL = "wal"
+	// StoreBolt is hashicorp/raft-boltdb/v2: one bbolt file, raft.db,
+	// whose commit costs two fsyncs.
+	StoreBolt = "bolt"
+	// DefaultStore is the kind of a new data directory.
+	DefaultStore = StoreBolt
 )
 
 // StoreOptions configure OpenStores.
 type StoreOptions struct {
+	// Kind is the log store of a new data directory (StoreWAL or
+	// StoreBolt; "" is DefaultStore). An existing directory keeps its
+	// own, whatever Kind says.
+	Kind string
 	// NoSyncUnsafe turns off fsync of the log. A crash may then lose
 	// acknowledged writes. For benchmarks and tests only.
 	NoSyncUnsafe bool
@@ -31,10 +53,19 @@ type Stores struct {
 	Log      raft.LogStore
 	Stable   raft.StableStore
 	Snapshot raft.SnapshotStore
-	bolt     *raftboltdb.BoltStore
+	// Kind is the log store in use (StoreWAL or StoreBolt).
+	Kind  string
+	close func() error
 }
 
-// OpenStores opens (creating if needed) raft.db and snapshots/ in dir.
+// Where each kind keeps its files inside a data directory.
+const (
+	boltFile = "raft.db"
+	walDir   = "wal"
+)
+
+// OpenStores opens (creating if needed) the log and stable store and
+// snapshots/ in dir.
 func OpenStores(dir string, opt StoreOptions) (*Stores, error) {
 	if dir == "" {
 		return nil, errors.New("log: empty data directory")
@@ -51,8 +82,64 @@ func OpenStores(dir string, opt StoreOptions) (*Stores, error) {
 	if opt.LogOutput == nil {
 		opt.LogOutput = os.Stderr
 	}
-	bolt, err := raftboltdb.New(raftboltdb.Options{
-		Path:   filepath.Join(dir, "raft.db"),
+	kind, err := StoreKind(dir, opt.Kind)
+	if err != nil {
+		return nil, err
+	}
+	var s *Stores
+	switch kind {
+	case StoreWAL:
+		s, err = openWAL(dir, opt)
+	default:
+		s, err = openBolt(dir, opt)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cache, err := raft.NewLogCache(opt.LogCacheSize, s.Log)
+	if err != nil {
+		_ = s.close()
+		return nil, fmt.Errorf("log: log cache: %w", err)
+	}
+	s.Log = cache
+	if err := removePartialSnapshots(dir); err != nil {
+		_ = s.close()
+		return nil, err
+	}
+	if s.Snapshot, err = raft.NewFileSnapshotStore(dir, opt.SnapshotRetain, opt.LogOutput); err != nil {
+		_ = s.close()
+		return nil, fmt.Errorf("log: snapshot store: %w", err)
+	}
+	return s, nil
+}
+
+// StoreKind is the log store of the data directory dir: the one whose
+// files it holds, or want (DefaultStore when empty) for a directory that
+// holds neither. A directory holding both is refused: which one is the
+// log would be a guess.
+func StoreKind(dir, want string) (string, error) {
+	if want == "" {
+		want = DefaultStore
+	}
+	if want != StoreWAL && want != StoreBolt {
+		return "", fmt.Errorf("log: log store %q: want %s or %s", want, StoreWAL, StoreBolt)
+	}
+	_, errBolt := os.Stat(filepath.Join(dir, boltFile))
+	_, errWAL := os.Stat(filepath.Join(dir, walDir))
+	switch {
+	case errBolt == nil && errWAL == nil:
+		return "", fmt.Errorf("log: %s holds both %s and %s/: remove the one that is not the log", dir, boltFile, walDir)
+	case errBolt == nil:
+		return StoreBolt, nil
+	case errWAL == nil:
+		return StoreWAL, nil
+	}
+	return want, nil
+}
+
+func openBolt(dir string, opt StoreOptions) (*Stores, error) {
+	db, err := raftboltdb.New(raftboltdb.Options{
+		Path:   filepath.Join(dir, boltFile),
 		NoSync: opt.NoSyncUnsafe,
 		// The freelist is derivable from the pages, so bbolt can rebuild
 		// it on open instead of writing it on every commit (etcd's
@@ -66,24 +153,56 @@ func OpenStores(dir string, opt StoreOptions) (*Stores, error) {
 		},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("log: open raft.db: %w", err)
+		return nil, fmt.Errorf("log: open %s: %w", boltFile, err)
 	}
-	cache, err := raft.NewLogCache(opt.LogCacheSize, bolt)
+	return &Stores{Log: db, Stable: db, Kind: StoreBolt, close: db.Close}, nil
+}
+
+func openWAL(dir string, opt StoreOptions) (*Stores, error) {
+	path := filepath.Join(dir, walDir)
+	if err := os.MkdirAll(path, 0o750); err != nil {
+		return nil, fmt.Errorf("log: create %s: %w", path, err)
+	}
+	// raft-wal v0.4.0's Close leaves its meta store (a bbolt file) open,
+	// and so locked: a node reopened in the same process would wait on
+	// the lock forever. The store is made here and closed here.
+	meta := &metadb.BoltMetaDB{}
+	filer := segment.NewFiler(path, walfs.New())
+	if opt.NoSyncUnsafe {
+		filer = segment.NewFiler(path, noSyncFS{walfs.New()})
+	}
+	w, err := wal.Open(path, wal.WithMetaStore(meta), wal.WithSegmentFiler(filer))
 	if err != nil {
-		bolt.Close()
-		return nil, fmt.Errorf("log: log cache: %w", err)
+		_ = meta.Close()
+		return nil, fmt.Errorf("log: open %s: %w", path, err)
 	}
-	if err := removePartialSnapshots(dir); err != nil {
-		bolt.Close()
+	closeAll := func() error { return errors.Join(w.Close(), meta.Close()) }
+	return &Stores{Log: w, Stable: w, Kind: StoreWAL, close: closeAll}, nil
+}
+
+// noSyncFS is raft-wal's file system with every fsync of the segment
+// files skipped: StoreOptions.NoSyncUnsafe for the WAL.
+type noSyncFS struct{ *walfs.FS }
+
+func (f noSyncFS) Create(dir, name string, size uint64) (types.WritableFile, error) {
+	w, err := f.FS.Create(dir, name, size)
+	if err != nil {
 		return nil, err
 	}
-	snaps, err := raft.NewFileSnapshotStore(dir, opt.SnapshotRetain, opt.LogOutput)
-	if err != nil {
-		bolt.Close()
-		return nil, fmt.Errorf("log: snapshot store: %w", err)
-	}
-	return &Stores{Log: cache, Stable: bolt, Snapshot: snaps, bolt: bolt}, nil
+	return noSyncFile{w}, nil
 }
+
+func (f noSyncFS) OpenWriter(dir, name string) (types.WritableFile, error) {
+	w, err := f.FS.OpenWriter(dir, name)
+	if err != nil {
+		return nil, err
+	}
+	return noSyncFile{w}, nil
+}
+
+type noSyncFile struct{ types.WritableFile }
+
+func (noSyncFile) Sync() error { return nil }
 
 // removePartialSnapshots deletes the snapshots a crash interrupted:
 // raft's file store writes each into "snapshots/<id>.tmp" and renames it
@@ -105,7 +224,8 @@ func removePartialSnapshots(dir string) error {
 	return nil
 }
 
-// Close closes the boltdb file. Call it only after raft has shut down.
+// Close closes the log and stable store. Call it only after raft has
+// shut down.
 func (s *Stores) Close() error {
-	return s.bolt.Close()
+	return s.close()
 }

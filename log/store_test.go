@@ -1,56 +1,73 @@
 package log_test
 
 import (
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
 
-	arblog "github.com/arbiterhq/arbiter/log"
+	"github.com/arbiterhq/arbiter/log"
 	"github.com/hashicorp/raft"
 )
 
-// A snapshot interrupted by a crash is left as snapshots/<id>.tmp; opening
-// the stores deletes it and keeps complete snapshots.
-func TestOpenStoresRemovesPartialSnapshots(t *testing.T) {
-	dir := t.TempDir()
-	stores, err := arblog.OpenStores(dir, arblog.StoreOptions{LogOutput: io.Discard})
-	if err != nil {
+// Each kind stores, closes and reopens its log and stable store; a data
+// directory keeps the kind it was created with whatever a later open
+// asks for; a directory holding both kinds, or an unknown kind, is
+// refused.
+func TestStoreKinds(t *testing.T) {
+	for _, kind := range []string{log.StoreWAL, log.StoreBolt} {
+		for _, noSync := range []bool{false, true} {
+			t.Run(kind, func(t *testing.T) {
+				dir := t.TempDir()
+				s, err := log.OpenStores(dir, log.StoreOptions{Kind: kind, NoSyncUnsafe: noSync, LogOutput: os.Stderr})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if s.Kind != kind {
+					t.Fatalf("opened %s, asked for %s", s.Kind, kind)
+				}
+				entries := []*raft.Log{{Index: 1, Term: 1, Type: raft.LogCommand, Data: []byte("a")}, {Index: 2, Term: 1, Type: raft.LogCommand, Data: []byte("b")}}
+				if err := s.Log.StoreLogs(entries); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Stable.SetUint64([]byte("CurrentTerm"), 7); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+				other := log.StoreBolt
+				if kind == log.StoreBolt {
+					other = log.StoreWAL
+				}
+				s, err = log.OpenStores(dir, log.StoreOptions{Kind: other, LogOutput: os.Stderr})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s.Close()
+				if s.Kind != kind {
+					t.Fatalf("reopened as %s, created as %s", s.Kind, kind)
+				}
+				var got raft.Log
+				if err := s.Log.GetLog(2, &got); err != nil || string(got.Data) != "b" {
+					t.Fatalf("entry 2 after reopening: %+v %v", got, err)
+				}
+				if term, err := s.Stable.GetUint64([]byte("CurrentTerm")); err != nil || term != 7 {
+					t.Fatalf("term after reopening: %d %v", term, err)
+				}
+			})
+		}
+	}
+	if _, err := log.OpenStores(t.TempDir(), log.StoreOptions{Kind: "rocks"}); err == nil {
+		t.Error("an unknown store kind was accepted")
+	}
+	both := t.TempDir()
+	if err := os.WriteFile(filepath.Join(both, "raft.db"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// One complete snapshot, through raft's own store.
-	sink, err := stores.Snapshot.Create(raft.SnapshotVersionMax, 10, 1, raft.Configuration{}, 1, nil)
-	if err != nil {
+	if err := os.Mkdir(filepath.Join(both, "wal"), 0o750); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sink.Write([]byte("state")); err != nil {
-		t.Fatal(err)
-	}
-	if err := sink.Close(); err != nil {
-		t.Fatal(err)
-	}
-	// One left half-written, as by a SIGKILL during Persist.
-	partial := filepath.Join(dir, "snapshots", "1-11-123.tmp")
-	if err := os.MkdirAll(partial, 0o750); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(partial, "state.bin"), []byte("half"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := stores.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	stores, err = arblog.OpenStores(dir, arblog.StoreOptions{LogOutput: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stores.Close()
-	if _, err := os.Stat(partial); !os.IsNotExist(err) {
-		t.Errorf("partial snapshot %s still exists after open (stat: %v)", partial, err)
-	}
-	metas, err := stores.Snapshot.List()
-	if err != nil || len(metas) != 1 || metas[0].Index != 10 {
-		t.Errorf("complete snapshots after open: %+v, %v; want the one at index 10", metas, err)
+	if _, err := log.OpenStores(both, log.StoreOptions{}); err == nil {
+		t.Error("a directory holding both stores was accepted")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	arblog "github.com/arbiterhq/arbiter/log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -42,6 +43,7 @@ func serve(args []string) error {
 	tlsPeerCA := fs.String("tls-peer-ca", "", "CA (PEM) that signs every node's certificate")
 	tlsClientCA := fs.String("tls-client-ca", "", "CA (PEM) that signs client certificates (optional)")
 	peerTokenFile := fs.String("peer-token-file", "", "file holding a secret shared by the nodes, instead of TLS (loopback only)")
+	fs.StringVar(&cfg.LogStore, "log-store", "", "raft log store of a new data directory: wal or bolt (default "+arblog.DefaultStore+"); an existing one keeps its own")
 	fs.Uint64Var(&cfg.SnapshotThreshold, "snapshot-threshold", cfg.SnapshotThreshold, "snapshot once the log holds this many entries past the last snapshot")
 	fs.DurationVar(&cfg.SnapshotInterval, "snapshot-interval", cfg.SnapshotInterval, "how often raft checks --snapshot-threshold (a random wait between this and twice this; at least 5ms)")
 	fs.Uint64Var(&cfg.TrailingLogs, "trailing-logs", cfg.TrailingLogs, "log entries kept behind a snapshot, so a follower that lags by fewer catches up without a snapshot install")
