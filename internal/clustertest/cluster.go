@@ -303,8 +303,8 @@ func (c *Cluster) WaitLeader(timeout time.Duration) int {
 }
 
 // WaitEnabled waits until every running node holds, as its enabled
-// command set, what every node serves: the cluster accepts every command
-// of its domains from then on.
+// command set, what every node serves (the cluster accepts every command
+// of its domains from then on), and has applied a tick under it.
 func (c *Cluster) WaitEnabled(timeout time.Duration) {
 	c.t.Helper()
 	var sets []fsm.Capabilities
@@ -318,6 +318,13 @@ func (c *Cluster) WaitEnabled(timeout time.Duration) {
 			have, gated := c.Node(i).FSM().Enabled()
 			if !gated || !have.Equal(want) {
 				last = fmt.Sprintf("%s enables %s (gated %v), want %s", c.members[i].id, have, gated, want)
+				return false
+			}
+			// The first tick of the enabled version puts the retention in
+			// the state: after it, an idle cluster writes nothing but its
+			// index and clock (see Unchanged).
+			if want.Allows(fsm.CmdTick, 2) && c.Node(i).FSM().RetentionStats().FeedRetain == 0 {
+				last = fmt.Sprintf("%s has applied no tick of version 2 yet", c.members[i].id)
 				return false
 			}
 		}
