@@ -66,10 +66,10 @@ func outboxModule() fsm.Module {
 func TestEmitPayloadSequences(t *testing.T) {
 	batch := []*raft.Log{
 		entry(t, 1, nodes.CmdCreate, nodes.CreateCommand{NodeID: "a"}), // seq 1
-		entry(t, 2, cmdOutbox, outboxCmd{N: 2}),                         // 2, 3
-		entry(t, 3, cmdOutboxFail, outboxCmd{N: 1}),                     // none
-		entry(t, 4, cmdOutbox, outboxCmd{N: 1}),                         // 4
-		entry(t, 5, cmdOutbox, outboxCmd{N: 1, Payload: `[1]`}),         // not an object
+		entry(t, 2, cmdOutbox, outboxCmd{N: 2}),                        // 2, 3
+		entry(t, 3, cmdOutboxFail, outboxCmd{N: 1}),                    // none
+		entry(t, 4, cmdOutbox, outboxCmd{N: 1}),                        // 4
+		entry(t, 5, cmdOutbox, outboxCmd{N: 1, Payload: `[1]`}),        // not an object
 		entry(t, 6, cmdOutbox, outboxCmd{N: 1, Payload: `{"a":` + strings.Repeat(" ", fsm.MaxEventPayload) + `1}`}),
 		entry(t, 7, cmdOutbox, outboxCmd{N: 1, Payload: `{"a":1`}),
 	}
