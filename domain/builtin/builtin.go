@@ -9,6 +9,7 @@ import (
 	"github.com/arbiterhq/arbiter/capacity"
 	"github.com/arbiterhq/arbiter/domain"
 	"github.com/arbiterhq/arbiter/nodes"
+	"github.com/arbiterhq/arbiter/workitem"
 )
 
 // Domains returns fresh values of the built-in domains (each carries its
@@ -30,5 +31,6 @@ func With(o Options) []domain.Domain {
 		nodes.Domain(),
 		authority.Domain(o.ConceptPolicies),
 		capacity.Domain(),
+		workitem.Domain(),
 	}
 }
