@@ -94,4 +94,4 @@ func contentHash(t testing.TB, f *fsm.FSM) string {
 	return fmt.Sprintf("%x", h.Content)
 }
 
-func checkInvariants(t testing.TB, f *fsm.FSM) {}
+func checkInvariants(t testing.TB, f *fsm.FSM) { t.Helper(); checkStored(t, f) }
