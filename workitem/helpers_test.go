@@ -95,3 +95,10 @@ func contentHash(t testing.TB, f *fsm.FSM) string {
 }
 
 func checkInvariants(t testing.TB, f *fsm.FSM) { t.Helper(); checkStored(t, f) }
+
+// proposerFunc is a Proposer made of a function.
+type proposerFunc func(log.Command) (*fsm.Response, error)
+
+func (f proposerFunc) Propose(_ context.Context, cmd log.Command) (*fsm.Response, error) {
+	return f(cmd)
+}
