@@ -7,5 +7,6 @@ var workloads = []chaos.Workload{
 	chaos.Nodes{},
 	chaos.NewConcepts(),
 	chaos.NewCapacity(),
+	chaos.NewWorkItems(),
 	chaos.NewFencedSink(true),
 }
