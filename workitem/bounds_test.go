@@ -60,7 +60,10 @@ func newBoundsFixture(t *testing.T) *boundsFixture {
 func (f *boundsFixture) refused(t *testing.T, what string, code errs.Code, field string, proposed bool, call func() (any, error)) {
 	t.Helper()
 	entries := len(f.l.Log())
-	before := contentHash(t, f.l.FSM)
+	before := ""
+	if proposed { // otherwise an unchanged log proves it (and hashing is slow under -race)
+		before = contentHash(t, f.l.FSM)
+	}
 	_, err := call()
 	e := errs.From(err)
 	if e == nil || e.Code != code {
@@ -71,7 +74,7 @@ func (f *boundsFixture) refused(t *testing.T, what string, code errs.Code, field
 	if n := len(f.l.Log()) - entries; n != 0 && !proposed {
 		t.Errorf("%s: the service proposed %d command(s) for a request it must refuse itself", what, n)
 	}
-	if contentHash(t, f.l.FSM) != before {
+	if proposed && contentHash(t, f.l.FSM) != before {
 		t.Errorf("%s: the state changed", what)
 	}
 }
@@ -117,9 +120,6 @@ func TestSubmitBounds(t *testing.T) {
 		"kind of 512 bytes":          func(r *workitem.SubmitRequest) { r.Kind = id512 },
 		"idempotency key 512 bytes":  func(r *workitem.SubmitRequest) { r.IdempotencyKey = id512 },
 		"policy_digest of 512 bytes": func(r *workitem.SubmitRequest) { r.PolicyDigest = id512 },
-	}
-	for what, change := range ok {
-		f.accepted(t, what, submit(change))
 	}
 	cap1 := req("cap-1")
 	cap1.MaxTenantInFlight = 1
@@ -187,6 +187,11 @@ func TestSubmitBounds(t *testing.T) {
 		})
 	}
 	f.refused(t, "an id that exists", errs.CodeConflict, "work_item_id", true, submit(func(r *workitem.SubmitRequest) { r.WorkItemID = "d0001" }))
+	// The acceptances last: their large rows would slow every state hash
+	// the refusals above take.
+	for what, change := range ok {
+		f.accepted(t, what, submit(change))
+	}
 	checkInvariants(t, f.l.FSM)
 }
 
