@@ -27,6 +27,7 @@ func TestHTTPWorkItems(t *testing.T) {
 	f.stateRefusals()
 	f.claims()
 	f.reads()
+	f.commandLine()
 	f.atTheLimits()
 	t.Logf("%d requests", f.requests)
 }

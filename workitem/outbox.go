@@ -34,7 +34,7 @@ type OutboxEvent struct {
 	Reason          string `json:"reason,omitempty"`
 }
 
-// emit writes it's outbox event of kind and returns its sequence. The
+// emit writes the item's outbox event of kind and returns its sequence. The
 // payload is a few bounded identifiers (at most a few KiB even fully
 // escaped), well inside fsm.MaxEventPayload.
 func emit(tx *fsm.Tx, kind string, it *WorkItem) (uint64, error) {
