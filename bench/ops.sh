@@ -11,7 +11,8 @@
 #   bench/ops.sh workitem [rounds] [duration] [clients]
 #       work-item admission on one 3-node loopback cluster: SubmitWorkItem
 #       with 1 client and with [clients] clients, and SubmitWorkItems of
-#       128 items with 1 client (the batch's latency)
+#       128 items with 1 client (the batch's latency), next to raw
+#       create-if-absent with [clients] clients as the round's baseline
 #   bench/ops.sh auth [rounds] [duration] [clients]
 #       create-if-absent on a 3-node cluster in open mode vs one that
 #       authenticates every call with a bearer token (principals + peer
@@ -75,6 +76,8 @@ lease)
 workitem)
   start_cluster w 3700 3800
   for r in $(seq 1 "$rounds"); do
+    echo "== round $r: create (baseline), $clients clients"
+    "$A" bench --addrs "$(addrs 3800)" --op create --clients "$clients" --duration "$duration" | tail -n +2
     for c in 1 "$clients"; do
       echo "== round $r: submit, $c client(s)"
       "$A" bench --addrs "$(addrs 3800)" --op submit --clients "$c" --duration "$duration" | tail -n +2
