@@ -59,9 +59,11 @@
 //   - Cancel: any member of the tenant may cancel a pending or claimed
 //     item (its claim ends); cancelling a cancelled item answers it
 //     unchanged; one that succeeded or failed is 409 conflict.
-//   - Roles: member to submit, claim, complete, cancel; reader to read; a
-//     tenant the principal may not act for is 403. claimed_by and
-//     submitted_by are principal ids; owner_ref is the worker's own label.
+//   - Roles: member to submit, claim, complete, cancel; reader to read. A
+//     write to a tenant the principal may not act for is 403; a read of
+//     one is 404, as for items that do not exist (the project's rule for
+//     reads). claimed_by and submitted_by are principal ids; owner_ref is
+//     the worker's own label.
 //   - Claims may carry an idempotency_key, so a retry after an unknown
 //     outcome returns the same claim instead of taking a second item.
 //   - Sizes: input_ref 1..1 MiB of UTF-8; metadata a JSON object (absent

@@ -305,7 +305,7 @@ func (f *httpFixture) reads() {
 	f.refused("get of a missing item", http.StatusNotFound, errs.CodeNotFound, "", false, func() reply {
 		return f.get("/v1/workitems/get?tenant_ref=t&work_item_id=nowhere", "rd")
 	})
-	f.refused("get in another tenant", http.StatusForbidden, errs.CodeForbidden, "", false, func() reply {
+	f.refused("get in another tenant", http.StatusNotFound, errs.CodeNotFound, "", false, func() reply {
 		return f.get("/v1/workitems/get?tenant_ref=t&work_item_id=solo", "ou")
 	})
 	f.refused("an unknown parameter", http.StatusUnprocessableEntity, errs.CodeInvalid, "", false, func() reply {

@@ -45,10 +45,13 @@ func (q *listQuery) validate() error {
 	return nil
 }
 
-// checkReader requires the reader role in tenant (403 otherwise).
+// checkReader requires the reader role in tenant. Without it the answer
+// is not_found, as for items that do not exist: a principal never learns
+// anything of another tenant's items (the project's rule for reads; a
+// write to another tenant is 403).
 func checkReader(p log.Principal, tenant string) error {
 	if !p.InTenant(tenant) || !p.HasRole(log.RoleReader) {
-		return errs.Errorf(errs.CodeForbidden, "principal %q may not read work items of tenant %q", p.ID, tenant)
+		return errs.Errorf(errs.CodeNotFound, "no work items of tenant %q for principal %q", tenant, p.ID)
 	}
 	return nil
 }

@@ -113,7 +113,7 @@ func TestAccess(t *testing.T) {
 		_, err := s.Cancel(as(reader), workitem.CancelRequest{TenantRef: "t", WorkItemID: a.WorkItemID, Reason: "r"})
 		return err
 	})
-	refuse("get in another tenant", errs.CodeForbidden, func() error {
+	refuse("get in another tenant", errs.CodeNotFound, func() error {
 		_, err := s.Get(as(outsider), workitem.GetRequest{TenantRef: "t", WorkItemID: a.WorkItemID}, fsm.Linearizable)
 		return err
 	})
