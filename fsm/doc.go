@@ -21,6 +21,11 @@
 // after reclaiming expired leases) returns its result after Tx.Refuse: it
 // commits, but the idempotency ledger does not keep it for replay.
 //
+// Tx.Emit appends a change-feed event with the command; Tx.EmitPayload one
+// that carries a bounded JSON object and tells the handler the sequence
+// it will have (a transactional outbox whose id a result may return). A
+// failed command's events never exist.
+//
 // Snapshots (snapshot.go) stream every table in a canonical, checksummed
 // format whose hash is the state hash. Backups are the same stream:
 // InspectSnapshot checks one offline; PrepareRestore turns one into the

@@ -36,9 +36,9 @@ var snapMagic = []byte("ARBSNAP\x01")
 
 const (
 	snapFormat = 1
-	// maxFrameBytes bounds one row: a row may hold a whole command's data
-	// (a work item with its 1 MiB input) and a ledger row a result as
-	// large as the command that made it (a batch's), with its envelope.
+	// maxFrameBytes bounds one row: a row may hold a whole command's data,
+	// and a ledger row a result as large as the command that made it,
+	// with its envelope.
 	maxFrameBytes = 4 * log.MaxCommandBytes
 )
 

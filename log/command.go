@@ -98,7 +98,7 @@ const (
 	// formatV1 is the first byte of every encoded command.
 	formatV1 byte = 0xA1
 	// MaxCommandBytes bounds an encoded command: the largest request a
-	// domain accepts (4 MiB, a work-item batch) plus room for the envelope
+	// domain accepts (4 MiB) plus room for the envelope
 	// (a principal may list 256 tenants and roles of 512 bytes) and for
 	// the difference between the request's JSON and its msgpack.
 	MaxCommandBytes = 5 << 20

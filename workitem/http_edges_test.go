@@ -28,6 +28,7 @@ func TestHTTPWorkItems(t *testing.T) {
 	f.claims()
 	f.reads()
 	f.commandLine()
+	f.remoteService()
 	f.atTheLimits()
 	t.Logf("%d requests", f.requests)
 }
