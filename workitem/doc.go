@@ -77,6 +77,9 @@
 //   - Retention: an ended item stays readable, and usable as a
 //     dependency, for TerminalRetention (24 h of FSM time) after its end,
 //     then Tick forgets it.
+//   - Restoring a backup rolls command sequences back with the rest of
+//     the state (they are state, dense per graph); fences and generated
+//     ids come from the log index and are never handed out again.
 //
 // # The cascade and Tick
 //
