@@ -87,7 +87,7 @@ func (f *httpFixture) remoteService() {
 	if _, err := s.Submit(bg, req("remote-2", "nowhere")); errs.CodeOf(err) != errs.CodeInvalid || errs.From(err).Detail["reason"] != "dependency_missing" {
 		t.Fatalf("a missing dependency over Remote: %v", err)
 	}
-	got, err := s.Get(bg, workitem.GetRequest{TenantRef: "t", WorkItemID: res.WorkItemID}, fsm.Stale)
+	got, err := s.Get(bg, workitem.GetRequest{TenantRef: "t", WorkItemID: res.WorkItemID}, fsm.Linearizable)
 	if err != nil || got.WorkItem.CommandSequence != res.CommandSequence {
 		t.Fatalf("get over Remote: %+v %v", got, err)
 	}
