@@ -310,12 +310,12 @@ func (c *wiClient) list(svc *workitem.Service, tenant string, rec *Recorder) {
 	case err != nil:
 		call.Failed(err, false)
 	default: // the first page: the model lists the first workitem.MaxPage items
-		call.Decided(lin.WIOutput{List: WIListOf(page.WorkItems)}, "list/ok", false)
+		call.Decided(lin.WIOutput{List: wiListOf(page.WorkItems)}, "list/ok", false)
 	}
 }
 
-// WIListOf is a page of items as the model's list spells it.
-func WIListOf(items []workitem.Summary) string {
+// wiListOf is a page of items as the model's list spells it.
+func wiListOf(items []workitem.Summary) string {
 	parts := make([]string, len(items))
 	for i, it := range items {
 		parts[i] = fmt.Sprintf("%s:%s:%d:%t", it.WorkItemID, it.Status, it.Attempt, it.Dependencies.Satisfied == it.Dependencies.Total)
