@@ -8,12 +8,17 @@
 #   bench/ops.sh lease [rounds] [duration] [clients]
 #       capacity acquire-then-release with 1 cell and with 16 cells per
 #       acquire on one 3-node loopback cluster
+#   bench/ops.sh workitem [rounds] [duration] [clients]
+#       work-item admission on one 3-node loopback cluster: SubmitWorkItem
+#       with 1 client and with [clients] clients, and SubmitWorkItems of
+#       128 items with 1 client (the batch's latency), next to raw
+#       create-if-absent with [clients] clients as the round's baseline
 #   bench/ops.sh auth [rounds] [duration] [clients]
 #       create-if-absent on a 3-node cluster in open mode vs one that
 #       authenticates every call with a bearer token (principals + peer
 #       token between nodes), both on loopback
 set -euo pipefail
-mode=${1:?protocol or auth}
+mode=${1:?protocol, lease, workitem or auth}
 rounds=${2:-3}
 duration=${3:-10s}
 clients=${4:-64}
@@ -68,6 +73,19 @@ lease)
     done
   done
   ;;
+workitem)
+  start_cluster w 3700 3800
+  for r in $(seq 1 "$rounds"); do
+    echo "== round $r: create (baseline), $clients clients"
+    "$A" bench --addrs "$(addrs 3800)" --op create --clients "$clients" --duration "$duration" | tail -n +2
+    for c in 1 "$clients"; do
+      echo "== round $r: submit, $c client(s)"
+      "$A" bench --addrs "$(addrs 3800)" --op submit --clients "$c" --duration "$duration" | tail -n +2
+    done
+    echo "== round $r: batch of 128, 1 client"
+    "$A" bench --addrs "$(addrs 3800)" --op batch --batch 128 --clients 1 --duration "$duration" | tail -n +2
+  done
+  ;;
 auth)
   token=$("$A" principal new-token)
   tok=$(echo "$token" | awk '/^token:/{print $2}')
@@ -84,5 +102,5 @@ auth)
   done
   ;;
 *)
-  echo "mode must be protocol, lease or auth" >&2; exit 2 ;;
+  echo "mode must be protocol, lease, workitem or auth" >&2; exit 2 ;;
 esac

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -66,6 +67,13 @@ func (n *Node) settleCapabilities(ctx context.Context) error {
 		return res.Err
 	}
 	n.logger.Info("enabled command set changed", "from", describeEnabled(have, gated), "to", want.String())
+	if want.Allows(fsm.CmdTick, 2) && !(gated && have.Allows(fsm.CmdTick, 2)) {
+		// The first version-2 tick puts the retention settings in the
+		// state; without it they would wait a whole tick interval.
+		if _, err := n.tick(ctx); err != nil {
+			return fmt.Errorf("first tick under the enabled set: %w", err)
+		}
+	}
 	return nil
 }
 

@@ -21,29 +21,15 @@ func (n *Node) handleStatus(w http.ResponseWriter, r *http.Request) {
 // index it names.
 const maxStateHashWait = 10 * time.Second
 
-// handleStateHash answers the hash of the current state; with
-// ?content=true, the content hash (Node.ContentHash); or, with ?index=N,
-// the hash of the state as of exactly index N, waiting up to
+// handleStateHash answers the state and content hashes of the current
+// state (StateHash); or, with ?index=N, the hashes of the state as of exactly index N, waiting up to
 // maxStateHashWait for it. Replicas keep applying ticks while a large
 // state is hashed, so comparing replicas needs the index form; 409 means
 // N was applied inside a larger batch or had passed: ask for a later one.
 func (n *Node) handleStateHash(w http.ResponseWriter, r *http.Request) {
-	p, err := domain.ParseParams(r, "index", "content")
+	p, err := domain.ParseParams(r, "index")
 	if err != nil {
 		domain.WriteError(w, err)
-		return
-	}
-	switch {
-	case p.String("content") == "true" && p.String("index") == "":
-		h, err := n.ContentHash()
-		if err != nil {
-			domain.WriteError(w, errs.Errorf(errs.CodeInternal, "content hash: %v", err))
-			return
-		}
-		domain.WriteJSON(w, http.StatusOK, map[string]string{"content_hash": h})
-		return
-	case p.String("content") != "":
-		domain.WriteError(w, errs.New(errs.CodeInvalid, "content must be true, without index"))
 		return
 	}
 	if p.String("index") == "" {

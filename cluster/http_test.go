@@ -687,7 +687,7 @@ func TestHTTPRoutesThroughLeaderAndFollower(t *testing.T) {
 			r := apiGet(t, base+"/v1/cluster/state-hash")
 			var h cluster.StateHash
 			r.ok(t, "state-hash", &h)
-			wantKeys(t, "state-hash", r.body, "index", "hash")
+			wantKeys(t, "state-hash", r.body, "index", "hash", "content_hash")
 			if len(h.Hash) != 64 || h.Index == 0 {
 				t.Fatalf("state-hash %+v: want an index and 64 hex digits", h)
 			}

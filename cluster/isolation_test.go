@@ -27,6 +27,7 @@ import (
 	"github.com/arbiterhq/arbiter/internal/clustertest"
 	arblog "github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/nodes"
+	"github.com/arbiterhq/arbiter/workitem"
 )
 
 // The isolation tests run clusters with authentication on. Principals:
@@ -445,6 +446,21 @@ func TestIsolationMatrix(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustOK("ISO-300", post("mem-a", "/v1/concepts/reserve", reserve("ISO-300", "a", "r-300")))
+	// Work items of tenant a: one to claim, one mem-a holds (to complete),
+	// one to cancel.
+	wiSubmit := func(id string) workitem.SubmitRequest {
+		return workitem.SubmitRequest{TenantRef: "a", GraphRef: "iso", WorkItemID: id, IdempotencyKey: "k-" + id,
+			CommandDigest: "sha256:" + strings.Repeat("0", 64), Kind: id, InputRef: "in", PolicyDigest: "p", CatalogDigest: "c",
+			ModelDigest: "m", MaxAttempts: 1, MaxTenantInFlight: 100}
+	}
+	for _, id := range []string{"iso-wi-claim", "iso-wi-done", "iso-wi-cancel"} {
+		mustOK(id, post("mem-a", "/v1/workitems/submit", wiSubmit(id)))
+	}
+	var wiHeld workitem.ClaimResult
+	if err := json.Unmarshal(mustOK("claim iso-wi-done", post("mem-a", "/v1/workitems/claim", workitem.ClaimRequest{TenantRef: "a", GraphRef: "iso",
+		OwnerRef: "mem-a", WorkItemID: "iso-wi-done", TTLMs: 600_000})).body, &wiHeld); err != nil {
+		t.Fatal(err)
+	}
 	mustOK("iso-cas", post("admin", "/v1/nodes/create", nodes.CreateRequest{NodeID: "iso-cas", Properties: map[string]any{"v": 1}}))
 	mustOK("iso-get", post("admin", "/v1/nodes/create", nodes.CreateRequest{NodeID: "iso-get", Labels: []string{"iso-label"}}))
 	// The restore row restores this backup, taken before the rows run:
@@ -557,6 +573,16 @@ func TestIsolationMatrix(t *testing.T) {
 		return capacity.UpdateCellRequest{SchemaVersion: "1", TenantRef: tenant, Cell: capacity.CellSpec{CellID: "cell-new", Capacities: map[string]uint64{"gpu": 5}}}
 	}
 	readReq := capacity.ReadRequest{SchemaVersion: "1", TenantRef: "a", MaxCount: 10}
+	getItem := func(id string) func(*testing.T) string {
+		return func(t *testing.T) string {
+			return isoAdminGet(t, c, leader, "/v1/workitems/get?tenant_ref=a&work_item_id="+id)
+		}
+	}
+	wiBatch := workitem.BatchRequest{TenantRef: "a", GraphRef: "iso", IdempotencyKey: "k-iso-wi-batch", Requests: []workitem.SubmitRequest{wiSubmit("iso-wi-batch")}}
+	wiBatch.Requests[0].IdempotencyKey = ""
+	wiClaim := workitem.ClaimRequest{TenantRef: "a", GraphRef: "iso", OwnerRef: "w", WorkItemID: "iso-wi-claim", TTLMs: 600_000}
+	wiDone := workitem.CompleteRequest{TenantRef: "a", WorkItemID: "iso-wi-done", Attempt: wiHeld.Attempt, Fence: wiHeld.Fence, Outcome: workitem.StatusSucceeded}
+	wiCancel := workitem.CancelRequest{TenantRef: "a", WorkItemID: "iso-wi-cancel", Reason: "iso"}
 	next := authority.ReserveNextRequest{Namespace: "ISO", From: 100, To: 110, Request: authority.ReserveRequest{TenantRef: "a", RequestRef: "r-next", PurposeDigest: "purpose-next"}}
 
 	alloc := allocation.NewService(c.Node(leader), c.Node(leader))
@@ -668,6 +694,35 @@ func TestIsolationMatrix(t *testing.T) {
 			wrongTenant: []isoCase{notFound("mem-b", readReq)}, valid: valid("read-a", readReq, 200)},
 		{route: "POST /v1/capacity/reconcile", access: isoPrincipal,
 			wrongTenant: []isoCase{notFound("mem-b", readReq)}, valid: valid("read-a", readReq, 200)},
+		{route: "POST /v1/workitems/submit", access: isoPrincipal,
+			wrongTenant: []isoCase{forbidden("mem-b", wiSubmit("iso-wi-new"))},
+			wrongRole:   []isoCase{forbidden("read-a", wiSubmit("iso-wi-new"))},
+			valid:       valid("mem-a", wiSubmit("iso-wi-new"), 201), state: getItem("iso-wi-new")},
+		{route: "POST /v1/workitems/submit-batch", access: isoPrincipal,
+			wrongTenant: []isoCase{forbidden("mem-b", wiBatch)},
+			wrongRole:   []isoCase{forbidden("read-a", wiBatch)},
+			valid:       valid("mem-a", wiBatch, 201), state: getItem("iso-wi-batch")},
+		{route: "POST /v1/workitems/claim", access: isoPrincipal,
+			wrongTenant: []isoCase{forbidden("mem-b", wiClaim)},
+			wrongRole:   []isoCase{forbidden("read-a", wiClaim)},
+			valid:       valid("mem-a", wiClaim, 200), state: getItem("iso-wi-claim")},
+		{route: "POST /v1/workitems/complete", access: isoPrincipal,
+			wrongTenant: []isoCase{forbidden("mem-b", wiDone)},
+			wrongRole:   []isoCase{forbidden("read-a", wiDone), otherOwner("mem-a2", wiDone)},
+			valid:       valid("mem-a", wiDone, 200), state: getItem("iso-wi-done")},
+		{route: "POST /v1/workitems/cancel", access: isoPrincipal,
+			wrongTenant: []isoCase{forbidden("mem-b", wiCancel)},
+			wrongRole:   []isoCase{forbidden("read-a", wiCancel)},
+			valid:       valid("mem-a", wiCancel, 200), state: getItem("iso-wi-cancel")},
+		{route: "GET /v1/workitems/get", query: "?tenant_ref=a&work_item_id=iso-wi-claim", access: isoPrincipal,
+			wrongTenant: []isoCase{notFound("mem-b", nil)}, valid: readA(200)},
+		{route: "GET /v1/workitems/list", query: "?tenant_ref=a&graph_ref=iso", access: isoPrincipal,
+			wrongTenant: []isoCase{notFound("mem-b", nil)}, valid: readA(200),
+			after: func(t *testing.T, r isoReply) {
+				if !bytes.Contains(r.body, []byte(`"iso-wi-claim"`)) {
+					t.Errorf("read-a's list of tenant a lacks iso-wi-claim: %s", r.body)
+				}
+			}},
 		{route: "GET /v1/changes", access: isoPrincipal, valid: valid("mem-b", nil, 200)},
 		{route: "GET /v1/cluster/capabilities", access: isoPrincipal, valid: readA(200),
 			after: func(t *testing.T, r isoReply) {

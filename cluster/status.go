@@ -88,18 +88,24 @@ func (n *Node) Status() Status {
 }
 
 // StateHash is the FSM's applied index and state hash, for divergence
-// checks across replicas.
+// checks across replicas, and its content hash (every row but the FSM's
+// bookkeeping: equal before and after a command that changed nothing).
 type StateHash struct {
-	Index uint64 `json:"index"`
-	Hash  string `json:"hash"`
+	Index   uint64 `json:"index"`
+	Hash    string `json:"hash"`
+	Content string `json:"content_hash"`
+}
+
+func stateHash(index uint64, h fsm.Hashes) StateHash {
+	return StateHash{Index: index, Hash: hex.EncodeToString(h.State[:]), Content: hex.EncodeToString(h.Content[:])}
 }
 
 // StateHashAt waits until this node has applied index and hashes its
 // state as of exactly that index; ok is false if that state was never
 // visible on its own (see fsm.FSM.StateHashAt).
 func (n *Node) StateHashAt(ctx context.Context, index uint64) (h StateHash, ok bool, err error) {
-	sum, ok, err := n.fsm.StateHashAt(ctx, index)
-	return StateHash{Index: index, Hash: hex.EncodeToString(sum[:])}, ok, err
+	sums, ok, err := n.fsm.StateHashesAt(ctx, index)
+	return stateHash(index, sums), ok, err
 }
 
 // ContentHash hashes what the applied commands wrote, without the applied
@@ -112,6 +118,6 @@ func (n *Node) ContentHash() (string, error) {
 
 // StateHash hashes the local state (O(state); for tests and tooling).
 func (n *Node) StateHash() (StateHash, error) {
-	idx, sum, err := n.fsm.StateHash()
-	return StateHash{Index: idx, Hash: hex.EncodeToString(sum[:])}, err
+	idx, sums, err := n.fsm.StateHashes()
+	return stateHash(idx, sums), err
 }

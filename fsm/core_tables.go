@@ -1,6 +1,8 @@
 package fsm
 
 import (
+	"encoding/json"
+
 	memdb "github.com/hashicorp/go-memdb"
 )
 
@@ -53,6 +55,9 @@ type Event struct {
 	Kind   string `msgpack:"kind" json:"kind"`
 	Key    string `msgpack:"key" json:"key"`
 	Tenant string `msgpack:"tenant,omitempty" json:"tenant,omitempty"`
+	// Payload, if set, is a JSON object the module attached (an outbox
+	// message: see Tx.EmitPayload).
+	Payload json.RawMessage `msgpack:"payload,omitempty" json:"payload,omitempty"`
 }
 
 // Member is the replicated metadata of one cluster member.

@@ -36,6 +36,11 @@
 // not understand halts (see Halt) instead of answering differently from
 // its peers. Modules tick in name order, and only once enabled.
 //
+// Tx.Emit appends a change-feed event with the command; Tx.EmitPayload one
+// that carries a bounded JSON object and tells the handler the sequence
+// it will have (a transactional outbox whose id a result may return). A
+// failed command's events never exist.
+//
 // Snapshots (snapshot.go) stream every table that has rows in a canonical,
 // checksummed format whose hash is the state hash. Backups are the same stream:
 // InspectSnapshot checks one offline; PrepareRestore turns one into the

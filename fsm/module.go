@@ -1,6 +1,10 @@
 package fsm
 
 import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/log"
 	memdb "github.com/hashicorp/go-memdb"
 )
@@ -171,6 +175,25 @@ func (tx *Tx) Delete(table string, obj any) error {
 // Emit records a change event, committed with the command.
 func (tx *Tx) Emit(kind, key, tenant string) {
 	tx.events = append(tx.events, Event{Kind: kind, Key: key, Tenant: tenant})
+}
+
+// MaxEventPayload bounds the payload of one change event.
+const MaxEventPayload = 8 << 10
+
+// EmitPayload records a change event that carries payload, a JSON object
+// of at most MaxEventPayload bytes built deterministically by the handler
+// (encoding/json of a struct is), committed with the command: a
+// transactional outbox that consumers read with the change feed's cursor.
+// It returns the sequence number the event will have, which the handler
+// may put in its result; if the command fails, neither exists.
+func (tx *Tx) EmitPayload(kind, key, tenant string, payload []byte) (uint64, error) {
+	if len(payload) > MaxEventPayload || len(payload) == 0 || payload[0] != '{' || !json.Valid(payload) {
+		return 0, errs.Errorf(errs.CodeInternal, "change event %s: payload is not a JSON object of at most %d bytes", kind, MaxEventPayload)
+	}
+	tx.events = append(tx.events, Event{Kind: kind, Key: key, Tenant: tenant, Payload: bytes.Clone(payload)})
+	// appendEvents numbers this command's events on from the feed's last
+	// sequence once the handler returns; nothing else moves it meanwhile.
+	return tx.meta.LastSeq + uint64(len(tx.events)), nil
 }
 
 // ReadTx is what a query sees: a consistent read-only view.

@@ -35,8 +35,11 @@ import (
 var snapMagic = []byte("ARBSNAP\x01")
 
 const (
-	snapFormat    = 1
-	maxFrameBytes = 4 << 20
+	snapFormat = 1
+	// maxFrameBytes bounds one row: a row may hold a whole command's data,
+	// and a ledger row a result as large as the command that made it,
+	// with its envelope.
+	maxFrameBytes = 4 * log.MaxCommandBytes
 )
 
 // ErrSnapshot is wrapped by every restore failure.
@@ -79,12 +82,29 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 
 func (s *fsmSnapshot) Release() {}
 
+// Hashes are two digests of one state.
+type Hashes struct {
+	// State is the snapshot stream's hash: everything, the applied index
+	// and FSM time included. Replicas at the same index have the same.
+	State [32]byte
+	// Content hashes every table's rows except the FSM's bookkeeping row
+	// (applied index, FSM time, feed counters, enabled set): equal before
+	// and after a command that changed nothing, such as a refused one.
+	Content [32]byte
+}
+
 // StateHash returns the applied index and the SHA-256 of the state as of
 // that index. Replicas at the same index must have the same hash.
 func (f *FSM) StateHash() (uint64, [32]byte, error) {
+	index, h, err := f.StateHashes()
+	return index, h.State, err
+}
+
+// StateHashes is StateHash with the content hash.
+func (f *FSM) StateHashes() (uint64, Hashes, error) {
 	txn := f.db.Load().Txn(false)
-	sum, err := f.writeState(io.Discard, txn)
-	return readMeta(txn).Index, sum, err
+	h, err := f.writeState(io.Discard, txn)
+	return readMeta(txn).Index, h, err
 }
 
 // StateHashAt waits until the FSM reaches index and returns the SHA-256 of
@@ -94,20 +114,26 @@ func (f *FSM) StateHash() (uint64, [32]byte, error) {
 // one is hashed, so comparing replicas at "the same index" needs this:
 // StateHash on each would rarely catch them at the same one.
 func (f *FSM) StateHashAt(ctx context.Context, index uint64) (sum [32]byte, ok bool, err error) {
+	h, ok, err := f.StateHashesAt(ctx, index)
+	return h.State, ok, err
+}
+
+// StateHashesAt is StateHashAt with the content hash.
+func (f *FSM) StateHashesAt(ctx context.Context, index uint64) (h Hashes, ok bool, err error) {
 	for {
 		changed := f.Changed()
 		txn := f.db.Load().Txn(false)
 		switch at := readMeta(txn).Index; {
 		case at == index:
-			sum, err = f.writeState(io.Discard, txn)
-			return sum, err == nil, err
+			h, err = f.writeState(io.Discard, txn)
+			return h, err == nil, err
 		case at > index:
-			return sum, false, nil
+			return h, false, nil
 		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return sum, false, errs.Errorf(errs.CodeUnavailable, "waiting for index %d: %v", index, ctx.Err())
+			return h, false, errs.Errorf(errs.CodeUnavailable, "waiting for index %d: %v", index, ctx.Err())
 		}
 	}
 }
@@ -118,34 +144,18 @@ func (f *FSM) WriteSnapshot(w io.Writer) error {
 	return err
 }
 
-// writeState writes the stream and its trailer, returning the trailer.
-func (f *FSM) writeState(w io.Writer, txn *memdb.Txn) ([32]byte, error) {
-	return f.writeStream(w, txn, false)
-}
-
-// ContentHash hashes the state without the applied index and the clock:
-// what the commands applied so far wrote. A refused command, a read, or a
-// tick with nothing to expire or prune leave it as it was, so a test
-// compares it before and after a refusal to prove that nothing changed.
-func (f *FSM) ContentHash() ([32]byte, error) {
-	return f.writeStream(io.Discard, f.db.Load().Txn(false), true)
-}
-
-// writeStream writes the snapshot stream; contentOnly zeroes the index
-// and the clock in the header and the meta row.
-func (f *FSM) writeStream(w io.Writer, txn *memdb.Txn, contentOnly bool) ([32]byte, error) {
-	h := sha256.New()
+// writeState writes the stream and its trailer, returning the trailer
+// (the state hash) and the content hash.
+func (f *FSM) writeState(w io.Writer, txn *memdb.Txn) (Hashes, error) {
+	h, content := sha256.New(), sha256.New()
 	fw := &frameWriter{w: io.MultiWriter(w, h)}
 	fw.raw(snapMagic)
 	m := readMeta(txn)
 	hdr := snapHeader{Format: snapFormat, Index: m.Index, Now: m.Now}
-	if contentOnly {
-		hdr.Index, hdr.Now = 0, 0
-	}
 	var tables []Table
 	for _, t := range f.tables {
 		if first, err := txn.First(t.Schema.Name, "id"); err != nil {
-			return [32]byte{}, fmt.Errorf("fsm: snapshot table %s: %w", t.Schema.Name, err)
+			return Hashes{}, fmt.Errorf("fsm: snapshot table %s: %w", t.Schema.Name, err)
 		} else if first != nil {
 			tables = append(tables, t)
 			hdr.Tables = append(hdr.Tables, t.Schema.Name)
@@ -154,38 +164,43 @@ func (f *FSM) writeStream(w io.Writer, txn *memdb.Txn, contentOnly bool) ([32]by
 	fw.frame('H', hdr)
 	var rows uint64
 	for _, t := range tables {
+		fw.also = content
+		if t.Schema.Name == tableMeta {
+			fw.also = nil
+		}
 		fw.frame('T', t.Schema.Name)
 		it, err := txn.Get(t.Schema.Name, "id")
 		if err != nil {
-			return [32]byte{}, fmt.Errorf("fsm: snapshot table %s: %w", t.Schema.Name, err)
+			return Hashes{}, fmt.Errorf("fsm: snapshot table %s: %w", t.Schema.Name, err)
 		}
 		for raw := it.Next(); raw != nil && fw.err == nil; raw = it.Next() {
-			if mr, ok := raw.(*meta); ok && contentOnly {
-				c := *mr
-				c.Index, c.Now = 0, 0
-				raw = &c
-			}
 			fw.frame('R', raw)
 			rows++
 		}
 	}
+	fw.also = nil
 	fw.frame('E', rows)
-	var sum [32]byte
-	h.Sum(sum[:0])
+	var out Hashes
+	h.Sum(out.State[:0])
+	content.Sum(out.Content[:0])
 	if fw.err == nil {
-		_, fw.err = w.Write(sum[:])
+		_, fw.err = w.Write(out.State[:])
 	}
-	return sum, fw.err
+	return out, fw.err
 }
 
 type frameWriter struct {
-	w   io.Writer
-	err error
+	w    io.Writer
+	also io.Writer // if set, receives the frames too (the content hash)
+	err  error
 }
 
 func (fw *frameWriter) raw(b []byte) {
 	if fw.err == nil {
 		_, fw.err = fw.w.Write(b)
+	}
+	if fw.err == nil && fw.also != nil {
+		_, fw.err = fw.also.Write(b)
 	}
 }
 
@@ -196,6 +211,11 @@ func (fw *frameWriter) frame(kind byte, v any) {
 	body, err := log.Marshal(v)
 	if err != nil {
 		fw.err = fmt.Errorf("fsm: snapshot encode: %w", err)
+		return
+	}
+	if len(body) > maxFrameBytes {
+		// A stream no replica could read back is refused here, not later.
+		fw.err = fmt.Errorf("fsm: snapshot row of %d bytes exceeds %d", len(body), maxFrameBytes)
 		return
 	}
 	var hdr [5]byte
@@ -414,8 +434,10 @@ func (fr *frameReader) next() (byte, []byte, error) {
 	if n > maxFrameBytes {
 		return 0, nil, fmt.Errorf("%w: frame of %d bytes exceeds %d", ErrSnapshot, n, maxFrameBytes)
 	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(fr.r, body); err != nil {
+	// Read what arrives rather than allocate what the header claims: a
+	// truncated or hostile stream costs only the bytes it holds.
+	body, err := io.ReadAll(io.LimitReader(fr.r, int64(n)))
+	if err != nil || uint32(len(body)) != n {
 		return 0, nil, fmt.Errorf("%w: truncated frame", ErrSnapshot)
 	}
 	return hdr[0], body, nil
@@ -437,4 +459,13 @@ func (fr *frameReader) expect(kind byte, v any) error {
 		return fmt.Errorf("%w: frame %q: %v", ErrSnapshot, kind, err)
 	}
 	return nil
+}
+
+// ContentHash is the content hash of the current state (see Hashes): a
+// refused command, a read, or a tick with nothing to expire or prune
+// leave it as it was, so a test compares it before and after a refusal to
+// prove that nothing changed.
+func (f *FSM) ContentHash() ([32]byte, error) {
+	_, h, err := f.StateHashes()
+	return h.Content, err
 }

@@ -99,9 +99,11 @@ type Command struct {
 const (
 	// formatV1 is the first byte of every encoded command.
 	formatV1 byte = 0xA1
-	// MaxCommandBytes bounds an encoded command (a 1 MiB request plus room
-	// for the envelope and canonical re-encoding).
-	MaxCommandBytes = 2 << 20
+	// MaxCommandBytes bounds an encoded command: the largest request a
+	// domain accepts (4 MiB) plus room for the envelope
+	// (a principal may list 256 tenants and roles of 512 bytes) and for
+	// the difference between the request's JSON and its msgpack.
+	MaxCommandBytes = 5 << 20
 	// MaxKeyBytes bounds the idempotency scope, key, principal id and each
 	// of the principal's tenants and roles.
 	MaxKeyBytes = 512

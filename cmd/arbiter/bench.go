@@ -14,6 +14,7 @@ import (
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/internal/loadgen"
 	"github.com/arbiterhq/arbiter/nodes"
+	"github.com/arbiterhq/arbiter/workitem"
 )
 
 // bench measures create-if-absent of distinct node ids against a running
@@ -27,8 +28,9 @@ func bench(args []string) error {
 	warmup := fs.Duration("warmup", 2*time.Second, "unmeasured time before each run")
 	prefix := fs.String("prefix", fmt.Sprintf("bench-%d", time.Now().UnixNano()), "node id prefix (ids must be new)")
 	cf := addClientFlags(fs)
-	op := fs.String("op", "create", "create (CreateNodeIfAbsent of a new node), reserve (the concept reservation protocol on a new concept id) or lease (acquire then release capacity on --cells cells)")
+	op := fs.String("op", "create", "create (CreateNodeIfAbsent of a new node), reserve (the concept reservation protocol on a new concept id), lease (acquire then release capacity on --cells cells), submit (SubmitWorkItem of a new item) or batch (SubmitWorkItems of --batch new items)")
 	cells := fs.Int("cells", 1, "with --op lease: cells per acquire (1..16)")
+	batch := fs.Int("batch", workitem.MaxBatch, "with --op batch: items per batch (1..128)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -52,8 +54,15 @@ func bench(args []string) error {
 			return fmt.Errorf("--cells must be between 1 and %d", capacity.MaxDemands)
 		}
 		makeOp = func(run int, remotes []*cluster.Remote) loadgen.Op { return leaseOp(*prefix, run, *cells, remotes) }
+	case "submit":
+		makeOp = func(run int, remotes []*cluster.Remote) loadgen.Op { return submitOp(*prefix, run, 1, remotes) }
+	case "batch":
+		if *batch < 1 || *batch > workitem.MaxBatch {
+			return fmt.Errorf("--batch must be between 1 and %d", workitem.MaxBatch)
+		}
+		makeOp = func(run int, remotes []*cluster.Remote) loadgen.Op { return submitOp(*prefix, run, *batch, remotes) }
 	default:
-		return fmt.Errorf("--op must be create, reserve or lease, not %q", *op)
+		return fmt.Errorf("--op must be create, reserve, lease, submit or batch, not %q", *op)
 	}
 	fmt.Printf("%s of distinct ids via %d node(s), %v per run after %v warmup\n", *op, len(urls), *duration, *warmup)
 	for run, clients := range counts {

@@ -11,6 +11,7 @@ import (
 	"github.com/arbiterhq/arbiter/domain"
 	"github.com/arbiterhq/arbiter/nodes"
 	"github.com/arbiterhq/arbiter/projection"
+	"github.com/arbiterhq/arbiter/workitem"
 )
 
 // Domains returns fresh values of the built-in domains (each carries its
@@ -37,5 +38,6 @@ func With(o Options) []domain.Domain {
 		capacity.Domain(),
 		allocation.Domain(),
 		projection.Domain(projection.WithRuntimeRoot(o.ProjectionRoot)),
+		workitem.Domain(),
 	}
 }

@@ -8,6 +8,7 @@ var workloads = []chaos.Workload{
 	chaos.NewConcepts(),
 	chaos.NewCapacity(),
 	chaos.NewAllocation(),
+	chaos.NewWorkItems(),
 	chaos.NewFencedSink(true),
 	chaos.NewProjection(),
 }

@@ -1,0 +1,114 @@
+package workitem
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/arbiterhq/arbiter/domain"
+	"github.com/arbiterhq/arbiter/errs"
+)
+
+const cliUsage = `usage: arbiter workitem <command> [--addr URL] [flags]
+
+  submit|batch|claim|complete|cancel [--json BODY]
+      send the request (see README) given with --json, or on standard
+      input, to POST /v1/workitems/<submit|submit-batch|claim|complete|cancel>
+  get  --tenant T --id ID
+  list --tenant T [--graph G] [--status S] [--after CURSOR] [--limit N]
+
+Prints the answer as JSON. Example:
+  arbiter workitem claim --json '{"tenant_ref":"acme","owner_ref":"worker-1","ttl_ms":60000}'
+`
+
+// cliRoutes maps the POST commands to their routes.
+var cliRoutes = map[string]string{"submit": "submit", "batch": "submit-batch", "claim": "claim", "complete": "complete", "cancel": "cancel"}
+
+func cli() *domain.CLI {
+	return &domain.CLI{Name: "workitem", Summary: "submit, claim, complete, cancel and read work items", Run: runCLI}
+}
+
+func runCLI(env domain.CLIEnv, args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(env.Stderr, cliUsage)
+		return errors.New("missing workitem command")
+	}
+	cmd, args := args[0], args[1:]
+	fs := flag.NewFlagSet("workitem "+cmd, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	var body, tenant, id, graph, status, after *string
+	var limit *int
+	route, post := cliRoutes[cmd]
+	switch {
+	case post:
+		body = fs.String("json", "", "request body (default: read standard input)")
+	case cmd == "get" || cmd == "list":
+		tenant = fs.String("tenant", "", "tenant_ref")
+		if cmd == "get" {
+			id = fs.String("id", "", "work_item_id")
+		} else {
+			graph = fs.String("graph", "", "graph_ref (default: default)")
+			status = fs.String("status", "", "only items of this status")
+			after = fs.String("after", "", "next_cursor of the previous page")
+			limit = fs.Int("limit", 0, "page size, 1-128 (default 128)")
+		}
+	default:
+		fmt.Fprint(env.Stderr, cliUsage)
+		return fmt.Errorf("unknown workitem command %q", cmd)
+	}
+	connect := env.Connect(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	conn, err := connect()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out json.RawMessage
+	var callErr error
+	if post {
+		raw := []byte(*body)
+		if *body == "" {
+			if raw, err = io.ReadAll(io.LimitReader(env.Stdin, MaxRequestBytes+1)); err != nil {
+				return err
+			}
+		}
+		if !json.Valid(raw) {
+			return errors.New("the request is not JSON")
+		}
+		callErr = conn.CallJSON(ctx, "POST", "/v1/workitems/"+route, json.RawMessage(raw), &out)
+	} else {
+		q := url.Values{"tenant_ref": {*tenant}}
+		if cmd == "get" {
+			q.Set("work_item_id", *id)
+		} else {
+			for k, v := range map[string]string{"graph_ref": *graph, "status": *status, "after": *after} {
+				if v != "" {
+					q.Set(k, v)
+				}
+			}
+			if *limit != 0 {
+				q.Set("limit", strconv.Itoa(*limit))
+			}
+		}
+		callErr = conn.CallJSON(ctx, "GET", "/v1/workitems/"+cmd+"?"+q.Encode(), nil, &out)
+	}
+	var answer any = out
+	if callErr != nil {
+		answer = map[string]*errs.Error{"error": errs.From(callErr)}
+	}
+	enc := json.NewEncoder(env.Stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(answer); err != nil {
+		return err
+	}
+	return callErr
+}

@@ -1,0 +1,112 @@
+// Package workitem is the work-item admission half of
+// capacity-leases-and-workitem-admission.txt (issue 12): SubmitWorkItem,
+// atomic batches (SubmitWorkItems), dependencies, a per-tenant in-flight
+// cap, and fenced claims, decided by typed FSM commands. The replicated
+// FSM is the spec's "engine"; its tables are the spec's redb tables.
+//
+// # Model
+//
+// Every item lives in (tenant_ref, graph_ref); graph_ref is a namespace
+// inside the tenant ("default" when a request names none) with its own
+// command sequence 1, 2, 3, ... A work_item_id is unique in its tenant;
+// when a request names none, Apply assigns "wi-<log index>-<n>" (n: the
+// child's position in its batch), which no caller may use and which is
+// never reissued, even after a backup is restored. Dependencies name
+// items of the same tenant, in any of its graphs.
+//
+// Lifecycle: pending (admitted) -> claimed (attempt n, owner, fence,
+// claim expiry) -> succeeded | failed | cancelled. In flight = pending +
+// claimed. An item is claimable when it is pending, every dependency has
+// succeeded and its deadline (if any) has not passed; a claim takes the
+// highest priority, then the lowest sequence. A claim's fence is the log
+// index of the claim command: strictly larger than every earlier fence,
+// never handed out twice, across restarts and restores. An expired claim
+// (FSM time: now >= claim_expires_at_ms) returns the item to pending at
+// the next Tick, or ends it failed (attempts_exhausted) once max_attempts
+// claims were made, or (deadline_exceeded) when its deadline has passed.
+//
+// Admission never scans: the tenant's in-flight count and each item's
+// satisfied dependencies are counters kept by the commands, and claims
+// read a readiness index in claim order. Nothing is allocated by a
+// request that fails: every check runs before the first write (a batch's
+// children against the state and the children before them), so an error
+// leaves no sequence, id, row or outbox event behind.
+//
+// # Decisions where the spec and issue are silent
+//
+//   - Idempotency. An admission's key lives in the FSM's ledger (scope:
+//     tenant and graph; the ledger keys by principal too) with the
+//     digest of the whole request, so a retry replays the first result
+//     (Replayed, HTTP 200) and another request under the key is
+//     idempotency_conflict; a single submit and a batch share the scope.
+//     A batch child's own idempotency_key is optional and only echoed
+//     (the parent's decides). Keys are forgotten after the cluster's
+//     ledger retention (cluster.Config.IdempotencyRetention, 24 h by
+//     default); a later retry is a new
+//     request (an explicit work_item_id then answers conflict).
+//   - A dependency that ended failed or cancelled refuses the admission
+//     (422 invalid, detail.reason dependency_failed); a missing one, or
+//     one of another tenant, is dependency_missing (the same answer for
+//     both). Checks run in this order: deadline, id taken (409 conflict),
+//     dependencies, then the cap (409 exhausted, detail in_flight, cap).
+//   - deadline_unix (seconds, at most 9999-12-31) must be in the future
+//     at admission; a pending item past it is never claimed and Tick ends
+//     it failed; a claimed one keeps its claim until it ends.
+//   - Complete: only the principal that claimed (or a controller of the
+//     tenant, or the embedding host) may complete; outcome failed ends
+//     the item failed (no further attempt). Sending the same completion
+//     again answers the item unchanged. An expired claim is 409 expired.
+//   - Cancel: any member of the tenant may cancel a pending or claimed
+//     item (its claim ends); cancelling a cancelled item answers it
+//     unchanged; one that succeeded or failed is 409 conflict.
+//   - Roles: member to submit, claim, complete, cancel; reader to read. A
+//     write to a tenant the principal may not act for is 403; a read of
+//     one is 404, as for items that do not exist (the project's rule for
+//     reads). claimed_by and submitted_by are principal ids; owner_ref is
+//     the worker's own label.
+//   - Claims may carry an idempotency_key, so a retry after an unknown
+//     outcome returns the same claim instead of taking a second item.
+//   - Sizes: input_ref 1..1 MiB of UTF-8; metadata a JSON object (absent
+//     or null: {}) kept in canonical form (internal/canon), at most 64
+//     KiB so measured; result_ref at most 64 KiB; identifiers 512 bytes,
+//     no control characters; kinds in a claim at most 16. A request is at
+//     most 4 MiB as sent (HTTP body) and MaxPayloadBytes as a command.
+//   - Reads: get returns the whole item; list returns summaries (no
+//     input, metadata or lists) in sequence order, 1..128 per page, with
+//     an opaque cursor bound to tenant, graph and status.
+//   - Retention: an ended item stays readable, and usable as a
+//     dependency, for TerminalRetention (24 h of FSM time) after its end,
+//     then Tick forgets it.
+//   - Restoring a backup rolls command sequences back with the rest of
+//     the state (they are state, dense per graph); fences and generated
+//     ids come from the log index and are never handed out again.
+//
+// # The cascade and Tick
+//
+// The command that ends an item reaches up to InlineCascade (128) of its
+// dependents itself; Tick reaches the rest, budget by budget, in the
+// order items ended. A success makes dependents count one more satisfied
+// dependency; a failure or cancellation cancels them (reason
+// dependency_failed), which reaches their dependents in turn. Tick runs,
+// each with at most budget rows: deadlines, claim expiry, the cascade,
+// retention.
+//
+// # Outbox
+//
+// Each status change writes, in the same command, a change-feed event
+// (kind workitem_submitted, _claimed, _requeued, _succeeded, _failed,
+// _cancelled; key the item id; tenant the item's) whose payload is an
+// OutboxEvent. An admission returns its event's sequence as outbox_id.
+// Consumers read GET /v1/changes?after=<cursor> and get 410
+// cursor_expired if they fall behind the feed's retention.
+//
+// # Extending
+//
+// Host resource reservation (issue 13) extends this package: it takes
+// command types 310 and up, tables named workitem_* beside these, reads
+// metadata.resource_reservation from the stored canonical metadata, and
+// ends a reservation where end() ends a claim (complete, cancel, expiry).
+//
+// Service is the typed Go API over any fsm.Proposer and fsm.Reader;
+// Domain mounts it at /v1/workitems and as `arbiter workitem`.
+package workitem

@@ -1,0 +1,56 @@
+package workitem
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/arbiterhq/arbiter/domain"
+	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/internal/strictjson"
+)
+
+// submitHandler serves an admission route: a body of at most
+// MaxRequestBytes (413 too_large beyond), decoded strictly (unknown
+// fields, invalid UTF-8 or trailing data: 422 invalid naming the field
+// when it can), answered 201 when it admitted and 200 when it replayed.
+func submitHandler[Req, Res any](call func(context.Context, Req) (*Res, error), replayed func(*Res) bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := domain.ReadBody(w, r, MaxRequestBytes)
+		if err != nil {
+			domain.WriteError(w, err)
+			return
+		}
+		var req Req
+		if err := strictjson.Decode(body, &req); err != nil {
+			domain.WriteError(w, decodeError(err))
+			return
+		}
+		res, err := call(r.Context(), req)
+		if err != nil {
+			domain.WriteError(w, err)
+			return
+		}
+		status := http.StatusCreated
+		if replayed(res) {
+			status = http.StatusOK
+		}
+		domain.WriteJSON(w, status, res)
+	})
+}
+
+// decodeError is the invalid error of a body that does not decode, with
+// detail.field when the decoder names one.
+func decodeError(err error) error {
+	var typ *json.UnmarshalTypeError
+	if errors.As(err, &typ) && typ.Field != "" {
+		return fieldErr(typ.Field, "cannot take a JSON %s here", typ.Value)
+	}
+	if name, ok := strings.CutPrefix(err.Error(), `json: unknown field "`); ok {
+		name = strings.TrimSuffix(name, `"`)
+		return fieldErr(name, "is not a field of this request (tenant, agent and scopes come from the credential)")
+	}
+	return errs.Errorf(errs.CodeInvalid, "malformed JSON body: %v", err)
+}
