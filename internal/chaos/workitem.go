@@ -231,6 +231,8 @@ func (c *wiClient) submit(svc *workitem.Service, tenant string, rec *Recorder) {
 			out.Decision = lin.WIReplayed
 		}
 		c.w.ack(tenant, res.WorkItemID, res.CommandSequence)
+		rec.ReadBack(fmt.Sprintf("admission of %s/%s (sequence %d)", tenant, res.WorkItemID, res.CommandSequence),
+			readBackWorkItem(tenant, res.WorkItemID, func(it workitem.WorkItem) bool { return it.CommandSequence == res.CommandSequence }))
 		call.Decided(out, "submit/"+out.Decision, !res.Replayed)
 		return
 	}
@@ -259,6 +261,8 @@ func (c *wiClient) claim(svc *workitem.Service, tenant string, g int, rec *Recor
 	switch {
 	case err == nil:
 		c.holdings = append(c.holdings, wiHolding{tenant: tenant, id: res.WorkItem.WorkItemID, generation: g, attempt: res.Attempt, fence: res.Fence})
+		rec.ReadBack(fmt.Sprintf("claim of %s/%s (attempt %d)", tenant, res.WorkItem.WorkItemID, res.Attempt),
+			readBackWorkItem(tenant, res.WorkItem.WorkItemID, func(it workitem.WorkItem) bool { return it.Attempt >= res.Attempt }))
 		call.Decided(lin.WIOutput{Decision: lin.WIOK, ID: res.WorkItem.WorkItemID, Attempt: res.Attempt, Fence: res.Fence}, "claim/ok", true)
 	case errors.Is(err, errs.NotFound):
 		call.Decided(lin.WIOutput{Decision: lin.WINotFound}, "claim/not_found", false)
@@ -276,6 +280,8 @@ func (c *wiClient) complete(svc *workitem.Service, h wiHolding, rec *Recorder) {
 		Outcome: workitem.StatusSucceeded})
 	switch code := errs.CodeOf(err); code {
 	case "":
+		rec.ReadBack(fmt.Sprintf("completion of %s/%s (attempt %d)", h.tenant, h.id, h.attempt),
+			readBackWorkItem(h.tenant, h.id, func(it workitem.WorkItem) bool { return it.Status == workitem.StatusSucceeded && it.Attempt == h.attempt }))
 		call.Decided(lin.WIOutput{Decision: lin.WIOK}, "complete/ok", true)
 	case errs.CodeStaleFence, errs.CodeNotFound:
 		call.Decided(lin.WIOutput{Decision: string(code)}, "complete/"+string(code), false)
@@ -292,6 +298,8 @@ func (c *wiClient) cancel(svc *workitem.Service, tenant, id string, rec *Recorde
 	_, err := svc.Cancel(ctx, workitem.CancelRequest{TenantRef: tenant, WorkItemID: id, Reason: "chaos"})
 	switch code := errs.CodeOf(err); code {
 	case "":
+		rec.ReadBack(fmt.Sprintf("cancellation of %s/%s", tenant, id),
+			readBackWorkItem(tenant, id, func(it workitem.WorkItem) bool { return it.Status == workitem.StatusCancelled }))
 		call.Decided(lin.WIOutput{Decision: lin.WIOK}, "cancel/ok", true)
 	case errs.CodeConflict, errs.CodeNotFound:
 		call.Decided(lin.WIOutput{Decision: string(code)}, "cancel/"+string(code), false)
@@ -369,6 +377,21 @@ func (w *WorkItems) Verify(ctx context.Context, node *cluster.Node) error {
 		}
 	}
 	return errors.Join(problems...)
+}
+
+// readBackWorkItem checks that a replica holds item tenant/id in a state
+// ok accepts: the acknowledged write's, or one only a later write makes.
+func readBackWorkItem(tenant, id string, ok func(workitem.WorkItem) bool) func(context.Context, *cluster.Node) error {
+	return func(ctx context.Context, node *cluster.Node) error {
+		got, err := workitem.NewService(node, node).Get(ctx, workitem.GetRequest{TenantRef: tenant, WorkItemID: id}, fsm.Stale)
+		switch {
+		case err != nil:
+			return err
+		case !ok(got.WorkItem):
+			return fmt.Errorf("item is %s at attempt %d, sequence %d", got.WorkItem.Status, got.WorkItem.Attempt, got.WorkItem.CommandSequence)
+		}
+		return nil
+	}
 }
 
 func wiItems(ctx context.Context, svc *workitem.Service, tenant string) ([]workitem.Summary, error) {
