@@ -158,20 +158,6 @@ func (c *createCmd) validate() error {
 
 func checkIdemKey(k string) error { return bounds.OptionalIdentifier("Idempotency-Key", k) }
 
-// spaceFor reads a space and requires role in its tenant; the copy it
-// returns is the handler's to change.
-func spaceFor(s fsm.Store, p log.Principal, slug, role string) (*spaceRow, error) {
-	sp, err := getSpace(s, slug)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkAccess(p, sp.Space.TenantRef, role); err != nil {
-		return nil, err
-	}
-	cp := *sp
-	return &cp, nil
-}
-
 // applyCreateTask is one create request: a window of one.
 func applyCreateTask(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	var c createCmd

@@ -48,10 +48,12 @@
 // keeps what it holds.
 //
 // Decisions the spec and issue leave open, taken here:
-//   - a space belongs to a tenant (tenant_ref, default its slug): reads
-//     need the reader role there, creates, windows, reservations,
-//     transitions and notes the member role, put, supersede and hold the
-//     controller role;
+//   - a space belongs to a tenant (tenant_ref; a put without one keeps
+//     the space's, a new space's is its slug): reads need the reader role
+//     there, creates, windows, reservations, transitions and notes the
+//     member role, put, supersede and hold the controller role; a read of
+//     another tenant's space answers not_found exactly as for a slug no
+//     one has put, a write there forbidden;
 //   - a given work_item_id need not be in the catalog (it forms a key);
 //   - Idempotency-Key (create, note; per principal and space; also
 //     idempotency_key per window proposal) replays the original 201 body

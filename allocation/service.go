@@ -35,7 +35,7 @@ type PutSpaceRequest struct {
 func (s *Service) PutSpace(ctx context.Context, slug string, req PutSpaceRequest) (*SpaceResult, error) {
 	c := putSpaceCmd{Slug: slug, TenantRef: req.TenantRef, Catalog: req.Catalog, DeliveryModes: req.DeliveryModes,
 		WindowMs: req.WindowMs, ExpectedVersion: req.ExpectedVersion}
-	if _, _, err := c.normalize(); err != nil {
+	if _, _, err := c.normalize(slug); err != nil { // the tenant is the FSM's to default
 		return nil, err
 	}
 	var out SpaceResult
