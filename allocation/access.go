@@ -31,8 +31,10 @@ func checkAccess(p log.Principal, tenant, role string) error {
 // a reader nothing about spaces it may not see.
 func noSpace(slug string) error { return errs.Errorf(errs.CodeNotFound, "no space %q", slug) }
 
-// spaceFor reads a space and requires role in its tenant; the copy it
-// returns is the handler's to change.
+// spaceFor reads a space and requires role in its tenant. The copy it
+// returns is the handler's: it may advance the id counters and write the
+// row back; the catalog and bags it shares with the stored row are never
+// changed.
 //
 // The order of the checks is what keeps other tenants' spaces hidden, as
 // authority's authorize does: the role first (it does not depend on the

@@ -156,10 +156,7 @@ type ReservationResult struct {
 // the same request again returns the live reservation.
 func (s *Service) Reserve(ctx context.Context, slug string, req ReserveRequest) (*ReservationResult, error) {
 	c := reserveCmd{Space: slug, ProposalID: req.ProposalID, Intent: Intent{Title: req.Title, DeliveryMode: req.DeliveryMode, WorkItemID: req.WorkItemID}}
-	if err := checkSlug(slug); err != nil {
-		return nil, err
-	}
-	if err := checkProposalID(req.ProposalID); err != nil {
+	if err := c.validate(); err != nil {
 		return nil, err
 	}
 	var out Outcome

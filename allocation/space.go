@@ -74,7 +74,7 @@ func (c *putSpaceCmd) normalize(tenant string) (Space, [][]string, error) {
 		}
 		phrases := append([]string{row.CanonicalTitle}, row.Aliases...)
 		for _, p := range phrases {
-			if err := checkText("catalog phrase", p, MaxPhraseBytes); err != nil {
+			if err := checkText("work item "+id+": a canonical title or alias", p, MaxPhraseBytes); err != nil {
 				return Space{}, nil, err
 			}
 		}
