@@ -33,6 +33,9 @@
 // ASC, the SHA-256 of the proposal's canonical JSON) order, each against
 // the state the ones before it left, so the first to reach a free key
 // creates and later ones on that key get 409 naming the task it made.
+// A proposal that cannot form a key gets its own 422; a window that
+// cannot be ordered (no proposals or more than 128, a proposal_id twice,
+// a string not UTF-8 or over its bound) is refused whole.
 //
 // Lifecycle. claim: open → claimed; assign: open|claimed → assigned;
 // submit: claimed|assigned → in_review; review: in_review (records the
