@@ -9,7 +9,6 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/internal/bounds"
-	"github.com/arbiterhq/arbiter/log"
 )
 
 // Bounds. Going over one is an explicit invalid error (422), never a
@@ -84,19 +83,6 @@ func checkProposalID(id string) error {
 	}
 	if len(id) > MaxProposalIDBytes {
 		return errs.Errorf(errs.CodeInvalid, "proposal_id is %d bytes, more than %d", len(id), MaxProposalIDBytes)
-	}
-	return nil
-}
-
-// principalID is how a principal is recorded (created_by, note
-// principal, supersession): its id; "" is the trusted embedding host
-// (and every caller of a node without authentication).
-func principalID(p log.Principal) string { return p.ID }
-
-// checkAccess requires role in the space's tenant.
-func checkAccess(p log.Principal, tenant, role string) error {
-	if !p.InTenant(tenant) || !p.HasRole(role) {
-		return errs.Errorf(errs.CodeForbidden, "principal %q needs the %s role in tenant %q", p.ID, role, tenant)
 	}
 	return nil
 }

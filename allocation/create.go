@@ -23,28 +23,40 @@ type boundKey struct {
 	given    bool
 }
 
+// validate is what can be checked of an intent without its space: a
+// title of valid UTF-8 within its bound that normalize_title leaves
+// non-empty, and a well-formed work_item_id. Each failure is invalid
+// (422): no conflict key can be formed.
+func (in Intent) validate() error {
+	if err := checkText("title", in.Title, MaxTitleBytes); err != nil {
+		return err
+	}
+	if NormalizeTitle(in.Title) == "" {
+		return errs.New(errs.CodeInvalid, "title is empty after normalization: no conflict key can be formed")
+	}
+	if in.WorkItemID != nil {
+		if _, err := NormalizeWorkItemID(*in.WorkItemID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // keyOf forms the intent's conflict key in sp (charter-index bind when
 // no work_item_id is given), or fails invalid (422) when none can be
-// formed: a title empty after normalize_title, a delivery mode the space
-// does not list, a malformed work_item_id. A title of stopwords only
-// still forms a key: it never binds, so it takes the title fallback.
+// formed: validate's failures, or a delivery mode the space does not
+// list. A title of stopwords only still forms a key: it never binds, so
+// it takes the title fallback.
 func keyOf(sp *spaceRow, in Intent) (boundKey, error) {
-	if err := checkText("title", in.Title, MaxTitleBytes); err != nil {
+	if err := in.validate(); err != nil {
 		return boundKey{}, err
-	}
-	normalized := NormalizeTitle(in.Title)
-	if normalized == "" {
-		return boundKey{}, errs.New(errs.CodeInvalid, "title is empty after normalization: no conflict key can be formed")
 	}
 	if !slices.Contains(sp.Space.DeliveryModes, in.DeliveryMode) {
 		return boundKey{}, errs.Errorf(errs.CodeInvalid, "delivery_mode %q is not one of space %q's modes %v", clip(in.DeliveryMode), sp.Slug, sp.Space.DeliveryModes)
 	}
 	k := ConflictKey{Kind: KindCreateTask, DeliveryMode: in.DeliveryMode}
 	if in.WorkItemID != nil {
-		id, err := NormalizeWorkItemID(*in.WorkItemID)
-		if err != nil {
-			return boundKey{}, err
-		}
+		id, _ := NormalizeWorkItemID(*in.WorkItemID) // validated above
 		k.Target = slotTarget(sp.Slug, id)
 		return boundKey{key: k, workItem: &id, given: true}, nil
 	}
@@ -53,7 +65,7 @@ func keyOf(sp *spaceRow, in Intent) (boundKey, error) {
 		k.Target = slotTarget(sp.Slug, id)
 		return boundKey{key: k, workItem: &id}, nil
 	}
-	k.Target = titleTarget(sp.Slug, normalized)
+	k.Target = titleTarget(sp.Slug, NormalizeTitle(in.Title))
 	return boundKey{key: k}, nil
 }
 
@@ -149,28 +161,19 @@ type createCmd struct {
 	IdempotencyKey string `msgpack:"idempotency_key"`
 }
 
+// validate checks what the FSM would refuse without reading the state,
+// so that the service never proposes it.
 func (c *createCmd) validate() error {
 	if err := checkSlug(c.Space); err != nil {
 		return err
 	}
-	return checkIdemKey(c.IdempotencyKey)
+	if err := checkIdemKey(c.IdempotencyKey); err != nil {
+		return err
+	}
+	return c.Intent.validate()
 }
 
 func checkIdemKey(k string) error { return bounds.OptionalIdentifier("Idempotency-Key", k) }
-
-// spaceFor reads a space and requires role in its tenant; the copy it
-// returns is the handler's to change.
-func spaceFor(s fsm.Store, p log.Principal, slug, role string) (*spaceRow, error) {
-	sp, err := getSpace(s, slug)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkAccess(p, sp.Space.TenantRef, role); err != nil {
-		return nil, err
-	}
-	cp := *sp
-	return &cp, nil
-}
 
 // applyCreateTask is one create request: a window of one.
 func applyCreateTask(tx *fsm.Tx, cmd *log.Command) (any, error) {

@@ -33,6 +33,9 @@
 // ASC, the SHA-256 of the proposal's canonical JSON) order, each against
 // the state the ones before it left, so the first to reach a free key
 // creates and later ones on that key get 409 naming the task it made.
+// A proposal that cannot form a key gets its own 422; a window that
+// cannot be ordered (no proposals or more than 128, a proposal_id twice,
+// a string not UTF-8 or over its bound) is refused whole.
 //
 // Lifecycle. claim: open → claimed; assign: open|claimed → assigned;
 // submit: claimed|assigned → in_review; review: in_review (records the
@@ -48,10 +51,12 @@
 // keeps what it holds.
 //
 // Decisions the spec and issue leave open, taken here:
-//   - a space belongs to a tenant (tenant_ref, default its slug): reads
-//     need the reader role there, creates, windows, reservations,
-//     transitions and notes the member role, put, supersede and hold the
-//     controller role;
+//   - a space belongs to a tenant (tenant_ref; a put without one keeps
+//     the space's, a new space's is its slug): reads need the reader role
+//     there, creates, windows, reservations, transitions and notes the
+//     member role, put, supersede and hold the controller role; a read of
+//     another tenant's space answers not_found exactly as for a slug no
+//     one has put, a write there forbidden;
 //   - a given work_item_id need not be in the catalog (it forms a key);
 //   - Idempotency-Key (create, note; per principal and space; also
 //     idempotency_key per window proposal) replays the original 201 body

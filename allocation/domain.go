@@ -214,6 +214,6 @@ func boolParam(p domain.Params, name string) (bool, error) {
 	case "true":
 		return true, nil
 	default:
-		return false, errsInvalid("%s must be true or false, not %q", name, clip(v))
+		return false, invalidf("%s must be true or false, not %q", name, clip(v))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -179,7 +180,7 @@ func TestSection6EmptyBoardWindows(t *testing.T) {
 			for target := range created {
 				slots = append(slots, strings.TrimPrefix(target, "task:"+f.Space+":slot:"))
 			}
-			if !cmp.Equal(sortedStrings(slots), tc.created) || losers != tc.losers || len(res.Results) != len(tc.tasks) {
+			if !cmp.Equal(slices.Sorted(slices.Values(slots)), tc.created) || losers != tc.losers || len(res.Results) != len(tc.tasks) {
 				t.Fatalf("window created %v with %d losers; want %v and %d", created, losers, tc.created, tc.losers)
 			}
 			page, err := s.ListTasks(context.Background(), f.Space, allocation.ListRequest{}, 0)
@@ -323,16 +324,4 @@ func TestSection6InvalidVersusConflict(t *testing.T) {
 	if diff := cmp.Diff(want, *c); diff != "" {
 		t.Fatalf("409 body (-want +got):\n%s", diff)
 	}
-}
-
-func sortedStrings(s []string) []string {
-	out := append([]string(nil), s...)
-	for i := range out {
-		for j := i + 1; j < len(out); j++ {
-			if out[j] < out[i] {
-				out[i], out[j] = out[j], out[i]
-			}
-		}
-	}
-	return out
 }

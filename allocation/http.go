@@ -83,6 +83,7 @@ func decodeBytes(b []byte, v any) error {
 	return nil
 }
 
-func errsInvalid(format string, args ...any) error {
+// invalidf is an invalid (422) error.
+func invalidf(format string, args ...any) error {
 	return errs.Errorf(errs.CodeInvalid, format, args...)
 }

@@ -1,11 +1,7 @@
 package allocation
 
 import (
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/binary"
 	"slices"
-	"strings"
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
@@ -108,8 +104,15 @@ type tasksQuery struct {
 	Limit             int    `msgpack:"limit"`
 }
 
+// filter names what a page lists, so that a cursor serves only the
+// query that issued it. ("live" means not superseded here; the word is
+// part of every cursor already issued.)
 func (q *tasksQuery) filter() string {
-	return q.Slug + "\x00" + q.Status + "\x00" + map[bool]string{true: "all", false: "live"}[q.IncludeSuperseded]
+	which := "live"
+	if q.IncludeSuperseded {
+		which = "all"
+	}
+	return q.Slug + "\x00" + q.Status + "\x00" + which
 }
 
 func (q *tasksQuery) validate() error {
@@ -226,36 +229,4 @@ func runNotes(rt *fsm.ReadTx, payload []byte) (any, error) {
 		page.Notes = append(page.Notes, *n)
 	}
 	return page, nil
-}
-
-// Cursors are opaque: kind "." base64url(check[8] || position[8]), the
-// check binding the cursor to its kind and filter, so a cursor of another
-// query or filter, or one never issued, is refused.
-const maxCursorLen = 256
-
-func encodeCursor(kind, filter string, after uint64) string {
-	var pos [8]byte
-	binary.BigEndian.PutUint64(pos[:], after)
-	sum := sha256.Sum256(append([]byte("arbiter-allocation-cursor\x00"+kind+"\x00"+filter+"\x00"), pos[:]...))
-	return kind + "." + base64.RawURLEncoding.EncodeToString(append(sum[:8:8], pos[:]...))
-}
-
-// decodeCursor is the position after which a page starts (0: the start).
-func decodeCursor(kind, filter, cursor string) (uint64, error) {
-	if cursor == "" {
-		return 0, nil
-	}
-	bad := errs.Errorf(errs.CodeInvalid, "cursor was not issued for this %s query", kind)
-	if len(cursor) > maxCursorLen || !strings.HasPrefix(cursor, kind+".") {
-		return 0, bad
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(cursor[len(kind)+1:])
-	if err != nil || len(raw) != 16 {
-		return 0, bad
-	}
-	after := binary.BigEndian.Uint64(raw[8:])
-	if encodeCursor(kind, filter, after) != cursor || after == ^uint64(0) {
-		return 0, bad
-	}
-	return after, nil
 }

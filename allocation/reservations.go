@@ -27,15 +27,27 @@ type reservationCmd struct {
 	Winner     *Winner `msgpack:"winner"` // commit only
 }
 
+func (c *reserveCmd) validate() error {
+	if err := checkSlug(c.Space); err != nil {
+		return err
+	}
+	if err := checkProposalID(c.ProposalID); err != nil {
+		return err
+	}
+	return c.Intent.validate()
+}
+
+// applyReserve holds the intent's key for the space's window, unless a
+// live occupant holds it (the flat 409). Reserving a live or committed
+// proposal again with the same request answers it again (a retry);
+// with another request, conflict. A proposal whose reservation expired
+// may reserve anew.
 func applyReserve(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	var c reserveCmd
 	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
 		return nil, err
 	}
-	if err := checkSlug(c.Space); err != nil {
-		return nil, err
-	}
-	if err := checkProposalID(c.ProposalID); err != nil {
+	if err := c.validate(); err != nil {
 		return nil, err
 	}
 	sp, err := spaceFor(tx, tx.Principal, c.Space, log.RoleMember)
@@ -224,37 +236,6 @@ func dropReservation(tx *fsm.Tx, r *reservationRow) error {
 	}
 	if err := tx.Delete(tableReservations, r); err != nil {
 		return errs.Errorf(errs.CodeInternal, "delete reservation: %v", err)
-	}
-	return nil
-}
-
-// tick drops at most budget expired reservations, oldest first.
-func tick(tx *fsm.Tx, budget int) error {
-	it, err := tx.Get(tableExpiry, "id")
-	if err != nil {
-		return err
-	}
-	var due []*expiryRow
-	for raw := it.Next(); raw != nil && len(due) < budget; raw = it.Next() {
-		row := raw.(*expiryRow)
-		if row.AtMs > tx.Now {
-			break
-		}
-		due = append(due, row)
-	}
-	for _, row := range due {
-		r, err := getReservation(tx, row.Space, row.ProposalID)
-		if err != nil || r == nil {
-			return errs.Errorf(errs.CodeInternal, "expiry index names reservation %s/%s: %v", row.Space, row.ProposalID, err)
-		}
-		if err := dropReservation(tx, r); err != nil {
-			return err
-		}
-		tenant := ""
-		if sp, err := getSpace(tx, r.Space); err == nil {
-			tenant = sp.Space.TenantRef
-		}
-		tx.Emit("allocation_expired", r.Space+"/"+r.ProposalID, tenant)
 	}
 	return nil
 }

@@ -35,7 +35,7 @@ type PutSpaceRequest struct {
 func (s *Service) PutSpace(ctx context.Context, slug string, req PutSpaceRequest) (*SpaceResult, error) {
 	c := putSpaceCmd{Slug: slug, TenantRef: req.TenantRef, Catalog: req.Catalog, DeliveryModes: req.DeliveryModes,
 		WindowMs: req.WindowMs, ExpectedVersion: req.ExpectedVersion}
-	if _, _, err := c.normalize(); err != nil {
+	if _, _, err := c.normalize(slug); err != nil { // the tenant is the FSM's to default
 		return nil, err
 	}
 	var out SpaceResult
@@ -156,10 +156,7 @@ type ReservationResult struct {
 // the same request again returns the live reservation.
 func (s *Service) Reserve(ctx context.Context, slug string, req ReserveRequest) (*ReservationResult, error) {
 	c := reserveCmd{Space: slug, ProposalID: req.ProposalID, Intent: Intent{Title: req.Title, DeliveryMode: req.DeliveryMode, WorkItemID: req.WorkItemID}}
-	if err := checkSlug(slug); err != nil {
-		return nil, err
-	}
-	if err := checkProposalID(req.ProposalID); err != nil {
+	if err := c.validate(); err != nil {
 		return nil, err
 	}
 	var out Outcome

@@ -12,7 +12,7 @@ import (
 // putSpaceCmd is the payload of CmdPutSpace.
 type putSpaceCmd struct {
 	Slug            string       `msgpack:"slug"`
-	TenantRef       string       `msgpack:"tenant_ref"` // "": the slug
+	TenantRef       string       `msgpack:"tenant_ref"` // "": keep the space's tenant (a new space: the slug)
 	Catalog         []CatalogRow `msgpack:"catalog"`
 	DeliveryModes   []string     `msgpack:"delivery_modes"` // nil: DefaultDeliveryModes
 	WindowMs        int64        `msgpack:"window_ms"`      // 0: DefaultWindow
@@ -20,14 +20,15 @@ type putSpaceCmd struct {
 }
 
 // normalize validates c and returns the space it describes (work item
-// ids normalized, defaults filled in) and each catalog row's bag.
-func (c *putSpaceCmd) normalize() (Space, [][]string, error) {
+// ids normalized, defaults filled in; tenant, when c names none) and
+// each catalog row's bag.
+func (c *putSpaceCmd) normalize(tenant string) (Space, [][]string, error) {
 	if err := checkSlug(c.Slug); err != nil {
 		return Space{}, nil, err
 	}
 	sp := Space{Slug: c.Slug, TenantRef: c.TenantRef, WindowMs: c.WindowMs, DeliveryModes: c.DeliveryModes}
 	if sp.TenantRef == "" {
-		sp.TenantRef = c.Slug
+		sp.TenantRef = tenant
 	}
 	if err := bounds.Identifier("tenant_ref", sp.TenantRef); err != nil {
 		return Space{}, nil, err
@@ -73,7 +74,7 @@ func (c *putSpaceCmd) normalize() (Space, [][]string, error) {
 		}
 		phrases := append([]string{row.CanonicalTitle}, row.Aliases...)
 		for _, p := range phrases {
-			if err := checkText("catalog phrase", p, MaxPhraseBytes); err != nil {
+			if err := checkText("work item "+id+": a canonical title or alias", p, MaxPhraseBytes); err != nil {
 				return Space{}, nil, err
 			}
 		}
@@ -103,15 +104,31 @@ func bagOf(phrases []string) []string {
 }
 
 // applyPutSpace creates or replaces a space's configuration (controller
-// role in its tenant, and in the tenant it had). Tasks, notes and keys
-// already decided keep their conflict keys: a new catalog binds only
-// what comes after it.
+// role in its tenant, and in the tenant it had). A put that names no
+// tenant_ref keeps the space's tenant: moving a space to another tenant
+// hides it from its members, so it is never a default. Tasks, notes and
+// keys already decided keep their conflict keys: a new catalog binds
+// only what comes after it.
 func applyPutSpace(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	var c putSpaceCmd
 	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
 		return nil, err
 	}
-	sp, bags, err := c.normalize()
+	if err := checkSlug(c.Slug); err != nil {
+		return nil, err
+	}
+	old, err := getSpace(tx, c.Slug)
+	switch {
+	case errs.CodeOf(err) == errs.CodeNotFound:
+		old = nil
+	case err != nil:
+		return nil, err
+	}
+	tenant := c.Slug
+	if old != nil {
+		tenant = old.Space.TenantRef
+	}
+	sp, bags, err := c.normalize(tenant)
 	if err != nil {
 		return nil, err
 	}
@@ -119,13 +136,6 @@ func applyPutSpace(tx *fsm.Tx, cmd *log.Command) (any, error) {
 		return nil, err
 	}
 	row := &spaceRow{Slug: sp.Slug, NextTaskID: 1, NextNoteID: 1}
-	old, err := getSpace(tx, sp.Slug)
-	switch {
-	case errs.CodeOf(err) == errs.CodeNotFound:
-		old = nil
-	case err != nil:
-		return nil, err
-	}
 	var version uint64
 	if old != nil {
 		if err := checkAccess(tx.Principal, old.Space.TenantRef, log.RoleController); err != nil {

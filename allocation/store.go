@@ -25,7 +25,7 @@ func getSpace(s fsm.Store, slug string) (*spaceRow, error) {
 		return nil, err
 	}
 	if raw == nil {
-		return nil, errs.Errorf(errs.CodeNotFound, "no space %q", slug)
+		return nil, noSpace(slug)
 	}
 	return raw.(*spaceRow), nil
 }

@@ -41,8 +41,12 @@ type windowCmd struct {
 	Proposals []Proposal `msgpack:"proposals"`
 }
 
-// validate checks the window's shape; a proposal that cannot form a key
-// is not a shape error (it gets its own 422 in the results).
+// validate checks the window's shape. A proposal that cannot form a key
+// is not a shape error: it gets its own 422 in the results. What every
+// proposal needs before the window can be ordered at all is checked here
+// and refuses the whole window: a unique proposal_id, strings of valid
+// UTF-8 (the canonical JSON behind payload_sha256 has no other) within
+// their bounds, a received_seq every JSON reader holds exactly.
 func (c *windowCmd) validate() error {
 	if err := checkSlug(c.Space); err != nil {
 		return err
@@ -50,31 +54,41 @@ func (c *windowCmd) validate() error {
 	if len(c.Proposals) == 0 || len(c.Proposals) > MaxProposals {
 		return errs.Errorf(errs.CodeInvalid, "a window holds 1 to %d proposals, not %d", MaxProposals, len(c.Proposals))
 	}
-	seen := map[string]bool{}
-	for _, p := range c.Proposals {
-		if err := checkProposalID(p.ProposalID); err != nil {
-			return err
+	seen := make(map[string]bool, len(c.Proposals))
+	for i, p := range c.Proposals {
+		if err := p.validateShape(seen); err != nil {
+			return errs.Errorf(errs.CodeInvalid, "proposals[%d]: %s", i, errs.From(err).Message)
 		}
-		if seen[p.ProposalID] {
-			return errs.Errorf(errs.CodeInvalid, "proposal_id %q appears twice in the window", clip(p.ProposalID))
-		}
-		seen[p.ProposalID] = true
-		if p.ReceivedSeq != nil && *p.ReceivedSeq > MaxReceivedSeq {
-			return errs.Errorf(errs.CodeInvalid, "received_seq above %d", int64(MaxReceivedSeq))
-		}
-		if err := checkIdemKey(p.IdempotencyKey); err != nil {
-			return err
-		}
-		for _, s := range []string{p.Title, p.DeliveryMode} {
-			if err := checkText("proposal field", s, MaxTitleBytes); err != nil {
-				return err
-			}
-		}
-		if p.WorkItemID != nil {
-			if err := checkText("work_item_id", *p.WorkItemID, MaxTitleBytes); err != nil {
-				return err
-			}
-		}
+	}
+	return nil
+}
+
+// validateShape is validate for one proposal; seen holds the proposal
+// ids before it.
+func (p *Proposal) validateShape(seen map[string]bool) error {
+	if err := checkProposalID(p.ProposalID); err != nil {
+		return err
+	}
+	if seen[p.ProposalID] {
+		return errs.Errorf(errs.CodeInvalid, "proposal_id %q appears twice in the window", clip(p.ProposalID))
+	}
+	seen[p.ProposalID] = true
+	if p.ReceivedSeq != nil && *p.ReceivedSeq > MaxReceivedSeq {
+		return errs.Errorf(errs.CodeInvalid, "received_seq above %d", int64(MaxReceivedSeq))
+	}
+	if err := checkIdemKey(p.IdempotencyKey); err != nil {
+		return err
+	}
+	if err := checkText("title", p.Title, MaxTitleBytes); err != nil {
+		return err
+	}
+	// A mode no space could list is still only this proposal's 422 (an
+	// unknown delivery mode); the bound here only keeps the command small.
+	if err := checkText("delivery_mode", p.DeliveryMode, MaxTitleBytes); err != nil {
+		return err
+	}
+	if p.WorkItemID != nil {
+		return checkText("work_item_id", *p.WorkItemID, MaxTitleBytes)
 	}
 	return nil
 }

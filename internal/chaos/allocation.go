@@ -11,29 +11,43 @@ import (
 	"github.com/arbiterhq/arbiter/allocation"
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/errs"
-	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
 	lin "github.com/arbiterhq/arbiter/internal/linearizability"
 )
 
 // Allocation is the workload of allocation conflict keys: clients create
-// tasks on a few keys per generation (title-fallback targets), withdraw
-// tasks they won, and reserve and abort keys, so that winners, losers and
-// freed keys alternate. The history is checked per key (at most one live
-// occupant, a loser names it, no phantom after an abort); Verify checks
-// on every replica that no two live tasks share a key and that every
-// acknowledged 201 is there, on its key.
+// tasks one at a time and in windows of several proposals on a few keys
+// per generation (title-fallback targets), withdraw tasks they won, and
+// reserve and abort keys, so that winners, losers and freed keys
+// alternate. Half the keys live in a space whose reservations expire
+// after allocShortWindowMs of FSM time, so expiry happens under every
+// fault too.
+//
+// Checks: the history per key against lin.AllocationModel (at most one
+// live occupant, a loser names it, no phantom after an abort); no loser
+// names a reservation that its client's replica already showed expired
+// (FSM time only moves forward along the log, so that replica's time is
+// a lower bound of the command's); every 201 read back on every replica;
+// and in Verify, the change feed replayed index by index: no key ever
+// taken while a live occupant held it, no reservation expired before its
+// time (allocation_check.go).
 type Allocation struct {
-	mu    sync.Mutex
-	acked map[uint64]string // task id -> target, of every 201
+	mu       sync.Mutex
+	reserved map[string]string // "space/proposal" -> target, of every reserve sent
+	expiry   map[string]int64  // "space/proposal" -> expires_at_ms, of every reserve won
+	phantoms []string          // losers naming a reservation already expired
+	acked    int               // tasks acknowledged with a 201
 }
 
 // NewAllocation returns the allocation workload.
-func NewAllocation() *Allocation { return &Allocation{acked: map[uint64]string{}} }
+func NewAllocation() *Allocation { return &Allocation{} }
 
 const (
-	allocSpace = "chaos"
-	allocKeys  = 3 // keys per generation
+	allocSpace         = "chaos"       // reservations outlive the run
+	allocShortSpace    = "chaos-short" // reservations expire during it
+	allocShortWindowMs = 300
+	allocKeys          = 3 // keys per generation and space
+	allocMode          = "result"
 )
 
 func (w *Allocation) Name() string                   { return "allocation" }
@@ -41,21 +55,31 @@ func (w *Allocation) Model() (porcupine.Model, bool) { return lin.AllocationMode
 
 func (w *Allocation) Setup(ctx context.Context, c *clustertest.Cluster) error {
 	w.mu.Lock()
-	w.acked = map[uint64]string{}
+	w.reserved, w.expiry, w.phantoms, w.acked = map[string]string{}, map[string]int64{}, nil, 0
 	w.mu.Unlock()
 	leader := c.Node(c.WaitLeader(timeout))
-	_, err := allocation.NewService(leader, leader).PutSpace(ctx, allocSpace, allocation.PutSpaceRequest{Catalog: []allocation.CatalogRow{}, WindowMs: allocation.MaxWindow.Milliseconds()})
-	return err
+	svc := allocation.NewService(leader, leader)
+	for _, sp := range []struct {
+		slug   string
+		window int64
+	}{{allocSpace, allocation.MaxWindow.Milliseconds()}, {allocShortSpace, allocShortWindowMs}} {
+		if _, err := svc.PutSpace(ctx, sp.slug, allocation.PutSpaceRequest{Catalog: []allocation.CatalogRow{}, WindowMs: sp.window}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (w *Allocation) Client(i int, seed uint64) Client {
 	return &allocClient{w: w, id: i, rng: rand.New(rand.NewPCG(seed, uint64(i)))}
 }
 
+// allocHolding is a task or reservation a client won and may release.
 type allocHolding struct {
-	key, holder string // holder "task:N" or "res:P"
-	generation  int
-	id          uint64
+	space, title string
+	holder       string // "task:N" or "res:P"
+	generation   int
+	id           uint64 // the task's; 0 for a reservation
 }
 
 type allocClient struct {
@@ -66,7 +90,8 @@ type allocClient struct {
 	held  []allocHolding
 }
 
-func allocTitle(key string) string { return key }
+// modelKey is a key's name in the model: its space and title.
+func modelKey(space, title string) string { return space + "/" + title }
 
 func (c *allocClient) Step(node *cluster.Node, rec *Recorder) {
 	c.steps++
@@ -79,48 +104,57 @@ func (c *allocClient) Step(node *cluster.Node, rec *Recorder) {
 	}
 	c.held = keep
 	svc := allocation.NewService(node, node)
-	key := fmt.Sprintf("g%d-k%d", g, c.rng.IntN(allocKeys))
-	var mine []int
-	for k, h := range c.held {
-		if h.generation == g {
-			mine = append(mine, k)
-		}
+	space := allocSpace
+	if c.rng.IntN(2) == 0 {
+		space = allocShortSpace
 	}
+	title := func() string { return fmt.Sprintf("g%d-k%d", g, c.rng.IntN(allocKeys)) }
 	switch p := c.rng.IntN(10); {
-	case p < 4 || len(mine) == 0 && p < 7:
-		c.create(svc, g, key, rec)
-	case p < 7:
-		k := mine[c.rng.IntN(len(mine))]
+	case p < 3:
+		c.create(svc, node, g, space, title(), rec)
+	case p < 5:
+		c.window(svc, node, g, space, title, rec)
+	case p < 7 && len(c.held) > 0:
+		k := c.rng.IntN(len(c.held))
 		h := c.held[k]
 		c.held = append(c.held[:k], c.held[k+1:]...)
 		c.release(svc, h, rec)
 	default:
-		c.reserve(svc, g, key, rec)
+		c.reserve(svc, node, g, space, title(), rec)
 	}
 }
 
-func (c *allocClient) create(svc *allocation.Service, g int, key string, rec *Recorder) {
+func (c *allocClient) create(svc *allocation.Service, node *cluster.Node, g int, space, title string, rec *Recorder) {
 	ctx, cancel := rec.OpContext()
 	defer cancel()
-	in := lin.AllocInput{Kind: lin.AllocCreate, Key: key}
+	in := lin.AllocInput{Kind: lin.AllocCreate, Key: modelKey(space, title), Expiring: space == allocShortSpace}
+	floor := node.FSM().Now()
 	call := rec.Call(c.id, in)
-	res, err := svc.CreateTask(ctx, allocSpace, allocation.CreateTaskRequest{Title: allocTitle(key), DeliveryMode: "result"})
+	res, err := svc.CreateTask(ctx, space, allocation.CreateTaskRequest{Title: title, DeliveryMode: allocMode})
 	var lost *allocation.Conflict
 	switch {
 	case err == nil:
-		holder := fmt.Sprintf("task:%d", res.Task.ID)
-		c.w.mu.Lock()
-		c.w.acked[res.Task.ID] = res.Task.ConflictKey.Target
-		c.w.mu.Unlock()
-		c.held = append(c.held, allocHolding{key: key, holder: holder, generation: g, id: res.Task.ID})
-		call.Decided(lin.AllocOutput{Won: true, Holder: holder}, "create/won", true)
-		rec.ReadBack("task "+holder, readBackTask(res.Task.ID, ""))
+		c.won(res.Task, space, title, g, rec)
+		call.Decided(lin.AllocOutput{Won: true, Holder: taskHolder(res.Task.ID)}, "create/won", true)
 	case errors.As(err, &lost) && lost.Winner != nil:
+		c.w.checkNotExpired(space, lost, floor)
 		call.Decided(lin.AllocOutput{Holder: winnerName(lost)}, "create/lost", false)
 	default:
 		call.Failed(err, true)
 	}
 }
+
+// won records a task the client created: it may withdraw it, and every
+// replica must hold it.
+func (c *allocClient) won(t allocation.Task, space, title string, g int, rec *Recorder) {
+	c.w.mu.Lock()
+	c.w.acked++
+	c.w.mu.Unlock()
+	c.held = append(c.held, allocHolding{space: space, title: title, holder: taskHolder(t.ID), generation: g, id: t.ID})
+	rec.ReadBack(fmt.Sprintf("create of task %s/%d on %s", space, t.ID, t.ConflictKey.Target), readBackTask(t, false))
+}
+
+func taskHolder(id uint64) string { return fmt.Sprintf("task:%d", id) }
 
 func winnerName(c *allocation.Conflict) string {
 	if c.Winner.Type == allocation.WinnerReservedIntent {
@@ -129,19 +163,27 @@ func winnerName(c *allocation.Conflict) string {
 	return c.Winner.Type + ":" + c.Winner.ID.String()
 }
 
-func (c *allocClient) reserve(svc *allocation.Service, g int, key string, rec *Recorder) {
+func (c *allocClient) reserve(svc *allocation.Service, node *cluster.Node, g int, space, title string, rec *Recorder) {
 	ctx, cancel := rec.OpContext()
 	defer cancel()
 	pid := fmt.Sprintf("c%d-%d", c.id, c.steps)
-	in := lin.AllocInput{Kind: lin.AllocReserve, Key: key, Holder: "res:" + pid}
+	in := lin.AllocInput{Kind: lin.AllocReserve, Key: modelKey(space, title), Holder: "res:" + pid, Expiring: space == allocShortSpace}
+	c.w.mu.Lock()
+	c.w.reserved[space+"/"+pid] = allocation.NormalizeTitle(title)
+	c.w.mu.Unlock()
+	floor := node.FSM().Now()
 	call := rec.Call(c.id, in)
-	_, err := svc.Reserve(ctx, allocSpace, allocation.ReserveRequest{ProposalID: pid, Title: allocTitle(key), DeliveryMode: "result"})
+	res, err := svc.Reserve(ctx, space, allocation.ReserveRequest{ProposalID: pid, Title: title, DeliveryMode: allocMode})
 	var lost *allocation.Conflict
 	switch {
 	case err == nil:
-		c.held = append(c.held, allocHolding{key: key, holder: in.Holder, generation: g})
+		c.w.mu.Lock()
+		c.w.expiry[space+"/"+pid] = res.Reservation.ExpiresAtMs
+		c.w.mu.Unlock()
+		c.held = append(c.held, allocHolding{space: space, title: title, holder: in.Holder, generation: g})
 		call.Decided(lin.AllocOutput{Won: true, Holder: in.Holder}, "reserve/won", true)
 	case errors.As(err, &lost) && lost.Winner != nil:
+		c.w.checkNotExpired(space, lost, floor)
 		call.Decided(lin.AllocOutput{Holder: winnerName(lost)}, "reserve/lost", false)
 	default:
 		call.Failed(err, true)
@@ -156,85 +198,48 @@ func (c *allocClient) release(svc *allocation.Service, h allocHolding, rec *Reco
 	if h.id == 0 {
 		kind = lin.AllocAbort
 	}
-	in := lin.AllocInput{Kind: kind, Key: h.key, Holder: h.holder}
+	in := lin.AllocInput{Kind: kind, Key: modelKey(h.space, h.title), Holder: h.holder, Expiring: h.space == allocShortSpace}
 	call := rec.Call(c.id, in)
 	var err error
+	var withdrawn *allocation.TaskResult
 	if kind == lin.AllocWithdraw {
-		_, err = svc.Transition(ctx, allocSpace, h.id, allocation.TransitionRequest{Action: allocation.ActionWithdraw})
+		withdrawn, err = svc.Transition(ctx, h.space, h.id, allocation.TransitionRequest{Action: allocation.ActionWithdraw})
 	} else {
-		_, err = svc.Abort(ctx, allocSpace, h.holder[len("res:"):])
+		_, err = svc.Abort(ctx, h.space, h.holder[len("res:"):])
 	}
 	switch {
 	case err == nil:
-		call.Decided(lin.AllocOutput{Won: true}, fmt.Sprintf("%v/applied", kind), true)
-		if kind == lin.AllocWithdraw {
-			rec.ReadBack("withdrawal of "+h.holder, readBackTask(h.id, allocation.StatusWithdrawn))
+		if withdrawn != nil {
+			rec.ReadBack(fmt.Sprintf("withdraw of task %s/%d", h.space, h.id), readBackTask(withdrawn.Task, true))
 		}
+		call.Decided(lin.AllocOutput{Won: true}, fmt.Sprintf("%v/applied", kind), true)
 	case errors.Is(err, errs.Conflict) || errors.Is(err, errs.NotFound):
-		// Already withdrawn or dropped (a retry of an unknown outcome).
+		// Already withdrawn, or a reservation expired and dropped.
 		call.Decided(lin.AllocOutput{}, fmt.Sprintf("%v/not-held", kind), false)
 	default:
 		call.Failed(err, true)
 	}
 }
 
-// Verify reads every task of the run from node's local state: no two
-// live tasks share a key, and every acknowledged 201 is there on its key.
-func (w *Allocation) Verify(ctx context.Context, node *cluster.Node) error {
-	svc := allocation.NewService(node, node)
-	live := map[string]uint64{}
-	seen := map[uint64]string{}
-	var problems []error
-	cursor := ""
-	for pages := 0; ; pages++ {
-		if pages > 1000 {
-			return fmt.Errorf("more than 1000 pages of tasks")
-		}
-		page, err := svc.ListTasks(ctx, allocSpace, allocation.ListRequest{IncludeSuperseded: true, After: cursor, Limit: allocation.MaxPage}, fsm.Stale)
-		if err != nil {
-			return err
-		}
-		for _, t := range page.Tasks {
-			seen[t.ID] = t.ConflictKey.Target
-			if !allocation.Live(t.Status) {
-				continue
-			}
-			if other, dup := live[t.ConflictKey.Target]; dup {
-				problems = append(problems, fmt.Errorf("tasks %d and %d are both live on %s", other, t.ID, t.ConflictKey.Target))
-			}
-			live[t.ConflictKey.Target] = t.ID
-		}
-		if cursor = page.NextCursor; cursor == "" {
-			break
-		}
+// checkNotExpired records a phantom when a loser names a reservation
+// whose expiry the client's replica had already passed before the call:
+// the command that lost was applied at that FSM time or later, when the
+// reservation held nothing.
+func (w *Allocation) checkNotExpired(space string, lost *allocation.Conflict, floor int64) {
+	if lost.Winner.Type != allocation.WinnerReservedIntent {
+		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for id, target := range w.acked {
-		if seen[id] != target {
-			problems = append(problems, fmt.Errorf("acknowledged task %d on %s is %q here", id, target, seen[id]))
-		}
+	if at, ok := w.expiry[space+"/"+lost.ReservedProposalID]; ok && floor >= at {
+		w.phantoms = append(w.phantoms, fmt.Sprintf("a loser in %s names reservation %s, which expired at %d, at FSM time %d or later",
+			space, lost.ReservedProposalID, at, floor))
 	}
-	return errors.Join(problems...)
 }
 
 // Summary is the number of acknowledged creates.
 func (w *Allocation) Summary() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return fmt.Sprintf("%d tasks acknowledged", len(w.acked))
-}
-
-// readBackTask checks that a replica holds task id (in status, if given).
-func readBackTask(id uint64, status string) func(context.Context, *cluster.Node) error {
-	return func(ctx context.Context, node *cluster.Node) error {
-		got, err := allocation.NewService(node, node).GetTask(ctx, allocSpace, id, fsm.Stale)
-		switch {
-		case err != nil:
-			return err
-		case status != "" && string(got.Task.Status) != status:
-			return fmt.Errorf("task %d is %s, acknowledged %s", id, got.Task.Status, status)
-		}
-		return nil
-	}
+	return fmt.Sprintf("%d tasks acknowledged, %d reservations sent", w.acked, len(w.reserved))
 }

@@ -281,7 +281,9 @@ func (c *wiClient) complete(svc *workitem.Service, h wiHolding, rec *Recorder) {
 	switch code := errs.CodeOf(err); code {
 	case "":
 		rec.ReadBack(fmt.Sprintf("completion of %s/%s (attempt %d)", h.tenant, h.id, h.attempt),
-			readBackWorkItem(h.tenant, h.id, func(it workitem.WorkItem) bool { return it.Status == workitem.StatusSucceeded && it.Attempt == h.attempt }))
+			readBackWorkItem(h.tenant, h.id, func(it workitem.WorkItem) bool {
+				return it.Status == workitem.StatusSucceeded && it.Attempt == h.attempt
+			}))
 		call.Decided(lin.WIOutput{Decision: lin.WIOK}, "complete/ok", true)
 	case errs.CodeStaleFence, errs.CodeNotFound:
 		call.Decided(lin.WIOutput{Decision: string(code)}, "complete/"+string(code), false)
