@@ -60,6 +60,8 @@ func (f *FSM) readBackup(r io.Reader) (*loadedState, *SnapshotInfo, error) {
 //
 //   - Members: a backup taken on other hosts must not replace this
 //     cluster's addresses, or no node could forward to the leader.
+//   - Cluster id: the cluster stays itself; a cluster seeded from
+//     another's backup (this FSM empty) gets an id of its own later.
 //   - Applied index and FSM time: each is the larger of the two, so
 //     neither ever moves backwards on a replica (leases keep expiring on
 //     the cluster's clock, not the backup's).
@@ -99,6 +101,7 @@ func (f *FSM) PrepareRestore(r io.Reader, w io.Writer) (backup *SnapshotInfo, in
 		return nil, 0, fmt.Errorf("fsm: restore: change feed: %w", err)
 	}
 	now, m := readMeta(cur), readMeta(txn)
+	m.ClusterID = now.ClusterID
 	m.Index = max(m.Index, now.Index)
 	m.Now = max(m.Now, now.Now)
 	m.LastSeq = max(m.LastSeq, now.LastSeq) + 1
