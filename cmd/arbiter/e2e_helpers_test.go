@@ -520,14 +520,14 @@ type e2eCASReply struct {
 }
 
 type e2eStatusReply struct {
-	NodeID        string `json:"node_id"`
-	ClusterID     string `json:"cluster_id"`
-	State         string `json:"state"`
-	LeaderID      string `json:"leader_id"`
-	LeaderAPIAddr string `json:"leader_api_addr"`
-	Term          uint64 `json:"term"`
-	CommitIndex   uint64 `json:"commit_index"`
-	AppliedIndex  uint64 `json:"applied_index"`
+	NodeID        string      `json:"node_id"`
+	ClusterID     string      `json:"cluster_id"`
+	State         string      `json:"state"`
+	LeaderID      string      `json:"leader_id"`
+	LeaderAPIAddr string      `json:"leader_api_addr"`
+	Term          uint64      `json:"term"`
+	CommitIndex   uint64      `json:"commit_index"`
+	AppliedIndex  uint64      `json:"applied_index"`
 	Members       []e2eMember `json:"members"`
 }
 

@@ -74,7 +74,7 @@ type member struct {
 	id       string
 	dataDir  string
 	raftAddr string
-	apiAddr  string // the last start's; a restart on the same data reuses it
+	apiAddr  string                 // the last start's; a restart on the same data reuses it
 	trans    *raft.InmemTransport   // nil in TCP mode
 	faults   *faultTransport        // trans as the node sees it
 	tcp      *raft.NetworkTransport // TCP mode without TLS: over a faultStream
