@@ -341,6 +341,7 @@ func (n *Node) joinCluster(ctx context.Context) error {
 			err := n.postJSON(cctx, n.joinURL(base, "/v1/cluster/join"), req, nil)
 			cancel()
 			if err == nil || n.inConfiguration() { // a lost reply to an accepted join
+				n.member.Store(true)
 				n.logger.Info("joined the cluster as a non-voter; the leader promotes it once it has caught up", "via", base, "replace", req.Replace)
 				return nil
 			}

@@ -52,6 +52,10 @@ type Node struct {
 	// moving is set while this node asks the leader to move it to new
 	// addresses (Config.ChangeAddress).
 	moving atomic.Bool
+	// member is set once this node is known to have been a member of its
+	// cluster (state at start, a bootstrap, a join, or seen in the
+	// configuration); only a member can find itself removed.
+	member atomic.Bool
 	// done is closed once the node has stopped; exitErr says why it
 	// stopped on its own (it was removed), nil after Shutdown or Close.
 	done     chan struct{}
@@ -168,6 +172,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	if err := n.prepareRecord(ctx, hasState); err != nil {
 		return err
 	}
+	n.member.Store(hasState || n.cfg.Bootstrap)
 	notify := make(chan bool, 16)
 	trans, guard := guardTransport(n.transport)
 	n.guard = guard

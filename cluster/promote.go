@@ -66,23 +66,23 @@ func (n *Node) promoteLearners(ctx context.Context, targets map[raft.ServerID]ui
 	}
 }
 
-// promote makes learner a voter, unless the configuration changed since
-// it was read (raft checks the configuration's index).
+// promote makes learner a voter, unless it changed since it was asked
+// (every membership change on the leader holds memberMu).
 func (n *Node) promote(ctx context.Context, learner raft.Server) bool {
 	n.memberMu.Lock()
 	defer n.memberMu.Unlock()
-	f := n.raft.GetConfiguration()
-	if f.Error() != nil {
+	servers, err := n.servers()
+	if err != nil {
 		return false
 	}
-	for _, s := range f.Configuration().Servers {
+	for _, s := range servers {
 		if s.ID != learner.ID {
 			continue
 		}
 		if s.Address != learner.Address || s.Suffrage == raft.Voter {
 			return false
 		}
-		if err := waitFuture(ctx, n.raft.AddVoter(s.ID, s.Address, f.Index(), n.cfg.ApplyTimeout)); err != nil {
+		if err := waitFuture(ctx, n.raft.AddVoter(s.ID, s.Address, 0, n.cfg.ApplyTimeout)); err != nil {
 			n.logger.Warn("promoting a caught-up non-voter failed", "id", s.ID, "error", err)
 			return false
 		}

@@ -100,15 +100,8 @@ func Recover(opts RecoverOptions) (*RecoverResult, error) {
 	for _, sv := range prev.Servers {
 		res.Previous = append(res.Previous, RecoverMember{ID: string(sv.ID), RaftAddr: string(sv.Address)})
 	}
-	if res.Index, err = s.Log.LastIndex(); err != nil {
-		return nil, errs.Errorf(errs.CodeInternal, "read the log: %v", err)
-	}
-	if res.Index > 0 {
-		var last raft.Log
-		if err := s.Log.GetLog(res.Index, &last); err != nil {
-			return nil, errs.Errorf(errs.CodeInternal, "read the log: %v", err)
-		}
-		res.Term = last.Term
+	if res.Index, res.Term, err = lastEntry(s); err != nil {
+		return nil, err
 	}
 	f, err := fsm.New(fsm.Config{Modules: domain.Modules(opts.Domains), Logger: opts.Logger})
 	if err != nil {
@@ -140,6 +133,29 @@ func Recover(opts RecoverOptions) (*RecoverResult, error) {
 	}
 	opts.Logger.Warn("recovered: the configuration is rewritten", "id", id, "members", len(opts.Members), "index", res.Index, "term", res.Term)
 	return res, nil
+}
+
+// lastEntry is the index and term of the last entry the stores hold: the
+// log's last, else the newest snapshot's.
+func lastEntry(s *Stores) (index, term uint64, err error) {
+	if index, err = s.Log.LastIndex(); err != nil {
+		return 0, 0, errs.Errorf(errs.CodeInternal, "read the log: %v", err)
+	}
+	if index > 0 {
+		var last raft.Log
+		if err := s.Log.GetLog(index, &last); err != nil {
+			return 0, 0, errs.Errorf(errs.CodeInternal, "read the log: %v", err)
+		}
+		return index, last.Term, nil
+	}
+	snaps, err := s.Snapshot.List()
+	if err != nil {
+		return 0, 0, errs.Errorf(errs.CodeInternal, "list snapshots: %v", err)
+	}
+	if len(snaps) > 0 {
+		return snaps[0].Index, snaps[0].Term, nil
+	}
+	return 0, 0, nil
 }
 
 func checkRecoverMembers(ms []RecoverMember) error {

@@ -8,16 +8,18 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// A removed member stops. A follower learns of its removal from the
-// configuration entry the leader sends it last (raft's leader replicates
-// up to the entry that removes a follower before it stops replicating to
-// it); a leader that removes itself is shut down by raft
-// (ShutdownOnRemove). A member that missed the entry (it was down, or cut
-// off) finds no leader any more: after a while it asks the members it
-// knows of, and stops when one that follows a leader of its own cluster
-// no longer lists it. A member whose id the cluster now knows at another
-// raft address was replaced, and stops too. The node logs why, closes,
-// and Done/Err report it (arbiter serve exits non-zero).
+// A removed member stops. A follower usually learns of its removal from
+// the configuration entry the leader sends it last (raft's leader
+// replicates up to the entry that removes a follower before it stops
+// replicating to it): it then asks the members it knows of, and stops when
+// one that follows a leader of its own cluster no longer lists it. A
+// leader that removes itself is shut down by raft (ShutdownOnRemove). A
+// member that missed the entry (it was down, or cut off) finds no leader
+// any more, and after a while asks the others likewise. A member whose id
+// the cluster now knows at another raft address was replaced, and stops
+// too. The node logs why, closes, and Done/Err report it (arbiter serve
+// exits non-zero). A node that cannot reach any other member keeps
+// running: it cannot tell.
 
 const (
 	// removalCheckInterval is how often a node looks at its configuration.
@@ -30,8 +32,10 @@ const (
 )
 
 // watchRemoval stops the node once it finds it was removed or replaced.
+// The configuration a node holds may name changes not committed yet (and
+// raft does not say which), so a node that finds itself missing from it,
+// or named at another address, asks the others, whose leader decides.
 func (n *Node) watchRemoval() {
-	seen := false // this node has been in the configuration at its own address
 	var leaderless, asked time.Time
 	for {
 		if sleepCtx(n.ctx, removalCheckInterval) != nil {
@@ -51,25 +55,15 @@ func (n *Node) watchRemoval() {
 				in, addr = true, s.Address
 			}
 		}
-		// The entry that removes a follower is usually the last it
-		// receives, before it learns that it was committed: the others
-		// decide then.
 		suspect := false
-		switch committed := f.Index() <= n.raft.CommitIndex(); {
+		switch {
 		case in && (string(addr) == n.raftAddr || n.moving.Load()):
-			seen = true
-		case !seen:
-		case committed && in:
-			n.exit(errs.Errorf(errs.CodeNotFound, "member %s was replaced in its cluster%s: the configuration names raft address %s for it, not this node's %s", n.cfg.ID, n.clusterSuffix(), addr, n.raftAddr))
-			return
-		case committed:
-			n.exit(errs.Errorf(errs.CodeNotFound, "member %s was removed from its cluster%s", n.cfg.ID, n.clusterSuffix()))
-			return
-		default:
-			suspect = true
+			n.member.Store(true)
+		case n.member.Load():
+			suspect = true // removed, or replaced: the others say
 		}
 		now := time.Now()
-		if _, lid := n.raft.LeaderWithID(); lid != "" || !seen {
+		if _, lid := n.raft.LeaderWithID(); lid != "" || !n.member.Load() {
 			leaderless = time.Time{}
 		} else if leaderless.IsZero() {
 			leaderless = now
