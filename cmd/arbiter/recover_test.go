@@ -35,17 +35,27 @@ func TestRecoverFromQuorumLoss(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
+	// write creates n nodes through the leader; each is acknowledged, after
+	// retries with its idempotency key if a leader change leaves an
+	// outcome unknown.
 	write := func(prefix string, n int) []string {
 		t.Helper()
 		var ids []string
 		for i := range n {
 			id := fmt.Sprintf("%s-%02d", prefix, i)
-			node := c.Node(c.WaitLeader(10 * time.Second))
-			wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
-			res, err := nodes.NewClient(node, node).CreateIfAbsent(wctx, nodes.CreateRequest{NodeID: id, Labels: []string{"recovery"}, IdempotencyKey: id})
-			wcancel()
-			if err != nil || !res.Created {
-				t.Fatalf("create %s: %+v %v", id, res, err)
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				node := c.Node(c.WaitLeader(10 * time.Second))
+				wctx, wcancel := context.WithTimeout(ctx, 5*time.Second)
+				res, err := nodes.NewClient(node, node).CreateIfAbsent(wctx, nodes.CreateRequest{NodeID: id, Labels: []string{"recovery"}, IdempotencyKey: id})
+				wcancel()
+				if err == nil && res.Created {
+					break
+				}
+				if errs.CodeOf(err) != errs.CodeUnavailable || time.Now().After(deadline) {
+					t.Fatalf("create %s: %+v %v", id, res, err)
+				}
+				time.Sleep(50 * time.Millisecond)
 			}
 			ids = append(ids, id)
 		}
@@ -98,12 +108,20 @@ func TestRecoverFromQuorumLoss(t *testing.T) {
 	if l := c.WaitLeader(20 * time.Second); l != survivor {
 		t.Fatalf("the recovered cluster is led by n%d, want the survivor n%d", l+1, survivor+1)
 	}
+	// read reads id linearizably, through the leader, retrying while
+	// the cluster is unavailable (a leader change).
 	read := func(id string) error {
-		n := c.Node(c.WaitLeader(10 * time.Second))
-		rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
-		defer rcancel()
-		_, err := nodes.NewClient(n, n).Get(rctx, id, fsm.Linearizable)
-		return err
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			n := c.Node(c.WaitLeader(10 * time.Second))
+			rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
+			_, err := nodes.NewClient(n, n).Get(rctx, id, fsm.Linearizable)
+			rcancel()
+			if errs.CodeOf(err) != errs.CodeUnavailable || time.Now().After(deadline) {
+				return err
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
 	for _, id := range acked {
 		if err := read(id); err != nil {
