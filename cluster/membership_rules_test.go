@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -135,7 +136,8 @@ func TestRemovedMemberStops(t *testing.T) {
 // Start refuses, before raft runs and with a message naming the settings
 // to change, what one wrong setting used to break: no state and nothing to
 // start from (creating nothing), another member's data directory, other
-// addresses without ChangeAddress, a seed into a directory with state.
+// addresses without ChangeAddress, a seed into a directory with state or
+// from a damaged backup.
 // With ChangeAddress the node moves, and its record follows.
 func TestStartRefusals(t *testing.T) {
 	ctx := context.Background()
@@ -174,6 +176,15 @@ func TestStartRefusals(t *testing.T) {
 	mustRefuse("no state, no Bootstrap, no Join", lone, errs.CodeInvalid, "--bootstrap", "--join")
 	if _, err := os.Stat(lone.DataDir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the refused start created %s: %v", lone.DataDir, err)
+	}
+	damaged := standaloneConfig(t, "seeded")
+	damaged.Bootstrap, damaged.Restore = true, filepath.Join(t.TempDir(), "damaged.snap")
+	if err := os.WriteFile(damaged.Restore, []byte("ARBSNAP\x01 not a backup"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mustRefuse("a seed from a damaged backup", damaged, errs.CodeInvalid, damaged.Restore)
+	if _, err := os.Stat(damaged.DataDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused seed created %s: %v", damaged.DataDir, err)
 	}
 	lone.AwaitJoin = true
 	if n, err := start(lone); err != nil {

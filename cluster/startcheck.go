@@ -48,18 +48,35 @@ func HasState(dataDir string) (bool, error) {
 }
 
 // checkFresh refuses, before anything is written to the data directory,
-// a node without state that has nothing to start from, and a restore into
-// a directory with state.
+// a node without state that has nothing to start from. It only looks for
+// raft.db and snapshots; a directory that has them is opened and judged
+// by refuseFresh.
 func (n *Node) checkFresh() error {
-	nothing := !n.cfg.Bootstrap && len(n.cfg.Join) == 0 && !n.cfg.AwaitJoin
-	if n.cfg.Stores != nil || (!nothing && n.cfg.Restore == "") {
+	if n.cfg.Stores != nil {
 		return nil
 	}
-	has, err := HasState(n.cfg.DataDir)
-	if err != nil {
-		return fmt.Errorf("cluster: inspect %s: %w", n.cfg.DataDir, err)
+	_, err := os.Stat(filepath.Join(n.cfg.DataDir, "raft.db"))
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil // state perhaps: judged once the stores are open
 	}
-	return n.refuseFresh(has)
+	snaps, err := filepath.Glob(filepath.Join(n.cfg.DataDir, "snapshots", "*", "meta.json"))
+	if err != nil || len(snaps) > 0 {
+		return nil
+	}
+	if err := n.refuseFresh(false); err != nil {
+		return err
+	}
+	if n.cfg.Restore != "" { // a damaged backup must not leave a data directory behind
+		f, err := os.Open(n.cfg.Restore)
+		if err != nil {
+			return errs.Errorf(errs.CodeInvalid, "%s: %v", n.cfg.name("Restore"), err)
+		}
+		defer f.Close()
+		if _, err := n.fsm.InspectSnapshot(f); err != nil {
+			return errs.Errorf(errs.CodeInvalid, "%s %s: %v", n.cfg.name("Restore"), n.cfg.Restore, err)
+		}
+	}
+	return nil
 }
 
 // refuseFresh is checkFresh's decision, given whether there is state.
