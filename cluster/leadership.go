@@ -7,15 +7,14 @@ import (
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	arblog "github.com/arbiterhq/arbiter/log"
-	"github.com/hashicorp/raft"
 )
 
 // watchLeadership runs the leader's duties while this node leads: commit a
 // Tick at the start of each term (which makes linearizable reads safe and
-// settles the FSM clock), register its own metadata, then, every tick
-// interval, settle the enabled command set, name the cluster if it has no
-// id yet, drop the metadata of former members, promote the non-voters
-// that have caught up, and tick.
+// settles the FSM clock), then, every tick interval, register its own
+// metadata, settle the enabled command set, name the cluster if it has no
+// id yet, drop the metadata of former members, and tick; meanwhile
+// promote the non-voters that have caught up (promoteLoop).
 func (n *Node) watchLeadership(notify <-chan bool) {
 	stop := func() {}
 	defer func() { stop() }()
@@ -52,9 +51,9 @@ func (n *Node) lead(ctx context.Context) {
 	if ctx.Err() == nil && n.IsLeader() && n.raft.CurrentTerm() == term {
 		n.readyTerm.Store(term)
 	}
+	n.goBackground(func() { n.promoteLoop(ctx) })
 	t := time.NewTicker(n.cfg.TickInterval)
 	defer t.Stop()
-	targets := map[raft.ServerID]uint64{} // see promoteLearners
 	for {
 		// Its own metadata, every time: a restore brings back the members
 		// as they were when it was prepared (a no-op when current).
@@ -70,7 +69,6 @@ func (n *Node) lead(ctx context.Context) {
 		if err := n.pruneMetadata(ctx); err != nil && ctx.Err() == nil {
 			n.logger.Warn("removing the metadata of former members failed", "error", err)
 		}
-		n.promoteLearners(ctx, targets)
 		select {
 		case <-t.C:
 			if h := n.fsm.Halted(); h != nil {

@@ -10,20 +10,40 @@ import (
 
 // Learners before voters (etcd's learners, Consul's autopilot): a member
 // joins as a non-voter, and the leader promotes it once it has caught up.
-// The leader asks each non-voter for its status once per tick: it is
-// caught up when it follows this leader, is not halted, serves everything
-// the cluster has enabled, and has applied at least what the leader had
-// applied when it asked the time before (a tick earlier: what the leader
-// had applied a moment ago is on its way to the non-voter still). A
-// non-voter that never starts, or never catches up, is
+// The leader asks each non-voter for its status every promoteInterval:
+// it is caught up when it follows this leader, is not halted, serves
+// everything the cluster has enabled, and has applied at least what the
+// leader had applied when it asked the time before (what the leader had
+// applied a moment ago is on its way to the non-voter still). A new
+// member thus votes within a second or so of catching up. A non-voter that never starts, or never catches up, is
 // never promoted and never counts toward quorum; an admin removes it.
 
 // learnerStatusTimeout bounds the status request to one non-voter.
 const learnerStatusTimeout = 2 * time.Second
 
+// maxPromoteInterval bounds how often the leader asks the non-voters
+// (TickInterval, if shorter).
+const maxPromoteInterval = 250 * time.Millisecond
+
+// promoteLoop promotes caught-up non-voters while ctx (this node's
+// leadership) lasts.
+func (n *Node) promoteLoop(ctx context.Context) {
+	t := time.NewTicker(min(n.cfg.TickInterval, maxPromoteInterval))
+	defer t.Stop()
+	targets := map[raft.ServerID]uint64{}
+	for {
+		select {
+		case <-t.C:
+			n.promoteLearners(ctx, targets)
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
 // promoteLearners promotes every non-voter that has caught up. This node
-// must be the leader; it runs once per tick. targets holds, per
-// non-voter, what the leader had applied when it asked the last time.
+// must be the leader. targets holds, per non-voter, what the leader had
+// applied when it asked the last time.
 func (n *Node) promoteLearners(ctx context.Context, targets map[raft.ServerID]uint64) {
 	servers, err := n.servers()
 	if err != nil {
