@@ -173,7 +173,7 @@ func recordsEqual(a, b MemberRecord) bool {
 }
 
 // recordSpacing is the least time between two refreshes of the record.
-const recordSpacing = 200 * time.Millisecond
+const recordSpacing = 500 * time.Millisecond
 
 // keepRecord refreshes the record after every change of the local state,
 // at most every recordSpacing, until the node stops.
