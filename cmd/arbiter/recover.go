@@ -18,21 +18,24 @@ const recoverUsage = `usage: arbiter recover --data-dir DIR --members FILE [--id
 
 Recovers a cluster that lost its quorum for good, offline, like Consul's
 peers.json: it rewrites the stored configuration of the stopped node in DIR
-so that the survivors listed in FILE form a smaller cluster, holding every
-entry their logs hold. Run it on every survivor with the same FILE, with
-every survivor stopped; then start them (same flags as before) and join new
-members to them with --join.
+so that the members listed in FILE form a smaller cluster, holding every
+entry the node's log holds. Then start the node with its usual flags and
+join new members to it with --join (empty data directories).
 
-FILE is a JSON array of the survivors, this node among them:
+FILE is a JSON array of the members, this node among them:
 
   [{"id": "n1", "raft_addr": "10.0.0.1:7000"}]
 
-(the "members" of arbiter status --json, with the lost members taken out,
-will do). What it can lose: an entry that only the lost members held, even
-an acknowledged one. What it may keep: an entry a survivor held that the
-old cluster never committed. The lost members must never come back with
-their old data directories: wipe them, or they may elect a leader of their
-own.
+(the "members" of arbiter status --json, with the others taken out, will
+do). Recover the survivor whose log goes furthest (arbiter snapshot save
+--data-dir prints where a log ends); list several survivors, and recover
+each with the same FILE, only if their logs end at the same index.
+
+What it can lose: every entry that this node's log does not hold, even an
+acknowledged one. What it may keep: an entry this node held that the old
+cluster never committed. The lost members must never come back with their
+old data directories: wipe them, or they may elect a leader of their own.
+See README.md, "Quorum loss: recovery".
 `
 
 // maxMembersFile bounds what is read of --members.
@@ -74,7 +77,7 @@ func recoverCmd(args []string) error {
 	fmt.Printf("configuration was: %s\n", describeMembers(res.Previous))
 	fmt.Printf("configuration now: %s\n", describeMembers(res.Members))
 	fmt.Printf("its log up to index %d (term %d) is the cluster's state from here on\n", res.Index, res.Term)
-	fmt.Println("next: run recover with the same members on every other survivor, start them all, then join new members with --join")
+	fmt.Println("next: start it with its usual flags, then join new members (empty data directories) with --join")
 	return nil
 }
 

@@ -59,6 +59,11 @@ func snapshotCmd(args []string) error {
 			return errors.New("save takes --out FILE and no arguments")
 		}
 		if *dataDir != "" {
+			addrGiven := false
+			fs.Visit(func(f *flag.Flag) { addrGiven = addrGiven || f.Name == "addr" })
+			if addrGiven {
+				return errors.New("save takes --addr (online, from the leader) or --data-dir (offline, from a stopped node), not both")
+			}
 			var offline *cluster.OfflineBackup
 			info, err := saveBackup(*out, func(w io.Writer) (err error) {
 				offline, err = cluster.SaveOffline(*dataDir, builtin.Domains(), w)
