@@ -55,19 +55,12 @@ func (n *Node) lead(ctx context.Context) {
 	t := time.NewTicker(n.cfg.TickInterval)
 	defer t.Stop()
 	for {
-		// Its own metadata, every time: a restore brings back the members
-		// as they were when it was prepared (a no-op when current).
-		if err := n.addMember(ctx, n.joinRequest()); err != nil && ctx.Err() == nil {
-			n.logger.Warn("registering own metadata failed", "error", err)
-		}
+		n.maintainMembers(ctx)
 		if err := n.settleCapabilities(ctx); err != nil && ctx.Err() == nil {
 			n.logger.Warn("settling the enabled command set failed", "error", err)
 		}
 		if err := n.ensureClusterID(ctx); err != nil && ctx.Err() == nil {
 			n.logger.Warn("naming the cluster failed", "error", err)
-		}
-		if err := n.pruneMetadata(ctx); err != nil && ctx.Err() == nil {
-			n.logger.Warn("removing the metadata of former members failed", "error", err)
 		}
 		select {
 		case <-t.C:
@@ -164,4 +157,33 @@ func (n *Node) ensureClusterID(ctx context.Context) error {
 	}
 	n.logger.Info("the cluster is named", "cluster_id", n.fsm.ClusterID())
 	return nil
+}
+
+// maintainMembers registers this node's own metadata when it is not
+// current (its first term, a move, or a restore, which brings back the
+// members as they were when it was prepared), and drops the metadata of
+// ids that are no longer members. This node must be the leader.
+func (n *Node) maintainMembers(ctx context.Context) {
+	servers, err := n.servers()
+	if err != nil {
+		return
+	}
+	meta := n.metadata()
+	if me := n.joinRequest(); !meta[me.ID].Same(me.member()) || me.ChangeAddress {
+		if err := n.addMember(ctx, me); err != nil && ctx.Err() == nil {
+			n.logger.Warn("registering own metadata failed", "error", err)
+		}
+	}
+	in := map[string]bool{}
+	for _, s := range servers {
+		in[string(s.ID)] = true
+	}
+	for id := range meta {
+		if !in[id] {
+			if err := n.pruneMetadata(ctx); err != nil && ctx.Err() == nil {
+				n.logger.Warn("removing the metadata of former members failed", "error", err)
+			}
+			return
+		}
+	}
 }
