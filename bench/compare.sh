@@ -45,7 +45,7 @@ start_etcd() {
 }
 
 start_arbiter() {
-  "$bin/arbiter" serve --id a1 --data-dir "$work/arb1" --raft-addr 127.0.0.1:27001 --http-addr 127.0.0.1:28001 --log-level warn >"$work/arb1.log" 2>&1 &
+  "$bin/arbiter" serve --id a1 --data-dir "$work/arb1" --raft-addr 127.0.0.1:27001 --http-addr 127.0.0.1:28001 --bootstrap --log-level warn >"$work/arb1.log" 2>&1 &
   pids+=($!)
   wait_http http://127.0.0.1:28001/readyz
   for i in 2 3; do
@@ -54,6 +54,15 @@ start_arbiter() {
     pids+=($!)
   done
   for i in 2 3; do wait_http "http://127.0.0.1:2800$i/readyz"; done
+  wait_voters http://127.0.0.1:28001
+}
+
+wait_voters() { # url: until the joiners are voters (they join as non-voters)
+  for _ in $(seq 1 200); do
+    curl -sf "$1/v1/cluster/status" | grep -q '"voter":false' || return 0
+    sleep 0.1
+  done
+  echo "timed out waiting for three voters at $1" >&2; return 1
 }
 
 start_etcd

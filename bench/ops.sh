@@ -41,7 +41,7 @@ wait_http() { # url [token]
 
 start_cluster() { # name raft-base http-base [extra flags...]
   local name=$1 raft=$2 http=$3; shift 3
-  "$A" serve --id "${name}1" --data-dir "$work/${name}1" --raft-addr "127.0.0.1:${raft}1" --http-addr "127.0.0.1:${http}1" --log-level warn "$@" >"$work/${name}1.log" 2>&1 &
+  "$A" serve --id "${name}1" --data-dir "$work/${name}1" --raft-addr "127.0.0.1:${raft}1" --http-addr "127.0.0.1:${http}1" --bootstrap --log-level warn "$@" >"$work/${name}1.log" 2>&1 &
   pids+=($!)
   wait_http "http://127.0.0.1:${http}1/readyz"
   for i in 2 3; do
@@ -50,6 +50,14 @@ start_cluster() { # name raft-base http-base [extra flags...]
     pids+=($!)
   done
   for i in 2 3; do wait_http "http://127.0.0.1:${http}$i/readyz"; done
+  # The joiners are non-voters until they have caught up: wait for them to
+  # vote (the status route needs a token once principals are on).
+  for _ in $(seq 1 200); do
+    st=$(curl -sf ${tok:+-H "Authorization: Bearer $tok"} "http://127.0.0.1:${http}1/v1/cluster/status" || true)
+    if [ -n "$st" ] && ! echo "$st" | grep -q '"voter":false'; then return 0; fi
+    sleep 0.1
+  done
+  echo "timed out waiting for three voters at :${http}1" >&2; return 1
 }
 
 addrs() { echo "http://127.0.0.1:${1}1,http://127.0.0.1:${1}2,http://127.0.0.1:${1}3"; }

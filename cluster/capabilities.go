@@ -11,6 +11,7 @@ import (
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	arblog "github.com/arbiterhq/arbiter/log"
+	"github.com/hashicorp/raft"
 )
 
 // Rolling upgrades. Each member advertises what its binary serves in its
@@ -30,20 +31,28 @@ import (
 
 // desiredCapabilities is what the cluster should enable: the intersection
 // of what every member of the raft configuration serves, by this node's
-// view of the configuration and of the replicated metadata. A member that
-// has not said what it serves counts as serving nothing.
+// view of the configuration and of the replicated metadata (and, for
+// itself, its own binary). A voter that has not said what it serves
+// counts as serving nothing; a non-voter that
+// has not (one that never started) does not count, so that it cannot
+// hold the cluster back: it is promoted only once it serves what is
+// enabled (promoteLearners).
 func (n *Node) desiredCapabilities() (fsm.Capabilities, error) {
 	servers, err := n.servers()
 	if err != nil {
 		return fsm.Capabilities{}, err
 	}
-	serves := map[string]fsm.Capabilities{}
-	for _, m := range n.fsm.Members() {
-		serves[m.ID] = m.Serves
-	}
+	serves := n.metadata()
 	sets := make([]fsm.Capabilities, 0, len(servers))
 	for _, s := range servers {
-		sets = append(sets, serves[string(s.ID)])
+		c := serves[string(s.ID)].Serves
+		if string(s.ID) == n.cfg.ID {
+			c = n.fsm.Served() // what this node serves, registered or not yet
+		}
+		if s.Suffrage != raft.Voter && len(c.Domains) == 0 {
+			continue
+		}
+		sets = append(sets, c)
 	}
 	return fsm.Intersect(sets...), nil
 }
@@ -117,20 +126,19 @@ func (n *Node) gate(ctx context.Context, cmd arblog.Command) error {
 }
 
 // whoLacks lists the members of the configuration whose binary does not
-// serve cmd, and those that have not said what they serve.
+// serve cmd, and the voters that have not said what they serve.
 func (n *Node) whoLacks(cmd arblog.Command) (lacking, unknown []string, err error) {
 	servers, err := n.servers()
 	if err != nil {
 		return nil, nil, err
 	}
-	serves := map[string]fsm.Capabilities{}
-	for _, m := range n.fsm.Members() {
-		serves[m.ID] = m.Serves
-	}
+	serves := n.metadata()
 	for _, s := range servers {
-		switch c := serves[string(s.ID)]; {
+		switch c := serves[string(s.ID)].Serves; {
 		case len(c.Domains) == 0:
-			unknown = append(unknown, string(s.ID))
+			if s.Suffrage == raft.Voter {
+				unknown = append(unknown, string(s.ID))
+			}
 		case !c.Allows(cmd.Type, cmd.Version):
 			lacking = append(lacking, string(s.ID))
 		}
@@ -140,9 +148,11 @@ func (n *Node) whoLacks(cmd arblog.Command) (lacking, unknown []string, err erro
 
 // checkJoinerServes refuses a new member whose binary lacks something the
 // cluster has enabled: it would halt on the first such entry of the log.
+// A member that could not be asked (it has not started) is let in as a
+// non-voter and checked when it registers and before it is promoted.
 func (n *Node) checkJoinerServes(req JoinRequest) error {
 	enabled, gated := n.fsm.Enabled()
-	if !gated {
+	if !gated || len(req.Serves.Domains) == 0 {
 		return nil
 	}
 	if missing := req.Serves.Missing(enabled); len(missing) > 0 {
@@ -153,24 +163,23 @@ func (n *Node) checkJoinerServes(req JoinRequest) error {
 }
 
 // fetchServes asks the member req names what its binary serves (its
-// capabilities route, read locally); a member already in the metadata
-// that cannot be asked keeps what it said last.
-func (n *Node) fetchServes(ctx context.Context, req JoinRequest) (fsm.Capabilities, error) {
+// capabilities route, read locally). A member that cannot be asked keeps
+// what it said last, or, new, serves nothing known yet.
+func (n *Node) fetchServes(ctx context.Context, req JoinRequest) fsm.Capabilities {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	var v fsm.CapabilitiesView
 	get, err := http.NewRequestWithContext(ctx, http.MethodGet, n.url(req.APIAddr, "/v1/cluster/capabilities?consistency=stale"), nil)
 	if err == nil {
 		if err = doJSON(n.peers, get, &v); err == nil {
-			return v.Served, nil
+			return v.Served
 		}
 	}
-	for _, m := range n.fsm.Members() {
-		if m.ID == req.ID {
-			return m.Serves, nil
-		}
+	if m, ok := n.metadata()[req.ID]; ok {
+		return m.Serves
 	}
-	return fsm.Capabilities{}, errs.Errorf(errs.CodeUnavailable, "cannot learn what member %s serves from %s: %v", req.ID, req.APIAddr, err)
+	n.logger.Info("cannot ask a joining member what it serves; it counts once it registers", "id", req.ID, "api_addr", req.APIAddr, "error", err)
+	return fsm.Capabilities{}
 }
 
 // handleCapabilities answers the enabled set (as the leader holds it,

@@ -33,12 +33,38 @@ type Config struct {
 	HTTPAdvertise string
 
 	// Bootstrap makes this node the first voter of a new cluster when its
-	// data directory holds no raft state. Ignored once state exists.
+	// data directory holds no raft state. Ignored once state exists. A
+	// node without state needs Bootstrap, Join or AwaitJoin.
 	Bootstrap bool
 	// Join lists API base URLs (http://host:port) of existing members; a
-	// node without raft state asks them to add it as a voter. Ignored once
-	// state exists.
+	// node without raft state asks them to add it (as a non-voter, which
+	// the leader promotes once it has caught up). A node with state does
+	// not join again, but checks that the members Join names belong to
+	// its own cluster and refuses to start if they do not.
 	Join []string
+	// Replace, with Join, lets a node without state take the id of a
+	// member that has other addresses, or whose data was lost: the leader
+	// removes the old member and adds this node in its place as a
+	// non-voter, promoted once it has caught up. The old process must be
+	// gone for good. Without it such a join is refused (409).
+	Replace bool
+	// ChangeAddress lets a node with state start on a raft or API address
+	// other than the ones its data directory records: it asks the leader
+	// to move its membership there. Without it such a start is refused.
+	ChangeAddress bool
+	// AwaitJoin lets a node without state start with neither Bootstrap nor
+	// Join, to be added by an admin's join through another member.
+	// Without it such a start is refused (nothing in the data directory
+	// changes).
+	AwaitJoin bool
+	// Restore, with Bootstrap, seeds the new cluster with the state of
+	// this backup file (what `arbiter snapshot save` writes, online or
+	// offline). A node with state refuses to start with it.
+	Restore string
+
+	// FlagNames maps field names to the names the user knows them by (the
+	// CLI's flags), for the messages of Validate and Start.
+	FlagNames map[string]string
 
 	// Domains are the domains this node serves (builtin.Domains() for the
 	// built-in ones): their modules run in its FSM, their routes in its
@@ -166,18 +192,19 @@ func DefaultConfig() Config {
 }
 
 // Validate checks every field and their relations; it returns all problems
-// found, joined.
+// found, joined. Fields are named as FlagNames says.
 func (c *Config) Validate() error {
 	var problems []error
 	bad := func(format string, args ...any) { problems = append(problems, fmt.Errorf(format, args...)) }
-	if err := bounds.Identifier("ID", c.ID); err != nil {
+	nm := c.name
+	if err := bounds.Identifier(nm("ID"), c.ID); err != nil {
 		bad("%v", err)
 	}
 	if err := domain.Check(c.Domains); err != nil {
 		bad("%v", err)
 	}
 	if c.DataDir == "" && c.Stores == nil {
-		bad("DataDir is empty")
+		bad("%s is empty", nm("DataDir"))
 	}
 	switch c.LogStore {
 	case "", arblog.StoreWAL, arblog.StoreBolt:
@@ -185,18 +212,24 @@ func (c *Config) Validate() error {
 		bad("LogStore %q: want %s or %s", c.LogStore, arblog.StoreWAL, arblog.StoreBolt)
 	}
 	if c.Transport == nil {
-		checkHostPort(bad, "RaftAddr", c.RaftAddr, false)
+		checkHostPort(bad, nm("RaftAddr"), c.RaftAddr, false)
 	}
-	checkHostPort(bad, "RaftAdvertise", c.RaftAdvertise, true)
-	checkHostPort(bad, "HTTPAddr", c.HTTPAddr, false)
-	checkHostPort(bad, "HTTPAdvertise", c.HTTPAdvertise, true)
+	checkHostPort(bad, nm("RaftAdvertise"), c.RaftAdvertise, true)
+	checkHostPort(bad, nm("HTTPAddr"), c.HTTPAddr, false)
+	checkHostPort(bad, nm("HTTPAdvertise"), c.HTTPAdvertise, true)
 	if c.Bootstrap && len(c.Join) > 0 {
-		bad("Bootstrap and Join are exclusive: bootstrap the first node, join the others")
+		bad("%s and %s are exclusive: bootstrap the first node, join the others", nm("Bootstrap"), nm("Join"))
 	}
 	for _, j := range c.Join {
 		if j == "" {
-			bad("Join holds an empty URL")
+			bad("%s holds an empty URL", nm("Join"))
 		}
+	}
+	if c.Replace && len(c.Join) == 0 {
+		bad("%s needs %s: a replacement joins the cluster of the member it replaces", nm("Replace"), nm("Join"))
+	}
+	if c.Restore != "" && !c.Bootstrap {
+		bad("%s seeds a new cluster: it needs %s", nm("Restore"), nm("Bootstrap"))
 	}
 	for _, d := range []struct {
 		name string
@@ -210,38 +243,38 @@ func (c *Config) Validate() error {
 		{"IdleTimeout", c.IdleTimeout}, {"IdempotencyRetention", c.IdempotencyRetention},
 	} {
 		if d.v <= 0 {
-			bad("%s must be positive", d.name)
+			bad("%s must be positive", nm(d.name))
 		}
 	}
 	if c.SnapshotInterval < 5*time.Millisecond {
-		bad("SnapshotInterval must be at least 5ms (raft's minimum)")
+		bad("%s must be at least 5ms (raft's minimum)", nm("SnapshotInterval"))
 	}
 	if c.LeaderLeaseTimeout > c.HeartbeatTimeout {
-		bad("LeaderLeaseTimeout (%v) must not exceed HeartbeatTimeout (%v)", c.LeaderLeaseTimeout, c.HeartbeatTimeout)
+		bad("%s (%v) must not exceed %s (%v)", nm("LeaderLeaseTimeout"), c.LeaderLeaseTimeout, nm("HeartbeatTimeout"), c.HeartbeatTimeout)
 	}
 	if c.IdempotencyRetention < time.Duration(fsm.MinIdemRetainMs)*time.Millisecond {
-		bad("IdempotencyRetention must be at least %dms", fsm.MinIdemRetainMs)
+		bad("%s must be at least %dms", nm("IdempotencyRetention"), fsm.MinIdemRetainMs)
 	}
 	if c.IdempotencyMaxRows < fsm.MinLedgerRows || c.IdempotencyMaxRows > fsm.MaxLedgerRows {
-		bad("IdempotencyMaxRows must be between %d and %d", fsm.MinLedgerRows, fsm.MaxLedgerRows)
+		bad("%s must be between %d and %d", nm("IdempotencyMaxRows"), fsm.MinLedgerRows, fsm.MaxLedgerRows)
 	}
 	if c.TickBudget < 1 || c.TickBudget > fsm.MaxTickBudget {
-		bad("TickBudget must be between 1 and %d", fsm.MaxTickBudget)
+		bad("%s must be between 1 and %d", nm("TickBudget"), fsm.MaxTickBudget)
 	}
 	if c.ChangeFeedRetain < fsm.MinFeedRetain {
-		bad("ChangeFeedRetain must be at least %d", fsm.MinFeedRetain)
+		bad("%s must be at least %d", nm("ChangeFeedRetain"), fsm.MinFeedRetain)
 	}
 	if c.MaxAppendEntries < 1 || c.MaxAppendEntries > 1024 {
-		bad("MaxAppendEntries must be between 1 and 1024")
+		bad("%s must be between 1 and 1024", nm("MaxAppendEntries"))
 	}
 	if c.SnapshotThreshold < 1 {
-		bad("SnapshotThreshold must be positive")
+		bad("%s must be positive", nm("SnapshotThreshold"))
 	}
 	if c.MaxConcurrentRequests < 1 {
-		bad("MaxConcurrentRequests must be positive")
+		bad("%s must be positive", nm("MaxConcurrentRequests"))
 	}
 	if c.MaxRestoreBytes < 1 {
-		bad("MaxRestoreBytes must be positive")
+		bad("%s must be positive", nm("MaxRestoreBytes"))
 	}
 	if c.TLS != nil {
 		if err := c.TLS.validate(); err != nil {
@@ -249,7 +282,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	if c.PeerToken != "" && len(c.PeerToken) < 16 {
-		bad("PeerToken must be at least 16 characters")
+		bad("%s must be at least 16 characters", nm("PeerToken"))
 	}
 	loopback := allLoopback(c.HTTPAddr, c.HTTPAdvertise)
 	if c.Transport == nil { // a supplied transport is in-process or the caller's business
@@ -257,13 +290,21 @@ func (c *Config) Validate() error {
 	}
 	switch {
 	case c.Principals == nil && !loopback:
-		bad("without Principals the node runs in open mode, which must listen on loopback only (RaftAddr, HTTPAddr and their advertised forms)")
+		bad("without %s the node runs in open mode, which must listen on loopback only (%s, %s and their advertised forms)", nm("Principals"), nm("RaftAddr"), nm("HTTPAddr"))
 	case c.Principals != nil && c.TLS == nil && !loopback:
-		bad("with Principals beyond loopback, TLS is required so that nodes authenticate each other")
+		bad("with %s beyond loopback, TLS is required so that nodes authenticate each other", nm("Principals"))
 	case c.Principals != nil && c.TLS == nil && c.PeerToken == "":
-		bad("with Principals, nodes need TLS or a PeerToken to authenticate each other")
+		bad("with %s, nodes need TLS or a %s to authenticate each other", nm("Principals"), nm("PeerToken"))
 	}
 	return errors.Join(problems...)
+}
+
+// name is how the user knows field: its FlagNames entry, else itself.
+func (c *Config) name(field string) string {
+	if n, ok := c.FlagNames[field]; ok {
+		return n
+	}
+	return field
 }
 
 // allLoopback reports whether every non-empty address is on loopback.

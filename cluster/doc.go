@@ -18,13 +18,39 @@
 //	cfg := cluster.DefaultConfig()
 //	cfg.ID, cfg.DataDir = "n1", "/var/lib/arbiter"
 //	cfg.RaftAddr, cfg.HTTPAddr = "10.0.0.1:7000", "10.0.0.1:8000"
-//	cfg.Bootstrap = true // first node only; others set Join
+//	cfg.Bootstrap = true // first node only; others set Join (a node with state ignores both)
 //	cfg.Domains = builtin.Domains()
 //	node, err := cluster.New(cfg)
 //	if err != nil { ... }
 //	if err := node.Start(ctx); err != nil { ... }
 //	defer node.Shutdown(context.Background())
 //	nc := nodes.NewClient(node, node)
+//
+// Membership (membership.go, promote.go, startcheck.go, record.go,
+// removal.go). Raft's configuration says who is a member and who votes;
+// replicated metadata adds API addresses and capabilities; the data
+// directory's record (member.json) says which member and cluster it
+// belongs to. A cluster is named when it is bootstrapped (fsm.CmdClusterID).
+// A new member joins as a non-voter, and the leader promotes it once it
+// has caught up, so a member that never starts never counts toward
+// quorum. The leader refuses a join of an id that is a member with other
+// addresses (unless Replace: the old member is removed, the new process
+// joins as a non-voter), of another member's address, and of a process
+// without data claiming a voter's id and address. Start refuses, before
+// raft runs: no state and neither Bootstrap, Join nor AwaitJoin (nothing
+// is created); another member's data directory; a member removed from the
+// configuration it holds; addresses other than the recorded ones without
+// ChangeAddress (with it, the leader moves the member); a Join naming
+// another cluster. A member that finds itself removed or replaced stops,
+// and Done and Err say so.
+//
+// Recovery from quorum loss is offline: Recover rewrites the stored
+// configuration of a stopped node (raft.RecoverCluster) so that the
+// survivors form a smaller cluster; SaveOffline writes a stopped node's
+// state as a backup; Config.Restore seeds a new cluster from one.
+//
+// Requests may carry a deadline (timeout_ms, Request-Timeout; see
+// deadline.go); without one they wait up to ApplyTimeout.
 //
 // Node implements fsm.Proposer and fsm.Reader. Any node accepts any call:
 // a follower forwards writes, and linearizable reads, to the leader over

@@ -125,7 +125,8 @@ type RouteInfo struct {
 // sorted by pattern.
 func (n *Node) Routes() []RouteInfo { return slices.Clone(n.routeTable) }
 
-// instrument bounds concurrency (429 beyond MaxConcurrentRequests),
+// instrument bounds concurrency (429 beyond MaxConcurrentRequests), bounds
+// the request by the deadline it asks for (withRequestTimeout),
 // authenticates the caller and applies the route's access level (401, 403),
 // puts the verified principal on the request's context, and counts
 // requests by route and status.
@@ -144,6 +145,12 @@ func (n *Node) instrument(route string, a domain.Access, h http.Handler) http.Ha
 			h.ServeHTTP(rec, r)
 			return
 		}
+		r, cancel, err := withRequestTimeout(r)
+		if err != nil {
+			domain.WriteError(rec, err)
+			return
+		}
+		defer cancel()
 		c, err := n.authenticate(r)
 		if err == nil {
 			err = authorizeRoute(a, c)

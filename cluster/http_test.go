@@ -643,7 +643,7 @@ func TestHTTPRoutesThroughLeaderAndFollower(t *testing.T) {
 	r = apiGet(t, b1+"/v1/cluster/status")
 	var st cluster.Status
 	r.ok(t, "status", &st)
-	wantKeys(t, "status", r.body, "node_id", "auth_mode", "state", "leader_id", "leader_api_addr", "term", "commit_index", "applied_index", "members", "gated", "enabled", "effects", "log_store")
+	wantKeys(t, "status", r.body, "node_id", "cluster_id", "auth_mode", "state", "leader_id", "leader_api_addr", "term", "commit_index", "applied_index", "members", "gated", "enabled", "effects", "log_store")
 	var rawStatus struct{ Members []json.RawMessage }
 	_ = json.Unmarshal(r.body, &rawStatus)
 	for _, m := range rawStatus.Members {

@@ -4,14 +4,17 @@ import (
 	"context"
 	"time"
 
+	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	arblog "github.com/arbiterhq/arbiter/log"
 )
 
 // watchLeadership runs the leader's duties while this node leads: commit a
 // Tick at the start of each term (which makes linearizable reads safe and
-// settles the FSM clock), register its own metadata, then tick
-// periodically.
+// settles the FSM clock), then, every tick interval, register its own
+// metadata, settle the enabled command set, name the cluster if it has no
+// id yet, drop the metadata of former members, and tick; meanwhile
+// promote the non-voters that have caught up (promoteLoop).
 func (n *Node) watchLeadership(notify <-chan bool) {
 	stop := func() {}
 	defer func() { stop() }()
@@ -48,14 +51,16 @@ func (n *Node) lead(ctx context.Context) {
 	if ctx.Err() == nil && n.IsLeader() && n.raft.CurrentTerm() == term {
 		n.readyTerm.Store(term)
 	}
-	if err := n.ensureMember(ctx, n.joinRequest().member()); err != nil && ctx.Err() == nil {
-		n.logger.Warn("registering own metadata failed", "error", err)
-	}
+	n.goBackground(func() { n.promoteLoop(ctx) })
 	t := time.NewTicker(n.cfg.TickInterval)
 	defer t.Stop()
 	for {
+		n.maintainMembers(ctx)
 		if err := n.settleCapabilities(ctx); err != nil && ctx.Err() == nil {
 			n.logger.Warn("settling the enabled command set failed", "error", err)
+		}
+		if err := n.ensureClusterID(ctx); err != nil && ctx.Err() == nil {
+			n.logger.Warn("naming the cluster failed", "error", err)
 		}
 		select {
 		case <-t.C:
@@ -126,5 +131,59 @@ func (n *Node) stepDownHalted(h *fsm.Halt) {
 	n.logger.Error("halted leader hands over leadership", "halt", h.String())
 	if err := n.raft.LeadershipTransfer().Error(); err != nil {
 		n.logger.Warn("leadership transfer from a halted leader failed", "error", err)
+	}
+}
+
+// ensureClusterID names the cluster once every member serves the command
+// (see fsm.CmdClusterID): with the id this node chose when it bootstrapped
+// the cluster, else a new random one. This node must be the leader.
+func (n *Node) ensureClusterID(ctx context.Context) error {
+	if n.fsm.ClusterID() != "" {
+		return nil
+	}
+	if enabled, gated := n.fsm.Enabled(); !gated || !enabled.Allows(fsm.CmdClusterID, 1) {
+		return nil // not every member serves it yet
+	}
+	id := n.record.get().ClusterID
+	if id == "" {
+		id = newClusterID()
+	}
+	res, err := n.applyLocal(ctx, arblog.Command{Type: fsm.CmdClusterID, Version: 1, Payload: arblog.MustMarshal(fsm.ClusterIDCommand{ID: id})})
+	if err != nil {
+		return err
+	}
+	if res.Err != nil && res.Err.Code != errs.CodeConflict {
+		return res.Err
+	}
+	n.logger.Info("the cluster is named", "cluster_id", n.fsm.ClusterID())
+	return nil
+}
+
+// maintainMembers registers this node's own metadata when it is not
+// current (its first term, a move, or a restore, which brings back the
+// members as they were when it was prepared), and drops the metadata of
+// ids that are no longer members. This node must be the leader.
+func (n *Node) maintainMembers(ctx context.Context) {
+	servers, err := n.servers()
+	if err != nil {
+		return
+	}
+	meta := n.metadata()
+	if me := n.joinRequest(); !meta[me.ID].Same(me.member()) || me.ChangeAddress {
+		if err := n.addMember(ctx, me); err != nil && ctx.Err() == nil {
+			n.logger.Warn("registering own metadata failed", "error", err)
+		}
+	}
+	in := map[string]bool{}
+	for _, s := range servers {
+		in[string(s.ID)] = true
+	}
+	for id := range meta {
+		if !in[id] {
+			if err := n.pruneMetadata(ctx); err != nil && ctx.Err() == nil {
+				n.logger.Warn("removing the metadata of former members failed", "error", err)
+			}
+			return
+		}
 	}
 }

@@ -14,14 +14,41 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// JoinRequest asks the cluster to add a voter, or updates the metadata of
-// a member that is one.
+// Membership. Raft's configuration is the authority on who is a member
+// and who votes; the replicated metadata (fsm.Member) adds each member's
+// API address and what its binary serves. Every change goes through the
+// leader, one at a time (Node.memberMu):
+//
+//   - a new member joins as a non-voter and is promoted to voter only once
+//     it has caught up with the leader (promote.go), so a member that never
+//     starts, or never catches up, never counts toward quorum;
+//   - an id that is a member already, with other addresses, is refused
+//     (409) unless the request asks to replace it (the old member is
+//     removed, the new process joins as a non-voter) or says the member
+//     itself moved (its raft address is changed in place);
+//   - an address that belongs to another member is refused (409);
+//   - a process without state that asks to join with the id and address
+//     of a voter lost that voter's data: refused unless it asks to replace
+//     it, for a voter must never vote again with less than it had.
+
+// JoinRequest asks the cluster to add a member, or updates the metadata of
+// one.
 type JoinRequest struct {
 	ID       string `json:"id"`
 	RaftAddr string `json:"raft_addr"`
 	APIAddr  string `json:"api_addr"`
 	// Serves is what the member's binary serves (fsm.FSM.Served).
 	Serves fsm.Capabilities `json:"serves"`
+	// Replace asks that the member with this id be replaced by the process
+	// at these addresses: removed, then added again as a non-voter. The
+	// old process must be gone for good.
+	Replace bool `json:"replace,omitempty"`
+	// ChangeAddress says the member itself, with its data, now runs at
+	// these addresses: its raft address changes in place, and it keeps
+	// its vote.
+	ChangeAddress bool `json:"change_address,omitempty"`
+	// Fresh says the process asking has no raft state (a first join).
+	Fresh bool `json:"fresh,omitempty"`
 }
 
 func (r JoinRequest) member() fsm.Member {
@@ -39,17 +66,25 @@ func (r JoinRequest) validate() error {
 			return err
 		}
 	}
+	switch {
+	case r.Replace && r.ChangeAddress:
+		return errs.New(errs.CodeInvalid, "replace and change_address are exclusive: a replacement is a new process, a change of address the same one")
+	case r.ChangeAddress && r.Fresh:
+		return errs.New(errs.CodeInvalid, "change_address from a process without state: there is no membership to move")
+	}
 	return r.Serves.Validate()
 }
 
-// Join adds a voter (or updates its addresses) through the leader. It is
-// idempotent: joining a member that is already present changes nothing.
+// Join adds a member through the leader (as a non-voter, promoted once it
+// has caught up), replaces one, moves one to new addresses, or refreshes
+// its metadata. It is idempotent: joining a member that is already present
+// with the same addresses changes nothing.
 func (n *Node) Join(ctx context.Context, req JoinRequest) error {
 	if err := req.validate(); err != nil {
 		return err
 	}
 	return n.onLeader(ctx, "/v1/cluster/join", req, func(ctx context.Context) error {
-		return n.addVoter(ctx, req)
+		return n.addMember(ctx, req)
 	})
 }
 
@@ -72,45 +107,128 @@ func (n *Node) onLeader(ctx context.Context, path string, body any, do func(cont
 	})
 }
 
-func (n *Node) addVoter(ctx context.Context, req JoinRequest) error {
+// addMember decides a join on the leader (see the rules at the top).
+func (n *Node) addMember(ctx context.Context, req JoinRequest) error {
+	n.memberMu.Lock()
+	defer n.memberMu.Unlock()
 	servers, err := n.servers()
 	if err != nil {
 		return err
 	}
-	present := false
-	for _, s := range servers {
+	var existing *raft.Server
+	for i, s := range servers {
 		switch {
-		case string(s.ID) == req.ID && string(s.Address) == req.RaftAddr && s.Suffrage == raft.Voter:
-			present = true
-		case string(s.ID) != req.ID && string(s.Address) == req.RaftAddr:
+		case string(s.ID) == req.ID:
+			existing = &servers[i]
+		case string(s.Address) == req.RaftAddr:
 			return errs.Errorf(errs.CodeConflict, "raft address %s belongs to member %s", req.RaftAddr, s.ID)
 		}
 	}
-	if len(req.Serves.Domains) == 0 {
-		// An admin's join names no capabilities: ask the member's binary.
-		if req.Serves, err = n.fetchServes(ctx, req); err != nil {
-			return err
+	meta := n.metadata()
+	for _, s := range servers {
+		if string(s.ID) != req.ID && meta[string(s.ID)].APIAddr == req.APIAddr {
+			return errs.Errorf(errs.CodeConflict, "API address %s belongs to member %s", req.APIAddr, s.ID)
 		}
 	}
-	if !present {
-		if err := n.checkJoinerServes(req); err != nil {
-			return err
+	have := meta[req.ID]
+	switch {
+	case existing == nil:
+		if req.ChangeAddress {
+			return errs.Errorf(errs.CodeNotFound, "%s is not a member of this cluster (it was removed): there is no membership to move; to join again, start it with an empty data directory", req.ID)
 		}
+		return n.addLearner(ctx, req)
+	case string(existing.Address) == req.RaftAddr && (have.APIAddr == "" || have.APIAddr == req.APIAddr):
+		if req.Fresh && existing.Suffrage == raft.Voter {
+			if !req.Replace {
+				return errs.Errorf(errs.CodeConflict,
+					"member %s is a voter at raft address %s, and the process asking to join as %s there has no data: a voter that lost its data must not vote before it has caught up again. If %s's data is lost for good, ask for a replacement (--replace; \"replace\": true) to re-add it as a non-voter",
+					req.ID, existing.Address, req.ID, req.ID)
+			}
+			return n.replaceMember(ctx, req, *existing)
+		}
+		return n.refreshMember(ctx, req)
+	case req.ChangeAddress:
+		return n.moveMember(ctx, req, *existing)
+	case req.Replace:
+		return n.replaceMember(ctx, req, *existing)
+	default:
+		return errs.Errorf(errs.CodeConflict,
+			"member %s already exists, with raft address %s and API address %s; this request names raft address %s and API address %s. Give the new process another id (--id), or, if it replaces %s for good, ask for a replacement (--replace; \"replace\": true)",
+			req.ID, existing.Address, orNone(have.APIAddr), req.RaftAddr, req.APIAddr, req.ID)
+	}
+}
+
+// addLearner adds a new member as a non-voter; the leader promotes it once
+// it has caught up (promoteLearners).
+func (n *Node) addLearner(ctx context.Context, req JoinRequest) error {
+	if len(req.Serves.Domains) == 0 {
+		// An admin's join names no capabilities: ask the member's binary.
+		req.Serves = n.fetchServes(ctx, req)
+	}
+	if err := n.checkJoinerServes(req); err != nil {
+		return err
 	}
 	if err := n.ensureMember(ctx, req.member()); err != nil {
 		return err
 	}
-	if present {
-		return n.settleCapabilities(ctx) // a member that upgraded or downgraded
+	if err := waitFuture(ctx, n.raft.AddNonvoter(raft.ServerID(req.ID), raft.ServerAddress(req.RaftAddr), 0, n.cfg.ApplyTimeout)); err != nil {
+		return raftError("add non-voter", err)
 	}
-	if err := waitFuture(ctx, n.raft.AddVoter(raft.ServerID(req.ID), raft.ServerAddress(req.RaftAddr), 0, n.cfg.ApplyTimeout)); err != nil {
-		return raftError("add voter", err)
-	}
-	n.logger.Info("added voter", "id", req.ID, "raft_addr", req.RaftAddr, "api_addr", req.APIAddr)
+	n.logger.Info("added a non-voter; it becomes a voter once it has caught up", "id", req.ID, "raft_addr", req.RaftAddr, "api_addr", req.APIAddr)
 	return n.settleCapabilities(ctx)
 }
 
+// refreshMember brings the metadata of a member that is present with the
+// same addresses up to date (a restart with an upgraded binary).
+func (n *Node) refreshMember(ctx context.Context, req JoinRequest) error {
+	if len(req.Serves.Domains) == 0 {
+		req.Serves = n.fetchServes(ctx, req)
+	}
+	if err := n.ensureMember(ctx, req.member()); err != nil {
+		return err
+	}
+	return n.settleCapabilities(ctx)
+}
+
+// moveMember changes the addresses of a member that runs on with its data
+// (ChangeAddress): raft's address in place, keeping its suffrage, then the
+// metadata.
+func (n *Node) moveMember(ctx context.Context, req JoinRequest, old raft.Server) error {
+	if string(old.Address) != req.RaftAddr {
+		f := n.raft.AddNonvoter
+		if old.Suffrage == raft.Voter {
+			f = n.raft.AddVoter // of a present voter: changes its address only
+		}
+		if err := waitFuture(ctx, f(old.ID, raft.ServerAddress(req.RaftAddr), 0, n.cfg.ApplyTimeout)); err != nil {
+			return raftError("change address", err)
+		}
+	}
+	if len(req.Serves.Domains) == 0 {
+		req.Serves = n.fetchServes(ctx, req)
+	}
+	if err := n.ensureMember(ctx, req.member()); err != nil {
+		return err
+	}
+	n.logger.Info("moved a member to new addresses", "id", req.ID, "raft_addr", req.RaftAddr, "from_raft_addr", old.Address, "api_addr", req.APIAddr)
+	return n.settleCapabilities(ctx)
+}
+
+// replaceMember removes old and adds the process of req in its place, as a
+// non-voter. The leader never replaces itself: it is evidently alive.
+func (n *Node) replaceMember(ctx context.Context, req JoinRequest, old raft.Server) error {
+	if req.ID == n.cfg.ID {
+		return errs.Errorf(errs.CodeConflict, "member %s is the leader, running at raft address %s: stop it before replacing it (a replacement takes the id of a member gone for good)", req.ID, old.Address)
+	}
+	if err := waitFuture(ctx, n.raft.RemoveServer(old.ID, 0, n.cfg.ApplyTimeout)); err != nil {
+		return raftError("remove the replaced member", err)
+	}
+	n.logger.Warn("removed a member to replace it", "id", req.ID, "old_raft_addr", old.Address, "raft_addr", req.RaftAddr)
+	return n.addLearner(ctx, req)
+}
+
 func (n *Node) removeServer(ctx context.Context, id string) error {
+	n.memberMu.Lock()
+	defer n.memberMu.Unlock()
 	servers, err := n.servers()
 	if err != nil {
 		return err
@@ -133,6 +251,36 @@ func (n *Node) removeServer(ctx context.Context, id string) error {
 		return raftError("remove server", err)
 	}
 	n.logger.Info("removed member", "id", id)
+	return nil
+}
+
+// pruneMetadata removes the metadata of ids that are not in the raft
+// configuration (left by a recovery, or by a join whose raft change never
+// happened). This node must be the leader.
+func (n *Node) pruneMetadata(ctx context.Context) error {
+	n.memberMu.Lock()
+	defer n.memberMu.Unlock()
+	servers, err := n.servers()
+	if err != nil {
+		return err
+	}
+	in := map[string]bool{}
+	for _, s := range servers {
+		in[string(s.ID)] = true
+	}
+	for _, m := range n.fsm.Members() {
+		if in[m.ID] {
+			continue
+		}
+		res, err := n.applyLocal(ctx, arblog.Command{Type: fsm.CmdMemberRemove, Version: 1, Payload: arblog.MustMarshal(fsm.Member{ID: m.ID})})
+		if err != nil {
+			return err
+		}
+		if res.Err != nil && res.Err.Code != errs.CodeNotFound {
+			return res.Err
+		}
+		n.logger.Info("removed the metadata of a former member", "id", m.ID)
+	}
 	return nil
 }
 
@@ -162,6 +310,15 @@ func (n *Node) servers() ([]raft.Server, error) {
 	return f.Configuration().Servers, nil
 }
 
+// metadata is the replicated member metadata by id.
+func (n *Node) metadata() map[string]fsm.Member {
+	out := map[string]fsm.Member{}
+	for _, m := range n.fsm.Members() {
+		out[m.ID] = m
+	}
+	return out
+}
+
 // raftError classifies a raft membership error: not being the leader is
 // retryable, anything else is an outcome the caller must check.
 func raftError(op string, err error) error {
@@ -172,25 +329,27 @@ func raftError(op string, err error) error {
 }
 
 // joinCluster asks the members in cfg.Join, in turn, to add this node,
-// until one accepts or ctx ends.
+// until one accepts, a decision refuses it (a conflict, a bad request, a
+// missing credential: asking again would not change it), or ctx ends.
 func (n *Node) joinCluster(ctx context.Context) error {
 	req := n.joinRequest()
+	req.Fresh, req.Replace = true, n.cfg.Replace
 	var last error
 	for attempt := 0; ; attempt++ {
 		for _, base := range n.cfg.Join {
-			url := strings.TrimRight(base, "/") + "/v1/cluster/join"
-			if !strings.Contains(base, "://") {
-				url = n.url(strings.TrimRight(base, "/"), "/v1/cluster/join")
-			}
 			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			err := n.postJSON(cctx, url, req, nil)
+			err := n.postJSON(cctx, n.joinURL(base, "/v1/cluster/join"), req, nil)
 			cancel()
-			if err == nil {
-				n.logger.Info("joined the cluster", "via", base)
+			if err == nil || n.inConfiguration() { // a lost reply to an accepted join
+				n.member.Store(true)
+				n.logger.Info("joined the cluster as a non-voter; the leader promotes it once it has caught up", "via", base, "replace", req.Replace)
 				return nil
 			}
+			n.logger.Warn("join attempt failed", "via", base, "error", err, "final", final(err))
+			if final(err) {
+				return fmt.Errorf("cluster: join refused by %s: %w", base, err)
+			}
 			last = err
-			n.logger.Warn("join attempt failed", "via", base, "error", err)
 		}
 		if sleepCtx(ctx, backoff(attempt+3)) != nil {
 			return fmt.Errorf("cluster: could not join through %v: %w", n.cfg.Join, last)
@@ -198,23 +357,60 @@ func (n *Node) joinCluster(ctx context.Context) error {
 	}
 }
 
+// final reports whether err is a decision that asking again would not
+// change.
+func final(err error) bool {
+	switch errs.CodeOf(err) {
+	case errs.CodeConflict, errs.CodeInvalid, errs.CodeUnauthorized, errs.CodeForbidden, errs.CodeNotFound:
+		return true
+	}
+	return false
+}
+
+// joinURL is path on the member base names (a URL, or host:port).
+func (n *Node) joinURL(base, path string) string {
+	base = strings.TrimRight(base, "/")
+	if strings.Contains(base, "://") {
+		return base + path
+	}
+	return n.url(base, path)
+}
+
 // registerSelf makes sure the replicated member metadata holds this node's
 // current addresses and what its binary serves (a restart may change
-// both). The leader registers itself when it takes office; a follower
-// asks the leader, whose state, unlike this node's while it replays its
-// log or stays halted, is current. The leader's join is a no-op when
+// what it serves; ChangeAddress, its addresses). The leader registers
+// itself when it takes office; a follower asks the leader, whose state,
+// unlike this node's while it replays its log or stays halted, is
+// current. A node that moved (ChangeAddress) cannot hear the leader until
+// the leader knows its new raft address, so it asks every member it knows
+// of, which forward to the leader. The leader's join is a no-op when
 // nothing changed.
 func (n *Node) registerSelf() {
 	req := n.joinRequest()
 	me := req.member()
 	for attempt := 0; ; attempt++ {
-		if n.IsLeader() {
+		switch {
+		case n.IsLeader():
 			for _, m := range n.fsm.Members() {
 				if m.Same(me) {
 					return
 				}
 			}
-		} else if n.inConfiguration() {
+		case req.ChangeAddress:
+			for _, api := range n.peerAPIs() {
+				ctx, cancel := context.WithTimeout(n.ctx, 5*time.Second)
+				err := n.postJSON(ctx, n.joinURL(api, "/v1/cluster/join"), req, nil)
+				cancel()
+				if err == nil {
+					n.logger.Info("the leader moved this member to its new addresses", "via", api, "raft_addr", req.RaftAddr, "api_addr", req.APIAddr)
+					req.ChangeAddress = false
+					break
+				}
+				if n.ctx.Err() == nil {
+					n.logger.Warn("asking to move this member to its new addresses failed", "via", api, "error", err)
+				}
+			}
+		case n.inConfiguration():
 			if _, api := n.leaderAPI(); api != "" {
 				ctx, cancel := context.WithTimeout(n.ctx, 5*time.Second)
 				err := n.postJSON(ctx, n.url(api, "/v1/cluster/join"), req, nil)
@@ -235,7 +431,7 @@ func (n *Node) registerSelf() {
 
 // joinRequest is this node's own metadata, as a join asks for it.
 func (n *Node) joinRequest() JoinRequest {
-	return JoinRequest{ID: n.cfg.ID, RaftAddr: n.raftAddr, APIAddr: n.apiAddr, Serves: n.fsm.Served()}
+	return JoinRequest{ID: n.cfg.ID, RaftAddr: n.raftAddr, APIAddr: n.apiAddr, Serves: n.fsm.Served(), ChangeAddress: n.moving.Load()}
 }
 
 func (n *Node) inConfiguration() bool {
@@ -249,4 +445,11 @@ func (n *Node) inConfiguration() bool {
 		}
 	}
 	return false
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none registered)"
+	}
+	return s
 }

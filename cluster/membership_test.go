@@ -451,7 +451,8 @@ func TestNodeResumesOnExistingDataWhateverItsFlags(t *testing.T) {
 	base := standaloneConfig(t, "solo")
 	base.Bootstrap = true
 	first := startNode(t, base, 10*time.Second)
-	base.RaftAddr = first.RaftAddr() // keep the address the configuration names
+	// Keep the addresses the data directory records.
+	base.RaftAddr, base.HTTPAddr = first.RaftAddr(), first.APIAddr()
 	waitLeading := func(n *cluster.Node) {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)

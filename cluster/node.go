@@ -46,6 +46,22 @@ type Node struct {
 	sem            chan struct{}
 	// restoring admits one restore at a time.
 	restoring sync.Mutex
+	// memberMu makes the leader's membership changes one at a time.
+	memberMu sync.Mutex
+	// record is the data directory's record of this member (record.go).
+	record recordBox
+	// moving is set while this node asks the leader to move it to new
+	// addresses (Config.ChangeAddress).
+	moving atomic.Bool
+	// member is set once this node is known to have been a member of its
+	// cluster (state at start, a bootstrap, a join, or seen in the
+	// configuration); only a member can find itself removed.
+	member atomic.Bool
+	// done is closed once the node has stopped; exitErr says why it
+	// stopped on its own (it was removed), nil after Shutdown or Close.
+	done     chan struct{}
+	doneOnce sync.Once
+	exitErr  error
 
 	// clock turns this node's monotonic clock into FSM time stamps.
 	clock fsmClock
@@ -94,13 +110,19 @@ func New(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("cluster: invalid config: %w", err)
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.done = make(chan struct{})
 	return n, nil
 }
 
 // Start opens the stores, starts raft and the HTTP API, bootstraps or joins
 // when the data directory is new, and returns. A node with existing state
-// resumes its membership and ignores Bootstrap and Join. Joining retries
-// until ctx ends.
+// resumes its membership: Bootstrap is then ignored, and Join only checked
+// (it must name members of this node's own cluster). Before raft starts,
+// Start refuses what would do harm (see startcheck.go): no state and
+// nothing to start from, a data directory of another member, a member
+// removed from its cluster, addresses other than the recorded ones
+// without ChangeAddress. Joining retries until ctx ends or a decision
+// refuses it.
 func (n *Node) Start(ctx context.Context) (err error) {
 	if !n.started.CompareAndSwap(false, true) {
 		return errors.New("cluster: node already started")
@@ -112,9 +134,13 @@ func (n *Node) Start(ctx context.Context) (err error) {
 			for i := len(cleanup) - 1; i >= 0; i-- {
 				cleanup[i]()
 			}
+			n.stopped.Do(n.closeDone) // a later Shutdown or Close has nothing to stop
 		}
 	}()
 
+	if err := n.checkFresh(); err != nil {
+		return err
+	}
 	if err := n.openStores(); err != nil {
 		return err
 	}
@@ -141,6 +167,13 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("cluster: inspect raft state: %w", err)
 	}
+	if err := n.refuseFresh(hasState); err != nil {
+		return err
+	}
+	if err := n.prepareRecord(ctx, hasState); err != nil {
+		return err
+	}
+	n.member.Store(hasState || n.cfg.Bootstrap)
 	notify := make(chan bool, 16)
 	trans, guard := guardTransport(n.transport)
 	n.guard = guard
@@ -158,7 +191,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		guard.close()
 	})
 
-	if !hasState && n.cfg.Bootstrap {
+	if !hasState && n.cfg.Bootstrap && n.cfg.Restore == "" {
 		if err := n.bootstrap(); err != nil {
 			return err
 		}
@@ -175,12 +208,15 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	n.goBackground(func() { n.watchLeadership(notify) })
 	n.forwarder.start()
 	n.goBackground(n.registerSelf)
+	n.goBackground(n.keepRecord)
+	n.goBackground(n.watchRemoval)
 	for _, d := range n.cfg.Domains {
 		if d.Start != nil {
 			n.goBackground(func() { d.Start(n.ctx, n) })
 		}
 	}
-	n.logger.Info("node started", "raft_addr", n.raftAddr, "api_addr", n.apiAddr, "existing_state", hasState, "log_store", n.logStore, "auth", n.AuthMode(), "tls", n.cfg.TLS != nil)
+	n.logger.Info("node started", "raft_addr", n.raftAddr, "api_addr", n.apiAddr, "existing_state", hasState,
+		"cluster_id", n.record.get().ClusterID, "log_store", n.logStore, "auth", n.AuthMode(), "tls", n.cfg.TLS != nil)
 	if n.AuthMode() == "open" {
 		n.logger.Warn("open development mode: every caller is trusted; the node listens on loopback only")
 	}
@@ -191,6 +227,53 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		}
 	}
 	return nil
+}
+
+// prepareRecord checks a node with state against its data directory's
+// record and stored configuration (and, with Join, the cluster Join
+// names), seeds a new cluster from a backup (Restore), and writes the
+// record this start begins with.
+func (n *Node) prepareRecord(ctx context.Context, hasState bool) error {
+	dir := n.cfg.DataDir
+	rec, err := ReadRecord(dir)
+	if dir == "" {
+		rec, err = nil, nil
+	}
+	if err != nil {
+		return err
+	}
+	if !hasState {
+		fresh := MemberRecord{ID: n.cfg.ID, RaftAddr: n.raftAddr, APIAddr: n.apiAddr}
+		if n.cfg.Bootstrap {
+			fresh.ClusterID = newClusterID() // proposed by the first leader (ensureClusterID)
+		}
+		if n.cfg.Restore != "" {
+			if err := n.seed(n.cfg.Restore); err != nil {
+				return err
+			}
+		}
+		return n.record.set(dir, fresh)
+	}
+	conf, err := storedConfiguration(n.stores)
+	if err != nil {
+		return fmt.Errorf("cluster: read the stored raft configuration: %w", err)
+	}
+	moving, err := n.checkResume(rec, conf)
+	if err != nil {
+		return err
+	}
+	if len(n.cfg.Join) > 0 {
+		if err := n.checkJoinTargets(ctx, rec); err != nil {
+			return err
+		}
+	}
+	if rec == nil { // a data directory of a release before records
+		rec = &MemberRecord{ID: n.cfg.ID, RaftAddr: n.raftAddr, APIAddr: n.apiAddr}
+	}
+	n.moving.Store(moving)
+	// A move is recorded once the cluster holds the new addresses
+	// (refreshRecord); until then the record keeps the old ones.
+	return n.record.set(dir, *rec)
 }
 
 func (n *Node) openStores() error {
@@ -301,6 +384,7 @@ func (n *Node) Close() error { return n.stop(context.Background(), false) }
 
 func (n *Node) stop(ctx context.Context, transfer bool) error {
 	n.stopped.Do(func() {
+		defer n.closeDone()
 		if !n.started.Load() || n.raft == nil {
 			n.cancel()
 			return
@@ -331,6 +415,24 @@ func (n *Node) stop(ctx context.Context, transfer bool) error {
 		n.logger.Info("node stopped")
 	})
 	return n.stopErr
+}
+
+func (n *Node) closeDone() { n.doneOnce.Do(func() { close(n.done) }) }
+
+// Done is closed once the node has stopped: after Shutdown or Close, after
+// a failed Start, or on its own when it finds it was removed from its
+// cluster (Err then says so).
+func (n *Node) Done() <-chan struct{} { return n.done }
+
+// Err is why the node stopped on its own, once Done is closed; nil while
+// it runs and after Shutdown, Close or a failed Start.
+func (n *Node) Err() error {
+	select {
+	case <-n.done:
+		return n.exitErr
+	default:
+		return nil
+	}
 }
 
 // peerClient is the HTTP client a node uses to reach other nodes: the

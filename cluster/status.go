@@ -11,6 +11,9 @@ import (
 // Status is a node's view of the cluster.
 type Status struct {
 	NodeID string `json:"node_id"`
+	// ClusterID names the cluster (chosen when it was bootstrapped; ""
+	// until this node has seen it).
+	ClusterID string `json:"cluster_id"`
 	// AuthMode is "open" (development: every caller trusted, loopback
 	// only) or "principals".
 	AuthMode      string         `json:"auth_mode"`
@@ -48,7 +51,9 @@ type MemberStatus struct {
 	ID       string `json:"id"`
 	RaftAddr string `json:"raft_addr"`
 	APIAddr  string `json:"api_addr"`
-	Voter    bool   `json:"voter"`
+	// Voter is false for a member that joined and has not caught up yet
+	// (the leader promotes it once it has).
+	Voter bool `json:"voter"`
 	// Serves is what the member's binary serves, as it last registered.
 	Serves fsm.Capabilities `json:"serves"`
 }
@@ -58,6 +63,7 @@ func (n *Node) Status() Status {
 	lid, lapi := n.leaderAPI()
 	s := Status{
 		NodeID:        n.cfg.ID,
+		ClusterID:     n.clusterID(),
 		AuthMode:      n.AuthMode(),
 		State:         n.raft.State().String(),
 		LeaderID:      lid,

@@ -62,6 +62,8 @@ func (f *FSM) readBackup(r io.Reader) (*loadedState, *SnapshotInfo, error) {
 //     cluster's addresses, or no node could forward to the leader.
 //   - The enabled command set and the retention: they follow this
 //     cluster's binaries and configuration, not the backup's.
+//   - Cluster id: the cluster stays itself; a cluster seeded from
+//     another's backup (this FSM empty) gets an id of its own later.
 //   - Applied index and FSM time: each is the larger of the two, so
 //     neither ever moves backwards on a replica (leases keep expiring on
 //     the cluster's clock, not the backup's).
@@ -102,6 +104,7 @@ func (f *FSM) PrepareRestore(r io.Reader, w io.Writer) (backup *SnapshotInfo, in
 	}
 	now, m := readMeta(cur), readMeta(txn)
 	m.Enabled, m.Retention = now.Enabled, now.Retention // the cluster's, like its members
+	m.ClusterID = now.ClusterID
 	m.Index = max(m.Index, now.Index)
 	m.Now = max(m.Now, now.Now)
 	m.LastSeq = max(m.LastSeq, now.LastSeq) + 1

@@ -34,6 +34,8 @@ type meta struct {
 	// rows evicted by its row cap before their retention ran out.
 	LedgerRows    uint64 `msgpack:"ledger_rows,omitempty"`
 	LedgerEvicted uint64 `msgpack:"ledger_evicted,omitempty"`
+	// ClusterID names the cluster ("" until CmdClusterID; see there).
+	ClusterID string `msgpack:"cluster_id,omitempty"`
 }
 
 // idemRow is one entry of the idempotency ledger.
@@ -108,7 +110,7 @@ func coreModule() Module {
 				},
 			}},
 		},
-		Commands: []CommandSpec{tickSpec(), memberUpsertSpec(), memberRemoveSpec(), enableSpec()},
+		Commands: []CommandSpec{tickSpec(), memberUpsertSpec(), memberRemoveSpec(), enableSpec(), clusterIDSpec()},
 		Queries:  []QuerySpec{membersQuerySpec(), changesQuerySpec()},
 	}
 }

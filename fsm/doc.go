@@ -1,7 +1,8 @@
 // Package fsm is Arbiter's deterministic state machine host, and only
 // that: dispatch by command type, the enabled command set, the FSM clock,
 // the state store, the idempotency ledger, the change feed, ticks, effects
-// after commit, snapshots, the state hash and member metadata. It knows no
+// after commit, snapshots, the state hash, member metadata and the
+// cluster's id (CmdClusterID: set once, kept by a restore). It knows no
 // domain; domains bring their modules (see package domain).
 //
 // An FSM holds a go-memdb state store and a set of modules. Each module

@@ -169,24 +169,117 @@ func (n *e2eNode) currentLog(t *testing.T) string {
 	return string(b)
 }
 
-// e2eCluster is three `arbiter serve` processes and a client.
+// e2eCluster is three `arbiter serve` processes and a client, and any
+// extra processes a test starts (extraNode).
 type e2eCluster struct {
 	t     *testing.T
 	bin   string
+	root  string
 	nodes []*e2eNode
+	extra []*e2eNode
 	c     *e2eAPIClient
+}
+
+// all is every node, the cluster's and the extra ones.
+func (cl *e2eCluster) all() []*e2eNode { return append(append([]*e2eNode{}, cl.nodes...), cl.extra...) }
+
+// extraNode is a node outside the three, on fresh ports and a data
+// directory of its own, with serve flags args after its id, data
+// directory and addresses. Cleanup stops it like the others.
+func (cl *e2eCluster) extraNode(id string, args ...string) *e2eNode {
+	cl.t.Helper()
+	ports := e2eFreePorts(cl.t, 2)
+	n := &e2eNode{
+		id:       id,
+		httpAddr: fmt.Sprintf("127.0.0.1:%d", ports[1]),
+		dataDir:  filepath.Join(cl.root, id, "data"),
+		logDir:   filepath.Join(cl.root, id),
+	}
+	if err := os.MkdirAll(n.logDir, 0o755); err != nil {
+		cl.t.Fatal(err)
+	}
+	n.args = append([]string{"--id", id, "--data-dir", n.dataDir,
+		"--raft-addr", fmt.Sprintf("127.0.0.1:%d", ports[0]), "--http-addr", n.httpAddr}, args...)
+	cl.extra = append(cl.extra, n)
+	return n
+}
+
+// flag is the value of flag name in n's arguments ("" if absent).
+func (n *e2eNode) flag(name string) string {
+	for i := 0; i+1 < len(n.args); i++ {
+		if n.args[i] == name {
+			return n.args[i+1]
+		}
+	}
+	return ""
+}
+
+// setFlag sets flag name to value in n's arguments (adding it if absent);
+// setting --http-addr moves n's API address too.
+func (n *e2eNode) setFlag(name, value string) {
+	if name == "--http-addr" {
+		n.httpAddr = value
+	}
+	for i := 0; i+1 < len(n.args); i++ {
+		if n.args[i] == name {
+			n.args[i+1] = value
+			return
+		}
+	}
+	n.args = append(n.args, name, value)
+}
+
+// dropFlag removes flag name (and its value, unless boolean) from n's
+// arguments.
+func (n *e2eNode) dropFlag(name string, boolean bool) {
+	for i := 0; i < len(n.args); i++ {
+		if n.args[i] != name {
+			continue
+		}
+		end := i + 2
+		if boolean {
+			end = i + 1
+		}
+		n.args = append(n.args[:i], n.args[min(end, len(n.args)):]...)
+		return
+	}
+}
+
+// expectRefused starts n, which must exit non-zero within d without
+// serving, its log saying each of wants; it returns the log.
+func (cl *e2eCluster) expectRefused(n *e2eNode, d time.Duration, wants ...string) string {
+	cl.t.Helper()
+	n.start(cl.t, cl.bin)
+	st := n.waitExit(d)
+	if st == nil {
+		_ = n.proc.cmd.Process.Kill()
+		n.waitExit(5 * time.Second)
+		cl.t.Fatalf("%s %v: still running %v after start, want it refused; its log:\n%s", n.id, n.args, d, n.currentLog(cl.t))
+	}
+	log := n.currentLog(cl.t)
+	if st.Success() {
+		cl.t.Fatalf("%s %v: exited 0, want a refusal; its log:\n%s", n.id, n.args, log)
+	}
+	for _, w := range wants {
+		if !strings.Contains(log, w) {
+			cl.t.Errorf("%s %v: refused, but its message lacks %q:\n%s", n.id, n.args, w, log)
+		}
+	}
+	return log
 }
 
 // startE2ECluster builds the binary and starts n1 (bootstrapping) and n2,
 // n3 (joining through n1), then waits until every node is ready and sees
-// three members. extraArgs are appended to every node's serve flags, with
-// "{node}" replaced by the node's id (n1, n2, n3).
+// three voters (a node joins as a non-voter; the leader promotes it once
+// it has caught up). extraArgs are appended to every node's serve flags,
+// with "{node}" replaced by the node's id (n1, n2, n3).
 // Cleanup SIGTERMs every process still running and, if the test failed,
 // logs the tail of every node's logs.
 func startE2ECluster(ctx context.Context, t *testing.T, extraArgs ...string) *e2eCluster {
 	t.Helper()
 	cl := &e2eCluster{t: t, bin: e2eBuildArbiter(t), c: newE2EAPIClient()}
 	root := t.TempDir()
+	cl.root = root
 	ports := e2eFreePorts(t, 2*e2eNodes)
 	for i := range e2eNodes {
 		n := &e2eNode{
@@ -203,7 +296,9 @@ func startE2ECluster(ctx context.Context, t *testing.T, extraArgs ...string) *e2
 			"--raft-addr", fmt.Sprintf("127.0.0.1:%d", ports[2*i]),
 			"--http-addr", n.httpAddr,
 		}
-		if i > 0 {
+		if i == 0 {
+			n.args = append(n.args, "--bootstrap")
+		} else {
 			n.args = append(n.args, "--join", cl.nodes[0].url())
 		}
 		for _, a := range extraArgs {
@@ -224,13 +319,13 @@ func startE2ECluster(ctx context.Context, t *testing.T, extraArgs ...string) *e2
 	for _, n := range cl.nodes {
 		cl.waitReady(ctx, n, 20*time.Second)
 	}
-	cl.eventually(ctx, 10*time.Second, "three members seen by every node", func() (bool, string) {
+	cl.eventually(ctx, 10*time.Second, "three voters seen by every node", func() (bool, string) {
 		for _, n := range cl.nodes {
 			st, err := cl.c.status(ctx, n)
 			if err != nil {
 				return false, err.Error()
 			}
-			if len(st.Members) != e2eNodes || st.LeaderID == "" {
+			if len(st.Members) != e2eNodes || st.LeaderID == "" || st.voters() != e2eNodes {
 				return false, fmt.Sprintf("%s: %+v", n.id, st)
 			}
 		}
@@ -341,7 +436,7 @@ func (cl *e2eCluster) stopAll() {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var problems []string
-	for _, n := range cl.nodes {
+	for _, n := range cl.all() {
 		if !n.running() {
 			continue
 		}
@@ -375,7 +470,7 @@ func (cl *e2eCluster) dumpLogsOnFailure() {
 	if !cl.t.Failed() {
 		return
 	}
-	for _, n := range cl.nodes {
+	for _, n := range cl.all() {
 		for _, path := range n.logs {
 			b, err := os.ReadFile(path)
 			if err != nil {
@@ -428,18 +523,42 @@ type e2eCASReply struct {
 }
 
 type e2eStatusReply struct {
-	NodeID        string `json:"node_id"`
-	State         string `json:"state"`
-	LeaderID      string `json:"leader_id"`
-	LeaderAPIAddr string `json:"leader_api_addr"`
-	Term          uint64 `json:"term"`
-	CommitIndex   uint64 `json:"commit_index"`
-	AppliedIndex  uint64 `json:"applied_index"`
-	Members       []struct {
-		ID      string `json:"id"`
-		APIAddr string `json:"api_addr"`
-		Voter   bool   `json:"voter"`
-	} `json:"members"`
+	NodeID        string      `json:"node_id"`
+	ClusterID     string      `json:"cluster_id"`
+	State         string      `json:"state"`
+	LeaderID      string      `json:"leader_id"`
+	LeaderAPIAddr string      `json:"leader_api_addr"`
+	Term          uint64      `json:"term"`
+	CommitIndex   uint64      `json:"commit_index"`
+	AppliedIndex  uint64      `json:"applied_index"`
+	Members       []e2eMember `json:"members"`
+}
+
+type e2eMember struct {
+	ID       string `json:"id"`
+	RaftAddr string `json:"raft_addr"`
+	APIAddr  string `json:"api_addr"`
+	Voter    bool   `json:"voter"`
+}
+
+func (st *e2eStatusReply) voters() int {
+	n := 0
+	for _, m := range st.Members {
+		if m.Voter {
+			n++
+		}
+	}
+	return n
+}
+
+// member is the member named id, or nil.
+func (st *e2eStatusReply) member(id string) *e2eMember {
+	for i := range st.Members {
+		if st.Members[i].ID == id {
+			return &st.Members[i]
+		}
+	}
+	return nil
 }
 
 type e2eHashReply struct {

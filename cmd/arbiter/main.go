@@ -1,17 +1,24 @@
 // Command arbiter runs and inspects Arbiter nodes.
 //
-//	arbiter serve  [--id ID] [--data-dir DIR] [--raft-addr HOST:PORT] [--http-addr HOST:PORT] [--bootstrap] [--join URL[,URL...]]
+//	arbiter serve  [--id ID] [--data-dir DIR] [--raft-addr HOST:PORT] [--http-addr HOST:PORT]
+//	               [--bootstrap [--restore FILE] | --join URL[,URL...] [--replace]] [--change-address]
 //	               [--snapshot-threshold N] [--snapshot-interval DURATION] [--trailing-logs N] [--max-restore-bytes N]
 //	               and each domain's flags (arbiter serve -h)
 //	arbiter status [--addr URL]
 //	arbiter bench  [--addrs URL[,URL...]] [--clients 1,16,64] [--duration 10s]
-//	arbiter snapshot save --out FILE | inspect FILE | restore FILE [--addr URL]
+//	arbiter snapshot save --out FILE [--addr URL | --data-dir DIR] | inspect FILE | restore FILE [--addr URL]
+//	arbiter recover --data-dir DIR --members FILE [--id ID]
 //	arbiter principal [flags]
 //	arbiter <domain command> ...   (concept, capacity, space, task: see arbiter help)
 //
 // With no flags, serve runs a single-node cluster in ./arbiter-data with
 // raft on 127.0.0.1:7000 and the HTTP API on 127.0.0.1:8000, serving the
-// built-in domains (package domain/builtin).
+// built-in domains (package domain/builtin). With flags, a node with an
+// empty data directory needs --bootstrap (a new cluster) or --join; a node
+// with state resumes the membership its data directory records, and
+// refuses to start with another --id, other addresses (unless
+// --change-address), or a --join naming another cluster. A node removed
+// from its cluster exits non-zero.
 package main
 
 import (
@@ -34,6 +41,7 @@ var commands = []struct {
 	{"bench", "measure create-if-absent throughput and latency against a cluster", bench},
 	{"principal", "make a bearer token and the hash a principals file stores", principal},
 	{"snapshot", "save, inspect and restore backups of the whole state (arbiter snapshot)", snapshotCmd},
+	{"recover", "offline: make the survivors of a lost quorum a smaller cluster (arbiter recover -h)", recoverCmd},
 }
 
 func main() {

@@ -31,8 +31,11 @@ func serve(args []string) error {
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "host:port for the HTTP API")
 	fs.StringVar(&cfg.RaftAdvertise, "raft-advertise", "", "raft address peers dial, if not --raft-addr")
 	fs.StringVar(&cfg.HTTPAdvertise, "http-advertise", "", "API address peers and clients use, if not --http-addr")
-	bootstrap := fs.Bool("bootstrap", false, "start a new cluster with this node as its first voter (the default when --join is not given)")
-	join := fs.String("join", "", "comma-separated API URLs of existing members to join through")
+	bootstrap := fs.Bool("bootstrap", false, "start a new cluster with this node as its first voter (an empty --data-dir needs --bootstrap or --join; serve with no flags at all bootstraps a single node)")
+	join := fs.String("join", "", "comma-separated API URLs of existing members to join through (a node with state only checks that they are of its cluster)")
+	fs.BoolVar(&cfg.Replace, "replace", false, "with --join: take the id of a member gone for good (the leader removes it and adds this node as a non-voter)")
+	fs.BoolVar(&cfg.ChangeAddress, "change-address", false, "start a node with state on a raft or API address other than the ones its data directory records; the leader moves the member there")
+	fs.StringVar(&cfg.Restore, "restore", "", "with --bootstrap: seed the new cluster with this backup file (arbiter snapshot save)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	noSync := fs.Bool("unsafe-no-fsync", false, "do not fsync the raft log (benchmarks only: a crash may lose acknowledged writes)")
 	joinTimeout := fs.Duration("join-timeout", time.Minute, "how long to keep trying to join")
@@ -68,16 +71,17 @@ func serve(args []string) error {
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	cfg.NoSyncUnsafe = *noSync
+	cfg.FlagNames = serveFlagNames
 	if *join != "" {
 		if *bootstrap {
 			return errors.New("--bootstrap and --join are exclusive")
 		}
 		cfg.Join = strings.Split(*join, ",")
-	} else {
-		// Bootstrapping only happens on an empty data directory; on a
-		// restart the node resumes its membership whatever the flags say.
-		cfg.Bootstrap = true
 	}
+	// Bootstrapping only happens on an empty data directory, and only
+	// when asked for: a forgotten --join must not make a second cluster.
+	// With no flags at all, serve is the README's single-node default.
+	cfg.Bootstrap = *bootstrap || len(args) == 0
 
 	if *principalsFile != "" {
 		reg, err := identity.Load(*principalsFile)
@@ -129,12 +133,23 @@ func serve(args []string) error {
 		cfg.Logger.Warn("open development mode: every caller is trusted; listening on loopback only (configure --principals to authenticate)")
 	}
 
-	for s := range sig {
-		if s != syscall.SIGHUP {
-			cfg.Logger.Info("shutting down", "signal", s.String())
-			break
+	for stop := false; !stop; {
+		select {
+		case s := <-sig:
+			if s != syscall.SIGHUP {
+				cfg.Logger.Info("shutting down", "signal", s.String())
+				stop = true
+				break
+			}
+			reload(node, cfg, *principalsFile)
+		case <-node.Done():
+			// The node stopped on its own: it was removed from its
+			// cluster. It has said why in its log; exit non-zero.
+			if err := node.Err(); err != nil {
+				return err
+			}
+			return errors.New("the node stopped")
 		}
-		reload(node, cfg, *principalsFile)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
@@ -215,4 +230,28 @@ func reload(node *cluster.Node, cfg cluster.Config, principalsFile string) {
 			cfg.Logger.Info("reloaded a domain's configuration", "domain", d.Name)
 		}
 	}
+}
+
+// serveFlagNames names Config fields by the flags that set them, for the
+// messages of Config.Validate and Node.Start.
+var serveFlagNames = map[string]string{
+	"ID":                   "--id",
+	"DataDir":              "--data-dir",
+	"RaftAddr":             "--raft-addr",
+	"HTTPAddr":             "--http-addr",
+	"RaftAdvertise":        "--raft-advertise",
+	"HTTPAdvertise":        "--http-advertise",
+	"Bootstrap":            "--bootstrap",
+	"Join":                 "--join",
+	"Replace":              "--replace",
+	"ChangeAddress":        "--change-address",
+	"Restore":              "--restore",
+	"Principals":           "--principals",
+	"PeerToken":            "--peer-token-file",
+	"SnapshotThreshold":    "--snapshot-threshold",
+	"SnapshotInterval":     "--snapshot-interval",
+	"MaxRestoreBytes":      "--max-restore-bytes",
+	"IdempotencyRetention": "--idempotency-retention",
+	"IdempotencyMaxRows":   "--idempotency-max-rows",
+	"ChangeFeedRetain":     "--change-feed-retain",
 }

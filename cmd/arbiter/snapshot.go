@@ -22,10 +22,15 @@ const snapshotUsage = `usage: arbiter snapshot <command> [flags]
 
 commands:
   save     --addr URL[,URL...] --out FILE   back up the cluster's state (taken on the leader)
+  save     --data-dir DIR --out FILE        back up a stopped node's data directory, offline
   inspect  FILE                              check a backup offline and print what it holds
   restore  --addr URL[,URL...] FILE          replace the cluster's state with a backup
 
 save keeps FILE only once it reads back as a complete, checksummed backup.
+save --data-dir needs no leader: it writes the node's latest snapshot with
+every entry of its log after it applied (entries the node held but the
+cluster may not have committed included). To start a new cluster from a
+backup: arbiter serve --bootstrap --restore FILE.
 restore rolls back everything but the cluster's members, index and clock:
 writes after the backup are gone, fences and sequences go back, and every
 change-feed cursor expires. All three print counts and hashes, never rows.
@@ -40,6 +45,7 @@ func snapshotCmd(args []string) error {
 	fs := flag.NewFlagSet("snapshot "+cmd, flag.ContinueOnError)
 	addr := fs.String("addr", "http://127.0.0.1:8000", "comma-separated API URLs of the cluster")
 	out := fs.String("out", "", "file to write the backup to (save)")
+	dataDir := fs.String("data-dir", "", "save offline from this stopped node's data directory instead of a cluster (save)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	cf := addClientFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -52,11 +58,31 @@ func snapshotCmd(args []string) error {
 		if *out == "" || fs.NArg() != 0 {
 			return errors.New("save takes --out FILE and no arguments")
 		}
+		if *dataDir != "" {
+			addrGiven := false
+			fs.Visit(func(f *flag.Flag) { addrGiven = addrGiven || f.Name == "addr" })
+			if addrGiven {
+				return errors.New("save takes --addr (online, from the leader) or --data-dir (offline, from a stopped node), not both")
+			}
+			var offline *cluster.OfflineBackup
+			info, err := saveBackup(*out, func(w io.Writer) (err error) {
+				offline, err = cluster.SaveOffline(*dataDir, builtin.Domains(), w)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			if !*asJSON {
+				fmt.Printf("offline from %s: snapshot at index %d, then %d log entries to index %d\n",
+					*dataDir, offline.SnapshotIndex, offline.Entries, offline.LastIndex)
+			}
+			return printInfo(info, *asJSON)
+		}
 		remote, err := cf.remote(*addr)
 		if err != nil {
 			return err
 		}
-		info, err := saveBackup(ctx, remote, *out)
+		info, err := saveBackup(*out, func(w io.Writer) error { return remote.Snapshot(ctx, w) })
 		if err != nil {
 			return err
 		}
@@ -98,10 +124,10 @@ func snapshotCmd(args []string) error {
 	return fmt.Errorf("unknown snapshot command %q", cmd)
 }
 
-// saveBackup writes the backup next to path, reads it back from disk and
-// checks it, syncs it and only then renames it to path: path is either a
-// complete backup or untouched.
-func saveBackup(ctx context.Context, remote *cluster.Remote, path string) (*fsm.SnapshotInfo, error) {
+// saveBackup writes the backup (with write) next to path, reads it back
+// from disk and checks it, syncs it and only then renames it to path:
+// path is either a complete backup or untouched.
+func saveBackup(path string, write func(io.Writer) error) (*fsm.SnapshotInfo, error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return nil, err
@@ -109,7 +135,7 @@ func saveBackup(ctx context.Context, remote *cluster.Remote, path string) (*fsm.
 	defer os.Remove(tmp.Name()) // after the rename, a no-op
 	defer tmp.Close()
 	w := bufio.NewWriterSize(tmp, 256<<10)
-	if err := remote.Snapshot(ctx, w); err != nil {
+	if err := write(w); err != nil {
 		return nil, err
 	}
 	if err := w.Flush(); err != nil {

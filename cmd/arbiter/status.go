@@ -30,6 +30,7 @@ func status(args []string) error {
 	if *asJSON {
 		return printJSON(st)
 	}
+	fmt.Printf("cluster %s\n", orDash(st.ClusterID))
 	fmt.Printf("node %s is %s; leader %s (%s); term %d; commit %d; applied %d; auth %s\n",
 		st.NodeID, st.State, orDash(st.LeaderID), orDash(st.LeaderAPIAddr), st.Term, st.CommitIndex, st.AppliedIndex, st.AuthMode)
 	enabled := "none yet (the leader enables what every member serves)"
@@ -41,9 +42,13 @@ func status(args []string) error {
 		fmt.Printf("HALTED: %s\n", st.Halted)
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tRAFT\tAPI\tVOTER\tSERVES")
+	fmt.Fprintln(tw, "ID\tRAFT\tAPI\tROLE\tSERVES")
 	for _, m := range st.Members {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%v\t%s\n", m.ID, m.RaftAddr, orDash(m.APIAddr), m.Voter, m.Serves)
+		role := "voter"
+		if !m.Voter {
+			role = "non-voter (until caught up)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.ID, m.RaftAddr, orDash(m.APIAddr), role, m.Serves)
 	}
 	return tw.Flush()
 }

@@ -97,6 +97,11 @@ func (q *quickstart) startCluster() error {
 	if err != nil {
 		return err
 	}
+	// n2 and n3 joined as non-voters; the leader promotes them once they
+	// have caught up. Until then the cluster could not survive losing n1.
+	if err := q.waitVoters(leader, 10*time.Second); err != nil {
+		return err
+	}
 	for i, n := range q.nodes {
 		role := "follower"
 		if i == leader {
@@ -282,6 +287,24 @@ func (q *quickstart) waitLeader(timeout time.Duration) (int, error) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return -1, errors.New("no leader elected in time")
+}
+
+// waitVoters waits until the leader counts every node as a voter.
+func (q *quickstart) waitVoters(leader int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		voters := 0
+		for _, m := range q.nodes[leader].Status().Members {
+			if m.Voter {
+				voters++
+			}
+		}
+		if voters == len(q.nodes) {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return errors.New("the joined nodes did not become voters in time")
 }
 
 func (q *quickstart) stopAll() {

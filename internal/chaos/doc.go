@@ -13,6 +13,10 @@
 //     exceeds capacity; for the fenced sink: no acknowledged write lost or
 //     duplicated).
 //
+// Run starts its own cluster; NewCluster and RunOn split that, for a test
+// that must bring the cluster into some state first (the recovery test of
+// cmd/arbiter runs the harness on a cluster recovered from quorum loss).
+//
 // Adding a module is a Workload (a model, a client step, a final check)
 // and one line in the table of workloads_test.go; every fault in Faults then
 // runs against it. RELIABILITY.md at the repository root says what is

@@ -70,15 +70,17 @@ const (
 // recover after a fault.
 func Run(t testing.TB, cfg Config) Report {
 	t.Helper()
+	return RunOn(t, NewCluster(t, cfg), cfg)
+}
+
+// NewCluster starts the cluster Run would run cfg on: cfg.Nodes nodes,
+// over TCP if cfg.TCP, with the harness's small raft log. A test that
+// must bring a cluster into some state first (a recovery, say) starts it
+// here, then calls RunOn.
+func NewCluster(t testing.TB, cfg Config) *clustertest.Cluster {
+	t.Helper()
 	cfg.defaults()
-	if len(cfg.Faults) > len(Faults) {
-		// Workloads size their objects for MaxGenerations(len(Faults)).
-		t.Fatalf("chaos: %d faults in one run; at most %d (one per kind) fit the workloads' generations", len(cfg.Faults), len(Faults))
-	}
-	began := time.Now()
-	t.Logf("chaos: %s seed %d, faults %v", cfg.Workload.Name(), cfg.Seed, faultNames(cfg.Faults))
-	logDir := nodeLogDir(t)
-	c := clustertest.New(t, clustertest.Options{Nodes: cfg.Nodes, TCP: cfg.TCP, LogDir: logDir, Configure: func(i int, nc *cluster.Config) {
+	return clustertest.New(t, clustertest.Options{Nodes: cfg.Nodes, TCP: cfg.TCP, LogDir: nodeLogDir(t), Configure: func(i int, nc *cluster.Config) {
 		nc.SnapshotThreshold = snapshotThreshold
 		nc.TrailingLogs = trailingLogs
 		nc.SnapshotInterval = 500 * time.Millisecond
@@ -86,6 +88,19 @@ func Run(t testing.TB, cfg Config) Report {
 			w.Configure(t, i, nc)
 		}
 	}})
+}
+
+// RunOn runs cfg on c, a healthy cluster from NewCluster (its nodes
+// configured as the harness needs), exactly as Run does.
+func RunOn(t testing.TB, c *clustertest.Cluster, cfg Config) Report {
+	t.Helper()
+	cfg.defaults()
+	if len(cfg.Faults) > len(Faults) {
+		// Workloads size their objects for MaxGenerations(len(Faults)).
+		t.Fatalf("chaos: %d faults in one run; at most %d (one per kind) fit the workloads' generations", len(cfg.Faults), len(Faults))
+	}
+	began := time.Now()
+	t.Logf("chaos: %s seed %d, faults %v", cfg.Workload.Name(), cfg.Seed, faultNames(cfg.Faults))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := cfg.Workload.Setup(ctx, c); err != nil {

@@ -74,6 +74,7 @@ type member struct {
 	id       string
 	dataDir  string
 	raftAddr string
+	apiAddr  string                 // the last start's; a restart on the same data reuses it
 	trans    *raft.InmemTransport   // nil in TCP mode
 	faults   *faultTransport        // trans as the node sees it
 	tcp      *raft.NetworkTransport // TCP mode without TLS: over a faultStream
@@ -116,12 +117,42 @@ func New(t testing.TB, opts Options) *Cluster {
 	return c
 }
 
-// startTCP bootstraps node 0 and joins the others through it.
+// startTCP bootstraps node 0 and joins the others through it; they join
+// as non-voters, and it waits until the leader has promoted them all.
 func (c *Cluster) startTCP() {
 	c.start(0, true)
 	c.WaitLeader(20 * time.Second)
 	for i := 1; i < len(c.members); i++ {
 		c.start(i, false)
+	}
+	c.WaitVoters(20 * time.Second)
+}
+
+// WaitVoters waits until the leader counts every running node as a voter
+// (a node that joined is a non-voter until it has caught up).
+func (c *Cluster) WaitVoters(timeout time.Duration) {
+	c.t.Helper()
+	var last string
+	ok := c.Eventually(timeout, func() bool {
+		l := c.Leader()
+		if l < 0 {
+			last = "no leader"
+			return false
+		}
+		voters := map[string]bool{}
+		for _, m := range c.Node(l).Status().Members {
+			voters[m.ID] = m.Voter
+		}
+		for _, i := range c.Running() {
+			if !voters[c.members[i].id] {
+				last = fmt.Sprintf("%s is not a voter yet: %v", c.members[i].id, voters)
+				return false
+			}
+		}
+		return true
+	})
+	if !ok {
+		c.t.Fatalf("clustertest: not every running node became a voter within %v: %s", timeout, last)
 	}
 }
 
@@ -134,6 +165,14 @@ func (c *Cluster) config(i int, bootstrap bool) cluster.Config {
 	cfg.RaftAddr = "127.0.0.1:0"
 	if m.raftAddr != "" {
 		cfg.RaftAddr = m.raftAddr
+	}
+	if m.apiAddr != "" && !bootstrap {
+		// A member restarts where its data directory says it was (a move
+		// would need ChangeAddress); a wiped one gets a port of its own
+		// again, taken before the port is free to anyone else.
+		if _, err := os.Stat(filepath.Join(m.dataDir, cluster.RecordFile)); err == nil {
+			cfg.HTTPAddr = m.apiAddr
+		}
 	}
 	cfg.NoSyncUnsafe = true
 	// Fast enough for failover tests, slow enough that a healthy leader
@@ -172,6 +211,7 @@ func (c *Cluster) config(i int, bootstrap bool) cluster.Config {
 		}
 	} else {
 		cfg.Bootstrap = bootstrap
+		cfg.AwaitJoin = !bootstrap // Replace adds a wiped node by a join through the leader
 		for _, o := range c.members {
 			cfg.InitialServers = append(cfg.InitialServers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(o.id), Address: raft.ServerAddress(o.id)})
 		}
@@ -224,6 +264,7 @@ func (c *Cluster) start(i int, bootstrap bool) {
 	}
 	c.mu.Lock()
 	m.node = node
+	m.apiAddr = node.APIAddr()
 	if c.opts.TCP {
 		m.raftAddr = node.RaftAddr()
 	}
@@ -247,6 +288,9 @@ func (c *Cluster) Node(i int) *cluster.Node {
 	defer c.mu.Unlock()
 	return c.members[i].node
 }
+
+// DataDir is node i's data directory. Stop the node before touching it.
+func (c *Cluster) DataDir(i int) string { return c.members[i].dataDir }
 
 // Size is the number of members, running or not.
 func (c *Cluster) Size() int { return len(c.members) }

@@ -9,9 +9,14 @@
 // Every node keeps its raft log in boltdb files under the test's temp dir,
 // so a stopped node restarts on its own data.
 //
+// Nodes join as non-voters and are promoted once caught up: New, Replace
+// and WaitVoters return once every running node votes. A restarted node
+// keeps its raft and API addresses (its data directory records them).
+//
 // Faults: Partition, Isolate and Heal; CutOneWay; Delay; Pause and Resume;
 // Stop and Restart; TransferLeadership; Replace (a membership change);
-// Snapshot. internal/chaos composes them into the named faults of the
+// Snapshot. DataDir lets a test work on a stopped node's files (a
+// recovery, say). internal/chaos composes them into the named faults of the
 // fault harness.
 //
 // A Cluster is bound to a testing.TB: it fails the test on setup errors and

@@ -71,7 +71,8 @@ func (c *Cluster) TransferLeadership(timeout time.Duration) int {
 
 // Replace is a membership change: it removes member i (not the leader)
 // through the leader, deletes its data, and adds a fresh node with the
-// same id, which catches up from the leader's log or snapshot.
+// same id, which joins as a non-voter, catches up from the leader's log
+// or snapshot, and is promoted; Replace returns once it is a voter.
 func (c *Cluster) Replace(i int, timeout time.Duration) {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -89,15 +90,16 @@ func (c *Cluster) Replace(i int, timeout time.Duration) {
 		c.t.Fatalf("clustertest: wipe %s: %v", m.id, err)
 	}
 	c.start(i, false)
-	if c.opts.TCP {
-		return // a node without data joins through node 0 (see config)
+	if !c.opts.TCP { // in TCP mode a node without data joins through a running one (see config)
+		// Through the old leader, which forwards if it no longer leads (not
+		// WaitLeader: the fresh node knows no leader until it has joined).
+		req := cluster.JoinRequest{ID: m.id, RaftAddr: m.raftAddr, APIAddr: c.Node(i).APIAddr()}
+		if err := c.Node(leader).Join(ctx, req); err != nil {
+			c.t.Fatalf("clustertest: join %s again: %v", m.id, err)
+		}
 	}
-	// Through the old leader, which forwards if it no longer leads (not
-	// WaitLeader: the fresh node knows no leader until it has joined).
-	req := cluster.JoinRequest{ID: m.id, RaftAddr: m.raftAddr, APIAddr: c.Node(i).APIAddr()}
-	if err := c.Node(leader).Join(ctx, req); err != nil {
-		c.t.Fatalf("clustertest: join %s again: %v", m.id, err)
-	}
+	// It joined as a non-voter; the fault is over once it votes again.
+	c.WaitVoters(timeout)
 }
 
 // Snapshot makes node i take a snapshot now and returns the index it
