@@ -16,6 +16,7 @@ import (
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
+	arblog "github.com/arbiterhq/arbiter/log"
 )
 
 // memberOf is the member id of st, or nil.
@@ -338,4 +339,46 @@ func apiDoWith(t *testing.T, url string, v any, headers map[string]string) apiRe
 		t.Fatal(err)
 	}
 	return apiReply{status: resp.StatusCode, header: resp.Header, body: raw}
+}
+
+// A node with state resumes with neither Bootstrap nor Join, on either
+// log store: the start checks must see a raft-wal directory's state as
+// well as raft.db's.
+func TestRestartWithoutFlagsOnEitherLogStore(t *testing.T) {
+	for _, kind := range []string{arblog.StoreBolt, arblog.StoreWAL} {
+		t.Run(kind, func(t *testing.T) {
+			cfg := standaloneConfig(t, "solo")
+			cfg.LogStore, cfg.Bootstrap = kind, true
+			n, err := cluster.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			if err := n.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			mustCreate(t, "http://"+n.APIAddr(), map[string]any{"node_id": "kept"})
+			cfg.RaftAddr, cfg.HTTPAddr = n.RaftAddr(), n.APIAddr()
+			if err := n.Shutdown(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if has, err := cluster.HasState(cfg.DataDir); !has || err != nil {
+				t.Fatalf("HasState of a %s directory after writes = %v, %v", kind, has, err)
+			}
+			cfg.Bootstrap = false
+			n, err = cluster.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer n.Close()
+			if err := n.Start(ctx); err != nil {
+				t.Fatalf("restart of a %s node without Bootstrap or Join: %v", kind, err)
+			}
+			if !waitFor(10*time.Second, func() bool { return n.IsLeader() }) {
+				t.Fatal("the restarted node never led")
+			}
+			apiGet(t, getURL("http://"+n.APIAddr(), "kept")).ok(t, "read after the restart", nil)
+		})
+	}
 }

@@ -2,10 +2,8 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -30,14 +28,14 @@ import (
 //     own cluster (checkJoinTargets).
 
 // HasState reports whether dataDir holds raft state (a log, a term or a
-// snapshot). It creates nothing in a directory without raft.db; opening
+// snapshot). It creates nothing in a directory without a log store; opening
 // an existing one fails after a second while another process has it.
 func HasState(dataDir string) (bool, error) {
-	if _, err := os.Stat(filepath.Join(dataDir, "raft.db")); errors.Is(err, fs.ErrNotExist) {
+	if logs, err := arblog.HasLogFiles(dataDir); err != nil {
+		return false, err
+	} else if !logs {
 		snaps, err := filepath.Glob(filepath.Join(dataDir, "snapshots", "*", "meta.json"))
 		return len(snaps) > 0, err
-	} else if err != nil {
-		return false, err
 	}
 	s, err := arblog.OpenStores(dataDir, arblog.StoreOptions{LogOutput: io.Discard})
 	if err != nil {
@@ -49,14 +47,13 @@ func HasState(dataDir string) (bool, error) {
 
 // checkFresh refuses, before anything is written to the data directory,
 // a node without state that has nothing to start from. It only looks for
-// raft.db and snapshots; a directory that has them is opened and judged
+// a log store's files and snapshots; a directory that has them is opened and judged
 // by refuseFresh.
 func (n *Node) checkFresh() error {
 	if n.cfg.Stores != nil {
 		return nil
 	}
-	_, err := os.Stat(filepath.Join(n.cfg.DataDir, "raft.db"))
-	if !errors.Is(err, fs.ErrNotExist) {
+	if logs, err := arblog.HasLogFiles(n.cfg.DataDir); err != nil || logs {
 		return nil // state perhaps: judged once the stores are open
 	}
 	snaps, err := filepath.Glob(filepath.Join(n.cfg.DataDir, "snapshots", "*", "meta.json"))

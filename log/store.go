@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -111,6 +112,21 @@ func OpenStores(dir string, opt StoreOptions) (*Stores, error) {
 		return nil, fmt.Errorf("log: snapshot store: %w", err)
 	}
 	return s, nil
+}
+
+// HasLogFiles reports whether dir holds a log store's files (either
+// kind), without opening or creating anything.
+func HasLogFiles(dir string) (bool, error) {
+	for _, name := range []string{boltFile, walDir} {
+		_, err := os.Stat(filepath.Join(dir, name))
+		switch {
+		case err == nil:
+			return true, nil
+		case !errors.Is(err, fs.ErrNotExist):
+			return false, err
+		}
+	}
+	return false, nil
 }
 
 // StoreKind is the log store of the data directory dir: the one whose

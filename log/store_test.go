@@ -18,9 +18,15 @@ func TestStoreKinds(t *testing.T) {
 		for _, noSync := range []bool{false, true} {
 			t.Run(kind, func(t *testing.T) {
 				dir := t.TempDir()
+				if has, err := log.HasLogFiles(dir); has || err != nil {
+					t.Fatalf("HasLogFiles of an empty directory = %v, %v", has, err)
+				}
 				s, err := log.OpenStores(dir, log.StoreOptions{Kind: kind, NoSyncUnsafe: noSync, LogOutput: os.Stderr})
 				if err != nil {
 					t.Fatal(err)
+				}
+				if has, err := log.HasLogFiles(dir); !has || err != nil {
+					t.Fatalf("HasLogFiles after opening a %s store = %v, %v", kind, has, err)
 				}
 				if s.Kind != kind {
 					t.Fatalf("opened %s, asked for %s", s.Kind, kind)

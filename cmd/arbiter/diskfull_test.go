@@ -48,7 +48,7 @@ func TestDiskFullFailsClosed(t *testing.T) {
 	cl := &e2eCluster{t: t, bin: e2eBuildArbiter(t), c: newE2EAPIClient()}
 	ports := e2eFreePorts(t, 2)
 	n := &e2eNode{id: "n1", httpAddr: fmt.Sprintf("127.0.0.1:%d", ports[1]), dataDir: filepath.Join(disk, "data"), logDir: t.TempDir()}
-	n.args = []string{"--id", n.id, "--data-dir", n.dataDir, "--raft-addr", fmt.Sprintf("127.0.0.1:%d", ports[0]), "--http-addr", n.httpAddr}
+	n.args = []string{"--id", n.id, "--data-dir", n.dataDir, "--raft-addr", fmt.Sprintf("127.0.0.1:%d", ports[0]), "--http-addr", n.httpAddr, "--bootstrap"}
 	cl.nodes = []*e2eNode{n}
 	t.Cleanup(cl.dumpLogsOnFailure)
 	t.Cleanup(cl.stopAll)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	arblog "github.com/arbiterhq/arbiter/log"
+
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/domain"
 	"github.com/arbiterhq/arbiter/domain/builtin"
@@ -200,7 +202,7 @@ func (c *Cluster) config(i int, bootstrap bool) cluster.Config {
 	if c.opts.TCP {
 		if bootstrap {
 			cfg.Bootstrap = true
-		} else if _, err := os.Stat(filepath.Join(m.dataDir, "raft.db")); err != nil {
+		} else if logs, _ := arblog.HasLogFiles(m.dataDir); !logs {
 			// A node without data joins through whichever running member
 			// answers (Replace may wipe any node, node 0 included).
 			for j := range c.members {
