@@ -96,10 +96,36 @@ func (n *Node) buildMux() (*http.ServeMux, error) {
 	public("GET /readyz", http.HandlerFunc(n.handleReadyz))
 	public("GET /metrics", promhttp.HandlerFor(n.metrics.registry, promhttp.HandlerOpts{}))
 	mux.Handle("/", n.instrument("unknown", domain.Public, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if allow := allowedMethods(mux, r); len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			domain.WriteError(w, errs.Errorf(errs.CodeMethodNotAllowed, "%s takes %s, not %s", r.URL.Path, strings.Join(allow, ", "), r.Method))
+			return
+		}
 		domain.WriteError(w, errs.Errorf(errs.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
 	})))
 	slices.SortFunc(n.routeTable, func(a, b RouteInfo) int { return strings.Compare(a.Pattern, b.Pattern) })
 	return mux, nil
+}
+
+// routeMethods are the methods routes may use (domain.CheckRoutes).
+var routeMethods = []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete}
+
+// allowedMethods lists the methods with which r's path names a route
+// (GET implies HEAD, as ServeMux serves it), for the 405 of a known path
+// called with another method. Only the catch-all route calls it.
+func allowedMethods(mux *http.ServeMux, r *http.Request) []string {
+	var allow []string
+	for _, m := range routeMethods {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := mux.Handler(probe); pattern != "" && pattern != "/" {
+			allow = append(allow, m)
+			if m == http.MethodGet {
+				allow = append(allow, http.MethodHead)
+			}
+		}
+	}
+	return allow
 }
 
 // handle registers h, turning ServeMux's panic on a pattern in conflict

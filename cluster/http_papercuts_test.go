@@ -1,0 +1,95 @@
+package cluster_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/internal/clustertest"
+)
+
+// A path that names a route answers another method with 405, the methods
+// it takes in Allow, and the standard error body; a path that names no
+// route is 404 whatever the method. Every served route is tried.
+func TestHTTPWrongMethodIs405WithAllow(t *testing.T) {
+	c := clustertest.New(t, clustertest.Options{Nodes: 1})
+	base := apiBase(c, 0)
+
+	methods := map[string][]string{} // path -> methods served
+	wildcard := regexp.MustCompile(`\{[a-z0-9_]+\}`)
+	for _, r := range c.Node(0).Routes() {
+		method, path, _ := strings.Cut(r.Pattern, " ")
+		path = wildcard.ReplaceAllString(path, "x")
+		methods[path] = append(methods[path], method)
+	}
+	if len(methods) < 20 {
+		t.Fatalf("only %d paths served", len(methods))
+	}
+	for path, served := range methods {
+		want := []string{}
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
+			if slices.Contains(served, m) {
+				want = append(want, m)
+				if m == http.MethodGet {
+					want = append(want, http.MethodHead)
+				}
+			}
+		}
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch} {
+			if slices.Contains(served, m) {
+				continue
+			}
+			r := apiDo(t, m, base+path, nil)
+			r.wantError(t, m+" "+path, http.StatusMethodNotAllowed, errs.CodeMethodNotAllowed)
+			if got := r.header.Get("Allow"); got != strings.Join(want, ", ") {
+				t.Errorf("%s %s: Allow %q, want %q", m, path, got, strings.Join(want, ", "))
+			}
+		}
+	}
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+		r := apiDo(t, m, base+"/v1/nodes/nope", nil)
+		r.wantError(t, m+" unknown path", http.StatusNotFound, errs.CodeNotFound)
+		if a := r.header.Get("Allow"); a != "" {
+			t.Errorf("%s unknown path: Allow %q", m, a)
+		}
+	}
+}
+
+// Wrong-typed values are refused in the API's terms: the field's JSON
+// path and the JSON type it takes, never a Go type or struct name.
+func TestHTTPTypeErrorsSpeakJSON(t *testing.T) {
+	c := clustertest.New(t, clustertest.Options{Nodes: 1})
+	base := apiBase(c, 0)
+	goNames := regexp.MustCompile(`Go |struct|\[\]string|uint64|CreateRequest|CASRequest|TimeFields|UpdateCellRequest|json:`)
+	for _, tc := range []struct{ path, body, want string }{
+		{"/v1/nodes/create", `{"node_id":"x","labels":"a"}`, "labels: want an array of strings, got a string"},
+		{"/v1/nodes/create", `{"node_id":"x","labels":[1]}`, "labels: want an array of strings, got a number inside it"},
+		{"/v1/nodes/create", `{"node_id":"x","set_now":{"t":"soon"}}`, "set_now: want an object of integers, got a string inside it"},
+		{"/v1/nodes/cas", `{"node_id":"x","updates":{"a":1},"due":"t"}`, "due: want an array of strings, got a string"},
+		{"/v1/nodes/cas", `{"node_id":"x","updates":[]}`, "updates: want an object of JSON values, got an array"},
+		{"/v1/capacity/cells", `{"schema_version":"1","tenant_ref":"t","cell":{"cell_id":"c","capacities":{"gpu":"x"}}}`, "cell.capacities: want an object of non-negative integers, got a string inside it"},
+		{"/v1/capacity/cells", `{"schema_version":"1","tenant_ref":"t","cell":{"cell_id":"c","capacities":{"gpu":-1}}}`, "cell.capacities: want an object of non-negative integers, got the number -1 inside it"},
+		{"/v1/nodes/create", `{"node_id":"x","node_id":"y"}`, `duplicate key "node_id"`},
+	} {
+		c.Unchanged(t, tc.body, func() {
+			r := apiDo(t, http.MethodPost, base+tc.path, []byte(tc.body))
+			r.wantError(t, tc.body, http.StatusUnprocessableEntity, errs.CodeInvalid)
+			var e struct {
+				Error errs.Error `json:"error"`
+			}
+			if err := json.Unmarshal(r.body, &e); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasSuffix(e.Error.Message, tc.want) {
+				t.Errorf("%s: message %q, want it to end %q", tc.body, e.Error.Message, tc.want)
+			}
+			if goNames.MatchString(e.Error.Message) {
+				t.Errorf("%s: message names Go types: %q", tc.body, e.Error.Message)
+			}
+		})
+	}
+}
