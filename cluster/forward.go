@@ -123,11 +123,21 @@ func doJSON(c *http.Client, req *http.Request, out any) error {
 		return replyError(url, resp.StatusCode, raw)
 	}
 	if out != nil {
-		if err := json.Unmarshal(raw, out); err != nil {
+		if err := decodeExact(raw, out); err != nil {
 			return errs.Errorf(errs.CodeInternal, "%s: undecodable reply: %v", url, err)
 		}
 	}
 	return nil
+}
+
+// decodeExact decodes a JSON answer keeping every number exact: a number
+// that lands in an interface (an error's detail, a generic result)
+// becomes a json.Number with the server's literal, never a float64, which
+// loses integers past 2^53 and prints 1e21 and above in exponent form.
+func decodeExact(raw []byte, out any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	return dec.Decode(out)
 }
 
 // replyError turns a non-OK HTTP reply into an error: the JSON error body
@@ -136,7 +146,7 @@ func replyError(url string, status int, raw []byte) error {
 	var body struct {
 		Error *errs.Error `json:"error"`
 	}
-	if json.Unmarshal(raw, &body) == nil && body.Error != nil && errs.Known(body.Error.Code) {
+	if decodeExact(raw, &body) == nil && body.Error != nil && errs.Known(body.Error.Code) {
 		return body.Error
 	}
 	code := errs.CodeInternal

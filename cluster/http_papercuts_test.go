@@ -93,3 +93,27 @@ func TestHTTPTypeErrorsSpeakJSON(t *testing.T) {
 		})
 	}
 }
+
+// Integers come back as integers, digit for digit: properties past 21
+// digits (which the canonical form stores in exponent form) and past
+// 2^53 (which a float64 would round).
+func TestHTTPIntegersComeBackExact(t *testing.T) {
+	c := clustertest.New(t, clustertest.Options{Nodes: 1})
+	base := apiBase(c, 0)
+	body := `{"node_id":"big","properties":{"a":9007199254740993,"b":123456789012345678901234,"c":1e21,"d":-1.5e22,"e":{"f":[1e30]},"g":1.5e-7,"h":"1e+30"}}`
+	for _, r := range []apiReply{
+		apiDo(t, http.MethodPost, base+"/v1/nodes/create", []byte(body)),
+		apiGet(t, base+"/v1/nodes/get?node_id=big"),
+		apiDo(t, http.MethodPost, base+"/v1/nodes/cas", []byte(`{"node_id":"big","conditions":{"b":123456789012345678901234,"c":1000000000000000000000},"updates":{"i":1}}`)),
+	} {
+		for _, want := range []string{`"a":9007199254740993`, `"b":123456789012345678901234`, `"c":1000000000000000000000`,
+			`"d":-15000000000000000000000`, `"f":[1000000000000000000000000000000]`, `"g":1.5e-7`, `"h":"1e+30"`} {
+			if !strings.Contains(string(r.body), want) {
+				t.Errorf("answer %s lacks %s", r.body, want)
+			}
+		}
+		if strings.Contains(string(r.body), `"swapped":false`) {
+			t.Errorf("a condition written in full digits does not match its stored value: %s", r.body)
+		}
+	}
+}
