@@ -3,12 +3,14 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/arbiterhq/arbiter/errs"
@@ -143,6 +145,10 @@ func decodeExact(raw []byte, out any) error {
 // replyError turns a non-OK HTTP reply into an error: the JSON error body
 // when there is one, else a code derived from the status.
 func replyError(url string, status int, raw []byte) error {
+	if status == http.StatusBadRequest && strings.HasPrefix(url, "http://") && bytes.Contains(raw, []byte(plainToTLS)) {
+		// The TLS server refused the request before reading it.
+		return errs.Errorf(errs.CodeUnavailable, "%s: the node speaks HTTPS (TLS), not plain HTTP: use an https:// address (and --ca for its CA)", url)
+	}
 	var body struct {
 		Error *errs.Error `json:"error"`
 	}
@@ -166,8 +172,20 @@ func replyError(url string, status int, raw []byte) error {
 // outcome unknown.
 func transportError(url string, err error) error {
 	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
+	var unknownCA x509.UnknownAuthorityError
+	switch {
+	case errors.Is(err, http.ErrSchemeMismatch):
+		// The server answered the TLS handshake in plain HTTP: nothing
+		// was sent, let alone applied.
+		return errs.Errorf(errs.CodeUnavailable, "%s: the node speaks plain HTTP, not HTTPS: use an http:// address (or start the node with TLS)", url)
+	case errors.As(err, &unknownCA):
+		return errs.Errorf(errs.CodeUnavailable, "%s: the node's certificate is not signed by a CA this client trusts (give the nodes' CA: --ca, or Remote.WithHTTPClient): %v", url, err)
+	case errors.As(err, &op) && op.Op == "dial":
 		return errs.Errorf(errs.CodeUnavailable, "%s unreachable: %v", url, err)
 	}
 	return errs.Unknown("%s: %v", url, fmt.Sprint(err))
 }
+
+// plainToTLS is what net/http's TLS server writes, with status 400, to a
+// client that sent plain HTTP: the one sign of that mistake on the wire.
+const plainToTLS = "Client sent an HTTP request to an HTTPS server."

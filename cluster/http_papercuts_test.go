@@ -1,15 +1,21 @@
 package cluster_test
 
 import (
+	"context"
+	"crypto/tls"
 	"encoding/json"
 	"net/http"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
+	"github.com/arbiterhq/arbiter/nodes"
 )
 
 // A path that names a route answers another method with 405, the methods
@@ -115,5 +121,41 @@ func TestHTTPIntegersComeBackExact(t *testing.T) {
 		if strings.Contains(string(r.body), `"swapped":false`) {
 			t.Errorf("a condition written in full digits does not match its stored value: %s", r.body)
 		}
+	}
+}
+
+// A plain-HTTP client of a TLS node, an HTTPS client of a plain node and
+// an HTTPS client that does not trust the node's CA each learn which
+// mistake they made, not "internal".
+func TestRemoteExplainsSchemeMismatch(t *testing.T) {
+	tlsNodes := clustertest.New(t, clustertest.Options{Nodes: 1, TLS: true})
+	plain := clustertest.New(t, clustertest.Options{Nodes: 1})
+	trusting := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: tlsNodes.PeerCA.Pool, MinVersion: tls.VersionTLS12}}}
+	for _, tc := range []struct {
+		name   string
+		remote *cluster.Remote
+		want   string
+	}{
+		{"http to a TLS node", cluster.NewRemote("http://" + tlsNodes.Node(0).APIAddr()), "speaks HTTPS (TLS), not plain HTTP: use an https:// address"},
+		{"https to a plain node", cluster.NewRemote("https://" + plain.Node(0).APIAddr()).WithHTTPClient(trusting), "speaks plain HTTP, not HTTPS: use an http:// address"},
+		{"https without the node's CA", cluster.NewRemote("https://" + tlsNodes.Node(0).APIAddr()), "not signed by a CA this client trusts"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := tc.remote.Status(ctx)
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), tc.want) || errs.CodeOf(err) != errs.CodeUnavailable || errs.IsOutcomeUnknown(err) {
+			t.Errorf("%s: %v, want unavailable (certainly not applied) saying %q", tc.name, err, tc.want)
+		}
+		// The msgpack path says the same.
+		ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+		_, err = nodes.NewClient(tc.remote, tc.remote).Get(ctx, "x", fsm.Stale)
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s (query): %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	// The right scheme works.
+	if _, err := cluster.NewRemote("https://" + tlsNodes.Node(0).APIAddr()).WithHTTPClient(trusting).Status(context.Background()); err != nil {
+		t.Fatalf("https with the CA: %v", err)
 	}
 }
