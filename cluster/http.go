@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -44,6 +45,7 @@ func (n *Node) clusterRoutes() []domain.Route {
 		return domain.Route{Method: method, Path: path, Access: a, Handler: h}
 	}
 	return []domain.Route{
+		route(http.MethodGet, "/v1/auth/whoami", domain.Authenticated, n.handleWhoami),
 		route(http.MethodGet, "/v1/changes", domain.Authenticated, n.handleChanges),
 		route(http.MethodGet, "/v1/cluster/status", domain.Authenticated, n.handleStatus),
 		route(http.MethodGet, "/v1/cluster/capabilities", domain.Authenticated, n.handleCapabilities),
@@ -181,7 +183,8 @@ func (n *Node) instrument(route string, a domain.Access, h http.Handler) http.Ha
 			domain.WriteError(rec, err)
 			return
 		}
-		h.ServeHTTP(rec, r.WithContext(fsm.WithPrincipal(r.Context(), c.principal)))
+		ctx := context.WithValue(fsm.WithPrincipal(r.Context(), c.principal), callerKey{}, c)
+		h.ServeHTTP(rec, r.WithContext(ctx))
 	})
 }
 
