@@ -588,7 +588,15 @@ func TestHTTPRoutesThroughLeaderAndFollower(t *testing.T) {
 		r := apiPost(t, b1+"/v1/nodes/cas", map[string]any{"node_id": "n-1", "conditions": tc.conditions, "updates": tc.updates})
 		var res casReply
 		r.ok(t, "cas "+tc.name, &res)
-		wantKeys(t, "cas reply", r.body, "swapped", "node")
+		if tc.wantSwapped {
+			wantKeys(t, "cas reply", r.body, "swapped", "node")
+		} else {
+			// A CAS that did not swap says which conditions failed.
+			wantKeys(t, "cas reply", r.body, "swapped", "node", "failed")
+			if !strings.Contains(string(r.body), `"failed":[{"field":"`) {
+				t.Errorf("cas %s: %s names no failed condition", tc.name, r.body)
+			}
+		}
 		props := map[string]string{}
 		for k, v := range res.Node.Properties {
 			props[k] = string(v)

@@ -2,7 +2,6 @@ package nodes
 
 import (
 	"bytes"
-	"encoding/json"
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
@@ -130,7 +129,7 @@ func applyCAS(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if stored == nil {
 		return nil, errs.Errorf(errs.CodeNotFound, "node %q does not exist", c.NodeID)
 	}
-	if !conditionsHold(stored.Properties, c.Conditions) || !c.deadlinesHold(stored.Properties, tx.Now) {
+	if len(c.failures(stored.Properties, tx.Now, 1)) > 0 {
 		return CASResult{Swapped: false, Node: stored.clone()}, nil
 	}
 	next := stored.clone()
@@ -178,20 +177,6 @@ func rawAccess(p log.Principal, adapter string) error {
 		return nil
 	}
 	return errs.Errorf(errs.CodeForbidden, "the raw node API needs the admin role")
-}
-
-func conditionsHold(props, conditions map[string]json.RawMessage) bool {
-	for k, want := range conditions { // order-free: a conjunction; any failing field gives the same answer
-		have, present := props[k]
-		if bytes.Equal(want, null) {
-			if present {
-				return false
-			}
-		} else if !present || !bytes.Equal(have, want) {
-			return false
-		}
-	}
-	return true
 }
 
 func getNode(txn fsm.Store, id string) (*Node, error) {

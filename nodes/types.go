@@ -164,9 +164,13 @@ type CreateResult struct {
 // CASResult says whether every condition held and the updates were applied,
 // and the node as it is after this call.
 type CASResult struct {
-	Swapped  bool `msgpack:"swapped" json:"swapped"`
-	Node     Node `msgpack:"node" json:"node"`
-	Replayed bool `msgpack:"-" json:"replayed,omitempty"`
+	Swapped bool `msgpack:"swapped" json:"swapped"`
+	Node    Node `msgpack:"node" json:"node"`
+	// Failed names, when Swapped is false, every check that did not hold
+	// when the CAS was decided (see Failure). The client derives it from
+	// the decided node and time: it is not part of what Apply returns.
+	Failed   []Failure `msgpack:"-" json:"failed,omitempty"`
+	Replayed bool      `msgpack:"-" json:"replayed,omitempty"`
 	// TimeMs is FSM time when the result was decided (unix ms).
 	TimeMs int64 `msgpack:"-" json:"-"`
 }
