@@ -1,6 +1,8 @@
 package fsm
 
 import (
+	"encoding/json"
+
 	memdb "github.com/hashicorp/go-memdb"
 )
 
@@ -53,6 +55,12 @@ type Event struct {
 	Kind   string `msgpack:"kind" json:"kind"`
 	Key    string `msgpack:"key" json:"key"`
 	Tenant string `msgpack:"tenant,omitempty" json:"tenant,omitempty"`
+	// Value is what the event wrote, on a page read with values
+	// (ChangesRequest.Values) for an event whose module gives values;
+	// Overwritten says a later change has since replaced it (read that
+	// change's event). Neither is ever stored: the feed keeps keys only.
+	Value       json.RawMessage `msgpack:"value,omitempty" json:"value,omitempty"`
+	Overwritten bool            `msgpack:"overwritten,omitempty" json:"overwritten,omitempty"`
 }
 
 // Member is the replicated metadata of one cluster member.
@@ -104,6 +112,6 @@ func coreModule() Module {
 			}},
 		},
 		Commands: []CommandSpec{tickSpec(), memberUpsertSpec(), memberRemoveSpec(), enableSpec()},
-		Queries:  []QuerySpec{membersQuerySpec(), changesQuerySpec()},
+		Queries:  []QuerySpec{membersQuerySpec(), changesQuerySpec(nil)},
 	}
 }

@@ -2,6 +2,7 @@ package nodes
 
 import (
 	"bytes"
+	"encoding/json"
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
@@ -43,7 +44,23 @@ func Module() fsm.Module {
 			{Type: QueryGet, Name: "node_get", Run: runGetNode},
 			{Type: QueryByLabel, Name: "nodes_by_label", Run: runNodesByLabel},
 		},
+		EventValues: map[string]fsm.EventValue{"node_create": nodeEventValue, "node_cas": nodeEventValue},
 	}
+}
+
+// nodeEventValue is the node a node_create or node_cas event wrote, as
+// JSON (a node as the API shows it), while no later change replaced it:
+// the node's modified index is the event's.
+func nodeEventValue(rt *fsm.ReadTx, key string, index uint64) (json.RawMessage, bool, error) {
+	n, err := getNode(rt.Txn, key)
+	if err != nil || n == nil || n.ModifiedIndex != index {
+		return nil, false, err
+	}
+	b, err := json.Marshal(n.clone())
+	if err != nil {
+		return nil, false, errs.Errorf(errs.CodeInternal, "node %q: %v", key, err)
+	}
+	return b, true, nil
 }
 
 // applyCreateNode stores the node unless one with the same id exists; the
