@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/arbiterhq/arbiter/domain"
 	"github.com/arbiterhq/arbiter/errs"
@@ -155,12 +156,17 @@ func (n *Node) Routes() []RouteInfo { return slices.Clone(n.routeTable) }
 
 // instrument bounds concurrency (429 beyond MaxConcurrentRequests),
 // authenticates the caller and applies the route's access level (401, 403),
-// puts the verified principal on the request's context, and counts
-// requests by route and status.
+// puts the verified principal on the request's context, and counts and
+// times requests by route and status.
 func (n *Node) instrument(route string, a domain.Access, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
-		defer func() { n.metrics.httpRequests.WithLabelValues(route, strconv.Itoa(rec.status)).Inc() }()
+		start := time.Now()
+		defer func() {
+			code := strconv.Itoa(rec.status)
+			n.metrics.httpRequests.WithLabelValues(route, code).Inc()
+			n.metrics.httpDuration.WithLabelValues(route, code).Observe(time.Since(start).Seconds())
+		}()
 		select {
 		case n.sem <- struct{}{}:
 			defer func() { <-n.sem }()

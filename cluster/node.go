@@ -143,7 +143,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	notify := make(chan bool, 16)
 	trans, guard := guardTransport(n.transport)
 	n.guard = guard
-	r, err := raft.NewRaft(n.raftConfig(notify), clockedFSM{FSM: n.fsm, clock: &n.clock}, n.stores.Log, n.stores.Stable, n.stores.Snapshot, trans)
+	r, err := raft.NewRaft(n.raftConfig(notify), n.raftFSM(), n.stores.Log, n.stores.Stable, n.stores.Snapshot, trans)
 	if err != nil {
 		guard.close()
 		return fmt.Errorf("cluster: start raft: %w", err)
