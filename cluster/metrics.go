@@ -30,7 +30,6 @@ type metrics struct {
 	snapshotRestore prometheus.Histogram
 	snapshotBytes   prometheus.Gauge
 	snapshotFailed  prometheus.Counter
-	logSuppressed   prometheus.Counter
 }
 
 func newMetrics(n *Node) *metrics {
@@ -94,10 +93,6 @@ func newMetrics(n *Node) *metrics {
 			Name: "arbiter_snapshot_failures_total",
 			Help: "Raft snapshots this node failed to write.",
 		}),
-		logSuppressed: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "arbiter_log_lines_suppressed_total",
-			Help: "Repeated warning and error lines not logged (see the suppressed attribute of the next line that was).",
-		}),
 	}
 	gauge := func(name, help string, f func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
@@ -107,7 +102,7 @@ func newMetrics(n *Node) *metrics {
 	}
 	m.registry.MustRegister(
 		m.applyLatency, m.fsmApply, m.appliedEntries, m.readLatency, m.leaderChanges, m.forwarded, m.forwardedRead,
-		m.httpRequests, m.httpDuration, m.snapshotPersist, m.snapshotRestore, m.snapshotBytes, m.snapshotFailed, m.logSuppressed,
+		m.httpRequests, m.httpDuration, m.snapshotPersist, m.snapshotRestore, m.snapshotBytes, m.snapshotFailed,
 		gauge("arbiter_commit_index", "Raft commit index.", func() float64 { return float64(n.raftOr(0, (*raft.Raft).CommitIndex)) }),
 		gauge("arbiter_applied_index", "Index of the last entry the FSM applied.", func() float64 { return float64(n.fsm.AppliedIndex()) }),
 		gauge("arbiter_raft_last_index", "Index of the last entry in this node's log.", func() float64 { return float64(n.raftOr(0, (*raft.Raft).LastIndex)) }),
@@ -152,6 +147,9 @@ func newMetrics(n *Node) *metrics {
 				return float64(s.FeedRows - s.FeedRetain)
 			}
 			return 0
+		}),
+		counter("arbiter_log_lines_suppressed_total", "Repeated warning and error lines not logged (the next line of the kind that is says suppressed=N).", func() float64 {
+			return float64(n.logLimit.Suppressed())
 		}),
 		raftCollector{n},
 		buildInfo(),

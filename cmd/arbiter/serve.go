@@ -33,6 +33,7 @@ func serve(args []string) error {
 	bootstrap := fs.Bool("bootstrap", false, "start a new cluster with this node as its first voter (the default when --join is not given)")
 	join := fs.String("join", "", "comma-separated API URLs of existing members to join through")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	logFormat := fs.String("log-format", "text", "text (key=value lines) or json (one object per line)")
 	noSync := fs.Bool("unsafe-no-fsync", false, "do not fsync the raft log (benchmarks only: a crash may lose acknowledged writes)")
 	joinTimeout := fs.Duration("join-timeout", time.Minute, "how long to keep trying to join")
 	pprofAddr := fs.String("pprof-addr", "", "if set, serve Go's pprof profiles on this host:port (keep it private)")
@@ -64,7 +65,11 @@ func serve(args []string) error {
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
 	}
-	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	logger, err := cluster.NewLogger(os.Stderr, *logFormat, level)
+	if err != nil {
+		return fmt.Errorf("--log-format: %w", err)
+	}
+	cfg.Logger = logger
 	cfg.NoSyncUnsafe = *noSync
 	if *join != "" {
 		if *bootstrap {
