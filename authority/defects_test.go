@@ -183,7 +183,10 @@ func TestConceptCLIKeepsTheProjectionInStep(t *testing.T) {
 			args = append(args, "--repo", repo)
 		}
 		var res authority.TransitionResult
-		cliRun(t, conn, &res, args...)
+		raw := cliRun(t, conn, &res, args...)
+		if res.Record.State == authority.Tombstoned && action == "release" && !strings.Contains(raw, `"promoted_to": "tombstoned"`) {
+			t.Errorf("concept transition --action release of a landed claim does not say it became a tombstone:\n%s", raw)
+		}
 		return res
 	}
 
