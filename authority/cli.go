@@ -17,8 +17,11 @@ const cliUsage = `usage: arbiter concept <command> [flags]
 commands (each takes the flags that reach a cluster: --addr, --token, --ca):
   reserve      claim a concept id                 --concept-id --tenant --owner --request --purpose [--repository --lane --design --provenance a,b --ttl 24h]
   reserve-next claim the first free number        --namespace --from --to and the reserve flags but --concept-id
-  transition   move a claim you hold              --concept-id --tenant --owner --reservation --fingerprint --fence --action
+  transition   move a claim you hold              --concept-id --tenant --owner --reservation --fingerprint --fence --action [--repo DIR]
+               (with --repo, a claim that was materialized is projected again: its fragment and the view follow)
   materialize  transition to materialized, then project into a repository   the transition flags but --action, and --repo DIR
+  sync         project a claim's current record into a repository           --concept-id --tenant --repo DIR
+               (repairs what reconcile reports after a transition made without --repo)
   reconcile    compare a tenant's claims with a repository's projection      --tenant --repo DIR [--max 1000] [--markers RMDD-1,GOC-2]
   get          read one claim                     --concept-id [--tenant]
   list         read a tenant's claims             --tenant [--after CURSOR] [--limit N]
@@ -101,7 +104,16 @@ func runCLI(env domain.CLIEnv, args []string) error {
 		rr.ConceptID, next.Request = "", rr
 		out, err = client.ReserveNextNumeric(ctx, next)
 	case "transition":
-		out, err = client.Transition(ctx, tr)
+		if repo != "" {
+			out, err = NewConceptReservationService(client, repo).Transition(ctx, tr)
+		} else {
+			out, err = client.Transition(ctx, tr)
+		}
+	case "sync":
+		if repo == "" {
+			return errors.New("--repo is required")
+		}
+		out, err = NewConceptReservationService(client, repo).Sync(ctx, conceptID, tenant)
 	case "materialize":
 		if repo == "" {
 			return errors.New("--repo is required")

@@ -79,7 +79,7 @@ type MaterializeRequest struct {
 // same fence finds the committed transition (a replay) and repeats only the
 // projection, which is idempotent.
 func (s *ConceptReservationService) Materialize(ctx context.Context, req MaterializeRequest) (*Record, error) {
-	res, err := s.auth.Transition(ctx, TransitionRequest{
+	res, err := s.Transition(ctx, TransitionRequest{
 		ConceptID: req.ConceptID, TenantRef: req.TenantRef, OwnerRef: req.OwnerRef,
 		ReservationID: req.ReservationID, Fingerprint: req.Fingerprint,
 		ExpectedFence: req.ExpectedFence, Action: Materialize,
@@ -87,10 +87,50 @@ func (s *ConceptReservationService) Materialize(ctx context.Context, req Materia
 	if err != nil {
 		return nil, err
 	}
-	if err := s.Project(req.OwnerRef, res.Record); err != nil {
+	return res.Record, nil
+}
+
+// Transition performs a fenced transition, then projects the record into
+// the owner's fragment and regenerates the view when the claim has a
+// projection to keep (it was materialized): after a land, tombstone,
+// release or expiry the projection says what the authority decided, and
+// reconciling finds nothing to report. A retry after a crash between the
+// two steps replays the transition and repeats only the projection.
+//
+// The fragment is the record's owner's: the owner ref the authority bound
+// (for an authenticated caller, its principal's digest, whatever the
+// request left empty), never the request's.
+func (s *ConceptReservationService) Transition(ctx context.Context, req TransitionRequest) (*TransitionResult, error) {
+	res, err := s.auth.Transition(ctx, req)
+	if err != nil {
 		return nil, err
 	}
-	return res.Record, nil
+	if wasMaterialized(res.Record) {
+		if err := s.Project(res.Record.OwnerRef, res.Record); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// Sync projects the claim's current native record into its owner's
+// fragment and regenerates the view, when the claim has a projection to
+// keep: the repair for a transition made without this service (through
+// the API or `arbiter concept transition` without --repo), which
+// ReconcileProjection reports as a state mismatch. It changes nothing
+// native; running it again changes nothing more.
+func (s *ConceptReservationService) Sync(ctx context.Context, conceptID, tenantRef string) (*Record, error) {
+	rec, err := s.auth.Get(ctx, conceptID, tenantRef)
+	if err != nil {
+		return nil, err
+	}
+	if !wasMaterialized(rec) {
+		return nil, errs.Errorf(errs.CodeConflict, "%s was never materialized: it has no projection to sync", rec.ConceptID)
+	}
+	if err := s.Project(rec.OwnerRef, rec); err != nil {
+		return nil, err
+	}
+	return rec, nil
 }
 
 // Project appends rec to owner's fragment unless that exact line is there,

@@ -39,6 +39,26 @@ type TransitionRequest struct {
 type TransitionResult struct {
 	Record   *Record `json:"record"`
 	Replayed bool    `json:"replayed"`
+	// PromotedTo is set when the action ended in another state than its
+	// own: a release or an expiry of a claim already visible in a
+	// repository (landed) becomes a tombstone, as the spec requires
+	// (visibility never decreases; the id is never reused). The caller
+	// is told, never left to find out.
+	PromotedTo State `json:"promoted_to,omitempty"`
+}
+
+// ownState is the state each action leads to when nothing promotes it.
+var ownState = map[Action]State{
+	Materialize: Materialized, Land: Landed, Tombstone: Tombstoned, Release: Released, Expire: Expired,
+}
+
+// result is the answer for action ending in rec.
+func result(rec *Record, action Action, replayed bool) *TransitionResult {
+	res := &TransitionResult{Record: rec, Replayed: replayed}
+	if own, ok := ownState[action]; ok && rec.State != own {
+		res.PromotedTo = rec.State
+	}
+	return res
 }
 
 // step is what an action does from one state.
@@ -159,7 +179,7 @@ func (s *Service) Transition(ctx context.Context, req TransitionRequest) (*Trans
 	}
 	for attempt := 0; attempt < maxReclaimAttempts; attempt++ {
 		if req.committed(cur) {
-			return &TransitionResult{Record: cur, Replayed: true}, nil
+			return result(cur, req.Action, true), nil
 		}
 		if !req.holds(cur) || cur.Fence != req.ExpectedFence {
 			return nil, errs.Errorf(errs.CodeStaleFence, "%s: the caller does not hold fence %d (the claim is at fence %d)", id, req.ExpectedFence, cur.Fence)
@@ -177,7 +197,7 @@ func (s *Service) Transition(ctx context.Context, req TransitionRequest) (*Trans
 			return nil, err
 		}
 		if res.Swapped {
-			return &TransitionResult{Record: next}, nil
+			return result(next, req.Action, false), nil
 		}
 		if next.Fence == cur.Fence && next.State == cur.State {
 			// Nothing changed, so the deadline condition failed.

@@ -14,8 +14,17 @@ import (
 // caller is who sent a request.
 type caller struct {
 	principal arblog.Principal
-	peer      bool // another node of this cluster
+	peer      bool   // another node of this cluster
+	via       string // the credential that identified it (Whoami.Credential)
 }
+
+// Credentials a caller is identified by (Whoami.Credential).
+const (
+	viaNone        = "none" // open mode: every caller is trusted
+	viaPeer        = "peer" // another node: peer certificate or peer token
+	viaToken       = "bearer_token"
+	viaCertificate = "client_certificate"
+)
 
 // AuthMode says how a node authenticates callers.
 func (n *Node) AuthMode() string {
@@ -50,20 +59,24 @@ func (n *Node) authenticate(r *http.Request) (caller, error) {
 	if reg == nil {
 		// Open development mode: bound to loopback (Validate enforces
 		// it); with TLS, only nodes are peers.
-		return caller{peer: peer || n.cfg.TLS == nil}, nil
+		c := caller{peer: peer || n.cfg.TLS == nil, via: viaNone}
+		if peer {
+			c.via = viaPeer
+		}
+		return c, nil
 	}
 	if peer {
-		return caller{peer: true}, nil
+		return caller{peer: true, via: viaPeer}, nil
 	}
 	if token, ok := bearer(r); ok {
 		if p, ok := reg.ByToken(token); ok {
-			return caller{principal: p}, nil
+			return caller{principal: p, via: viaToken}, nil
 		}
 		return caller{}, errs.New(errs.CodeUnauthorized, "unknown bearer token")
 	}
 	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
 		if p, ok := reg.ByCert(r.TLS.PeerCertificates[0].Raw); ok {
-			return caller{principal: p}, nil
+			return caller{principal: p, via: viaCertificate}, nil
 		}
 		return caller{}, errs.New(errs.CodeUnauthorized, "client certificate names no principal")
 	}

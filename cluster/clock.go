@@ -67,7 +67,8 @@ func (c *fsmClock) stamp() int64 {
 // updates the node's clock reading.
 type clockedFSM struct {
 	*fsm.FSM
-	clock *fsmClock
+	clock   *fsmClock
+	metrics *metrics // nil: not measured
 }
 
 var (
@@ -80,13 +81,61 @@ func (c clockedFSM) Apply(l *raft.Log) any {
 }
 
 func (c clockedFSM) ApplyBatch(logs []*raft.Log) []any {
+	start := time.Now()
 	out := c.FSM.ApplyBatch(logs)
 	c.clock.observe(c.FSM.Now())
+	if c.metrics != nil {
+		c.metrics.fsmApply.Observe(time.Since(start).Seconds())
+		c.metrics.appliedEntries.Add(float64(len(logs)))
+	}
 	return out
 }
 
 func (c clockedFSM) Restore(rc io.ReadCloser) error {
+	start := time.Now()
 	err := c.FSM.Restore(rc)
 	c.clock.observe(c.FSM.Now())
+	if c.metrics != nil {
+		c.metrics.snapshotRestore.Observe(time.Since(start).Seconds())
+	}
 	return err
+}
+
+// raftFSM is the node's FSM as raft sees it: clocked, and measured (apply
+// time on every node, snapshot time and size, restore time).
+func (n *Node) raftFSM() clockedFSM {
+	return clockedFSM{FSM: n.fsm, clock: &n.clock, metrics: n.metrics}
+}
+
+func (c clockedFSM) Snapshot() (raft.FSMSnapshot, error) {
+	s, err := c.FSM.Snapshot()
+	if err != nil || c.metrics == nil {
+		return s, err
+	}
+	return measuredSnapshot{FSMSnapshot: s, metrics: c.metrics}, nil
+}
+
+// measuredSnapshot times a snapshot's Persist and counts its bytes.
+type measuredSnapshot struct {
+	raft.FSMSnapshot
+	metrics *metrics
+}
+
+func (s measuredSnapshot) Persist(sink raft.SnapshotSink) error {
+	start := time.Now()
+	counted := &countingSink{SnapshotSink: sink}
+	err := s.FSMSnapshot.Persist(counted)
+	s.metrics.snapshotPersisted(time.Since(start), counted.n.Load(), err)
+	return err
+}
+
+type countingSink struct {
+	raft.SnapshotSink
+	n atomic.Int64
+}
+
+func (c *countingSink) Write(p []byte) (int, error) {
+	n, err := c.SnapshotSink.Write(p)
+	c.n.Add(int64(n))
+	return n, err
 }

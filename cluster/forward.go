@@ -3,12 +3,14 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/arbiterhq/arbiter/errs"
@@ -123,20 +125,34 @@ func doJSON(c *http.Client, req *http.Request, out any) error {
 		return replyError(url, resp.StatusCode, raw)
 	}
 	if out != nil {
-		if err := json.Unmarshal(raw, out); err != nil {
+		if err := decodeExact(raw, out); err != nil {
 			return errs.Errorf(errs.CodeInternal, "%s: undecodable reply: %v", url, err)
 		}
 	}
 	return nil
 }
 
+// decodeExact decodes a JSON answer keeping every number exact: a number
+// that lands in an interface (an error's detail, a generic result)
+// becomes a json.Number with the server's literal, never a float64, which
+// loses integers past 2^53 and prints 1e21 and above in exponent form.
+func decodeExact(raw []byte, out any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	return dec.Decode(out)
+}
+
 // replyError turns a non-OK HTTP reply into an error: the JSON error body
 // when there is one, else a code derived from the status.
 func replyError(url string, status int, raw []byte) error {
+	if status == http.StatusBadRequest && strings.HasPrefix(url, "http://") && bytes.Contains(raw, []byte(plainToTLS)) {
+		// The TLS server refused the request before reading it.
+		return errs.Errorf(errs.CodeUnavailable, "%s: the node speaks HTTPS (TLS), not plain HTTP: use an https:// address (and --ca for its CA)", url)
+	}
 	var body struct {
 		Error *errs.Error `json:"error"`
 	}
-	if json.Unmarshal(raw, &body) == nil && body.Error != nil && errs.Known(body.Error.Code) {
+	if decodeExact(raw, &body) == nil && body.Error != nil && errs.Known(body.Error.Code) {
 		return body.Error
 	}
 	code := errs.CodeInternal
@@ -156,8 +172,20 @@ func replyError(url string, status int, raw []byte) error {
 // outcome unknown.
 func transportError(url string, err error) error {
 	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
+	var unknownCA x509.UnknownAuthorityError
+	switch {
+	case errors.Is(err, http.ErrSchemeMismatch):
+		// The server answered the TLS handshake in plain HTTP: nothing
+		// was sent, let alone applied.
+		return errs.Errorf(errs.CodeUnavailable, "%s: the node speaks plain HTTP, not HTTPS: use an http:// address (or start the node with TLS)", url)
+	case errors.As(err, &unknownCA):
+		return errs.Errorf(errs.CodeUnavailable, "%s: the node's certificate is not signed by a CA this client trusts (give the nodes' CA: --ca, or Remote.WithHTTPClient): %v", url, err)
+	case errors.As(err, &op) && op.Op == "dial":
 		return errs.Errorf(errs.CodeUnavailable, "%s unreachable: %v", url, err)
 	}
 	return errs.Unknown("%s: %v", url, fmt.Sprint(err))
 }
+
+// plainToTLS is what net/http's TLS server writes, with status 400, to a
+// client that sent plain HTTP: the one sign of that mistake on the wire.
+const plainToTLS = "Client sent an HTTP request to an HTTPS server."

@@ -3,9 +3,11 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	stdlog "log"
 	"log/slog"
+	"strconv"
 
 	hclog "github.com/hashicorp/go-hclog"
 )
@@ -37,7 +39,46 @@ func slogLevel(level hclog.Level) slog.Level {
 }
 
 func (h *slogHclog) Log(level hclog.Level, msg string, args ...any) {
-	h.l.Log(context.Background(), slogLevel(level), msg, args...)
+	h.l.Log(context.Background(), slogLevel(level), msg, hclogValues(args)...)
+}
+
+// hclogValues renders the values hclog formats itself, which slog would
+// print as Go values: hclog.Fmt("%+v", servers) is a Format, a slice of
+// the format and its arguments, that slog wrote as servers="[%+v [...]]".
+// Hex, Octal, Binary and Quote are rendered as hclog renders them.
+func hclogValues(args []any) []any {
+	var out []any // a copy only when something changes
+	for i, a := range args {
+		var v any
+		switch x := a.(type) {
+		case hclog.Format:
+			if len(x) == 0 {
+				v = ""
+			} else if format, ok := x[0].(string); ok {
+				v = fmt.Sprintf(format, x[1:]...)
+			} else {
+				v = fmt.Sprint(x...)
+			}
+		case hclog.Hex:
+			v = "0x" + strconv.FormatUint(uint64(x), 16)
+		case hclog.Octal:
+			v = "0" + strconv.FormatUint(uint64(x), 8)
+		case hclog.Binary:
+			v = "0b" + strconv.FormatUint(uint64(x), 2)
+		case hclog.Quote:
+			v = strconv.Quote(string(x))
+		default:
+			continue
+		}
+		if out == nil {
+			out = append([]any(nil), args...)
+		}
+		out[i] = v
+	}
+	if out == nil {
+		return args
+	}
+	return out
 }
 func (h *slogHclog) Trace(msg string, args ...any) { h.Log(hclog.Trace, msg, args...) }
 func (h *slogHclog) Debug(msg string, args ...any) { h.Log(hclog.Debug, msg, args...) }
@@ -55,7 +96,7 @@ func (h *slogHclog) ImpliedArgs() []any        { return h.implied }
 func (h *slogHclog) Name() string              { return h.name }
 
 func (h *slogHclog) With(args ...any) hclog.Logger {
-	return &slogHclog{l: h.l.With(args...), name: h.name, implied: append(append([]any{}, h.implied...), args...)}
+	return &slogHclog{l: h.l.With(hclogValues(args)...), name: h.name, implied: append(append([]any{}, h.implied...), args...)}
 }
 
 func (h *slogHclog) Named(name string) hclog.Logger {

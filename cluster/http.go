@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -8,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/arbiterhq/arbiter/domain"
 	"github.com/arbiterhq/arbiter/errs"
@@ -44,6 +46,7 @@ func (n *Node) clusterRoutes() []domain.Route {
 		return domain.Route{Method: method, Path: path, Access: a, Handler: h}
 	}
 	return []domain.Route{
+		route(http.MethodGet, "/v1/auth/whoami", domain.Authenticated, n.handleWhoami),
 		route(http.MethodGet, "/v1/changes", domain.Authenticated, n.handleChanges),
 		route(http.MethodGet, "/v1/cluster/status", domain.Authenticated, n.handleStatus),
 		route(http.MethodGet, "/v1/cluster/capabilities", domain.Authenticated, n.handleCapabilities),
@@ -96,10 +99,36 @@ func (n *Node) buildMux() (*http.ServeMux, error) {
 	public("GET /readyz", http.HandlerFunc(n.handleReadyz))
 	public("GET /metrics", promhttp.HandlerFor(n.metrics.registry, promhttp.HandlerOpts{}))
 	mux.Handle("/", n.instrument("unknown", domain.Public, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if allow := allowedMethods(mux, r); len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			domain.WriteError(w, errs.Errorf(errs.CodeMethodNotAllowed, "%s takes %s, not %s", r.URL.Path, strings.Join(allow, ", "), r.Method))
+			return
+		}
 		domain.WriteError(w, errs.Errorf(errs.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
 	})))
 	slices.SortFunc(n.routeTable, func(a, b RouteInfo) int { return strings.Compare(a.Pattern, b.Pattern) })
 	return mux, nil
+}
+
+// routeMethods are the methods routes may use (domain.CheckRoutes).
+var routeMethods = []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete}
+
+// allowedMethods lists the methods with which r's path names a route
+// (GET implies HEAD, as ServeMux serves it), for the 405 of a known path
+// called with another method. Only the catch-all route calls it.
+func allowedMethods(mux *http.ServeMux, r *http.Request) []string {
+	var allow []string
+	for _, m := range routeMethods {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := mux.Handler(probe); pattern != "" && pattern != "/" {
+			allow = append(allow, m)
+			if m == http.MethodGet {
+				allow = append(allow, http.MethodHead)
+			}
+		}
+	}
+	return allow
 }
 
 // handle registers h, turning ServeMux's panic on a pattern in conflict
@@ -128,12 +157,17 @@ func (n *Node) Routes() []RouteInfo { return slices.Clone(n.routeTable) }
 // instrument bounds concurrency (429 beyond MaxConcurrentRequests), bounds
 // the request by the deadline it asks for (withRequestTimeout),
 // authenticates the caller and applies the route's access level (401, 403),
-// puts the verified principal on the request's context, and counts
-// requests by route and status.
+// puts the verified principal on the request's context, and counts and
+// times requests by route and status.
 func (n *Node) instrument(route string, a domain.Access, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
-		defer func() { n.metrics.httpRequests.WithLabelValues(route, strconv.Itoa(rec.status)).Inc() }()
+		start := time.Now()
+		defer func() {
+			code := strconv.Itoa(rec.status)
+			n.metrics.httpRequests.WithLabelValues(route, code).Inc()
+			n.metrics.httpDuration.WithLabelValues(route, code).Observe(time.Since(start).Seconds())
+		}()
 		select {
 		case n.sem <- struct{}{}:
 			defer func() { <-n.sem }()
@@ -162,7 +196,8 @@ func (n *Node) instrument(route string, a domain.Access, h http.Handler) http.Ha
 			domain.WriteError(rec, err)
 			return
 		}
-		h.ServeHTTP(rec, r.WithContext(fsm.WithPrincipal(r.Context(), c.principal)))
+		ctx := context.WithValue(fsm.WithPrincipal(r.Context(), c.principal), callerKey{}, c)
+		h.ServeHTTP(rec, r.WithContext(ctx))
 	})
 }
 

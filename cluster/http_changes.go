@@ -14,8 +14,10 @@ const maxLongPoll = 30 * time.Second
 
 // handleChanges pages the change feed after a sequence. With wait_ms and
 // nothing new, it waits (at most maxLongPoll) for the next applied batch.
+// With include_values=true, events carry the values they wrote (see
+// fsm.ChangesRequest.Values).
 func (n *Node) handleChanges(w http.ResponseWriter, r *http.Request) {
-	p, err := domain.ParseParams(r, "after", "limit", "wait_ms", "consistency")
+	p, err := domain.ParseParams(r, "after", "limit", "wait_ms", "consistency", "include_values")
 	if err != nil {
 		domain.WriteError(w, err)
 		return
@@ -40,7 +42,12 @@ func (n *Node) handleChanges(w http.ResponseWriter, r *http.Request) {
 		domain.WriteError(w, err)
 		return
 	}
-	req := fsm.ChangesRequest{After: after, Limit: limit}
+	values, err := p.Bool("include_values")
+	if err != nil {
+		domain.WriteError(w, err)
+		return
+	}
+	req := fsm.ChangesRequest{After: after, Limit: limit, Values: values}
 	// A long poll must answer before the server's write timeout cuts it.
 	wait := min(time.Duration(waitMs)*time.Millisecond, n.cfg.WriteTimeout-time.Second)
 	ctx, cancel := context.WithTimeout(r.Context(), max(wait, 0))

@@ -363,6 +363,11 @@ func TestHTTPBadInputIsRefusedAndChangesNothing(t *testing.T) {
 		{"trailing close brace", post, "/v1/nodes/create", []byte(`{"node_id":"bad-trail-4","labels":["probe"]}}`), 422, errs.CodeInvalid, []string{"bad-trail-4"}},
 		{"trailing close bracket", post, "/v1/nodes/create", []byte(`{"node_id":"bad-trail-5","labels":["probe"]}]`), 422, errs.CodeInvalid, []string{"bad-trail-5"}},
 		{"unknown field in create", post, "/v1/nodes/create", []byte(`{"node_id":"bad-unknown","labels":["probe"],"colour":"red"}`), 422, errs.CodeInvalid, []string{"bad-unknown"}},
+		{"duplicate key", post, "/v1/nodes/create", []byte(`{"node_id":"bad-dup-1","node_id":"bad-dup-2","labels":["probe"]}`), 422, errs.CodeInvalid, []string{"bad-dup-1", "bad-dup-2"}},
+		{"duplicate key spelled with an escape", post, "/v1/nodes/create", []byte(`{"node_id":"bad-dup-3","labels":["probe"],"label\u0073":["x"]}`), 422, errs.CodeInvalid, []string{"bad-dup-3"}},
+		{"duplicate property key", post, "/v1/nodes/create", []byte(`{"node_id":"bad-dup-4","labels":["probe"],"properties":{"a":{"b":1,"b":2}}}`), 422, errs.CodeInvalid, []string{"bad-dup-4"}},
+		{"duplicate update key in cas", post, "/v1/nodes/cas", []byte(`{"node_id":"seed","updates":{"n":2,"n":3}}`), 422, errs.CodeInvalid, nil},
+		{"duplicate condition key in cas", post, "/v1/nodes/cas", []byte(`{"node_id":"seed","conditions":{"n":1,"n":2},"updates":{"m":2}}`), 422, errs.CodeInvalid, nil},
 		{"unknown field in cas", post, "/v1/nodes/cas", []byte(`{"node_id":"seed","updates":{"n":2},"colour":"red"}`), 422, errs.CodeInvalid, nil},
 		{"body over 1 MiB", post, "/v1/nodes/create", bodyOfSize(domain.MaxBodyBytes + 1), 413, errs.CodeTooLarge, []string{"bad-size"}},
 		{"body of exactly 1 MiB is read (its properties are too large)", post, "/v1/nodes/create", bodyOfSize(domain.MaxBodyBytes), 422, errs.CodeInvalid, []string{"bad-size"}},
@@ -449,7 +454,9 @@ func TestHTTPBadInputIsRefusedAndChangesNothing(t *testing.T) {
 		// Routes.
 		{"unknown route", get, "/v1/nope", nil, 404, errs.CodeNotFound, nil},
 		{"unknown route under a known prefix", get, "/v1/nodes/list", nil, 404, errs.CodeNotFound, nil},
-		{"known route, wrong method", get, "/v1/nodes/create", nil, 404, errs.CodeNotFound, nil},
+		{"known route, wrong method", get, "/v1/nodes/create", nil, 405, errs.CodeMethodNotAllowed, nil},
+		{"known route, wrong method with a body", http.MethodPut, "/v1/nodes/create", []byte(`{"node_id":"bad-put","labels":["probe"]}`), 405, errs.CodeMethodNotAllowed, []string{"bad-put"}},
+		{"read route, POST", post, "/v1/nodes/get?node_id=seed", []byte(`{}`), 405, errs.CodeMethodNotAllowed, nil},
 	}
 
 	for _, via := range []struct {
@@ -581,7 +588,15 @@ func TestHTTPRoutesThroughLeaderAndFollower(t *testing.T) {
 		r := apiPost(t, b1+"/v1/nodes/cas", map[string]any{"node_id": "n-1", "conditions": tc.conditions, "updates": tc.updates})
 		var res casReply
 		r.ok(t, "cas "+tc.name, &res)
-		wantKeys(t, "cas reply", r.body, "swapped", "node")
+		if tc.wantSwapped {
+			wantKeys(t, "cas reply", r.body, "swapped", "node")
+		} else {
+			// A CAS that did not swap says which conditions failed.
+			wantKeys(t, "cas reply", r.body, "swapped", "node", "failed")
+			if !strings.Contains(string(r.body), `"failed":[{"field":"`) {
+				t.Errorf("cas %s: %s names no failed condition", tc.name, r.body)
+			}
+		}
 		props := map[string]string{}
 		for k, v := range res.Node.Properties {
 			props[k] = string(v)

@@ -726,6 +726,15 @@ func TestIsolationMatrix(t *testing.T) {
 				}
 			}},
 		{route: "GET /v1/changes", access: isoPrincipal, valid: valid("mem-b", nil, 200)},
+		// Any principal may ask who it is; the answer is its own.
+		{route: "GET /v1/auth/whoami", access: isoPrincipal, valid: readA(200),
+			after: func(t *testing.T, r isoReply) {
+				var w cluster.Whoami
+				if err := json.Unmarshal(r.body, &w); err != nil || w.Principal != "read-a" || w.OwnerDigest != capacity.OwnerDigest("read-a") ||
+					!slices.Equal(w.Tenants, []string{"a"}) || !slices.Equal(w.Roles, []string{arblog.RoleReader}) || w.Credential != "bearer_token" {
+					t.Errorf("whoami as read-a: %s (%v)", r.body, err)
+				}
+			}},
 		{route: "GET /v1/cluster/capabilities", access: isoPrincipal, valid: readA(200),
 			after: func(t *testing.T, r isoReply) {
 				var v fsm.CapabilitiesView

@@ -1,20 +1,35 @@
 package cluster
 
 import (
+	"runtime"
+	"runtime/debug"
+	"time"
+
+	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 // metrics are per node (a process may run several nodes), on their own
-// registry served at /metrics.
+// registry served at /metrics. Every node exports every series it can
+// measure itself, followers included; the per-peer series only the
+// leader can see (it is the one that replicates) come from its own RPCs.
+// docs/grafana/arbiter.json is a dashboard of them.
 type metrics struct {
-	registry      *prometheus.Registry
-	applyLatency  prometheus.Histogram
-	readLatency   prometheus.Histogram
-	leaderChanges prometheus.Counter
-	forwarded     prometheus.Counter
-	forwardedRead prometheus.Counter
-	httpRequests  *prometheus.CounterVec
+	registry        *prometheus.Registry
+	applyLatency    prometheus.Histogram
+	fsmApply        prometheus.Histogram
+	appliedEntries  prometheus.Counter
+	readLatency     prometheus.Histogram
+	leaderChanges   prometheus.Counter
+	forwarded       prometheus.Counter
+	forwardedRead   prometheus.Counter
+	httpRequests    *prometheus.CounterVec
+	httpDuration    *prometheus.HistogramVec
+	snapshotPersist prometheus.Histogram
+	snapshotRestore prometheus.Histogram
+	snapshotBytes   prometheus.Gauge
+	snapshotFailed  prometheus.Counter
 }
 
 func newMetrics(n *Node) *metrics {
@@ -22,8 +37,17 @@ func newMetrics(n *Node) *metrics {
 		registry: prometheus.NewRegistry(),
 		applyLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "arbiter_apply_duration_seconds",
-			Help:    "Time from raft.Apply on the leader to the FSM's result.",
+			Help:    "Time from raft.Apply on the leader to the FSM's result: the commit latency of this node's own proposals (leader only).",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}),
+		fsmApply: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "arbiter_fsm_apply_batch_duration_seconds",
+			Help:    "Time this node's FSM took to apply one batch of committed entries (every node).",
+			Buckets: prometheus.ExponentialBuckets(0.00005, 2, 16),
+		}),
+		appliedEntries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "arbiter_fsm_applied_entries_total",
+			Help: "Log entries this node's FSM applied.",
 		}),
 		readLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "arbiter_linearizable_read_wait_seconds",
@@ -46,6 +70,29 @@ func newMetrics(n *Node) *metrics {
 			Name: "arbiter_http_requests_total",
 			Help: "HTTP requests by route and status code.",
 		}, []string{"route", "code"}),
+		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "arbiter_http_request_duration_seconds",
+			Help:    "HTTP request latency by route (the pattern, \"unknown\" for no route) and status code; long polls included.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 14),
+		}, []string{"route", "code"}),
+		snapshotPersist: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "arbiter_snapshot_persist_duration_seconds",
+			Help:    "Time this node took to write a raft snapshot of its state.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14),
+		}),
+		snapshotRestore: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "arbiter_snapshot_restore_duration_seconds",
+			Help:    "Time this node took to load a snapshot (at start, from the leader, or a backup restore).",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14),
+		}),
+		snapshotBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "arbiter_snapshot_last_size_bytes",
+			Help: "Size of the last raft snapshot this node wrote.",
+		}),
+		snapshotFailed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "arbiter_snapshot_failures_total",
+			Help: "Raft snapshots this node failed to write.",
+		}),
 	}
 	gauge := func(name, help string, f func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
@@ -54,14 +101,26 @@ func newMetrics(n *Node) *metrics {
 		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, f)
 	}
 	m.registry.MustRegister(
-		m.applyLatency, m.readLatency, m.leaderChanges, m.forwarded, m.forwardedRead, m.httpRequests,
-		gauge("arbiter_commit_index", "Raft commit index.", func() float64 { return float64(n.raft.CommitIndex()) }),
+		m.applyLatency, m.fsmApply, m.appliedEntries, m.readLatency, m.leaderChanges, m.forwarded, m.forwardedRead,
+		m.httpRequests, m.httpDuration, m.snapshotPersist, m.snapshotRestore, m.snapshotBytes, m.snapshotFailed,
+		gauge("arbiter_commit_index", "Raft commit index.", func() float64 { return float64(n.raftOr(0, (*raft.Raft).CommitIndex)) }),
 		gauge("arbiter_applied_index", "Index of the last entry the FSM applied.", func() float64 { return float64(n.fsm.AppliedIndex()) }),
+		gauge("arbiter_raft_last_index", "Index of the last entry in this node's log.", func() float64 { return float64(n.raftOr(0, (*raft.Raft).LastIndex)) }),
+		gauge("arbiter_raft_term", "Raft term this node is in.", func() float64 { return float64(n.raftOr(0, (*raft.Raft).CurrentTerm)) }),
 		gauge("arbiter_is_leader", "1 if this node is the leader.", func() float64 {
 			if n.IsLeader() {
 				return 1
 			}
 			return 0
+		}),
+		gauge("arbiter_raft_last_contact_seconds", "Seconds since this follower last heard from a leader (0 on the leader; -1 if it never did).", func() float64 {
+			if n.raft == nil || n.IsLeader() {
+				return 0
+			}
+			if at := n.raft.LastContact(); !at.IsZero() {
+				return time.Since(at).Seconds()
+			}
+			return -1
 		}),
 		gauge("arbiter_fsm_handler_panics", "Handler panics turned into internal errors (a bug if not 0).", func() float64 { return float64(n.fsm.Panics()) }),
 		gauge("arbiter_fsm_halted", "1 if this replica met an enabled command its binary cannot apply and stopped applying.", func() float64 {
@@ -89,8 +148,129 @@ func newMetrics(n *Node) *metrics {
 			}
 			return 0
 		}),
+		counter("arbiter_log_lines_suppressed_total", "Repeated warning and error lines not logged (the next line of the kind that is says suppressed=N).", func() float64 {
+			return float64(n.logLimit.Suppressed())
+		}),
+		raftCollector{n},
+		buildInfo(),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	return m
+}
+
+// snapshotPersisted records one snapshot write.
+func (m *metrics) snapshotPersisted(d time.Duration, bytes int64, err error) {
+	if err != nil {
+		m.snapshotFailed.Inc()
+		return
+	}
+	m.snapshotPersist.Observe(d.Seconds())
+	m.snapshotBytes.Set(float64(bytes))
+}
+
+// raftOr is f of the node's raft, or zero before Start.
+func (n *Node) raftOr(zero uint64, f func(*raft.Raft) uint64) uint64 {
+	if n.raft == nil {
+		return zero
+	}
+	return f(n.raft)
+}
+
+// raftCollector exports the raft state as a labelled gauge and, on the
+// leader, each follower's replication: seconds since it last answered,
+// entries it is behind, RPCs to it that failed.
+type raftCollector struct{ n *Node }
+
+var (
+	raftStateDesc = prometheus.NewDesc("arbiter_raft_state",
+		"1 for the raft state this node is in (follower, candidate, leader, shutdown), 0 for the others.", []string{"state"}, nil)
+	peerContactDesc = prometheus.NewDesc("arbiter_raft_peer_last_contact_seconds",
+		"Leader only: seconds since the peer last answered an AppendEntries (heartbeats included) or InstallSnapshot in this term; -1 if it has not.", []string{"peer"}, nil)
+	peerLagDesc = prometheus.NewDesc("arbiter_raft_peer_lag_entries",
+		"Leader only: entries the peer's log is behind the leader's, as of its last answer in this term.", []string{"peer"}, nil)
+	peerFailuresDesc = prometheus.NewDesc("arbiter_raft_peer_rpc_failures_total",
+		"Leader only: AppendEntries and InstallSnapshot RPCs to the peer that got no answer, since this node started.", []string{"peer"}, nil)
+)
+
+func (c raftCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- raftStateDesc
+	ch <- peerContactDesc
+	ch <- peerLagDesc
+	ch <- peerFailuresDesc
+}
+
+func (c raftCollector) Collect(ch chan<- prometheus.Metric) {
+	r := c.n.raft
+	if r == nil {
+		return
+	}
+	state := r.State()
+	for _, s := range []raft.RaftState{raft.Follower, raft.Candidate, raft.Leader, raft.Shutdown} {
+		v := 0.0
+		if s == state {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(raftStateDesc, prometheus.GaugeValue, v, stateLabel(s))
+	}
+	if state != raft.Leader || c.n.guard == nil {
+		return
+	}
+	f := r.GetConfiguration()
+	if f.Error() != nil {
+		return
+	}
+	var ids []raft.ServerID
+	for _, s := range f.Configuration().Servers {
+		if s.ID != raft.ServerID(c.n.cfg.ID) {
+			ids = append(ids, s.ID)
+		}
+	}
+	for _, p := range c.n.guard.peers.view(ids, r.CurrentTerm(), r.LastIndex()) {
+		contact := -1.0
+		if p.known {
+			contact = p.sinceAnswer.Seconds()
+			ch <- prometheus.MustNewConstMetric(peerLagDesc, prometheus.GaugeValue, float64(p.lag), p.id)
+		}
+		ch <- prometheus.MustNewConstMetric(peerContactDesc, prometheus.GaugeValue, contact, p.id)
+		ch <- prometheus.MustNewConstMetric(peerFailuresDesc, prometheus.CounterValue, float64(p.failures), p.id)
+	}
+}
+
+func stateLabel(s raft.RaftState) string {
+	switch s {
+	case raft.Follower:
+		return "follower"
+	case raft.Candidate:
+		return "candidate"
+	case raft.Leader:
+		return "leader"
+	}
+	return "shutdown"
+}
+
+// buildInfo is arbiter_build_info: the module version and VCS revision the
+// binary was built from, and its Go version.
+func buildInfo() prometheus.Collector {
+	version, revision, modified := "(unknown)", "", ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		version = bi.Main.Version
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				revision = s.Value
+			case "vcs.modified":
+				modified = s.Value
+			}
+		}
+	}
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "arbiter_build_info",
+		Help: "1, labelled with the version and VCS revision this binary was built from and its Go version.",
+		ConstLabels: prometheus.Labels{
+			"version": version, "revision": revision, "modified": modified, "go_version": runtime.Version(),
+		},
+	})
+	g.Set(1)
+	return g
 }

@@ -24,6 +24,7 @@ import (
 type Node struct {
 	cfg       Config
 	logger    *slog.Logger
+	logLimit  *logLimiter // repeated warnings and errors (logging.go)
 	fsm       *fsm.FSM
 	metrics   *metrics
 	peers     *http.Client
@@ -92,12 +93,13 @@ func New(cfg Config) (*Node, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	logger = logger.With("node", cfg.ID)
+	limit := newLogLimiter(logRepeatInterval)
+	logger = slog.New(limitHandler{inner: logger.Handler(), l: limit}).With("node", cfg.ID)
 	f, err := fsm.New(fsm.Config{Modules: domain.Modules(cfg.Domains), Logger: logger})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	n := &Node{cfg: cfg, logger: logger, fsm: f, peers: cfg.PeerClient}
+	n := &Node{cfg: cfg, logger: logger, logLimit: limit, fsm: f, peers: cfg.PeerClient}
 	n.clock.wall, n.clock.mono = time.Now, time.Now
 	if cfg.WallClock != nil {
 		n.clock.wall = cfg.WallClock
@@ -177,7 +179,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	notify := make(chan bool, 16)
 	trans, guard := guardTransport(n.transport)
 	n.guard = guard
-	r, err := raft.NewRaft(n.raftConfig(notify), clockedFSM{FSM: n.fsm, clock: &n.clock}, n.stores.Log, n.stores.Stable, n.stores.Snapshot, trans)
+	r, err := raft.NewRaft(n.raftConfig(notify), n.raftFSM(), n.stores.Log, n.stores.Stable, n.stores.Snapshot, trans)
 	if err != nil {
 		guard.close()
 		return fmt.Errorf("cluster: start raft: %w", err)

@@ -44,6 +44,9 @@ type transportGuard struct {
 	consumer chan raft.RPC // what raft reads, after the filter
 	stop     chan struct{} // closed by close: ends the filter
 	staleFilter
+	// peers records the answers to this node's AppendEntries and
+	// InstallSnapshot, for the per-peer metrics of a leader (peers.go).
+	peers *peerTracker
 }
 
 var errShuttingDown = errors.New("cluster: node shutting down")
@@ -51,7 +54,7 @@ var errShuttingDown = errors.New("cluster: node shutting down")
 // guardTransport wraps t, keeping the optional interfaces raft looks for
 // (pre-vote, close) exactly when t has them.
 func guardTransport(t raft.Transport) (raft.Transport, *transportGuard) {
-	g := &transportGuard{Transport: t}
+	g := &transportGuard{Transport: t, peers: newPeerTracker()}
 	g.stop, g.consumer = make(chan struct{}), make(chan raft.RPC)
 	go g.filterStaleSnapshots(t.Consumer(), g.consumer)
 	if _, ok := t.(raft.WithPreVote); ok {

@@ -188,6 +188,18 @@ func (p Params) Uint(name string) (uint64, error) {
 	return u, nil
 }
 
+// Bool parses a boolean parameter: true or false; absent is false.
+func (p Params) Bool(name string) (bool, error) {
+	switch v := p.values[name]; v {
+	case "", "false":
+		return false, nil
+	case "true":
+		return true, nil
+	default:
+		return false, errs.Errorf(errs.CodeInvalid, "%s must be true or false, not %q", name, v)
+	}
+}
+
 // Consistency parses the consistency parameter: linearizable (the
 // default) or stale.
 func (p Params) Consistency() (fsm.Consistency, error) {

@@ -31,6 +31,9 @@ const (
 	// CodeStaleWatermark: a producer submitted a watermark below the one
 	// its channel holds (projection-writer-lease.txt).
 	CodeStaleWatermark Code = "stale_watermark"
+	// CodeMethodNotAllowed: the path names a route, but not with this
+	// method (the answer's Allow header lists the methods it takes).
+	CodeMethodNotAllowed Code = "method_not_allowed"
 )
 
 // statusByCode is the one code-to-HTTP-status map.
@@ -51,6 +54,7 @@ var statusByCode = map[Code]int{
 	CodeCursorExpired:       http.StatusGone,
 	CodeTooLarge:            http.StatusRequestEntityTooLarge,
 	CodeStaleWatermark:      http.StatusConflict,
+	CodeMethodNotAllowed:    http.StatusMethodNotAllowed,
 }
 
 // Known reports whether c is one of the closed set.
@@ -116,6 +120,7 @@ var (
 	CursorExpired       = &Error{Code: CodeCursorExpired}
 	TooLarge            = &Error{Code: CodeTooLarge}
 	StaleWatermark      = &Error{Code: CodeStaleWatermark}
+	MethodNotAllowed    = &Error{Code: CodeMethodNotAllowed}
 )
 
 // New returns an error with a code and a fixed message.

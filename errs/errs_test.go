@@ -24,7 +24,7 @@ func TestIsMatchesByCode(t *testing.T) {
 func TestStatusMapIsClosed(t *testing.T) {
 	want := map[Code]int{CodeInvalid: 422, CodeNotFound: 404, CodeConflict: 409, CodeIdempotencyConflict: 409,
 		CodeUnavailable: 503, CodeBackpressure: 429, CodeUnauthorized: 401, CodeForbidden: 403, CodeInternal: 500,
-		CodeTooLarge: 413, CodeCursorExpired: 410, CodeStaleWatermark: 409}
+		CodeTooLarge: 413, CodeCursorExpired: 410, CodeStaleWatermark: 409, CodeMethodNotAllowed: 405}
 	for c, s := range want {
 		if Status(c) != s {
 			t.Errorf("Status(%s) = %d, want %d", c, Status(c), s)

@@ -60,6 +60,12 @@ type Event struct {
 	// Payload, if set, is a JSON object the module attached (an outbox
 	// message: see Tx.EmitPayload).
 	Payload json.RawMessage `msgpack:"payload,omitempty" json:"payload,omitempty"`
+	// Value is what the event wrote, on a page read with values
+	// (ChangesRequest.Values) for an event whose module gives values;
+	// Overwritten says a later change has since replaced it (read that
+	// change's event). Neither is ever stored: the feed keeps keys only.
+	Value       json.RawMessage `msgpack:"value,omitempty" json:"value,omitempty"`
+	Overwritten bool            `msgpack:"overwritten,omitempty" json:"overwritten,omitempty"`
 }
 
 // Member is the replicated metadata of one cluster member.
@@ -111,6 +117,6 @@ func coreModule() Module {
 			}},
 		},
 		Commands: []CommandSpec{tickSpec(), memberUpsertSpec(), memberRemoveSpec(), enableSpec(), clusterIDSpec()},
-		Queries:  []QuerySpec{membersQuerySpec(), changesQuerySpec()},
+		Queries:  []QuerySpec{membersQuerySpec(), changesQuerySpec(nil)},
 	}
 }

@@ -47,6 +47,12 @@
 // InspectSnapshot checks one offline; PrepareRestore turns one into the
 // stream a cluster restores (backup.go).
 //
+// The change feed (feed.go) keeps keys only. A page read with values
+// (ChangesRequest.Values) asks the module that emitted each event for the
+// value it wrote (Module.EventValues), from the current state and at read
+// time: a value a later change replaced is reported as overwritten, and
+// nothing about values is ever replicated or stored.
+//
 // A panic inside a handler is turned into an internal error result and the
 // transaction is aborted, so one bad command cannot take down every replica;
 // the fuzz tests exist to make sure that path is never taken.

@@ -1,6 +1,8 @@
 package fsm
 
 import (
+	"encoding/json"
+
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/log"
 	memdb "github.com/hashicorp/go-memdb"
@@ -50,6 +52,9 @@ func pruneFeed(txn *memdb.Txn, m *meta, retain uint64, budget int) int {
 type ChangesRequest struct {
 	After uint64 `msgpack:"after"`
 	Limit int    `msgpack:"limit"`
+	// Values asks for the value each event wrote (Event.Value), where its
+	// module gives one (Module.EventValues).
+	Values bool `msgpack:"values,omitempty"`
 }
 
 // ChangesPage is one page of the change feed. Next is the cursor for the
@@ -61,20 +66,28 @@ type ChangesPage struct {
 	LastSeq uint64  `msgpack:"last_seq" json:"last_seq"`
 }
 
-func changesQuerySpec() QuerySpec {
+func changesQuerySpec(values map[string]EventValue) QuerySpec {
 	return QuerySpec{Type: QueryChanges, Name: "changes", Run: func(rt *ReadTx, payload []byte) (any, error) {
 		var req ChangesRequest
 		if err := decodePayload(payload, &req); err != nil {
 			return nil, err
 		}
-		return readChanges(rt.Txn, req, rt.Principal)
+		if !req.Values {
+			return readChanges(rt, req, nil)
+		}
+		return readChanges(rt, req, values)
 	}}
 }
 
 // readChanges pages the feed. A principal that is not an admin sees only
 // events of its own tenants; the page still advances past the others, so
 // Next moves on and nothing about them leaks but their sequence numbers.
-func readChanges(txn *memdb.Txn, req ChangesRequest, p log.Principal) (*ChangesPage, error) {
+// With values, each event whose kind has an EventValue carries what it
+// wrote, and the page ends early rather than exceed MaxChangesValueBytes
+// of values (Next says where the following page starts: nothing is
+// skipped).
+func readChanges(rt *ReadTx, req ChangesRequest, values map[string]EventValue) (*ChangesPage, error) {
+	txn, p := rt.Txn, rt.Principal
 	if req.Limit < 0 || req.Limit > MaxChangesPage {
 		return nil, errs.Errorf(errs.CodeInvalid, "limit must be between 0 and %d", MaxChangesPage)
 	}
@@ -98,12 +111,37 @@ func readChanges(txn *memdb.Txn, req ChangesRequest, p log.Principal) (*ChangesP
 		return nil, errs.Errorf(errs.CodeInternal, "changes: %v", err)
 	}
 	admin := p.HasRole(log.RoleAdmin)
+	valueBytes := 0
 	for raw, scanned := it.Next(), 0; raw != nil && scanned < req.Limit; raw, scanned = it.Next(), scanned+1 {
 		e := *raw.(*Event)
 		if admin || (e.Tenant != "" && p.InTenant(e.Tenant)) {
+			if fn := values[e.Kind]; fn != nil {
+				v, written, err := fn(rt, e.Key, e.Index)
+				if err != nil {
+					return nil, errs.From(err)
+				}
+				if valueBytes += len(v); valueBytes > MaxChangesValueBytes && len(page.Events) > 0 {
+					break // the next page starts with this event
+				}
+				e.Value, e.Overwritten = v, !written
+			}
 			page.Events = append(page.Events, e)
 		}
 		page.Next = e.Seq
 	}
 	return page, nil
 }
+
+// MaxChangesValueBytes bounds the values of one change-feed page read
+// with values; a page that would exceed it ends early (a single event's
+// value is bounded by its module: 64 KiB of properties for a node).
+const MaxChangesValueBytes = 4 << 20
+
+// EventValue gives the value a module's change event wrote, for a
+// change-feed page read with values (ChangesRequest.Values); key and
+// index are the event's. It returns the JSON of what key holds and
+// written true while that is still what the event at index wrote; once a
+// later change overwrote it (that change's event carries the newer value)
+// or removed the key, written is false and value nil. It reads; it must
+// not write.
+type EventValue func(rt *ReadTx, key string, index uint64) (value json.RawMessage, written bool, err error)

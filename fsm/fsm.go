@@ -43,6 +43,7 @@ type FSM struct {
 	queryModule   map[QueryType]string
 	ticks         []moduleTick // sorted by module name
 	restored      []moduleRestored
+	eventValues   map[string]EventValue // by event kind
 	served        Capabilities
 
 	db      atomic.Pointer[memdb.MemDB]
@@ -79,6 +80,7 @@ func New(cfg Config) (*FSM, error) {
 
 		commandModule: map[log.Type]string{},
 		queryModule:   map[QueryType]string{},
+		eventValues:   map[string]EventValue{},
 	}
 	if f.logger == nil {
 		f.logger = slog.New(slog.DiscardHandler)
@@ -148,6 +150,13 @@ func (f *FSM) register(m *Module) error {
 	}
 	if m.Tick != nil {
 		f.ticks = append(f.ticks, moduleTick{name: m.Name, fn: m.Tick})
+	}
+	// The core module's changes query holds this map and reads it.
+	for kind, fn := range m.EventValues { // order-free: fills a map; any duplicate is refused
+		if _, dup := f.eventValues[kind]; dup || fn == nil {
+			return fmt.Errorf("fsm: module %s: event kind %q: no value function, or one registered twice", m.Name, kind)
+		}
+		f.eventValues[kind] = fn
 	}
 	if m.Restored != nil {
 		f.restored = append(f.restored, moduleRestored{name: m.Name, fn: m.Restored})

@@ -28,6 +28,10 @@ type Module struct {
 	// effects of the commands the snapshot covers never ran here. It
 	// reads; it must not write.
 	Restored func(rt *ReadTx) []Effect
+	// EventValues give, by event kind, the value an event of this module
+	// wrote, for change-feed pages read with values (see EventValue). A
+	// kind belongs to one module.
+	EventValues map[string]EventValue
 }
 
 // Effect is work outside the replicated state that a command asks for,

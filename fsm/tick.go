@@ -54,6 +54,11 @@ func tickSpec() CommandSpec {
 func (f *FSM) coreModule() Module {
 	m := coreModule()
 	m.Queries = append(m.Queries, f.capabilitiesQuerySpec())
+	for i := range m.Queries {
+		if m.Queries[i].Type == QueryChanges {
+			m.Queries[i] = changesQuerySpec(f.eventValues)
+		}
+	}
 	for i := range m.Commands {
 		if m.Commands[i].Type == CmdTick {
 			m.Commands[i].Apply = f.applyTick

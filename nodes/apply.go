@@ -44,7 +44,23 @@ func Module() fsm.Module {
 			{Type: QueryGet, Name: "node_get", Run: runGetNode},
 			{Type: QueryByLabel, Name: "nodes_by_label", Run: runNodesByLabel},
 		},
+		EventValues: map[string]fsm.EventValue{"node_create": nodeEventValue, "node_cas": nodeEventValue},
 	}
+}
+
+// nodeEventValue is the node a node_create or node_cas event wrote, as
+// JSON (a node as the API shows it), while no later change replaced it:
+// the node's modified index is the event's.
+func nodeEventValue(rt *fsm.ReadTx, key string, index uint64) (json.RawMessage, bool, error) {
+	n, err := getNode(rt.Txn, key)
+	if err != nil || n == nil || n.ModifiedIndex != index {
+		return nil, false, err
+	}
+	b, err := json.Marshal(n.clone())
+	if err != nil {
+		return nil, false, errs.Errorf(errs.CodeInternal, "node %q: %v", key, err)
+	}
+	return b, true, nil
 }
 
 // applyCreateNode stores the node unless one with the same id exists; the
@@ -130,7 +146,7 @@ func applyCAS(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if stored == nil {
 		return nil, errs.Errorf(errs.CodeNotFound, "node %q does not exist", c.NodeID)
 	}
-	if !conditionsHold(stored.Properties, c.Conditions) || !c.deadlinesHold(stored.Properties, tx.Now) {
+	if len(c.failures(stored.Properties, tx.Now, 1)) > 0 {
 		return CASResult{Swapped: false, Node: stored.clone()}, nil
 	}
 	next := stored.clone()
@@ -178,20 +194,6 @@ func rawAccess(p log.Principal, adapter string) error {
 		return nil
 	}
 	return errs.Errorf(errs.CodeForbidden, "the raw node API needs the admin role")
-}
-
-func conditionsHold(props, conditions map[string]json.RawMessage) bool {
-	for k, want := range conditions { // order-free: a conjunction; any failing field gives the same answer
-		have, present := props[k]
-		if bytes.Equal(want, null) {
-			if present {
-				return false
-			}
-		} else if !present || !bytes.Equal(have, want) {
-			return false
-		}
-	}
-	return true
 }
 
 func getNode(txn fsm.Store, id string) (*Node, error) {

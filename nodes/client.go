@@ -103,6 +103,9 @@ func (n *Client) CompareAndSet(ctx context.Context, req CASRequest) (*CASResult,
 		return nil, err
 	}
 	out.Replayed, out.TimeMs = res.Replayed, res.Time
+	if !out.Swapped {
+		out.Failed = cmd.failures(out.Node.Properties, res.Time, 0)
+	}
 	return &out, nil
 }
 

@@ -306,6 +306,9 @@ func (s *nodesMachine) cas(t *rapid.T, req nodes.CASRequest) {
 	switch {
 	case done && wantErr == nil:
 		want = nodes.CASResult{Swapped: row.ok, Node: row.node, Replayed: true, TimeMs: row.at}
+		if !row.ok {
+			want.Failed = modelFailures(canonicalMap(t, req.Conditions, false), row.node.Properties)
+		}
 	case done:
 	case n == nil:
 		wantErr = errs.NotFound // a failure: not recorded in the ledger
@@ -330,6 +333,9 @@ func (s *nodesMachine) cas(t *rapid.T, req nodes.CASRequest) {
 			s.emit("node_cas", req.NodeID)
 		}
 		want = nodes.CASResult{Swapped: holds, Node: n.node(req.NodeID), TimeMs: s.now}
+		if !holds {
+			want.Failed = modelFailures(canonicalMap(t, req.Conditions, false), want.Node.Properties)
+		}
 	}
 	if !done && wantErr == nil {
 		s.record(req.IdempotencyKey, request, want.Swapped, want.Node, req)
@@ -346,6 +352,24 @@ func (s *nodesMachine) cas(t *rapid.T, req nodes.CASRequest) {
 	if diff := cmp.Diff(&want, got, equateEmpty); diff != "" {
 		t.Fatalf("CAS %+v (-model +fsm):\n%s", req, diff)
 	}
+}
+
+// modelFailures is what a CAS that did not swap names: every condition
+// the node fails, by field.
+func modelFailures(conds map[string]string, props map[string]json.RawMessage) []nodes.Failure {
+	var out []nodes.Failure
+	for _, f := range sortedKeys(conds) {
+		have, present := props[f]
+		switch c := conds[f]; {
+		case c == "null" && present:
+			out = append(out, nodes.Failure{Field: f, Check: "absent", Reason: "present"})
+		case c != "null" && !present:
+			out = append(out, nodes.Failure{Field: f, Check: "equal", Reason: "missing"})
+		case c != "null" && string(have) != c:
+			out = append(out, nodes.Failure{Field: f, Check: "equal", Reason: "different"})
+		}
+	}
+	return out
 }
 
 func (s *nodesMachine) get(t *rapid.T) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/arbiterhq/arbiter/errs"
@@ -245,4 +246,53 @@ func createNode(t fataler, l *fsmtest.Local, key, id string, labels []string, p 
 		t.Fatalf("create %s: %v", id, res.Err)
 	}
 	return res
+}
+
+// A change-feed page read with values stays within MaxChangesValueBytes of
+// values: it ends early, and the next page starts where it ended, so every
+// event is read once with its value.
+func TestChangeValuesPageIsBounded(t *testing.T) {
+	ctx := context.Background()
+	l, nc := newNodes(t)
+	big := strings.Repeat("x", 62000)
+	const n = 80
+	for i := range n {
+		if _, err := nc.CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: fmt.Sprintf("big-%02d", i), Properties: map[string]any{"p": big}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen, pages := 0, 0
+	for after := uint64(0); seen < n; pages++ {
+		if pages > n {
+			t.Fatal("the pages do not progress")
+		}
+		var page fsm.ChangesPage
+		if err := fsm.Ask(ctx, l, fsm.QueryChanges, true, fsm.ChangesRequest{After: after, Values: true}, &page); err != nil {
+			t.Fatal(err)
+		}
+		bytes := 0
+		for _, e := range page.Events {
+			if e.Seq != after+1 {
+				t.Fatalf("event %d after %d: a gap", e.Seq, after)
+			}
+			after = e.Seq
+			if e.Kind != "node_create" {
+				continue
+			}
+			if e.Key != fmt.Sprintf("big-%02d", seen) || !strings.Contains(string(e.Value), big) || e.Overwritten {
+				t.Fatalf("event %d: %s without its value", e.Seq, e.Key)
+			}
+			bytes += len(e.Value)
+			seen++
+		}
+		if bytes > fsm.MaxChangesValueBytes {
+			t.Fatalf("a page of %d value bytes", bytes)
+		}
+		if page.Next != after {
+			t.Fatalf("next %d, last event %d", page.Next, after)
+		}
+	}
+	if pages < 2 {
+		t.Fatalf("%d events of 62 KB in %d page(s): the bound did not end a page", n, pages)
+	}
 }

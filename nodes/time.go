@@ -68,23 +68,6 @@ func applySetNow(props map[string]json.RawMessage, setNow map[string]int64, now 
 	}
 }
 
-// deadlinesHold reports whether every Due field has passed and every
-// NotDue field has not, at FSM time now. A missing or non-integer field
-// holds neither way.
-func (t *TimeFields) deadlinesHold(props map[string]json.RawMessage, now int64) bool {
-	for _, k := range t.Due {
-		if v, ok := intField(props, k); !ok || now < v {
-			return false
-		}
-	}
-	for _, k := range t.NotDue {
-		if v, ok := intField(props, k); !ok || now >= v {
-			return false
-		}
-	}
-	return true
-}
-
 func intField(props map[string]json.RawMessage, k string) (int64, bool) {
 	raw, ok := props[k]
 	if !ok {

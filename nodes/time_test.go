@@ -109,3 +109,58 @@ func TestCASCommandTimeFieldsRoundTrip(t *testing.T) {
 		t.Fatalf("round trip:\n%s", diff)
 	}
 }
+
+// A CAS that does not swap names every check that failed, with FSM time
+// for the deadlines; a keyed retry of it names the same, as decided then.
+func TestCASNamesWhatFailed(t *testing.T) {
+	ctx := context.Background()
+	l, nc := newNodes(t)
+	if _, err := nc.CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "n",
+		Properties: map[string]any{"fence": 2, "owner": "a", "note": "x"}, SetNow: map[string]int64{"expires_ms": 1000}}); err != nil {
+		t.Fatal(err)
+	}
+	now := fsmtest.Epoch
+	req := nodes.CASRequest{NodeID: "n",
+		Conditions:     map[string]any{"owner": "a", "fence": 1, "state": "held", "note": nil},
+		Updates:        map[string]any{"fence": 3},
+		TimeFields:     nodes.TimeFields{Due: []string{"expires_ms", "owner", "gone"}, NotDue: []string{"expires_ms"}},
+		IdempotencyKey: "k"}
+	res, err := nc.CompareAndSet(ctx, req)
+	if err != nil || res.Swapped {
+		t.Fatalf("%+v %v", res, err)
+	}
+	want := []nodes.Failure{
+		{Field: "fence", Check: "equal", Reason: "different"},
+		{Field: "note", Check: "absent", Reason: "present"},
+		{Field: "state", Check: "equal", Reason: "missing"},
+		{Field: "expires_ms", Check: "due", Reason: "not_yet_due", NowMs: now},
+		{Field: "owner", Check: "due", Reason: "not_integer", NowMs: now},
+		{Field: "gone", Check: "due", Reason: "missing", NowMs: now},
+	}
+	if diff := cmp.Diff(want, res.Failed); diff != "" {
+		t.Fatalf("failed (-want +got):\n%s", diff)
+	}
+	// Later, the retry replays the decision and its reasons.
+	l.Advance(5 * time.Second)
+	again, err := nc.CompareAndSet(ctx, req)
+	if err != nil || !again.Replayed || again.Swapped {
+		t.Fatalf("replay: %+v %v", again, err)
+	}
+	if diff := cmp.Diff(want, again.Failed); diff != "" {
+		t.Fatalf("replayed failed (-want +got):\n%s", diff)
+	}
+	// Past the deadline, not_due fails the other way.
+	res, err = nc.CompareAndSet(ctx, nodes.CASRequest{NodeID: "n", Conditions: map[string]any{"fence": 2},
+		Updates: map[string]any{"fence": 3}, TimeFields: nodes.TimeFields{NotDue: []string{"expires_ms"}}})
+	if err != nil || res.Swapped {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if diff := cmp.Diff([]nodes.Failure{{Field: "expires_ms", Check: "not_due", Reason: "already_due", NowMs: now + 5000}}, res.Failed); diff != "" {
+		t.Fatalf("not_due (-want +got):\n%s", diff)
+	}
+	// A swap names nothing.
+	res, err = nc.CompareAndSet(ctx, nodes.CASRequest{NodeID: "n", Conditions: map[string]any{"fence": 2}, Updates: map[string]any{"fence": 3}})
+	if err != nil || !res.Swapped || res.Failed != nil {
+		t.Fatalf("swap: %+v %v", res, err)
+	}
+}

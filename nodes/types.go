@@ -47,6 +47,23 @@ type Node struct {
 	ModifiedIndex uint64                     `msgpack:"modified_index" json:"modified_index"`
 }
 
+// MarshalJSON writes the node with every integer property in full digits
+// (see canon.PlainIntegers): the stored canonical form writes integers of
+// more than 21 digits in exponent form, exact but not what a reader of an
+// answer expects. Both forms canonicalize to the same value, so either
+// may be sent back in a condition.
+func (n Node) MarshalJSON() ([]byte, error) {
+	type plain Node // without this method
+	p := plain(n)
+	if n.Properties != nil {
+		p.Properties = make(map[string]json.RawMessage, len(n.Properties))
+		for k, v := range n.Properties { // order-free: copies into another map
+			p.Properties[k] = canon.PlainIntegers(v)
+		}
+	}
+	return json.Marshal(p)
+}
+
 // labelRow indexes a node under one of its labels.
 type labelRow struct {
 	Label  string `msgpack:"label"`
@@ -147,9 +164,13 @@ type CreateResult struct {
 // CASResult says whether every condition held and the updates were applied,
 // and the node as it is after this call.
 type CASResult struct {
-	Swapped  bool `msgpack:"swapped" json:"swapped"`
-	Node     Node `msgpack:"node" json:"node"`
-	Replayed bool `msgpack:"-" json:"replayed,omitempty"`
+	Swapped bool `msgpack:"swapped" json:"swapped"`
+	Node    Node `msgpack:"node" json:"node"`
+	// Failed names, when Swapped is false, every check that did not hold
+	// when the CAS was decided (see Failure). The client derives it from
+	// the decided node and time: it is not part of what Apply returns.
+	Failed   []Failure `msgpack:"-" json:"failed,omitempty"`
+	Replayed bool      `msgpack:"-" json:"replayed,omitempty"`
 	// TimeMs is FSM time when the result was decided (unix ms).
 	TimeMs int64 `msgpack:"-" json:"-"`
 }

@@ -37,6 +37,7 @@ func serve(args []string) error {
 	fs.BoolVar(&cfg.ChangeAddress, "change-address", false, "start a node with state on a raft or API address other than the ones its data directory records; the leader moves the member there")
 	fs.StringVar(&cfg.Restore, "restore", "", "with --bootstrap: seed the new cluster with this backup file (arbiter snapshot save)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	logFormat := fs.String("log-format", "text", "text (key=value lines) or json (one object per line)")
 	noSync := fs.Bool("unsafe-no-fsync", false, "do not fsync the raft log (benchmarks only: a crash may lose acknowledged writes)")
 	joinTimeout := fs.Duration("join-timeout", time.Minute, "how long to keep trying to join")
 	pprofAddr := fs.String("pprof-addr", "", "if set, serve Go's pprof profiles on this host:port (keep it private)")
@@ -69,7 +70,11 @@ func serve(args []string) error {
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
 	}
-	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	logger, err := cluster.NewLogger(os.Stderr, *logFormat, level)
+	if err != nil {
+		return fmt.Errorf("--log-format: %w", err)
+	}
+	cfg.Logger = logger
 	cfg.NoSyncUnsafe = *noSync
 	cfg.FlagNames = serveFlagNames
 	if *join != "" {

@@ -306,3 +306,73 @@ func allDigits(s string) bool {
 	}
 	return true
 }
+
+// PlainIntegers returns canonical JSON with every integer written in
+// full digits: the canonical form writes integers of more than 21 digits
+// in exponent form (1e+21), exact but not what a reader of an answer
+// expects of an integer. Integers whose digits would exceed
+// MaxNumberChars stay as they are, so that the answer is always accepted
+// again as input; other numbers are untouched. raw must be canonical
+// (or at least valid) JSON; raw itself is returned when nothing changes.
+func PlainIntegers(raw []byte) []byte {
+	var out []byte // nil until something changes
+	last := 0      // raw[:last] is accounted for in out
+	inString, escaped := false, false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		if c == '"' {
+			inString = true
+			continue
+		}
+		if c != '-' && (c < '0' || c > '9') {
+			continue
+		}
+		j := i
+		for j < len(raw) && strings.IndexByte("+-.0123456789eE", raw[j]) >= 0 {
+			j++
+		}
+		if plain, ok := plainInteger(string(raw[i:j])); ok {
+			out = append(append(out, raw[last:i]...), plain...)
+			last = j
+		}
+		i = j - 1
+	}
+	if out == nil {
+		return raw
+	}
+	return append(out, raw[last:]...)
+}
+
+// plainInteger writes lit (a number in exponent form) as an integer
+// literal, if it is an integer that fits MaxNumberChars.
+func plainInteger(lit string) (string, bool) {
+	if !strings.ContainsAny(lit, "eE") {
+		return "", false
+	}
+	neg, digits, exp, err := parseNumber(lit)
+	if err != nil {
+		return "", false
+	}
+	digits = strings.TrimLeft(digits, "0")
+	trimmed := strings.TrimRight(digits, "0")
+	exp += len(digits) - len(trimmed)
+	if trimmed == "" || exp < 0 || len(trimmed)+exp+1 > MaxNumberChars {
+		return "", false
+	}
+	sign := ""
+	if neg {
+		sign = "-"
+	}
+	return sign + trimmed + strings.Repeat("0", exp), true
+}

@@ -121,3 +121,32 @@ func TestValueFastPathsAgree(t *testing.T) {
 		}
 	}
 }
+
+func TestPlainIntegers(t *testing.T) {
+	big := "1" + strings.Repeat("0", 126) // 127 digits: fits MaxNumberChars with a sign
+	for _, tc := range []struct{ in, want string }{
+		{`1e+21`, `1000000000000000000000`},
+		{`-1.5e+22`, `-15000000000000000000000`},
+		{`{"a":[1.23456789012345678901234e+23,"1e+30",{"b\"1e+22":1e+22}],"c":1.5e+0}`,
+			`{"a":[123456789012345678901234,"1e+30",{"b\"1e+22":10000000000000000000000}],"c":1.5e+0}`},
+		{`1.5e+1`, `15`},
+		{`1.25e+1`, `1.25e+1`}, // not an integer: unchanged
+		{`1e-7`, `1e-7`},
+		{`1e+126`, big},
+		{`1e+127`, `1e+127`}, // would exceed MaxNumberChars with a sign
+		{`12345678901234567890`, `12345678901234567890`},
+		{`"x\\"`, `"x\\"`},
+	} {
+		if got := string(PlainIntegers([]byte(tc.in))); got != tc.want {
+			t.Errorf("PlainIntegers(%s) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+	// What PlainIntegers writes canonicalizes back to the same value.
+	for _, lit := range []string{"1e+21", "-9.99e+40", "1e+126"} {
+		c1, err1 := Number(lit)
+		c2, err2 := Number(string(PlainIntegers([]byte(lit))))
+		if err1 != nil || err2 != nil || c1 != c2 {
+			t.Errorf("%s: %s %v / %s %v", lit, c1, err1, c2, err2)
+		}
+	}
+}

@@ -2,10 +2,12 @@ package chaos
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -390,6 +392,12 @@ func conceptConflict(e *errs.Error) (lin.ConceptOutput, error) {
 		out.Fence = f
 	case float64:
 		out.Fence = uint64(f)
+	case json.Number: // decoded from a JSON answer, exactly
+		n, err := strconv.ParseUint(string(f), 10, 64)
+		if err != nil {
+			return out, &unmappable{fmt.Sprintf("conflict detail fence %q is not a fence: %v", f, e)}
+		}
+		out.Fence = n
 	default:
 		return out, &unmappable{fmt.Sprintf("conflict detail fence %#v (%T) is not a number: %v", e.Detail["fence"], e.Detail["fence"], e)}
 	}

@@ -81,6 +81,7 @@ type member struct {
 	faults   *faultTransport        // trans as the node sees it
 	tcp      *raft.NetworkTransport // TCP mode without TLS: over a faultStream
 	node     *cluster.Node          // nil while stopped
+	tick     time.Duration          // its configured TickInterval
 }
 
 // New starts a cluster and waits for a leader.
@@ -115,8 +116,36 @@ func New(t testing.TB, opts Options) *Cluster {
 	c.WaitLeader(20 * time.Second)
 	if !opts.NoWaitEnabled {
 		c.WaitEnabled(20 * time.Second)
+		c.waitRetention()
 	}
 	return c
+}
+
+// waitRetention waits, for a few seconds at most, until every running
+// node has applied the first tick that records the retention settings in
+// the state (the first tick of version 2, right after the cluster enables
+// it). Until then the state's content changes on its own, and a test that
+// compares content hashes around a refused request (Unchanged) would see
+// that change. A cluster whose ticks are slowed down on purpose simply
+// starts without it.
+func (c *Cluster) waitRetention() {
+	c.mu.Lock()
+	slowest := time.Duration(0)
+	for _, m := range c.members {
+		slowest = max(slowest, m.tick)
+	}
+	c.mu.Unlock()
+	if slowest > time.Second {
+		return
+	}
+	c.Eventually(5*time.Second, func() bool {
+		for _, i := range c.Running() {
+			if c.Node(i).FSM().RetentionStats().FeedRetain == 0 {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // startTCP bootstraps node 0 and joins the others through it; they join
@@ -230,6 +259,7 @@ func (c *Cluster) start(i int, bootstrap bool) {
 	c.t.Helper()
 	m := c.members[i]
 	cfg := c.config(i, bootstrap)
+	m.tick = cfg.TickInterval
 	switch {
 	case !c.opts.TCP:
 		_, m.trans = raft.NewInmemTransport(raft.ServerAddress(m.id))

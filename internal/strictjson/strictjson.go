@@ -16,9 +16,15 @@ import (
 
 // Decode reads exactly one JSON value from raw into v. It refuses invalid
 // UTF-8 and lone surrogate escapes (Go's decoder would quietly store U+FFFD
-// in their place, something other than what was sent), object fields v
-// does not declare, and anything after the value. Numbers decode into an
-// interface as json.Number, keeping their literals.
+// in their place, something other than what was sent), an object that
+// names a key twice (Go's decoder would keep the last one: two readers of
+// the same body could disagree), object fields v does not declare, and
+// anything after the value. Numbers decode into an interface as
+// json.Number, keeping their literals.
+//
+// Its errors speak the API's terms: a value of the wrong type names the
+// field by its JSON path and the JSON type it needs ("labels: want an
+// array of strings, got a string"), never a Go type.
 func Decode(raw []byte, v any) error {
 	if !utf8.Valid(raw) {
 		return errors.New("not valid UTF-8")
@@ -26,11 +32,14 @@ func Decode(raw []byte, v any) error {
 	if err := canon.CheckEscapes(raw); err != nil {
 		return err
 	}
+	if err := checkDuplicateKeys(raw); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	dec.UseNumber()
 	if err := dec.Decode(v); err != nil {
-		return err
+		return describe(err, v)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return errors.New("data after the value")
