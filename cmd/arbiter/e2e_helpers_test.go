@@ -90,6 +90,10 @@ type e2eNode struct {
 	logDir   string
 	logs     []string // one log file per process started
 	proc     *e2eProc
+	// scheme is "https" for a node serving TLS ("" is http); command, if
+	// set, makes the process (to run it inside a network namespace).
+	scheme  string
+	command func(bin string, args []string) *exec.Cmd
 }
 
 // e2eProc is one `arbiter serve` process.
@@ -99,7 +103,12 @@ type e2eProc struct {
 	err  error         // Wait's error; read only after done
 }
 
-func (n *e2eNode) url() string { return "http://" + n.httpAddr }
+func (n *e2eNode) url() string {
+	if n.scheme != "" {
+		return n.scheme + "://" + n.httpAddr
+	}
+	return "http://" + n.httpAddr
+}
 
 // start runs a new `arbiter serve` process with the node's flags, its
 // output appended to a new log file.
@@ -113,7 +122,11 @@ func (n *e2eNode) start(t *testing.T, bin string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, append([]string{"serve"}, n.args...)...)
+	args := append([]string{"serve"}, n.args...)
+	cmd := exec.Command(bin, args...)
+	if n.command != nil {
+		cmd = n.command(bin, args)
+	}
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
 		f.Close()
@@ -582,8 +595,12 @@ func (e *e2eAPIError) Error() string {
 	return s
 }
 
-// e2eAPIClient is a plain JSON client of the HTTP API.
-type e2eAPIClient struct{ hc *http.Client }
+// e2eAPIClient is a plain JSON client of the HTTP API; with a token, it
+// sends it as a bearer token.
+type e2eAPIClient struct {
+	hc    *http.Client
+	token string
+}
 
 func newE2EAPIClient() *e2eAPIClient {
 	return &e2eAPIClient{hc: &http.Client{Transport: &http.Transport{
@@ -612,6 +629,9 @@ func (c *e2eAPIClient) call(ctx context.Context, method, u string, in, out any) 
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {

@@ -258,11 +258,13 @@ func dev(e int) string {
 	return fmt.Sprintf("to%d", e)
 }
 
+// label names endpoint e in Faults: "client", or member i as n<i+1>, as
+// processes are usually named.
 func label(e int) string {
 	if e == Client {
 		return "client"
 	}
-	return fmt.Sprintf("n%d", e)
+	return fmt.Sprintf("n%d", e+1)
 }
 
 func pair(a, b int) [2]int {

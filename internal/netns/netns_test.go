@@ -65,7 +65,7 @@ func TestCutHealAndLinkDown(t *testing.T) {
 	}
 
 	nw.Cut(netns.Client, 0)
-	if nw.Faults() != "cut client-n0" {
+	if nw.Faults() != "cut client-n1" {
 		t.Errorf("Faults = %q", nw.Faults())
 	}
 	start := time.Now()

@@ -12,6 +12,8 @@ import (
 	"encoding/pem"
 	"math/big"
 	"net"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -37,16 +39,37 @@ func NewCA(t testing.TB, name string) *CA {
 }
 
 // Issue makes a certificate for name, usable as server and client, valid
-// for 127.0.0.1 and localhost.
-func (ca *CA) Issue(t testing.TB, name string) tls.Certificate {
+// for 127.0.0.1, localhost and any further ips.
+func (ca *CA) Issue(t testing.TB, name string, ips ...net.IP) tls.Certificate {
 	t.Helper()
 	tmpl := template(name)
 	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
 	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
-	tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
+	tmpl.IPAddresses = append([]net.IP{net.ParseIP("127.0.0.1")}, ips...)
 	tmpl.DNSNames = []string{"localhost"}
 	leaf, der, key := sign(t, tmpl, ca.Cert, ca.key)
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}
+}
+
+// WriteFiles writes cert and its key as PEM files name.pem and
+// name-key.pem (mode 0600) in dir, for a process's TLS flags, and returns
+// their paths.
+func WriteFiles(t testing.TB, dir, name string, cert tls.Certificate) (certPath, keyPath string) {
+	t.Helper()
+	der, err := x509.MarshalECPrivateKey(cert.PrivateKey.(*ecdsa.PrivateKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPath, keyPath = filepath.Join(dir, name+".pem"), filepath.Join(dir, name+"-key.pem")
+	for path, block := range map[string]*pem.Block{
+		certPath: {Type: "CERTIFICATE", Bytes: cert.Certificate[0]},
+		keyPath:  {Type: "EC PRIVATE KEY", Bytes: der},
+	} {
+		if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return certPath, keyPath
 }
 
 // template is a certificate for name valid from an hour ago for a day.
