@@ -600,7 +600,7 @@ func TestLargestReservationEvent(t *testing.T) {
 	for i := range extension.MaxAntiAffinity {
 		e.AntiAffinity = append(e.AntiAffinity, fmt.Sprintf("%02d%s", i, long("a", 126)))
 	}
-	id := long("i", 512)
+	id := long("i", 510) // its key, "k-" + id, is at the bound of 512
 	c := claimed(t, s, id, e, time.Hour)
 	r := reserved(t, s, c, host)
 	if len(r.Keys.AntiAffinity) != extension.MaxAntiAffinity {

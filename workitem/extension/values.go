@@ -15,7 +15,7 @@ import (
 
 // Bounds of the record (each an explicit error, never a truncation).
 const (
-	MaxIdentifierBytes = 256
+	MaxIdentifierBytes = 128
 	MaxDimension       = 1 << 40
 	MaxLimit           = 1 << 20
 	MaxCost            = 1 << 30
