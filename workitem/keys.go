@@ -12,8 +12,11 @@ import (
 //     (no other reservation of it, exclusive or not); any other holds it
 //     shared, which an exclusive one waits for. The same for its branch
 //     identity (extension.BranchIdentity) within the repository.
-//   - Concurrency: at most limit active reservations share the key (the
-//     limit the reserving item asserts).
+//   - Concurrency: at most limit active reservations share the key. Its
+//     holders all assert the same limit: the first holder's is the
+//     key's until none is left, and a reserve asserting another is
+//     refused (concurrency_limit), so the key is never above any
+//     holder's limit.
 //   - Anti-affinity: no two active reservations of the tenant on one
 //     host share an anti-affinity key.
 //
@@ -34,7 +37,7 @@ func getKey(s fsm.Store, kind, tenant, a, b string) (*keyRow, error) {
 // keysOf is what a reservation of ext on host will hold.
 func keysOf(ext *extension.Extension) Keys {
 	k := Keys{Repository: ext.Repository, RepositoryExclusive: ext.Exclusivity.Repository, Branch: ext.BranchIdentity(),
-		BranchExclusive: ext.Exclusivity.Branch, Concurrency: ext.Concurrency.Key, AntiAffinity: append([]string{}, ext.AntiAffinity...),
+		BranchExclusive: ext.Exclusivity.Branch, Concurrency: ext.Concurrency.Key, ConcurrencyLimit: ext.Concurrency.Limit, AntiAffinity: append([]string{}, ext.AntiAffinity...),
 		FairnessGroup: ext.Fairness.Group}
 	return k
 }
@@ -88,6 +91,11 @@ func checkExclusive(s fsm.Store, tenant string, ext *extension.Extension) error 
 	if err != nil {
 		return err
 	}
+	if row != nil && row.Limit != ext.Concurrency.Limit {
+		e := refuse(RefuseConcurrencyLimit, "concurrency key %q is held under limit %d; %d was asserted", ext.Concurrency.Key, row.Limit, ext.Concurrency.Limit)
+		e.Detail["active"], e.Detail["limit"] = row.Count, row.Limit
+		return e
+	}
 	if row != nil && row.Count >= ext.Concurrency.Limit {
 		e := refuse(RefuseConcurrencyLimit, "concurrency key %q has %d active reservations; the limit is %d", ext.Concurrency.Key, row.Count, ext.Concurrency.Limit)
 		e.Detail["active"], e.Detail["limit"] = row.Count, ext.Concurrency.Limit
@@ -113,7 +121,7 @@ func holdKeys(tx *fsm.Tx, r *Reservation, delta int64) error {
 		list = append(list, key{keyAffinity, r.HostID, a, true})
 	}
 	for _, x := range list {
-		if err := bump(tx, r.TenantRef, x.kind, x.a, x.b, x.exclusive, r.ReservationID, delta); err != nil {
+		if err := bump(tx, r.TenantRef, x.kind, x.a, x.b, x.exclusive, r.ReservationID, delta, k.ConcurrencyLimit); err != nil {
 			return err
 		}
 	}
@@ -122,7 +130,7 @@ func holdKeys(tx *fsm.Tx, r *Reservation, delta int64) error {
 
 // bump changes one key row: takes or frees its exclusive hold, or
 // counts one more or one less; a row left with neither is deleted.
-func bump(tx *fsm.Tx, tenant, kind, a, b string, exclusive bool, holder string, delta int64) error {
+func bump(tx *fsm.Tx, tenant, kind, a, b string, exclusive bool, holder string, delta, limit int64) error {
 	old, err := getKey(tx, kind, tenant, a, b)
 	if err != nil {
 		return err
@@ -144,6 +152,9 @@ func bump(tx *fsm.Tx, tenant, kind, a, b string, exclusive bool, holder string, 
 		row.Holder = ""
 	default:
 		row.Count += delta
+		if kind == keyConcurrent {
+			row.Limit = limit
+		}
 	}
 	if row.Count < 0 {
 		return errs.Errorf(errs.CodeInternal, "%s key %q/%q counted below zero", kind, a, b)

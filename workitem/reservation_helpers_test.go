@@ -26,7 +26,7 @@ func newEnabled(t testing.TB) (*fsmtest.Local, *workitem.Service) {
 	return l, s
 }
 
-func enable(t testing.TB, l *fsmtest.Local) {
+func enable(t fataler, l *fsmtest.Local) {
 	t.Helper()
 	res, err := l.Propose(bg, log.Command{Type: fsm.CmdEnable, Version: 1, Payload: log.MustMarshal(fsm.ServedBy(workitem.Module()))})
 	if err != nil || res.Err != nil {

@@ -27,6 +27,7 @@ type (
 		B         string `msgpack:"b"`
 		Holder    string `msgpack:"holder"`
 		Count     int64  `msgpack:"count"`
+		Limit     int64  `msgpack:"limit"`
 	}
 	storedDebt struct {
 		TenantRef string `msgpack:"tenant_ref"`
@@ -141,8 +142,14 @@ func (s resState) resInvariants() []string {
 		}
 		return storedKey{Kind: kind, TenantRef: tenant, A: a, B: b}
 	}
-	hold := func(kind, tenant, a, b string, exclusive bool, id string) {
+	hold := func(kind, tenant, a, b string, exclusive bool, id string, limit int64) {
 		row := key(kind, tenant, a, b)
+		if kind == "concurrency" {
+			if row.Limit != 0 && row.Limit != limit {
+				badf("concurrency key %s/%s held under limits %d and %d", tenant, a, row.Limit, limit)
+			}
+			row.Limit = limit
+		}
 		if exclusive {
 			if row.Holder != "" {
 				badf("%s %s/%s/%s held exclusively by %s and %s", kind, tenant, a, b, row.Holder, id)
@@ -171,16 +178,19 @@ func (s resState) resInvariants() []string {
 		used[r.HostID] = used[r.HostID].Add(r.Dimensions)
 		count[r.HostID]++
 		k := r.Keys
-		hold("repository", r.TenantRef, k.Repository, ".", k.RepositoryExclusive, r.ReservationID)
+		hold("repository", r.TenantRef, k.Repository, ".", k.RepositoryExclusive, r.ReservationID, 0)
 		if k.Branch != "" {
-			hold("branch", r.TenantRef, k.Repository, k.Branch, k.BranchExclusive, r.ReservationID)
+			hold("branch", r.TenantRef, k.Repository, k.Branch, k.BranchExclusive, r.ReservationID, 0)
 		}
-		hold("concurrency", r.TenantRef, k.Concurrency, ".", false, r.ReservationID)
+		hold("concurrency", r.TenantRef, k.Concurrency, ".", false, r.ReservationID, k.ConcurrencyLimit)
 		for _, a := range k.AntiAffinity {
-			hold("anti_affinity", r.TenantRef, r.HostID, a, true, r.ReservationID)
+			hold("anti_affinity", r.TenantRef, r.HostID, a, true, r.ReservationID, 0)
 		}
 	}
 	for _, row := range want {
+		if row.Kind == "concurrency" && row.Count > row.Limit {
+			badf("concurrency key %s/%s has %d active reservations, above its limit %d", row.TenantRef, row.A, row.Count, row.Limit)
+		}
 		if row.Holder != "" && row.Count > 0 && (row.Kind == "repository" || row.Kind == "branch") {
 			badf("%s %s/%s/%s held exclusively by %s beside %d shared holders", row.Kind, row.TenantRef, row.A, row.B, row.Holder, row.Count)
 		}

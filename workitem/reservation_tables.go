@@ -47,6 +47,8 @@ type keyRow struct {
 	B         string `msgpack:"b"`
 	Holder    string `msgpack:"holder"`
 	Count     int64  `msgpack:"count"`
+	// Limit is a concurrency key's limit, which its holders all assert.
+	Limit int64 `msgpack:"limit"`
 }
 
 // debtRow is a fairness group's debt in a tenant under a profile name:

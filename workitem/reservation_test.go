@@ -9,8 +9,8 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/internal/canon"
-	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
+	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/workitem"
 	"github.com/arbiterhq/arbiter/workitem/extension"
 	"github.com/google/go-cmp/cmp"
@@ -98,7 +98,10 @@ func TestReserveRefusals(t *testing.T) {
 		reserveErr(item(func(e *extension.Extension) { e.Branch, e.Exclusivity.Branch = "main", true }), "h2"))
 
 	// concurrency_limit: builds-2 at its limit of 1.
-	reserved(t, s, item(func(e *extension.Extension) { e.Concurrency = extension.Concurrency{Key: "builds-2", Limit: 1}; e.BaseRef = "dev" }), "h2")
+	reserved(t, s, item(func(e *extension.Extension) {
+		e.Concurrency = extension.Concurrency{Key: "builds-2", Limit: 1}
+		e.BaseRef = "dev"
+	}), "h2")
 	refusedFSM(t, l, "concurrency", errs.CodeConflict, workitem.RefuseConcurrencyLimit,
 		reserveErr(item(func(e *extension.Extension) { e.Concurrency = extension.Concurrency{Key: "builds-2", Limit: 1} }), "h2"))
 
@@ -144,7 +147,7 @@ func TestReserveRefusals(t *testing.T) {
 	// missing item, an expired claim.
 	c := item(none)
 	for what, bad := range map[string]workitem.ReserveRequest{
-		"an older fence": {TenantRef: "t", WorkItemID: c.WorkItem.WorkItemID, Attempt: 1, Fence: c.Fence - 1},
+		"an older fence":  {TenantRef: "t", WorkItemID: c.WorkItem.WorkItemID, Attempt: 1, Fence: c.Fence - 1},
 		"another attempt": {TenantRef: "t", WorkItemID: c.WorkItem.WorkItemID, Attempt: 2, Fence: c.Fence},
 	} {
 		refusedFSM(t, l, what, errs.CodeStaleFence, "", func() error { _, err := s.Reserve(as(member), bad); return err })

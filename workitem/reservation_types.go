@@ -114,14 +114,15 @@ type ReleaseRequest struct {
 
 // Keys are what a reservation holds besides capacity: its repository
 // (exclusively or shared), its branch identity (likewise; "" for none),
-// its concurrency key, its anti-affinity keys on the host and its
-// fairness group.
+// its concurrency key and the limit it asserted, its anti-affinity keys
+// on the host and its fairness group.
 type Keys struct {
 	Repository          string   `json:"repository" msgpack:"repository"`
 	RepositoryExclusive bool     `json:"repository_exclusive" msgpack:"repository_exclusive"`
 	Branch              string   `json:"branch,omitempty" msgpack:"branch"`
 	BranchExclusive     bool     `json:"branch_exclusive" msgpack:"branch_exclusive"`
 	Concurrency         string   `json:"concurrency" msgpack:"concurrency"`
+	ConcurrencyLimit    int64    `json:"concurrency_limit" msgpack:"concurrency_limit"`
 	AntiAffinity        []string `json:"anti_affinity" msgpack:"anti_affinity"`
 	FairnessGroup       string   `json:"fairness_group" msgpack:"fairness_group"`
 }
