@@ -70,7 +70,9 @@ func extPool(t fataler) {
 		e.Repository, e.Fairness.Cost, e.Disk.MinFreeMiB, e.AntiAffinity = "C", 400, 5000, []string{"x", "y"}
 	})
 	mk(func(e *extension.Extension) { e.Concurrency.Limit, e.Fairness.Group, e.Fairness.Cost = 1, "h", 0 })
-	mk(func(e *extension.Extension) { e.Repository, e.BaseRef, e.AntiAffinity, e.Concurrency.Key = "D", "", []string{"x"}, "e" })
+	mk(func(e *extension.Extension) {
+		e.Repository, e.BaseRef, e.AntiAffinity, e.Concurrency.Key = "D", "", []string{"x"}, "e"
+	})
 }
 
 type resMachine struct {
