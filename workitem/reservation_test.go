@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/canon"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/log"
@@ -565,7 +566,7 @@ func tamper(raw []byte) []byte {
 
 // rawSubmitMeta proposes a submit of item id whose metadata is meta (in
 // canonical form), past the service's checks.
-func rawSubmitMeta(l *fsmtest.Local, id, meta string) error {
+func rawSubmitMeta(l fsm.Proposer, id, meta string) error {
 	c, err := canon.JSON([]byte(meta))
 	if err != nil {
 		return err
