@@ -233,7 +233,8 @@ func take(tx *fsm.Tx, r *Reservation, old *Host) error {
 	h := *old
 	h.Used = h.Used.Add(r.Dimensions)
 	h.Reservations++
-	h.Telemetry.DiskReservedMiB += r.Dimensions.DiskMiB
+	// Saturating: only a new report resets it, and it must not wrap.
+	h.Telemetry.DiskReservedMiB = min(h.Telemetry.DiskReservedMiB+r.Dimensions.DiskMiB, 1<<62)
 	if err := tx.Insert(tableHosts, &h); err != nil {
 		return internal("store host", err)
 	}
