@@ -322,4 +322,3 @@ func rawSubmitMeta(l fsm.Proposer, id, meta string) error {
 	}
 	return nil
 }
-
