@@ -91,9 +91,9 @@ func applyReclaim(tx *fsm.Tx, cmd *log.Command) (any, error) {
 }
 
 // dueReservations lists the active reservations past their claim's
-// expiry that c selects, reading at most maxReclaimScan rows (due or
-// not of the host asked for), and the position to go on from if it
-// stopped early.
+// expiry that c selects, reading at most 8 x max_count due rows (of the
+// host asked for or not), and the position to go on from if it stopped
+// early.
 func dueReservations(tx *fsm.Tx, c *reclaimCmd, after *reclaimPos) ([]*activeRow, *reclaimPos, error) {
 	start := reclaimPos{AtMs: -1 << 62}
 	if after != nil {
@@ -119,7 +119,7 @@ func dueReservations(tx *fsm.Tx, c *reclaimCmd, after *reclaimPos) ([]*activeRow
 		if after != nil && pos == *after {
 			continue
 		}
-		if len(due) == c.MaxCount || scanned == maxReclaimScan {
+		if len(due) == c.MaxCount || scanned == reclaimScanPerRow*c.MaxCount {
 			return due, last, nil
 		}
 		scanned++

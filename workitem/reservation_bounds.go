@@ -31,8 +31,9 @@ const (
 	// ReservationRetention is how long an ended reservation stays
 	// readable (and answers a repeated release) before Tick forgets it.
 	ReservationRetention = time.Hour
-	// maxReclaimScan bounds the due reservations one reclaim examines.
-	maxReclaimScan = 8 * MaxReclaim
+	// reclaimScanPerRow x max_count bounds the due reservations one
+	// reclaim examines.
+	reclaimScanPerRow = 8
 	// maxResCursorLen bounds a reservation cursor (it carries ids).
 	maxResCursorLen = 1024
 )

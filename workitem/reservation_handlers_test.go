@@ -299,3 +299,37 @@ func TestLargestReservationEvent(t *testing.T) {
 		t.Fatalf("keys %+v", r.Keys)
 	}
 }
+
+// Reclaim looks at no more than 8 x max_count due reservations a call;
+// its cursor, bound to the tenant and host it was issued for, goes on
+// after them.
+func TestReclaimPages(t *testing.T) {
+	l, s := newEnabled(t)
+	setup(t, s)
+	_, err := s.PutHost(as(fleet), workitem.PutHostRequest{HostID: "h3", Capacity: workitem.Dimensions{CPUMillis: 8000, MemoryMiB: 16384, DiskMiB: 102400, Processes: 8}})
+	noErr(t, "h3", err)
+	_, err = s.ReportTelemetry(as(fleet), workitem.TelemetryRequest{HostID: "h3", ReportSeq: 1, DiskFreeMiB: 102400})
+	noErr(t, "report", err)
+	for i := range 9 {
+		reserved(t, s, claimed(t, s, fmt.Sprintf("x%d", i), baseExt(), time.Second), []string{"h1", "h2"}[i%2])
+	}
+	target := reserved(t, s, claimed(t, s, "target", baseExt(), time.Second), "h3")
+	l.Advance(time.Second)
+	first, err := s.Reclaim(as(member), workitem.ReclaimRequest{TenantRef: "t", HostID: "h3", MaxCount: 1})
+	if err != nil || len(first.ReclaimedIDs) != 0 || first.NextCursor == "" {
+		t.Fatalf("first page: %+v %v", first, err)
+	}
+	refusedFSM(t, l, "the cursor for another host", errs.CodeInvalid, "", func() error {
+		_, err := s.Reclaim(as(member), workitem.ReclaimRequest{TenantRef: "t", HostID: "h1", MaxCount: 1, Cursor: first.NextCursor})
+		return err
+	})
+	next, err := s.Reclaim(as(member), workitem.ReclaimRequest{TenantRef: "t", HostID: "h3", MaxCount: 1, Cursor: first.NextCursor})
+	if err != nil || len(next.ReclaimedIDs) != 1 || next.ReclaimedIDs[0] != target.ReservationID || next.NextCursor != "" {
+		t.Fatalf("second page: %+v %v", next, err)
+	}
+	all, err := s.Reclaim(bg, workitem.ReclaimRequest{MaxCount: workitem.MaxReclaim})
+	if err != nil || len(all.ReclaimedIDs) != 9 {
+		t.Fatalf("every tenant: %+v %v", all, err)
+	}
+	checkRes(t, l.FSM)
+}
