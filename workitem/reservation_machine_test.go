@@ -500,7 +500,7 @@ func TestReservationModel(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		for i, n := 0, rapid.IntRange(60, 150).Draw(t, "steps"); i < n; i++ {
+		for i, n := 0, rapid.IntRange(40, 100).Draw(t, "steps"); i < n; i++ {
 			actions[names[uniform(t, len(names), "action")]](t)
 			mc.check(t)
 		}
