@@ -803,9 +803,10 @@ func TestIsolationMatrix(t *testing.T) {
 	}
 
 	rows = append(allocRows, rows...)
-	// The projection rows run before restore and remove, which end the
-	// table.
+	// The projection and reservation rows run before restore and remove,
+	// which end the table.
 	rows = slices.Insert(rows, len(rows)-2, isoProjectionRows(t, c, follower)...)
+	rows = slices.Insert(rows, len(rows)-2, isoReservationRows(t, c, follower)...)
 
 	// Every route a node serves (its own and every domain's) has exactly
 	// one row with the node's own access level, and every row names one:

@@ -20,6 +20,11 @@ const cliUsage = `usage: arbiter workitem <command> [--addr URL] [flags]
   submit|batch|claim|complete|cancel [--json BODY]
       send the request (see README) given with --json, or on standard
       input, to POST /v1/workitems/<submit|submit-batch|claim|complete|cancel>
+  reserve|release|reclaim|query|host|telemetry|extension [--json BODY]
+      the same for host resource reservation: POST /v1/workitems/<reserve|
+      release|reclaim|reservations/query|hosts|hosts/telemetry|extension>
+  profiles [--json BODY]
+      with a body, PUT /v1/workitems/profiles (admins); without, read them
   get  --tenant T --id ID
   list --tenant T [--graph G] [--status S] [--after CURSOR] [--limit N]
 
@@ -28,7 +33,9 @@ Prints the answer as JSON. Example:
 `
 
 // cliRoutes maps the POST commands to their routes.
-var cliRoutes = map[string]string{"submit": "submit", "batch": "submit-batch", "claim": "claim", "complete": "complete", "cancel": "cancel"}
+var cliRoutes = map[string]string{"submit": "submit", "batch": "submit-batch", "claim": "claim", "complete": "complete", "cancel": "cancel",
+	"reserve": "reserve", "release": "release", "reclaim": "reclaim", "query": "reservations/query", "host": "hosts",
+	"telemetry": "hosts/telemetry", "extension": "extension", "profiles": "profiles"}
 
 func cli() *domain.CLI {
 	return &domain.CLI{Name: "workitem", Summary: "submit, claim, complete, cancel and read work items", Run: runCLI}
@@ -74,7 +81,14 @@ func runCLI(env domain.CLIEnv, args []string) error {
 	defer cancel()
 	var out json.RawMessage
 	var callErr error
-	if post {
+	switch {
+	case cmd == "profiles" && *body == "":
+		callErr = conn.CallJSON(ctx, "GET", "/v1/workitems/profiles", nil, &out)
+	case post:
+		method := "POST"
+		if cmd == "profiles" {
+			method = "PUT"
+		}
 		raw := []byte(*body)
 		if *body == "" {
 			if raw, err = io.ReadAll(io.LimitReader(env.Stdin, MaxRequestBytes+1)); err != nil {
@@ -84,13 +98,13 @@ func runCLI(env domain.CLIEnv, args []string) error {
 		if !json.Valid(raw) {
 			return errors.New("the request is not JSON")
 		}
-		callErr = conn.CallJSON(ctx, "POST", "/v1/workitems/"+route, json.RawMessage(raw), &out)
-	} else {
+		callErr = conn.CallJSON(ctx, method, "/v1/workitems/"+route, json.RawMessage(raw), &out)
+	default:
 		q := url.Values{"tenant_ref": {*tenant}}
 		if cmd == "get" {
 			q.Set("work_item_id", *id)
 		} else {
-			for k, v := range map[string]string{"graph_ref": *graph, "status": *status, "after": *after} {
+			for k, v := range map[string]string{"graph_ref": *graph, "status": *status, "after": *after} { // order-free: sets query parameters
 				if v != "" {
 					q.Set(k, v)
 				}

@@ -1,5 +1,7 @@
-// Package workitem is the work-item admission half of
-// capacity-leases-and-workitem-admission.txt (issue 12): SubmitWorkItem,
+// Package workitem is work-item admission (the second half of
+// capacity-leases-and-workitem-admission.txt, issue 12) and host resource
+// reservation for work items (workitem-resource-reservation.txt, issue
+// 13). Admission: SubmitWorkItem,
 // atomic batches (SubmitWorkItems), dependencies, a per-tenant in-flight
 // cap, and fenced claims, decided by typed FSM commands. The replicated
 // FSM is the spec's "engine"; its tables are the spec's redb tables.
@@ -100,12 +102,75 @@
 // Consumers read GET /v1/changes?after=<cursor> and get 410
 // cursor_expired if they fall behind the feed's retention.
 //
-// # Extending
+// # Host resource reservation
 //
-// Host resource reservation (issue 13) extends this package: it takes
-// command types 310 and up, tables named workitem_* beside these, reads
-// metadata.resource_reservation from the stored canonical metadata, and
-// ends a reservation where end() ends a claim (complete, cancel, expiry).
+// The reservation half (workitem-resource-reservation.txt, issue 13)
+// admits shared hosts inside the same replicated transaction as the
+// item's tenant, owner, attempt and fence: there is no second lease,
+// ledger or lock. Commands 310-316 are each their own capability, so a
+// cluster with a member whose binary lacks them refuses them on every
+// replica alike; submit and submit-batch version 2 (enabled with them)
+// check an item's metadata.resource_reservation under the closed
+// schema of package extension (422, detail.reason extension_invalid or
+// fingerprint_mismatch), while version 1 keeps it as opaque metadata.
+//
+//   - Hosts (controllers of every tenant): labels, capacity in four
+//     dimensions (cpu_millis, memory_mib, disk_mib, processes), an epoch
+//     that is the log index of the last change (a compare-and-set guard
+//     that a restore never rolls back), capacity never below use; at
+//     most MaxHosts. Telemetry reports free disk under a strictly
+//     increasing report_seq, stamped with FSM time.
+//   - Profiles (admins; also --reservation-profiles, read at start and
+//     on SIGHUP and proposed by the node once a leader exists): the
+//     whole set replaced by one command, keyed by name and version. An
+//     empty or zero field is a fail-closed marker (profile_incomplete);
+//     mode dark or shadow refuses reserve (profile_disabled), enabled
+//     reserves; the query answers in every mode. A profile that leaves
+//     the set refuses reserves (profile_disabled); reservations made
+//     under it keep what they hold.
+//   - Reserve: see applyReserve for the order of the checks and
+//     placement.go, keys.go and fairness.go for each. An item holds at
+//     most one active reservation; asking again answers it unchanged.
+//     Refusals are 409 conflict with detail.reason and change nothing.
+//   - A reservation ends with its claim in the same command: complete,
+//     cancel and the Tick that requeues or fails an expired claim
+//     (end() and requeue()). Between a claim's expiry and that Tick,
+//     reclaim ends it at once. Release ends it early, fenced by the exact
+//     attempt and fence. An ended reservation stays readable (and
+//     answers a repeated release) for ReservationRetention.
+//   - The admin rewrite is the governed migration of an item from before
+//     the extension (not_reservable): only with the item's exact current
+//     fence, and never over a readable record (it is immutable).
+//
+// Decisions where the spec and issue are silent:
+//
+//   - Keys are per tenant (another tenant's names never block or reveal
+//     anything); hosts are shared and every reader sees their capacity
+//     and use. An exclusive repository (or branch) reservation is alone
+//     on it: it waits for shared holders and blocks them. A concurrency
+//     key's holders assert one limit: the first holder's, until none is
+//     left (another limit is concurrency_limit). Anti-affinity keys are
+//     per (host, tenant).
+//   - Placement: "weighted capacity" is each dimension's use plus demand
+//     within capacity, and sum(weight x free) ranks the eligible hosts.
+//     A named host that does not exist, or lacks a label, is
+//     no_eligible_host; without a name, the one reason every host gave,
+//     else no_eligible_host with each host's reason in detail.hosts. The
+//     disk watermark is the larger of the profile's and the item's
+//     min_free_mib, checked against the reported free disk less what
+//     reservations took since that report and the demand. A demand
+//     above the profile's max is capacity. A profile not in the set is
+//     profile_disabled.
+//   - Fairness debt is per (tenant, profile name, group), in thousandths
+//     of a unit so that decay is exact; see fairness.go.
+//   - Release and reserve may be sent by the claimer or a controller of
+//     the tenant; reclaim by a member for its tenant, or a controller of
+//     every tenant for all.
+//   - Reservation ids are "rsv-<log index>": unique, never reissued.
+//
+// Every reservation mutation writes one outbox event (workitem_host_put,
+// _host_telemetry, _profiles_set, _reserved, _reservation_released,
+// _reservation_ended, _extension_rewritten) in the same command.
 //
 // Service is the typed Go API over any fsm.Proposer and fsm.Reader;
 // Domain mounts it at /v1/workitems and as `arbiter workitem`.

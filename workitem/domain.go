@@ -5,20 +5,28 @@ import (
 	"net/http"
 
 	"github.com/arbiterhq/arbiter/domain"
+	"github.com/arbiterhq/arbiter/fsm"
 )
 
 // Name is the domain's name.
 const Name = "workitem"
 
-// Domain is work-item admission as a domain: the module, the
-// /v1/workitems routes (any authenticated principal; the module checks
-// tenant and role) and the `arbiter workitem` command.
+// Domain is work-item admission and host resource reservation as a
+// domain: the module, the /v1/workitems routes (any authenticated
+// principal; the module checks tenant and role, and the profile set
+// takes an admin), the --reservation-profiles flag and the `arbiter
+// workitem` command.
 func Domain() domain.Domain {
-	return domain.Domain{Name: Name, Module: Module, Routes: routes, CLI: cli()}
+	l := newProfileLoader()
+	return domain.Domain{Name: Name, Module: Module, Routes: routes, Flags: l.flags, Load: l.load, Start: l.start, CLI: cli()}
 }
 
 func routes(h domain.Host) []domain.Route {
 	s := NewService(h, h)
+	return append(admissionRoutes(s), reservationRoutes(s)...)
+}
+
+func admissionRoutes(s *Service) []domain.Route {
 	return []domain.Route{
 		// The two admission routes take bodies up to MaxRequestBytes (4
 		// MiB), above the host's 1 MiB default: see submitHandler.
@@ -48,5 +56,33 @@ func routes(h domain.Host) []domain.Route {
 				return s.List(ctx, ListRequest{TenantRef: p.String("tenant_ref"), GraphRef: p.String("graph_ref"),
 					Status: p.String("status"), After: p.String("after"), Limit: limit}, c)
 			}),
+	}
+}
+
+func reservationRoutes(s *Service) []domain.Route {
+	return []domain.Route{
+		domain.Post("/v1/workitems/hosts", domain.Authenticated, s.PutHost, func(r *HostResult) int {
+			if r.Created {
+				return http.StatusCreated
+			}
+			return http.StatusOK
+		}),
+		domain.Post("/v1/workitems/hosts/telemetry", domain.Authenticated, s.ReportTelemetry, nil),
+		{Method: http.MethodPut, Path: "/v1/workitems/profiles", Access: domain.Admin, Handler: domain.JSON(s.SetProfiles, nil)},
+		domain.Get("/v1/workitems/profiles", domain.Authenticated, []string{"consistency"},
+			func(ctx context.Context, p domain.Params) (*ProfilesResult, error) {
+				c, err := p.Consistency()
+				if err != nil {
+					return nil, err
+				}
+				return s.Profiles(ctx, c)
+			}),
+		domain.Post("/v1/workitems/reserve", domain.Authenticated, s.Reserve, nil),
+		domain.Post("/v1/workitems/release", domain.Authenticated, s.Release, nil),
+		domain.Post("/v1/workitems/reclaim", domain.Authenticated, s.Reclaim, nil),
+		domain.Post("/v1/workitems/reservations/query", domain.Authenticated, func(ctx context.Context, req QueryRequest) (*QueryResult, error) {
+			return s.Query(ctx, req, fsm.Linearizable)
+		}, nil),
+		domain.Post("/v1/workitems/extension", domain.Authenticated, s.RewriteExtension, nil),
 	}
 }

@@ -149,7 +149,8 @@ func applyCancel(tx *fsm.Tx, cmd *log.Command) (any, error) {
 }
 
 // end terminalizes an in-flight item: it (a copy of old, perhaps already
-// changed) gets status and reason, leaves the claim, deadline and
+// changed) gets status and reason, ends its claim's reservation, leaves
+// the claim, deadline and
 // readiness indexes, counts out of the tenant's in-flight items, enters
 // the ended index (for retention) and the cascade queue (for its
 // dependents), and writes its outbox event.
@@ -158,6 +159,14 @@ func end(tx *fsm.Tx, old, it *WorkItem, status, reason string) (*WorkItem, error
 		return nil, errs.Errorf(errs.CodeInternal, "work item %s ends twice", old.WorkItemID)
 	}
 	if old.Status == StatusClaimed {
+		// The claim ends here, and its reservation (if any) with it.
+		why := EndClaimEnded
+		if reason == ReasonAttemptsExhausted || reason == ReasonDeadlineExceeded {
+			why = EndClaimExpired // only Tick ends a claimed item for these
+		}
+		if err := endWithClaim(tx, old, why); err != nil {
+			return nil, err
+		}
 		if err := tx.Delete(tableClaims, timeOf(old.ClaimExpiresAtMs, old)); err != nil {
 			return nil, internal("unindex claim", err)
 		}

@@ -6,8 +6,7 @@ import (
 )
 
 // Command and query types. The workitem domain owns 300-399: 300-309 are
-// admission's; the host resource reservation that extends this package
-// takes 310 and up.
+// admission's; 310-319 host resource reservation's.
 const (
 	CmdSubmit      log.Type      = 300
 	CmdSubmitBatch log.Type      = 301
@@ -16,23 +15,45 @@ const (
 	CmdCancel      log.Type      = 304
 	QueryGet       fsm.QueryType = 300
 	QueryList      fsm.QueryType = 301
+
+	CmdPutHost          log.Type      = 310
+	CmdTelemetry        log.Type      = 311
+	CmdSetProfiles      log.Type      = 312
+	CmdReserve          log.Type      = 313
+	CmdRelease          log.Type      = 314
+	CmdReclaim          log.Type      = 315
+	CmdRewriteExtension log.Type      = 316
+	QueryReservations   fsm.QueryType = 310
+	QueryProfiles       fsm.QueryType = 311
 )
 
 // Module is the work-item FSM module; every node of a cluster must run it.
+// Each reservation command is its own capability, so a cluster with a
+// member whose binary lacks them refuses them everywhere alike; submit
+// and submit-batch version 2 check metadata.resource_reservation.
 func Module() fsm.Module {
 	return fsm.Module{
 		Name:   Name,
-		Tables: tables(),
+		Tables: append(tables(), reservationTables()...),
 		Commands: []fsm.CommandSpec{
-			{Type: CmdSubmit, Name: "workitem_submit", MaxVersion: 1, Apply: applySubmit},
-			{Type: CmdSubmitBatch, Name: "workitem_submit_batch", MaxVersion: 1, Apply: applySubmitBatch},
+			{Type: CmdSubmit, Name: "workitem_submit", MaxVersion: 2, Apply: applySubmit}, // 2: the extension's closed schema
+			{Type: CmdSubmitBatch, Name: "workitem_submit_batch", MaxVersion: 2, Apply: applySubmitBatch},
 			{Type: CmdClaim, Name: "workitem_claim", MaxVersion: 1, Apply: applyClaim},
 			{Type: CmdComplete, Name: "workitem_complete", MaxVersion: 1, Apply: applyComplete},
 			{Type: CmdCancel, Name: "workitem_cancel", MaxVersion: 1, Apply: applyCancel},
+			{Type: CmdPutHost, Name: "workitem_host_put", MaxVersion: 1, Apply: applyPutHost},
+			{Type: CmdTelemetry, Name: "workitem_host_telemetry", MaxVersion: 1, Apply: applyTelemetry},
+			{Type: CmdSetProfiles, Name: "workitem_profiles_set", MaxVersion: 1, Apply: applySetProfiles},
+			{Type: CmdReserve, Name: "workitem_reserve", MaxVersion: 1, Apply: applyReserve},
+			{Type: CmdRelease, Name: "workitem_release", MaxVersion: 1, Apply: applyRelease},
+			{Type: CmdReclaim, Name: "workitem_reservation_reclaim", MaxVersion: 1, Apply: applyReclaim},
+			{Type: CmdRewriteExtension, Name: "workitem_extension_rewrite", MaxVersion: 1, Apply: applyRewriteExtension},
 		},
 		Queries: []fsm.QuerySpec{
 			{Type: QueryGet, Name: "workitem_get", Run: runGet},
 			{Type: QueryList, Name: "workitem_list", Run: runList},
+			{Type: QueryReservations, Name: "workitem_reservations", Run: runQuery},
+			{Type: QueryProfiles, Name: "workitem_profiles", Run: runProfiles},
 		},
 		Tick: tick,
 	}

@@ -41,6 +41,9 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (*SubmitResult,
 	if err := cmd.validate(); err != nil {
 		return nil, err
 	}
+	if err := checkSpecExtensions([]itemSpec{cmd.Item}, ""); err != nil {
+		return nil, err
+	}
 	var out SubmitResult
 	env := log.Command{Type: CmdSubmit, IdemScope: admitScope(req.TenantRef, graph), IdemKey: req.IdempotencyKey}
 	replayed, err := s.propose(ctx, env, cmd, &out)
@@ -80,6 +83,9 @@ func (s *Service) SubmitBatch(ctx context.Context, req BatchRequest) (*BatchResu
 		cmd.Items[i] = spec
 	}
 	if err := cmd.validate(); err != nil {
+		return nil, err
+	}
+	if err := checkSpecExtensions(cmd.Items, "requests[%d]."); err != nil {
 		return nil, err
 	}
 	var out BatchResult

@@ -9,7 +9,11 @@ import (
 )
 
 // applySubmit admits one item; applySubmitBatch admits 1 to 128 in one
-// command. Both check everything first (bounds, caller, the scope's
+// command. From version 2 on (once the cluster enables it, so that
+// every replica agrees) an item's metadata.resource_reservation, if it
+// has one, must pass the extension's closed schema and fingerprint
+// (422 invalid, detail.reason extension_invalid or fingerprint_mismatch);
+// version 1 keeps it as opaque metadata, and reserve re-reads it anyway. Both check everything first (bounds, caller, the scope's
 // idempotency envelope, then each item against the state and the items
 // before it) and write only once all of it holds: an error allocates
 // nothing, no sequence, no id, no event.
@@ -20,6 +24,11 @@ func applySubmit(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	}
 	if err := c.validate(); err != nil {
 		return nil, err
+	}
+	if tx.EnabledVersion(CmdSubmit) >= 2 {
+		if err := checkSpecExtensions([]itemSpec{c.Item}, ""); err != nil {
+			return nil, err
+		}
 	}
 	res, err := admit(tx, cmd, c.TenantRef, c.GraphRef, []itemSpec{c.Item}, "")
 	if err != nil {
@@ -35,6 +44,11 @@ func applySubmitBatch(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	}
 	if err := c.validate(); err != nil {
 		return nil, err
+	}
+	if tx.EnabledVersion(CmdSubmitBatch) >= 2 {
+		if err := checkSpecExtensions(c.Items, "requests[%d]."); err != nil {
+			return nil, err
+		}
 	}
 	return admit(tx, cmd, c.TenantRef, c.GraphRef, c.Items, "requests[%d].")
 }

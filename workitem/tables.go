@@ -5,9 +5,8 @@ import (
 	memdb "github.com/hashicorp/go-memdb"
 )
 
-// Every table of the module starts with "workitem_"; the host resource
-// reservation (hosts, profiles, reservations) will add its own beside
-// these.
+// Every table of the module starts with "workitem_"; host resource
+// reservation's are in reservation_tables.go.
 const (
 	tableItems    = "workitem_items"
 	tableGraphs   = "workitem_graphs"

@@ -16,9 +16,13 @@ import (
 //     (attempts_exhausted) or its deadline has passed;
 //  3. the cascade queue (see cascade.go);
 //  4. retention: ended items older than TerminalRetention whose cascade
-//     is done are forgotten.
+//     is done are forgotten;
+//  5. reservation retention: ended reservations older than
+//     ReservationRetention are forgotten (a claim's end ends its
+//     reservation in the same command, so none is left to reclaim here);
+//  6. fairness: debts decay (see fairness.go).
 func tick(tx *fsm.Tx, budget int) error {
-	for _, job := range []func(*fsm.Tx, int) error{tickDeadlines, tickClaims, cascadeTick, tickRetention} {
+	for _, job := range []func(*fsm.Tx, int) error{tickDeadlines, tickClaims, cascadeTick, tickRetention, tickReservationRetention, tickFairness} {
 		if err := job(tx, budget); err != nil {
 			return err
 		}
@@ -111,8 +115,11 @@ func tickClaims(tx *fsm.Tx, budget int) error {
 }
 
 // requeue returns a claimed item whose claim expired to pending: its
-// attempt count and last fence stay, its owner goes.
+// attempt count and last fence stay, its owner and its reservation go.
 func requeue(tx *fsm.Tx, old, it *WorkItem) error {
+	if err := endWithClaim(tx, old, EndClaimExpired); err != nil {
+		return err
+	}
 	if err := tx.Delete(tableClaims, timeOf(old.ClaimExpiresAtMs, old)); err != nil {
 		return internal("unindex claim", err)
 	}

@@ -9,6 +9,7 @@ var workloads = []chaos.Workload{
 	chaos.NewCapacity(),
 	chaos.NewAllocation(),
 	chaos.NewWorkItems(),
+	chaos.NewReservations(),
 	chaos.NewFencedSink(true),
 	chaos.NewProjection(),
 }

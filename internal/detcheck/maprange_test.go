@@ -14,7 +14,7 @@ import (
 
 // handlerPackages are the packages whose code runs inside Apply or a
 // query (the host and every domain with a module).
-var handlerPackages = []string{"fsm", "nodes", "authority", "capacity", "workitem", "allocation", "projection"}
+var handlerPackages = []string{"fsm", "nodes", "authority", "capacity", "workitem", "workitem/extension", "allocation", "projection"}
 
 func TestNoOrderDependentMapRange(t *testing.T) {
 	root, err := filepath.Abs("../..")

@@ -1,0 +1,140 @@
+package workitem
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/internal/canon"
+	"github.com/arbiterhq/arbiter/log"
+	"github.com/arbiterhq/arbiter/workitem/extension"
+)
+
+// rewriteCmd is the payload of CmdRewriteExtension.
+type rewriteCmd struct {
+	TenantRef  string `msgpack:"tenant_ref"`
+	WorkItemID string `msgpack:"work_item_id"`
+	Fence      uint64 `msgpack:"fence"`
+	// Extension is the record in canonical JSON.
+	Extension []byte `msgpack:"extension"`
+}
+
+func (c *rewriteCmd) validate() error {
+	if err := ident("tenant_ref", c.TenantRef); err != nil {
+		return err
+	}
+	if err := ident("work_item_id", c.WorkItemID); err != nil {
+		return err
+	}
+	if len(c.Extension) > MaxMetadataBytes || len(c.Extension) == 0 || c.Extension[0] != '{' || !canon.IsCanonical(c.Extension) {
+		return fieldErr("extension", "must be a JSON object in canonical form, at most %d bytes", MaxMetadataBytes)
+	}
+	return checkExtension("extension", c.Extension)
+}
+
+// checkExtension parses a record under the closed schema: an invalid
+// error naming field.<path>, with detail.reason extension_invalid or
+// fingerprint_mismatch.
+func checkExtension(field string, raw []byte) error {
+	if _, err := extension.Parse(raw); err != nil {
+		e := errs.From(err)
+		n := *e
+		n.Detail = map[string]any{"reason": e.Detail["reason"], "field": field}
+		if f, _ := e.Detail["field"].(string); f != "" {
+			n.Detail["field"] = field + "." + f
+		}
+		return &n
+	}
+	return nil
+}
+
+// applyRewriteExtension is the governed migration of an item created
+// before the extension existed (or whose record cannot be read): an
+// admin sets metadata.resource_reservation, beside whatever else the
+// metadata holds, presenting the item's exact current fence (0 for an
+// item never claimed). A readable record is immutable (conflict); an
+// ended item is a conflict too.
+func applyRewriteExtension(tx *fsm.Tx, cmd *log.Command) (any, error) {
+	var c rewriteCmd
+	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
+		return nil, err
+	}
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	if !tx.Principal.HasRole(log.RoleAdmin) || !tx.Principal.InTenant(c.TenantRef) {
+		return nil, errs.Errorf(errs.CodeForbidden, "rewriting an extension needs the admin role in tenant %q", c.TenantRef)
+	}
+	old, err := getItem(tx, c.TenantRef, c.WorkItemID)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case old == nil:
+		return nil, errs.Errorf(errs.CodeNotFound, "no work item %q in tenant %q", c.WorkItemID, c.TenantRef)
+	case old.Fence != c.Fence:
+		e := errs.Errorf(errs.CodeStaleFence, "work item %q is at fence %d; %d was presented", c.WorkItemID, old.Fence, c.Fence)
+		e.Detail = map[string]any{"status": old.Status, "attempt": old.Attempt, "fence": old.Fence}
+		return nil, e
+	case old.Status != StatusPending && old.Status != StatusClaimed:
+		e := errs.Errorf(errs.CodeConflict, "work item %q has ended %s", c.WorkItemID, old.Status)
+		e.Detail = map[string]any{"status": old.Status}
+		return nil, e
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(old.Metadata, &top); err != nil {
+		return nil, internal("read stored metadata", err)
+	}
+	if raw, ok := top[extensionField]; ok {
+		if _, err := extension.Parse(raw); err == nil {
+			return nil, errs.Errorf(errs.CodeConflict, "work item %q has a readable extension; it is immutable", c.WorkItemID)
+		}
+	}
+	top[extensionField] = c.Extension
+	b, err := json.Marshal(top)
+	if err != nil {
+		return nil, internal("encode metadata", err)
+	}
+	meta, err := canon.JSON(b)
+	if err != nil {
+		return nil, internal("canonicalize metadata", err)
+	}
+	if len(meta) > MaxMetadataBytes {
+		return nil, fieldErr("extension", "would make the metadata %d bytes in canonical form, more than %d", len(meta), MaxMetadataBytes)
+	}
+	it := *old
+	it.Metadata, it.UpdatedAtMs = meta, tx.Now
+	if err := put(tx, old, &it); err != nil {
+		return nil, err
+	}
+	if _, err := emit(tx, EventExtensionRewritten, &it); err != nil {
+		return nil, err
+	}
+	return &ItemResult{WorkItem: it}, nil
+}
+
+// checkSpecExtensions checks each spec's metadata.resource_reservation,
+// if it has one (submit from version 2 on; the service always).
+func checkSpecExtensions(specs []itemSpec, prefix string) error {
+	for i := range specs {
+		raw, err := itemExtension(specs[i].Metadata)
+		if err != nil {
+			return err
+		}
+		if raw == nil {
+			continue
+		}
+		field := "metadata." + extensionField
+		if prefix != "" {
+			field = fmt.Sprintf(prefix, i) + field
+		}
+		if err := checkExtension(field, raw); err != nil {
+			if prefix != "" {
+				err = withDetail(err, "request_index", i)
+			}
+			return err
+		}
+	}
+	return nil
+}

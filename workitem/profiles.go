@@ -1,0 +1,276 @@
+package workitem
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/log"
+	"github.com/arbiterhq/arbiter/workitem/extension"
+)
+
+// Profile modes: the per-profile capability switch of the migration.
+// dark and shadow refuse reserve (profile_disabled); only enabled
+// reserves. Queries answer in every mode.
+const (
+	ModeDark    = "dark"
+	ModeShadow  = "shadow"
+	ModeEnabled = "enabled"
+)
+
+// Profile is one reviewed profile contract, keyed by name and version.
+// An empty or zero field is a fail-closed marker: a reservation under
+// the profile is refused (profile_incomplete), never defaulted.
+type Profile struct {
+	Name              string         `json:"name" msgpack:"name"`
+	Version           string         `json:"version" msgpack:"version"`
+	Weights           Weights        `json:"weights" msgpack:"weights"`
+	Max               Dimensions     `json:"max" msgpack:"max"`
+	Fairness          FairnessPolicy `json:"fairness" msgpack:"fairness"`
+	Disk              DiskPolicy     `json:"disk" msgpack:"disk"`
+	TelemetryMaxAgeMs int64          `json:"telemetry_max_age_ms" msgpack:"telemetry_max_age_ms"`
+	Mode              string         `json:"mode" msgpack:"mode"`
+}
+
+// Weights weigh the dimensions when a reserve picks a host: the host
+// with the most free weighted capacity, sum(weight x free), wins.
+type Weights struct {
+	CPU     int64 `json:"cpu" msgpack:"cpu"`
+	Memory  int64 `json:"memory" msgpack:"memory"`
+	Disk    int64 `json:"disk" msgpack:"disk"`
+	Process int64 `json:"process" msgpack:"process"`
+}
+
+// FairnessPolicy bounds a fairness group's debt and how fast it decays.
+type FairnessPolicy struct {
+	MaxDebt   int64 `json:"max_debt" msgpack:"max_debt"`
+	DecayPerS int64 `json:"decay_per_s" msgpack:"decay_per_s"`
+}
+
+// DiskPolicy is the free disk a host keeps after a reservation.
+type DiskPolicy struct {
+	MinFreeMiB int64 `json:"min_free_mib" msgpack:"min_free_mib"`
+}
+
+// ProfilesRequest replaces the whole profile set (admins; also what
+// --reservation-profiles holds).
+type ProfilesRequest struct {
+	Profiles []Profile `json:"profiles"`
+}
+
+// ProfileStatus is a profile and, if it is incomplete, the fields that
+// are empty or zero.
+type ProfileStatus struct {
+	Profile
+	Complete bool     `json:"complete" msgpack:"complete"`
+	Missing  []string `json:"missing" msgpack:"missing"`
+}
+
+// ProfilesResult is the profile set; Changed says a set command changed
+// it (the same set again changes nothing and writes no event).
+type ProfilesResult struct {
+	Profiles []ProfileStatus `json:"profiles" msgpack:"profiles"`
+	Digest   string          `json:"digest" msgpack:"digest"`
+	Changed  bool            `json:"changed" msgpack:"changed"`
+}
+
+// profilesCmd is the payload of CmdSetProfiles.
+type profilesCmd struct {
+	Profiles []Profile `msgpack:"profiles"`
+}
+
+func (c *profilesCmd) validate() error {
+	if len(c.Profiles) > MaxProfiles {
+		return fieldErr("profiles", "holds %d profiles, more than %d", len(c.Profiles), MaxProfiles)
+	}
+	seen := map[[2]string]int{}
+	for i, p := range c.Profiles {
+		if err := p.validate(fmt.Sprintf("profiles[%d].", i)); err != nil {
+			return err
+		}
+		if j, dup := seen[[2]string{p.Name, p.Version}]; dup {
+			return fieldErr(fmt.Sprintf("profiles[%d]", i), "repeats profiles[%d] (%s version %s)", j, p.Name, p.Version)
+		}
+		seen[[2]string{p.Name, p.Version}] = i
+	}
+	return nil
+}
+
+// validate checks bounds only: empty and zero values are allowed (they
+// mark the profile incomplete), negative ones and unknown modes are not.
+func (p *Profile) validate(prefix string) error {
+	if err := opaque(prefix+"name", p.Name); err != nil {
+		return err
+	}
+	if err := opaque(prefix+"version", p.Version); err != nil {
+		return err
+	}
+	for _, w := range []struct {
+		name string
+		v    int64
+	}{{"cpu", p.Weights.CPU}, {"memory", p.Weights.Memory}, {"disk", p.Weights.Disk}, {"process", p.Weights.Process}} {
+		if err := checkRange(prefix+"weights."+w.name, w.v, 0, MaxWeight); err != nil {
+			return err
+		}
+	}
+	if err := checkDimensions(prefix+"max", p.Max); err != nil {
+		return err
+	}
+	if err := checkRange(prefix+"fairness.max_debt", p.Fairness.MaxDebt, 0, MaxDebt); err != nil {
+		return err
+	}
+	if err := checkRange(prefix+"fairness.decay_per_s", p.Fairness.DecayPerS, 0, MaxDecayPerS); err != nil {
+		return err
+	}
+	if err := checkRange(prefix+"disk.min_free_mib", p.Disk.MinFreeMiB, 0, extension.MaxDimension); err != nil {
+		return err
+	}
+	if err := checkRange(prefix+"telemetry_max_age_ms", p.TelemetryMaxAgeMs, 0, MaxTelemetryAge.Milliseconds()); err != nil {
+		return err
+	}
+	switch p.Mode {
+	case "", ModeDark, ModeShadow, ModeEnabled:
+		return nil
+	}
+	return fieldErr(prefix+"mode", "must be %s, %s or %s, not %q", ModeDark, ModeShadow, ModeEnabled, p.Mode)
+}
+
+// missing lists the fields that are empty or zero, in a fixed order.
+func (p *Profile) missing() []string {
+	var out []string
+	check := func(name string, v int64) {
+		if v <= 0 {
+			out = append(out, name)
+		}
+	}
+	check("weights.cpu", p.Weights.CPU)
+	check("weights.memory", p.Weights.Memory)
+	check("weights.disk", p.Weights.Disk)
+	check("weights.process", p.Weights.Process)
+	_ = p.Max.Each(func(name string, v int64) error { check("max."+name, v); return nil })
+	check("fairness.max_debt", p.Fairness.MaxDebt)
+	check("fairness.decay_per_s", p.Fairness.DecayPerS)
+	check("disk.min_free_mib", p.Disk.MinFreeMiB)
+	check("telemetry_max_age_ms", p.TelemetryMaxAgeMs)
+	if p.Mode == "" {
+		out = append(out, "mode")
+	}
+	return out
+}
+
+func statusOf(p Profile) ProfileStatus {
+	m := p.missing()
+	if m == nil {
+		m = []string{}
+	}
+	return ProfileStatus{Profile: p, Complete: len(m) == 0, Missing: m}
+}
+
+func sortProfiles(ps []Profile) {
+	slices.SortFunc(ps, func(a, b Profile) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Version, b.Version)
+	})
+}
+
+// profilesDigest is "sha256:" + the hex SHA-256 of the sorted set's
+// canonical msgpack: equal sets, equal digests.
+func profilesDigest(ps []Profile) string {
+	sum := sha256.Sum256(log.MustMarshal(ps))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// storedProfiles reads the whole set, sorted (the key order).
+func storedProfiles(s fsm.Store) ([]Profile, error) {
+	it, err := s.Get(tableProfiles, "id")
+	if err != nil {
+		return nil, internal("scan profiles", err)
+	}
+	out := []Profile{}
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		out = append(out, *raw.(*Profile))
+	}
+	return out, nil
+}
+
+func getProfile(s fsm.Store, name, version string) (*Profile, error) {
+	raw, err := s.First(tableProfiles, "id", name, version)
+	if err != nil {
+		return nil, internal("read profile", err)
+	}
+	if raw == nil {
+		return nil, nil
+	}
+	return raw.(*Profile), nil
+}
+
+func profilesResult(ps []Profile, changed bool) *ProfilesResult {
+	out := &ProfilesResult{Profiles: make([]ProfileStatus, len(ps)), Digest: profilesDigest(ps), Changed: changed}
+	for i, p := range ps {
+		out.Profiles[i] = statusOf(p)
+	}
+	return out
+}
+
+// applySetProfiles replaces the profile set (admins, or the embedding
+// host that read --reservation-profiles). The same set again changes
+// nothing. Reservations already made keep what they hold; a profile
+// that leaves the set refuses new reserves (profile_disabled).
+func applySetProfiles(tx *fsm.Tx, cmd *log.Command) (any, error) {
+	var c profilesCmd
+	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
+		return nil, err
+	}
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	if !tx.Principal.HasRole(log.RoleAdmin) || !allTenants(tx.Principal) {
+		return nil, errs.Errorf(errs.CodeForbidden, "setting reservation profiles needs the admin role for every tenant; principal %q has not", tx.Principal.ID)
+	}
+	want := slices.Clone(c.Profiles)
+	sortProfiles(want)
+	have, err := storedProfiles(tx)
+	if err != nil {
+		return nil, err
+	}
+	if bytes.Equal(log.MustMarshal(want), log.MustMarshal(have)) {
+		return profilesResult(have, false), nil
+	}
+	for i := range have {
+		if err := tx.Delete(tableProfiles, &have[i]); err != nil {
+			return nil, internal("delete profile", err)
+		}
+	}
+	for i := range want {
+		p := want[i]
+		if err := tx.Insert(tableProfiles, &p); err != nil {
+			return nil, internal("store profile", err)
+		}
+	}
+	res := profilesResult(want, true)
+	if err := emitJSON(tx, EventProfilesSet, "profiles", "", struct {
+		Digest   string `json:"digest"`
+		Count    int    `json:"count"`
+		Previous string `json:"previous"`
+	}{res.Digest, len(want), profilesDigest(have)}); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// runProfiles answers QueryProfiles: the set, with each profile's
+// completeness (any principal: profiles hold no tenant's data).
+func runProfiles(rt *fsm.ReadTx, _ []byte) (any, error) {
+	ps, err := storedProfiles(rt.Txn)
+	if err != nil {
+		return nil, err
+	}
+	return profilesResult(ps, false), nil
+}
