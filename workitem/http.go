@@ -2,7 +2,6 @@ package workitem
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -44,13 +43,12 @@ func submitHandler[Req, Res any](call func(context.Context, Req) (*Res, error), 
 // decodeError is the invalid error of a body that does not decode, with
 // detail.field when the decoder names one.
 func decodeError(err error) error {
-	var typ *json.UnmarshalTypeError
-	if errors.As(err, &typ) && typ.Field != "" {
-		return fieldErr(typ.Field, "cannot take a JSON %s here", typ.Value)
-	}
-	if name, ok := strings.CutPrefix(err.Error(), `json: unknown field "`); ok {
-		name = strings.TrimSuffix(name, `"`)
-		return fieldErr(name, "is not a field of this request (tenant, agent and scopes come from the credential)")
+	var fe *strictjson.FieldError
+	switch {
+	case errors.As(err, &fe) && fe.Unknown:
+		return fieldErr(fe.Field, "is not a field of this request (tenant, agent and scopes come from the credential)")
+	case errors.As(err, &fe):
+		return fieldErr(fe.Field, "%s", strings.TrimPrefix(fe.Error(), fe.Field+": "))
 	}
 	return errs.Errorf(errs.CodeInvalid, "malformed JSON body: %v", err)
 }

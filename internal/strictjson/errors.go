@@ -9,6 +9,17 @@ import (
 	"strings"
 )
 
+// FieldError is a decoding error about one field of the body: Field is
+// its JSON path ("labels", "cell.capacities"), Unknown says the body has
+// a field the request does not. Its message is the API's (see describe).
+type FieldError struct {
+	Field   string
+	Unknown bool
+	msg     string
+}
+
+func (e *FieldError) Error() string { return e.msg }
+
 // describe turns an encoding/json error into one in the API's terms:
 // JSON paths and JSON types, never Go struct or type names.
 func describe(err error, v any) error {
@@ -24,7 +35,11 @@ func describe(err error, v any) error {
 	}
 	// Unknown fields (`json: unknown field "x"`) and the errors of types
 	// that decode themselves already speak of JSON.
-	return errors.New(strings.TrimPrefix(err.Error(), "json: "))
+	msg := strings.TrimPrefix(err.Error(), "json: ")
+	if name, ok := strings.CutPrefix(msg, `unknown field "`); ok {
+		return &FieldError{Field: strings.TrimSuffix(name, `"`), Unknown: true, msg: msg}
+	}
+	return errors.New(msg)
 }
 
 // typeError says which field holds what, and what it needs. The decoder
@@ -38,9 +53,9 @@ func typeError(e *json.UnmarshalTypeError, target reflect.Type) error {
 	}
 	declared, field := fieldType(target, e.Field)
 	if declared == nil || deref(declared) == deref(e.Type) {
-		return fmt.Errorf("%s: want %s, got %s", field, jsonType(e.Type), got)
+		return &FieldError{Field: field, msg: fmt.Sprintf("%s: want %s, got %s", field, jsonType(e.Type), got)}
 	}
-	return fmt.Errorf("%s: want %s, got %s inside it", field, jsonType(declared), got)
+	return &FieldError{Field: field, msg: fmt.Sprintf("%s: want %s, got %s inside it", field, jsonType(declared), got)}
 }
 
 // gotValue describes what the decoder met: "string", "number", "number
