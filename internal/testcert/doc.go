@@ -1,0 +1,3 @@
+// Package testcert makes throwaway certificate authorities and certificates
+// for tests of TLS between nodes and of client certificates.
+package testcert
