@@ -41,7 +41,8 @@ that explains it in error.detail.result, and exits 1.
   arbiter capacity status  --tenant acme [--cell gpu-1]`
 
 func command(env domain.CLIEnv) *cobra.Command {
-	c := &cobra.Command{Use: "capacity", Long: cliLong, Args: cobra.NoArgs}
+	c := &cobra.Command{Use: "capacity", Long: cliLong, Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() }}
 	c.AddCommand(cellsCommand(env), acquireCommand(env), leasesCommand(env, "renew", "renew leases you hold (every lease checked before any changes)"),
 		leasesCommand(env, "release", "release leases you hold"), reclaimCommand(env),
 		readCommand(env, "status", "cells and leases of a tenant, a page at a time"),
@@ -189,7 +190,7 @@ func acquireCommand(env domain.CLIEnv) *cobra.Command {
 	workItem := fs.String("work-item", "", "work_item_id the leases are for")
 	demands := fs.StringArray("demand", nil, "CELL:CLASS:AMOUNT[:EXPECTED_EPOCH] (repeat for more cells, 16 at most)")
 	ttl := fs.Duration("ttl", time.Minute, "lease lifetime (24h at most)")
-	key := fs.String("idempotency-key", "", "a retry with the same key replays a grant")
+	key := fs.String("idempotency-key", "", "required: a retry with the same key replays the grant")
 	priority := fs.Int32("priority", 0, "priority")
 	leaseID := fs.String("lease-id", "", "name of the lease (a single demand only; default: the cluster names it)")
 	cost := fs.Int64("cost-budget-micros", 0, "cost budget (0: none)")
@@ -197,6 +198,9 @@ func acquireCommand(env domain.CLIEnv) *cobra.Command {
 	own := ownerFlags(fs)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		return c.send(cmd, "acquire", func(ctx context.Context, conn domain.Conn) (any, error) {
+			if *key == "" {
+				return nil, errors.New("--idempotency-key is required: retry an acquire whose outcome you did not learn with the same key, and it replays the grant")
+			}
 			req := AcquireRequest{SchemaVersion: SchemaVersion, TenantRef: *c.tenant, WorkItemID: *workItem, IdempotencyKey: *key,
 				Priority: *priority, LeaseID: *leaseID, TTLMs: ttl.Milliseconds()}
 			for _, d := range *demands {

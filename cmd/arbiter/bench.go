@@ -33,7 +33,7 @@ prints ops/s and p50/p99/p999 latency per run (BENCHMARKS.md).`,
 	fs := cmd.Flags()
 	a.connFlags(fs)
 	addrs := fs.String("addrs", "", "comma-separated API URLs of the nodes")
-	_ = fs.MarkDeprecated("addrs", "use --addr (or $ARBITER_ADDR)")
+	deprecate(fs, "addrs", "use --addr (or $ARBITER_ADDR)")
 	clientList := fs.String("clients", "1,16,64", "comma-separated client counts, one run each")
 	duration := fs.Duration("duration", 10*time.Second, "measured time per run")
 	warmup := fs.Duration("warmup", 2*time.Second, "unmeasured time before each run")

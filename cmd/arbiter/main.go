@@ -31,9 +31,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/arbiterhq/arbiter/errs"
 
 	"golang.org/x/term"
 )
@@ -52,6 +55,8 @@ func (a *app) run(args []string) int {
 	if a.stdin == nil {
 		a.stdin = eofReader{}
 	}
+	out := &countingWriter{w: a.stdout}
+	a.stdout = out
 	root := a.rootCommand()
 	root.SetArgs(goStyleFlags(root, args))
 	cmd, err := root.ExecuteC()
@@ -61,6 +66,13 @@ func (a *app) run(args []string) int {
 	status := exitStatus(err)
 	if isCobraUsage(err) {
 		status = exitUsage
+	}
+	// With -o json, a refusal by the cluster is printed as the API's
+	// error body too (unless the command printed its answer), so a
+	// script reads JSON either way.
+	var apiErr *errs.Error
+	if f := cmd.Flags().Lookup("output"); f != nil && f.Value.String() == "json" && out.n == 0 && errors.As(err, &apiErr) {
+		_ = writeJSON(a.stdout, map[string]*errs.Error{"error": apiErr})
 	}
 	switch {
 	case status == exitUsage:
@@ -73,6 +85,18 @@ func (a *app) run(args []string) int {
 
 func (a *app) errorf(format string, args ...any) {
 	fmt.Fprintf(a.stderr, format, args...)
+}
+
+// countingWriter counts what a command printed.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	return n, err
 }
 
 type eofReader struct{}

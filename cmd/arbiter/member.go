@@ -94,6 +94,13 @@ func (a *app) members(ctx context.Context) (*memberList, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The leader's configuration is the newest: a follower may not have
+	// applied the last membership change yet.
+	if st.LeaderID != "" && st.LeaderID != st.NodeID && st.LeaderAPIAddr != "" {
+		if p := a.probe(ctx, a.memberBase(st.LeaderAPIAddr)); p.status != nil && p.status.NodeID == st.LeaderID {
+			st = p.status
+		}
+	}
 	bases := make([]string, len(st.Members))
 	for i, m := range st.Members {
 		bases[i] = a.memberBase(m.APIAddr)

@@ -29,7 +29,7 @@ func outputFlag(fs *pflag.FlagSet, def string) output {
 func (o output) jsonAlias(fs *pflag.FlagSet) {
 	fs.Var(jsonAlias{o}, "json", "same as -o json")
 	fs.Lookup("json").NoOptDefVal = "true"
-	_ = fs.MarkDeprecated("json", "use -o json")
+	deprecate(fs, "json", "use -o json")
 }
 
 type jsonAlias struct{ o output }

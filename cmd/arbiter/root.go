@@ -1,11 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/arbiterhq/arbiter/domain"
 	"github.com/arbiterhq/arbiter/domain/builtin"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // rootCommand builds the whole command tree. cobra (what etcdctl and
@@ -30,11 +32,13 @@ swap).`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Args:          cobra.NoArgs,
+		RunE:          helpOnly,
 	}
 	root.SetIn(a.stdin)
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) { a.warnDeprecated(cmd) }
 	root.AddGroup(&cobra.Group{ID: "cluster", Title: "Cluster:"}, &cobra.Group{ID: "data", Title: "Data:"},
 		&cobra.Group{ID: "tools", Title: "Tools:"}, &cobra.Group{ID: "domains", Title: "Domains:"})
 	add := func(group string, cmds ...*cobra.Command) {
@@ -59,10 +63,15 @@ swap).`,
 // group is a command that only holds subcommands: run alone it prints
 // its help; an unknown subcommand is a usage error.
 func group(use, short, long string, subs ...*cobra.Command) *cobra.Command {
-	c := &cobra.Command{Use: use, Short: short, Long: long, Args: cobra.NoArgs}
+	c := &cobra.Command{Use: use, Short: short, Long: long, Args: cobra.NoArgs, RunE: helpOnly}
 	c.AddCommand(subs...)
 	return c
 }
+
+// helpOnly is the Run of a command that only holds subcommands: alone,
+// its help. (Being runnable makes cobra check its arguments, so an
+// unknown subcommand is an error rather than the parent's help.)
+func helpOnly(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 
 // isCobraUsage reports whether err is one of cobra's own command-line
 // errors (an unknown command or flag, a wrong number of arguments).
@@ -128,4 +137,23 @@ func (a *app) domainEnv(o output) domain.CLIEnv {
 		},
 		Print: func(v any) error { return o.print(a.stdout, v, nil) },
 	}
+}
+
+// deprecated is the annotation of a flag kept for scripts written for an
+// earlier release: hidden from help, and a warning on stderr when used.
+// (pflag's own deprecation notice goes where cobra sends flag output,
+// which can be stdout, in the middle of -o json.)
+const deprecated = "arbiter-deprecated"
+
+func deprecate(fs *pflag.FlagSet, name, advice string) {
+	_ = fs.SetAnnotation(name, deprecated, []string{advice})
+	_ = fs.MarkHidden(name)
+}
+
+func (a *app) warnDeprecated(cmd *cobra.Command) {
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if advice, ok := f.Annotations[deprecated]; ok {
+			fmt.Fprintf(a.stderr, "arbiter: --%s is deprecated: %s\n", f.Name, strings.Join(advice, " "))
+		}
+	})
 }

@@ -61,7 +61,7 @@ not have committed included, and prints where the log ends.`,
 	}
 	o := a.snapshotFlags(cmd)
 	out := cmd.Flags().String("out", "", "the backup file")
-	_ = cmd.Flags().MarkDeprecated("out", "give the file as the argument: arbiter snapshot save FILE")
+	deprecate(cmd.Flags(), "out", "give the file as the argument: arbiter snapshot save FILE")
 	dataDir := cmd.Flags().String("data-dir", "", "save offline from this stopped node's data directory instead of a cluster")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if err := o.check(); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/arbiterhq/arbiter/cluster"
+	"github.com/arbiterhq/arbiter/errs"
 	"github.com/spf13/cobra"
 )
 
@@ -67,12 +68,22 @@ something the backup held). The admin role. Exits 1 on a mismatch.`,
 			return err
 		}
 		res := verifyResult{File: args[0], BackupIndex: info.Index, BackupDataHash: info.DataHash, Match: true}
+		// The leader first; with --cluster, every other member as of the
+		// leader's index at least (state-hash?index= waits for it), so a
+		// follower that has not applied the last write yet is not taken
+		// for one that holds other data.
+		var members []cluster.MemberStatus
 		for _, m := range st.Members {
-			if m.ID != st.LeaderID && !*all {
-				continue
+			if m.ID == st.LeaderID {
+				members = append([]cluster.MemberStatus{m}, members...)
+			} else if *all {
+				members = append(members, m)
 			}
+		}
+		var at uint64
+		for _, m := range members {
 			n := verifyNode{ID: m.ID}
-			h, err := a.stateHashOf(ctx, a.memberBase(m.APIAddr))
+			h, err := a.stateHashOf(ctx, a.memberBase(m.APIAddr), at)
 			if err == nil && h.Data == "" {
 				err = errors.New("the node reports no data_hash (a release before snapshot verify)")
 			}
@@ -80,6 +91,9 @@ something the backup held). The admin role. Exits 1 on a mismatch.`,
 				n.Error = err.Error()
 			} else {
 				n.Index, n.DataHash, n.Match = h.Index, h.Data, h.Data == info.DataHash
+				if m.ID == st.LeaderID {
+					at = h.Index
+				}
 			}
 			res.Match = res.Match && n.Match
 			res.Nodes = append(res.Nodes, n)
@@ -98,13 +112,21 @@ something the backup held). The admin role. Exits 1 on a mismatch.`,
 	return cmd
 }
 
-// stateHashOf asks one node for its state hashes.
-func (a *app) stateHashOf(ctx context.Context, base string) (*cluster.StateHash, error) {
+// stateHashOf asks one node for its state hashes: as of index at when
+// it is not 0 (the node waits until it has applied it), or as of any
+// later index if that one was applied inside a batch or has passed.
+func (a *app) stateHashOf(ctx context.Context, base string, at uint64) (*cluster.StateHash, error) {
 	r, err := a.remoteAt(base)
 	if err != nil {
 		return nil, err
 	}
 	var h cluster.StateHash
+	if at > 0 {
+		err := r.CallJSON(ctx, http.MethodGet, fmt.Sprintf("/v1/cluster/state-hash?index=%d", at), nil, &h)
+		if !errors.Is(err, errs.Conflict) {
+			return &h, err
+		}
+	}
 	if err := r.CallJSON(ctx, http.MethodGet, "/v1/cluster/state-hash", nil, &h); err != nil {
 		return nil, err
 	}
