@@ -54,7 +54,7 @@ func TestCompletionVersionAndUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"no-such-command"},
 		{"snapshot", "bogus"},
-		{"node", "get"},                      // missing ID
+		{"node", "get"}, // missing ID
 		{"node", "get", "x", "--no-such-flag"},
 		{"status", "-o", "yaml"},
 		{"node", "cas", "x", "--set", "novalue"},
