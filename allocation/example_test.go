@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/arbiterhq/arbiter/allocation"
-	"github.com/arbiterhq/arbiter/internal/fsmtest"
+	"github.com/arbiterhq/arbiter/cluster/clustertest"
 )
 
 // A steward puts a space with its charter catalog; two agents propose the
@@ -17,7 +17,7 @@ import (
 // cluster.Remote; here a bare FSM.)
 func Example() {
 	ctx := context.Background()
-	fsmLocal, err := fsmtest.New(allocation.Module())
+	fsmLocal, err := clustertest.NewLocal(allocation.Module())
 	if err != nil {
 		panic(err)
 	}

@@ -72,5 +72,5 @@ for r in $(seq 1 "$rounds"); do
   echo "== round $r: etcd"
   "$bin/etcdload" --endpoints 127.0.0.1:23791,127.0.0.1:23792,127.0.0.1:23793 --clients "$clients" --duration "$duration"
   echo "== round $r: arbiter"
-  "$bin/arbiter" bench --addrs http://127.0.0.1:28001,http://127.0.0.1:28002,http://127.0.0.1:28003 --clients "$clients" --duration "$duration"
+  "$bin/arbiter" bench --addr http://127.0.0.1:28001,http://127.0.0.1:28002,http://127.0.0.1:28003 --clients "$clients" --duration "$duration"
 done

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/arbiterhq/arbiter/capacity"
-	"github.com/arbiterhq/arbiter/internal/fsmtest"
+	"github.com/arbiterhq/arbiter/cluster/clustertest"
 )
 
 // A controller sizes a cell, a worker acquires a GPU and memory on it in
@@ -16,7 +16,7 @@ import (
 // cluster.Node or cluster.Remote; here a bare FSM.)
 func Example() {
 	ctx := context.Background()
-	fsmLocal, err := fsmtest.New(capacity.Module())
+	fsmLocal, err := clustertest.NewLocal(capacity.Module())
 	if err != nil {
 		panic(err)
 	}

@@ -658,7 +658,7 @@ func TestHTTPRoutesThroughLeaderAndFollower(t *testing.T) {
 	r = apiGet(t, b1+"/v1/cluster/status")
 	var st cluster.Status
 	r.ok(t, "status", &st)
-	wantKeys(t, "status", r.body, "node_id", "cluster_id", "auth_mode", "state", "leader_id", "leader_api_addr", "term", "commit_index", "applied_index", "members", "gated", "enabled", "effects", "log_store")
+	wantKeys(t, "status", r.body, "node_id", "cluster_id", "auth_mode", "state", "leader_id", "leader_api_addr", "term", "commit_index", "applied_index", "members", "gated", "enabled", "effects", "log_store", "storage")
 	var rawStatus struct{ Members []json.RawMessage }
 	_ = json.Unmarshal(r.body, &rawStatus)
 	for _, m := range rawStatus.Members {
@@ -702,7 +702,7 @@ func TestHTTPRoutesThroughLeaderAndFollower(t *testing.T) {
 			r := apiGet(t, base+"/v1/cluster/state-hash")
 			var h cluster.StateHash
 			r.ok(t, "state-hash", &h)
-			wantKeys(t, "state-hash", r.body, "index", "hash", "content_hash")
+			wantKeys(t, "state-hash", r.body, "index", "hash", "content_hash", "data_hash")
 			if len(h.Hash) != 64 || h.Index == 0 {
 				t.Fatalf("state-hash %+v: want an index and 64 hex digits", h)
 			}

@@ -3,6 +3,9 @@ package cluster
 import (
 	"context"
 	"encoding/hex"
+	"io/fs"
+	"path/filepath"
+	"strconv"
 
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/hashicorp/raft"
@@ -30,12 +33,25 @@ type Status struct {
 	Enabled fsm.Capabilities `json:"enabled"`
 	// LogStore is this node's raft log store (wal or bolt).
 	LogStore string `json:"log_store"`
+	// Storage is what this node keeps on disk: its log's last index,
+	// its last raft snapshot and the size of its data directory.
+	Storage StorageStatus `json:"storage"`
 	// Halted says why this node stopped applying, if it did (fsm.Halt).
 	Halted *fsm.Halt `json:"halted,omitempty"`
 	// Effects counts the effects after commit this node ran and those
 	// that failed (a file a domain could not write), with the last
 	// failure.
 	Effects EffectsStatus `json:"effects"`
+}
+
+// StorageStatus is a node's log, last snapshot and data directory.
+type StorageStatus struct {
+	LastLogIndex      uint64 `json:"last_log_index"`
+	LastSnapshotIndex uint64 `json:"last_snapshot_index"`
+	LastSnapshotTerm  uint64 `json:"last_snapshot_term"`
+	// DataDirBytes is the size of the files under the data directory
+	// (log, stable store, snapshots); 0 for a node on in-memory stores.
+	DataDirBytes int64 `json:"data_dir_bytes"`
 }
 
 // EffectsStatus is a node's record of effects after commit (fsm.Effect).
@@ -76,6 +92,7 @@ func (n *Node) Status() Status {
 	s.Enabled, s.Gated = n.fsm.Enabled()
 	s.Halted = n.fsm.Halted()
 	s.LogStore = n.logStore
+	s.Storage = n.storageStatus()
 	s.Effects = EffectsStatus{Runs: n.fsm.EffectRuns(), Failures: n.fsm.EffectFailures(), LastFailure: n.fsm.LastEffectFailure()}
 	meta := map[string]fsm.Member{}
 	for _, m := range n.fsm.Members() {
@@ -93,17 +110,45 @@ func (n *Node) Status() Status {
 	return s
 }
 
+// storageStatus reads raft's stats and sums the data directory's files
+// (a few: the log store and the snapshots raft retains).
+func (n *Node) storageStatus() StorageStatus {
+	var st StorageStatus
+	if n.raft == nil {
+		return st
+	}
+	st.LastLogIndex = n.raft.LastIndex()
+	stats := n.raft.Stats()
+	st.LastSnapshotIndex, _ = strconv.ParseUint(stats["last_snapshot_index"], 10, 64)
+	st.LastSnapshotTerm, _ = strconv.ParseUint(stats["last_snapshot_term"], 10, 64)
+	if n.cfg.DataDir != "" {
+		_ = filepath.WalkDir(n.cfg.DataDir, func(_ string, d fs.DirEntry, err error) error {
+			if err == nil && d.Type().IsRegular() {
+				if info, err := d.Info(); err == nil {
+					st.DataDirBytes += info.Size()
+				}
+			}
+			return nil
+		})
+	}
+	return st
+}
+
 // StateHash is the FSM's applied index and state hash, for divergence
-// checks across replicas, and its content hash (every row but the FSM's
-// bookkeeping: equal before and after a command that changed nothing).
+// checks across replicas, its content hash (every row but the FSM's
+// bookkeeping: equal before and after a command that changed nothing),
+// and its data hash (the content without the members and the change
+// feed: equal to a backup's data_hash right after it was restored, here
+// or into another cluster; see fsm.Hashes).
 type StateHash struct {
 	Index   uint64 `json:"index"`
 	Hash    string `json:"hash"`
 	Content string `json:"content_hash"`
+	Data    string `json:"data_hash"`
 }
 
 func stateHash(index uint64, h fsm.Hashes) StateHash {
-	return StateHash{Index: index, Hash: hex.EncodeToString(h.State[:]), Content: hex.EncodeToString(h.Content[:])}
+	return StateHash{Index: index, Hash: hex.EncodeToString(h.State[:]), Content: hex.EncodeToString(h.Content[:]), Data: hex.EncodeToString(h.Data[:])}
 }
 
 // StateHashAt waits until this node has applied index and hashes its

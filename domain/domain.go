@@ -109,8 +109,8 @@ func Check(domains []Domain) error {
 		}
 		for _, c := range d.CLIs() {
 			switch {
-			case c == nil || c.Name == "" || c.Run == nil:
-				problems = append(problems, fmt.Sprintf("domain %q has a CLI without a name or a Run", d.Name))
+			case c == nil || c.Name == "" || (c.Run == nil && c.Command == nil):
+				problems = append(problems, fmt.Sprintf("domain %q has a CLI without a name, or with neither Command nor Run", d.Name))
 			case cliNames[c.Name] != "":
 				problems = append(problems, fmt.Sprintf("CLI command %q of domain %q is also domain %q's", c.Name, d.Name, cliNames[c.Name]))
 			default:

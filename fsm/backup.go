@@ -27,6 +27,11 @@ type SnapshotInfo struct {
 	// StateHash is the hex SHA-256 of the stream, which equals the
 	// StateHash of a replica holding that state.
 	StateHash string `json:"state_hash"`
+	// DataHash is the hex data hash of the state (Hashes.Data): what a
+	// cluster that restored this backup reports as its data_hash
+	// (GET /v1/cluster/state-hash) until the next write, whichever
+	// cluster it is. Empty where it was not computed.
+	DataHash string `json:"data_hash,omitempty"`
 }
 
 // TableRows is the row count of one table.
@@ -39,8 +44,18 @@ type TableRows struct {
 // and row bounds, every row's decoding, the row count and the checksum)
 // and describes it. The FSM's own state is not touched.
 func (f *FSM) InspectSnapshot(r io.Reader) (*SnapshotInfo, error) {
-	_, info, err := f.readBackup(r)
-	return info, err
+	st, info, err := f.readBackup(r)
+	if err != nil {
+		return nil, err
+	}
+	// Hashed as the FSM would hash the state once loaded, so that it
+	// compares with a live replica's data hash.
+	h, err := f.writeState(io.Discard, st.db.Txn(false))
+	if err != nil {
+		return nil, err
+	}
+	info.DataHash = hex.EncodeToString(h.Data[:])
+	return info, nil
 }
 
 // readBackup reads and checks a whole stream, counting its bytes.
@@ -112,9 +127,13 @@ func (f *FSM) PrepareRestore(r io.Reader, w io.Writer) (backup *SnapshotInfo, in
 	writeMeta(txn, m)
 	txn.Commit()
 
-	if _, err := f.writeState(w, st.db.Txn(false)); err != nil {
+	h, err := f.writeState(w, st.db.Txn(false))
+	if err != nil {
 		return nil, 0, err
 	}
+	// Members, feed and bookkeeping are not data: the stream written
+	// has the backup's data hash.
+	info.DataHash = hex.EncodeToString(h.Data[:])
 	return info, m.Index, nil
 }
 

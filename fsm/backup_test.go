@@ -178,3 +178,51 @@ func metaOf(t *testing.T, f *fsm.FSM) metaView {
 	}
 	return metaView{index: info.Index, now: info.FSMTimeMs}
 }
+
+// The data hash is what a restore keeps of a backup: the backup's (as
+// InspectSnapshot and PrepareRestore report it) equals the restored
+// state's, although members, feed, index and clock are the live
+// cluster's and the state hashes differ; the source's own data hash
+// equals it too, and a write changes it.
+func TestDataHashSurvivesARestore(t *testing.T) {
+	backup := newLocal(t)
+	createNode(t, backup, "k1", "from-backup", []string{"L"}, props("x", "1"))
+	proposeOK(t, backup, fsm.CmdMemberUpsert, "", fsm.Member{ID: "old-host", RaftAddr: "r-old", APIAddr: "a-old"})
+	stream := fsmtest.Snapshot(t, backup.FSM)
+	_, source, err := backup.FSM.StateHashes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	inspected, err := backup.FSM.InspectSnapshot(bytes.NewReader(stream))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := hex.EncodeToString(source.Data[:]); inspected.DataHash != want {
+		t.Fatalf("inspect: data hash %s, the source's is %s", inspected.DataHash, want)
+	}
+
+	live := newLocal(t)
+	live.Advance(time.Hour)
+	proposeOK(t, live, fsm.CmdMemberUpsert, "", fsm.Member{ID: "live-1", RaftAddr: "r1", APIAddr: "a1"})
+	createMany(t, live, "live-", 3)
+	var out bytes.Buffer
+	info, _, err := live.FSM.PrepareRestore(bytes.NewReader(stream), &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored := restoreFresh(t, out.Bytes())
+	_, after, err := restored.StateHashes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := hex.EncodeToString(after.Data[:]); got != inspected.DataHash || info.DataHash != inspected.DataHash {
+		t.Fatalf("restored data hash %s, PrepareRestore says %s; the backup's is %s", got, info.DataHash, inspected.DataHash)
+	}
+	if after.State == source.State || after.Content == source.Content {
+		t.Fatalf("the restored state and content hashes equal the source's: members and feed should differ")
+	}
+	createNode(t, backup, "k2", "after-backup", nil, props("x", "2"))
+	if _, changed, _ := backup.FSM.StateHashes(); changed.Data == source.Data {
+		t.Fatal("a write left the data hash as it was")
+	}
+}

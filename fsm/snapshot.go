@@ -91,6 +91,18 @@ type Hashes struct {
 	// (applied index, FSM time, feed counters, enabled set): equal before
 	// and after a command that changed nothing, such as a refused one.
 	Content [32]byte
+	// Data is Content without the tables that describe the cluster
+	// rather than what was written to it: its members and its change
+	// feed. A restore keeps the restoring cluster's members and empties
+	// the feed (see PrepareRestore) and keeps everything else as the
+	// backup has it, so a restored state's Data equals the backup's
+	// (SnapshotInfo.DataHash) until the next write.
+	Data [32]byte
+}
+
+// clusterTables are the tables that are not data (Hashes.Data).
+func clusterTable(name string) bool {
+	return name == tableMeta || name == tableMembers || name == tableChanges
 }
 
 // StateHash returns the applied index and the SHA-256 of the state as of
@@ -147,7 +159,8 @@ func (f *FSM) WriteSnapshot(w io.Writer) error {
 // writeState writes the stream and its trailer, returning the trailer
 // (the state hash) and the content hash.
 func (f *FSM) writeState(w io.Writer, txn *memdb.Txn) (Hashes, error) {
-	h, content := sha256.New(), sha256.New()
+	h, content, data := sha256.New(), sha256.New(), sha256.New()
+	both := io.MultiWriter(content, data)
 	fw := &frameWriter{w: io.MultiWriter(w, h)}
 	fw.raw(snapMagic)
 	m := readMeta(txn)
@@ -164,9 +177,13 @@ func (f *FSM) writeState(w io.Writer, txn *memdb.Txn) (Hashes, error) {
 	fw.frame('H', hdr)
 	var rows uint64
 	for _, t := range tables {
-		fw.also = content
-		if t.Schema.Name == tableMeta {
+		switch {
+		case t.Schema.Name == tableMeta:
 			fw.also = nil
+		case clusterTable(t.Schema.Name):
+			fw.also = content
+		default:
+			fw.also = both
 		}
 		fw.frame('T', t.Schema.Name)
 		it, err := txn.Get(t.Schema.Name, "id")
@@ -183,6 +200,7 @@ func (f *FSM) writeState(w io.Writer, txn *memdb.Txn) (Hashes, error) {
 	var out Hashes
 	h.Sum(out.State[:0])
 	content.Sum(out.Content[:0])
+	data.Sum(out.Data[:0])
 	if fw.err == nil {
 		_, fw.err = w.Write(out.State[:])
 	}

@@ -4,15 +4,15 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/arbiterhq/arbiter/cluster/clustertest"
 	"github.com/arbiterhq/arbiter/fsm"
-	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/nodes"
 )
 
 // The node primitives over a bare FSM (in production the Proposer and
 // Reader are a cluster.Node or a cluster.Remote).
 func ExampleClient() {
-	local, _ := fsmtest.New(nodes.Module())
+	local, _ := clustertest.NewLocal(nodes.Module())
 	nc := nodes.NewClient(local, local)
 	ctx := context.Background()
 

@@ -7,9 +7,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/arbiterhq/arbiter/cluster/clustertest"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
-	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/projection"
 )
@@ -23,7 +23,7 @@ import (
 func Example() {
 	root, _ := os.MkdirTemp("", "projection-example-")
 	defer os.RemoveAll(root)
-	local, err := fsmtest.New(projection.Domain(projection.WithRuntimeRoot(root)).Module())
+	local, err := clustertest.NewLocal(projection.Domain(projection.WithRuntimeRoot(root)).Module())
 	if err != nil {
 		panic(err)
 	}
@@ -46,7 +46,7 @@ func Example() {
 		panic(err)
 	}
 	envelope := fmt.Sprintf(`{"schema":"computed-route.v1","not_authority":true,"watermark":1,"expires_at_ms":%d,
-		"provenance":{"run":"r1"},"citations":["#15087"],"body":{"next":"review"}}`, fsmtest.Epoch+3_600_000)
+		"provenance":{"run":"r1"},"citations":["#15087"],"body":{"next":"review"}}`, clustertest.Epoch+3_600_000)
 	sub, err := svc.Submit(producer, projection.SubmitRequest{TargetID: target.TargetID, Channel: projection.ChannelComputedRoute,
 		SourceWatermark: 1, Envelope: []byte(envelope)})
 	if err != nil {

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/arbiterhq/arbiter/cluster/clustertest"
 	"github.com/arbiterhq/arbiter/errs"
-	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/workitem"
 )
 
@@ -19,7 +19,7 @@ import (
 // are a cluster.Node or cluster.Remote; here a bare FSM.)
 func Example() {
 	ctx := context.Background()
-	fsmLocal, err := fsmtest.New(workitem.Module())
+	fsmLocal, err := clustertest.NewLocal(workitem.Module())
 	if err != nil {
 		panic(err)
 	}

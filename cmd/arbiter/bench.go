@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -15,59 +14,104 @@ import (
 	"github.com/arbiterhq/arbiter/internal/loadgen"
 	"github.com/arbiterhq/arbiter/nodes"
 	"github.com/arbiterhq/arbiter/workitem"
+	"github.com/spf13/cobra"
 )
 
-// bench measures create-if-absent of distinct node ids against a running
-// cluster, through the same client a Go program would use (cluster.Remote),
-// with each client bound to one of the given nodes in turn.
-func bench(args []string) error {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	addrs := fs.String("addrs", "http://127.0.0.1:8000", "comma-separated API URLs of the nodes")
+// benchCommand measures create-if-absent of distinct node ids (or another
+// operation) against a running cluster, through the same client a Go
+// program would use (cluster.Remote), with each client bound to one of
+// the given nodes in turn.
+func (a *app) benchCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "measure throughput and latency of an operation against a cluster",
+		Long: `bench runs the operation --op with each client count of --clients, each for
+--duration after --warmup, spreading clients over the --addr nodes, and
+prints ops/s and p50/p99/p999 latency per run (BENCHMARKS.md).`,
+		Args: cobra.NoArgs,
+	}
+	fs := cmd.Flags()
+	a.connFlags(fs)
+	addrs := fs.String("addrs", "", "comma-separated API URLs of the nodes")
+	deprecate(fs, "addrs", "use --addr (or $ARBITER_ADDR)")
 	clientList := fs.String("clients", "1,16,64", "comma-separated client counts, one run each")
 	duration := fs.Duration("duration", 10*time.Second, "measured time per run")
 	warmup := fs.Duration("warmup", 2*time.Second, "unmeasured time before each run")
 	prefix := fs.String("prefix", fmt.Sprintf("bench-%d", time.Now().UnixNano()), "node id prefix (ids must be new)")
-	cf := addClientFlags(fs)
 	op := fs.String("op", "create", "create (CreateNodeIfAbsent of a new node), reserve (the concept reservation protocol on a new concept id), lease (acquire then release capacity on --cells cells), submit (SubmitWorkItem of a new item) or batch (SubmitWorkItems of --batch new items)")
 	cells := fs.Int("cells", 1, "with --op lease: cells per acquire (1..16)")
 	batch := fs.Int("batch", workitem.MaxBatch, "with --op batch: items per batch (1..128)")
-	if err := fs.Parse(args); err != nil {
+	o := outputFlag(fs, "table")
+	cmd.RunE = func(*cobra.Command, []string) error {
+		if *addrs != "" && a.addr == "" {
+			a.addr = *addrs
+		}
+		return a.bench(benchOptions{clients: *clientList, duration: *duration, warmup: *warmup, prefix: *prefix, op: *op, cells: *cells, batch: *batch, out: o})
+	}
+	return cmd
+}
+
+type benchOptions struct {
+	clients, prefix, op string
+	duration, warmup    time.Duration
+	cells, batch        int
+	out                 output
+}
+
+// benchRun is one run's result, as -o json prints it.
+type benchRun struct {
+	Op        string  `json:"op"`
+	Clients   int     `json:"clients"`
+	Ops       int     `json:"ops"`
+	Errors    int     `json:"errors"`
+	OpsPerSec float64 `json:"ops_per_sec"`
+	P50Ms     float64 `json:"p50_ms"`
+	P99Ms     float64 `json:"p99_ms"`
+	P999Ms    float64 `json:"p999_ms"`
+	FirstErr  string  `json:"first_error,omitempty"`
+}
+
+func (a *app) bench(b benchOptions) error {
+	if err := b.out.check(); err != nil {
 		return err
 	}
 	var counts []int
-	for _, s := range strings.Split(*clientList, ",") {
+	for _, s := range strings.Split(b.clients, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 || n > 4096 {
-			return fmt.Errorf("--clients: %q is not a client count between 1 and 4096", s)
+			return usageErrorf("--clients: %q is not a client count between 1 and 4096", s)
 		}
 		counts = append(counts, n)
 	}
-	urls := strings.Split(*addrs, ",")
+	urls := a.addrs()
 	var makeOp func(run int, remotes []*cluster.Remote) loadgen.Op
-	switch *op {
+	switch b.op {
 	case "create":
-		makeOp = func(run int, remotes []*cluster.Remote) loadgen.Op { return createOp(*prefix, run, remotes) }
+		makeOp = func(run int, remotes []*cluster.Remote) loadgen.Op { return createOp(b.prefix, run, remotes) }
 	case "reserve":
 		makeOp = reserveOp
 	case "lease":
-		if *cells < 1 || *cells > capacity.MaxDemands {
-			return fmt.Errorf("--cells must be between 1 and %d", capacity.MaxDemands)
+		if b.cells < 1 || b.cells > capacity.MaxDemands {
+			return usageErrorf("--cells must be between 1 and %d", capacity.MaxDemands)
 		}
-		makeOp = func(run int, remotes []*cluster.Remote) loadgen.Op { return leaseOp(*prefix, run, *cells, remotes) }
+		makeOp = func(run int, remotes []*cluster.Remote) loadgen.Op { return leaseOp(b.prefix, run, b.cells, remotes) }
 	case "submit":
-		makeOp = func(run int, remotes []*cluster.Remote) loadgen.Op { return submitOp(*prefix, run, 1, remotes) }
+		makeOp = func(run int, remotes []*cluster.Remote) loadgen.Op { return submitOp(b.prefix, run, 1, remotes) }
 	case "batch":
-		if *batch < 1 || *batch > workitem.MaxBatch {
-			return fmt.Errorf("--batch must be between 1 and %d", workitem.MaxBatch)
+		if b.batch < 1 || b.batch > workitem.MaxBatch {
+			return usageErrorf("--batch must be between 1 and %d", workitem.MaxBatch)
 		}
-		makeOp = func(run int, remotes []*cluster.Remote) loadgen.Op { return submitOp(*prefix, run, *batch, remotes) }
+		makeOp = func(run int, remotes []*cluster.Remote) loadgen.Op { return submitOp(b.prefix, run, b.batch, remotes) }
 	default:
-		return fmt.Errorf("--op must be create, reserve, lease, submit or batch, not %q", *op)
+		return usageErrorf("--op must be create, reserve, lease, submit or batch, not %q", b.op)
 	}
-	fmt.Printf("%s of distinct ids via %d node(s), %v per run after %v warmup\n", *op, len(urls), *duration, *warmup)
+	if !b.out.json() {
+		fmt.Fprintf(a.stdout, "%s of distinct ids via %d node(s), %v per run after %v warmup\n", b.op, len(urls), b.duration, b.warmup)
+	}
+	var runs []benchRun
 	for run, clients := range counts {
 		remotes := make([]*cluster.Remote, clients)
-		hc, err := cf.httpClient()
+		hc, err := a.httpClient()
 		if err != nil {
 			return err
 		}
@@ -78,18 +122,35 @@ func bench(args []string) error {
 				t.MaxIdleConnsPerHost = 256
 				remotes[c].WithHTTPClient(&http.Client{Transport: t})
 			}
-			if *cf.token != "" {
-				remotes[c].WithToken(*cf.token)
+			token, err := a.bearer()
+			if err != nil {
+				return err
+			}
+			if token != "" {
+				remotes[c].WithToken(token)
 			}
 		}
-		res := loadgen.Run(context.Background(), clients, *warmup, *duration, makeOp(run, remotes))
-		fmt.Println(res)
+		res := loadgen.Run(context.Background(), clients, b.warmup, b.duration, makeOp(run, remotes))
+		r := benchRun{Op: b.op, Clients: res.Clients, Ops: res.Ops, Errors: res.Errors, OpsPerSec: res.OpsPerSec(),
+			P50Ms: ms(res.P50), P99Ms: ms(res.P99), P999Ms: ms(res.P999)}
 		if res.FirstErr != nil {
-			fmt.Printf("  first error: %v\n", res.FirstErr)
+			r.FirstErr = res.FirstErr.Error()
 		}
+		runs = append(runs, r)
+		if !b.out.json() {
+			fmt.Fprintln(a.stdout, res)
+			if res.FirstErr != nil {
+				fmt.Fprintf(a.stdout, "  first error: %v\n", res.FirstErr)
+			}
+		}
+	}
+	if b.out.json() {
+		return writeJSON(a.stdout, runs)
 	}
 	return nil
 }
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // createOp creates a new node per call through each client's Remote.
 func createOp(prefix string, run int, remotes []*cluster.Remote) loadgen.Op {

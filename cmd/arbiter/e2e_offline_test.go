@@ -43,7 +43,7 @@ func TestE2EOfflineSaveAndSeed(t *testing.T) {
 	inspect := func(path string) fsm.SnapshotInfo {
 		t.Helper()
 		var info fsm.SnapshotInfo
-		if err := json.Unmarshal([]byte(arbiter("snapshot", "inspect", "--json", path)), &info); err != nil {
+		if err := json.Unmarshal([]byte(arbiter("snapshot", "inspect", "-o", "json", path)), &info); err != nil {
 			t.Fatalf("inspect %s: %v", path, err)
 		}
 		return info
@@ -80,12 +80,12 @@ func TestE2EOfflineSaveAndSeed(t *testing.T) {
 	online, offline := filepath.Join(dir, "online.snap"), filepath.Join(dir, "offline.snap")
 	var on, off fsm.SnapshotInfo
 	for attempt := 1; ; attempt++ {
-		arbiter("snapshot", "save", "--addr", s1.url(), "--out", online)
+		arbiter("snapshot", "save", online, "--addr", s1.url())
 		s1.signal(t, syscall.SIGTERM)
 		if st := s1.waitExit(e2eExitTimeout); st == nil || !st.Success() {
 			t.Fatalf("s1 did not exit 0 after SIGTERM: %v", st)
 		}
-		out := arbiter("snapshot", "save", "--data-dir", s1.dataDir, "--out", offline)
+		out := arbiter("snapshot", "save", offline, "--data-dir", s1.dataDir)
 		on, off = inspect(online), inspect(offline)
 		t.Logf("attempt %d: online index %d hash %s; offline index %d hash %s (%s)", attempt, on.Index, on.StateHash, off.Index, off.StateHash, strings.SplitN(out, "\n", 2)[0])
 		if !strings.Contains(out, "snapshot at index") || strings.Contains(out, "snapshot at index 0,") {
@@ -143,7 +143,7 @@ func TestE2EOfflineSaveAndSeed(t *testing.T) {
 	}
 	// Its own backup holds the same rows in every table of the data.
 	again := filepath.Join(dir, "seeded.snap")
-	arbiter("snapshot", "save", "--addr", s2.url(), "--out", again)
+	arbiter("snapshot", "save", again, "--addr", s2.url())
 	seeded := inspect(again)
 	for _, tb := range off.Tables {
 		switch tb.Name {

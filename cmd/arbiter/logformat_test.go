@@ -17,8 +17,8 @@ import (
 // lines included (with hclog's formatted values as values); an unknown
 // format is refused before anything starts.
 func TestServeLogFormatJSON(t *testing.T) {
-	if err := serve([]string{"--log-format", "xml"}); err == nil || !strings.Contains(err.Error(), "--log-format") {
-		t.Fatalf("serve --log-format xml: %v", err)
+	if r := runCLI(t, nil, "", "serve", "--log-format", "xml"); r.status == 0 || !strings.Contains(r.stderr, "--log-format") {
+		t.Fatalf("serve --log-format xml: %+v", r)
 	}
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -28,7 +28,7 @@ func TestServeLogFormatJSON(t *testing.T) {
 	root := t.TempDir()
 	n := &e2eNode{id: "n1", httpAddr: fmt.Sprintf("127.0.0.1:%d", ports[1]), dataDir: filepath.Join(root, "data"), logDir: root}
 	n.args = []string{"--id", n.id, "--data-dir", n.dataDir, "--raft-addr", fmt.Sprintf("127.0.0.1:%d", ports[0]),
-		"--http-addr", n.httpAddr, "--log-format", "json"}
+		"--http-addr", n.httpAddr, "--log-format", "json", "--bootstrap"}
 	n.start(t, bin)
 	defer func() {
 		if n.running() {

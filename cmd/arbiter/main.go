@@ -1,15 +1,20 @@
-// Command arbiter runs and inspects Arbiter nodes.
+// Command arbiter runs and inspects Arbiter nodes: `arbiter --help` lists
+// its commands and `arbiter <command> --help` says what each takes.
 //
-//	arbiter serve  [--id ID] [--data-dir DIR] [--raft-addr HOST:PORT] [--http-addr HOST:PORT]
-//	               [--bootstrap [--restore FILE] | --join URL[,URL...] [--replace]] [--change-address]
-//	               [--snapshot-threshold N] [--snapshot-interval DURATION] [--trailing-logs N] [--max-restore-bytes N]
-//	               and each domain's flags (arbiter serve -h)
-//	arbiter status [--addr URL]
-//	arbiter bench  [--addrs URL[,URL...]] [--clients 1,16,64] [--duration 10s]
-//	arbiter snapshot save --out FILE [--addr URL | --data-dir DIR] | inspect FILE | restore FILE [--addr URL]
-//	arbiter recover --data-dir DIR --members FILE [--id ID]
-//	arbiter principal [flags]
-//	arbiter <domain command> ...   (concept, capacity, space, task: see arbiter help)
+//	arbiter serve ...                      run a node
+//	arbiter status | member | endpoint     the cluster, its members and their health
+//	arbiter node create|get|cas|list|watch the node primitives
+//	arbiter whoami                         the principal the credentials name
+//	arbiter snapshot save|inspect|restore|verify FILE
+//	arbiter recover | cert | principal     offline tools
+//	arbiter <domain> ...                   concept, capacity, space, task, projection, workitem
+//
+// Client commands find the cluster with --addr or $ARBITER_ADDR
+// (comma-separated; they move to the next address while one cannot be
+// reached) and authenticate with --token, --token-file, --cert/--key or
+// $ARBITER_TOKEN, $ARBITER_TOKEN_FILE, $ARBITER_CERT, $ARBITER_KEY; https
+// URLs are checked against --ca or $ARBITER_CACERT. Results print as a
+// table or, with -o json, as the API's JSON.
 //
 // With no flags, serve runs a single-node cluster in ./arbiter-data with
 // raft on 127.0.0.1:7000 and the HTTP API on 127.0.0.1:8000, serving the
@@ -19,81 +24,81 @@
 // refuses to start with another --id, other addresses (unless
 // --change-address), or a --join naming another cluster. A node removed
 // from its cluster exits non-zero.
+//
+// Exit status: 0 done; 1 the call failed or was refused; 2 a wrong command
+// line (nothing was sent); 3 decided and not done (node create found the
+// node, node cas did not swap: the answer is printed all the same).
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
-	"text/tabwriter"
 
-	"github.com/arbiterhq/arbiter/domain"
-	"github.com/arbiterhq/arbiter/domain/builtin"
+	"github.com/arbiterhq/arbiter/errs"
+
+	"golang.org/x/term"
 )
 
-// commands are the binary's own commands; each built-in domain may add
-// one more (domain.CLI).
-var commands = []struct {
-	name, summary string
-	run           func(args []string) error
-}{
-	{"serve", "run a node (arbiter serve -h for flags)", serve},
-	{"status", "print a node's view of the cluster", status},
-	{"bench", "measure create-if-absent throughput and latency against a cluster", bench},
-	{"principal", "make a bearer token and the hash a principals file stores", principal},
-	{"snapshot", "save, inspect and restore backups of the whole state (arbiter snapshot)", snapshotCmd},
-	{"recover", "offline: make the survivors of a lost quorum a smaller cluster (arbiter recover -h)", recoverCmd},
-}
-
 func main() {
-	if len(os.Args) < 2 {
-		usage()
-		os.Exit(2)
-	}
-	name, args := os.Args[1], os.Args[2:]
-	if name == "help" || name == "-h" || name == "--help" {
-		usage()
-		return
-	}
-	found, err := run(name, args)
-	if !found {
-		fmt.Fprintf(os.Stderr, "arbiter: unknown command %q\n", name)
-		usage()
-		os.Exit(2)
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "arbiter %s: %v\n", name, err)
-		os.Exit(1)
-	}
+	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv,
+		isTerminal: func() bool { return term.IsTerminal(int(os.Stderr.Fd())) }}
+	os.Exit(a.run(os.Args[1:]))
 }
 
-// run runs the command called name; found is false if there is none.
-func run(name string, args []string) (found bool, err error) {
-	for _, c := range commands {
-		if c.name == name {
-			return true, c.run(args)
-		}
+// run runs the command line args and returns the exit status.
+func (a *app) run(args []string) int {
+	if a.isTerminal == nil {
+		a.isTerminal = func() bool { return false }
 	}
-	for _, d := range builtin.Domains() {
-		for _, c := range d.CLIs() {
-			if c.Name == name {
-				env := domain.CLIEnv{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Connect: connectFlags}
-				return true, c.Run(env, args)
-			}
-		}
+	if a.stdin == nil {
+		a.stdin = eofReader{}
 	}
-	return false, nil
+	out := &countingWriter{w: a.stdout}
+	a.stdout = out
+	root := a.rootCommand()
+	root.SetArgs(goStyleFlags(root, args))
+	cmd, err := root.ExecuteC()
+	if err == nil {
+		return exitOK
+	}
+	status := exitStatus(err)
+	if isCobraUsage(err) {
+		status = exitUsage
+	}
+	// With -o json, a refusal by the cluster is printed as the API's
+	// error body too (unless the command printed its answer), so a
+	// script reads JSON either way.
+	var apiErr *errs.Error
+	if f := cmd.Flags().Lookup("output"); f != nil && f.Value.String() == "json" && out.n == 0 && errors.As(err, &apiErr) {
+		_ = writeJSON(a.stdout, map[string]*errs.Error{"error": apiErr})
+	}
+	switch {
+	case status == exitUsage:
+		a.errorf("%s: %v\nsee '%s --help'\n", cmd.CommandPath(), err, cmd.CommandPath())
+	case status != exitNotTaken || err.Error() != "":
+		a.errorf("%s: %v\n", cmd.CommandPath(), err)
+	}
+	return status
 }
 
-func usage() {
-	fmt.Fprint(os.Stderr, "usage: arbiter <command> [flags]\n\ncommands:\n")
-	tw := tabwriter.NewWriter(os.Stderr, 0, 4, 2, ' ', 0)
-	for _, c := range commands {
-		fmt.Fprintf(tw, "  %s\t%s\n", c.name, c.summary)
-	}
-	for _, d := range builtin.Domains() {
-		for _, c := range d.CLIs() {
-			fmt.Fprintf(tw, "  %s\t%s\n", c.Name, c.Summary)
-		}
-	}
-	_ = tw.Flush()
+func (a *app) errorf(format string, args ...any) {
+	fmt.Fprintf(a.stderr, format, args...)
 }
+
+// countingWriter counts what a command printed.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	return n, err
+}
+
+type eofReader struct{}
+
+func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }

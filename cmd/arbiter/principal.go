@@ -4,44 +4,55 @@ import (
 	"bufio"
 	"crypto/rand"
 	"encoding/base64"
-	"errors"
 	"fmt"
-	"os"
+	"io"
 	"strings"
 
 	"github.com/arbiterhq/arbiter/identity"
+	"github.com/spf13/cobra"
 )
 
-const principalUsage = `usage: arbiter principal <new-token|hash-token>
-
-  new-token    print a new random bearer token and the token_sha256 to put in
-               the principals file (keep the token secret; store only the hash)
-  hash-token   read a token on standard input and print its token_sha256
-`
-
-func principal(args []string) error {
-	if len(args) != 1 {
-		fmt.Fprint(os.Stderr, principalUsage)
-		return errors.New("expected one command")
+func (a *app) principalCommand() *cobra.Command {
+	newToken := &cobra.Command{
+		Use:   "new-token",
+		Short: "print a new random bearer token and the token_sha256 the principals file stores",
+		Long: `new-token prints a new random bearer token and its token_sha256. Keep the
+token secret (give it to the principal's client: --token, --token-file or
+$ARBITER_TOKEN); put only the hash in the principals file.`,
+		Args: cobra.NoArgs,
 	}
-	switch args[0] {
-	case "new-token":
+	o := outputFlag(newToken.Flags(), "table")
+	newToken.RunE = func(*cobra.Command, []string) error {
 		b := make([]byte, 32)
 		if _, err := rand.Read(b); err != nil {
 			return err
 		}
 		token := base64.RawURLEncoding.EncodeToString(b)
-		fmt.Printf("token:        %s\ntoken_sha256: %s\n", token, identity.HashToken(token))
-		return nil
-	case "hash-token":
-		line, err := bufio.NewReader(os.Stdin).ReadString('\n')
+		out := map[string]string{"token": token, "token_sha256": identity.HashToken(token)}
+		return o.print(a.stdout, out, func(w io.Writer) error {
+			_, err := fmt.Fprintf(w, "token:        %s\ntoken_sha256: %s\n", out["token"], out["token_sha256"])
+			return err
+		})
+	}
+	hashToken := &cobra.Command{
+		Use:   "hash-token",
+		Short: "read a token on standard input and print its token_sha256",
+		Args:  cobra.NoArgs,
+	}
+	ho := outputFlag(hashToken.Flags(), "table")
+	hashToken.RunE = func(*cobra.Command, []string) error {
+		line, err := bufio.NewReader(a.stdin).ReadString('\n')
 		token := strings.TrimSpace(line)
 		if token == "" {
-			return fmt.Errorf("no token on standard input (%v)", err)
+			return usageErrorf("no token on standard input (%v)", err)
 		}
-		fmt.Println(identity.HashToken(token))
-		return nil
+		sum := identity.HashToken(token)
+		return ho.print(a.stdout, map[string]string{"token_sha256": sum}, func(w io.Writer) error {
+			_, err := fmt.Fprintln(w, sum)
+			return err
+		})
 	}
-	fmt.Fprint(os.Stderr, principalUsage)
-	return fmt.Errorf("unknown principal command %q", args[0])
+	return group("principal", "make bearer tokens and the hashes a principals file stores",
+		`principal makes what serve --principals needs: tokens and their hashes.
+Certificates for principals: arbiter cert client.`, newToken, hashToken)
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,73 +10,77 @@ import (
 
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/domain/builtin"
+	"github.com/spf13/cobra"
 )
 
-const recoverUsage = `usage: arbiter recover --data-dir DIR --members FILE [--id ID] [--json]
+const recoverLong = `recover recovers a cluster that lost its quorum for good, offline, like
+Consul's peers.json: it rewrites the stored configuration of the stopped node
+in --data-dir so that the members listed in --members form a smaller
+cluster, holding every entry the node's log holds. Then start the node with
+its usual flags and join new members to it with --join (empty data
+directories).
 
-Recovers a cluster that lost its quorum for good, offline, like Consul's
-peers.json: it rewrites the stored configuration of the stopped node in DIR
-so that the members listed in FILE form a smaller cluster, holding every
-entry the node's log holds. Then start the node with its usual flags and
-join new members to it with --join (empty data directories).
-
-FILE is a JSON array of the members, this node among them:
+--members is a JSON file, an array of the members, this node among them:
 
   [{"id": "n1", "raft_addr": "10.0.0.1:7000"}]
 
-(the "members" of arbiter status --json, with the others taken out, will
+(the "members" of arbiter status -o json, with the others taken out, will
 do). Recover the survivor whose log goes furthest (arbiter snapshot save
 --data-dir prints where a log ends); list several survivors, and recover
-each with the same FILE, only if their logs end at the same index.
+each with the same file, only if their logs end at the same index.
 
 What it can lose: every entry that this node's log does not hold, even an
 acknowledged one. What it may keep: an entry this node held that the old
 cluster never committed. The lost members must never come back with their
 old data directories: wipe them, or they may elect a leader of their own.
-See README.md, "Quorum loss: recovery".
-`
+See README.md, "Quorum loss: recovery".`
 
 // maxMembersFile bounds what is read of --members.
 const maxMembersFile = 1 << 20
 
-func recoverCmd(args []string) error {
-	fs := flag.NewFlagSet("recover", flag.ContinueOnError)
-	fs.Usage = func() { fmt.Fprint(os.Stderr, recoverUsage) }
-	dataDir := fs.String("data-dir", "", "the stopped node's data directory")
-	membersFile := fs.String("members", "", "JSON file of the survivors: [{\"id\", \"raft_addr\"}]")
-	id := fs.String("id", "", "this node's id (default: as the data directory records)")
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args); err != nil {
-		return err
+func (a *app) recoverCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "recover --data-dir DIR --members FILE",
+		Short: "offline: make the survivors of a lost quorum a smaller cluster",
+		Long:  recoverLong,
+		Args:  cobra.NoArgs,
 	}
-	if *dataDir == "" || *membersFile == "" || fs.NArg() != 0 {
-		fmt.Fprint(os.Stderr, recoverUsage)
-		return errors.New("recover takes --data-dir DIR and --members FILE, and no arguments")
+	dataDir := cmd.Flags().String("data-dir", "", "the stopped node's data directory")
+	membersFile := cmd.Flags().String("members", "", "JSON file of the survivors: [{\"id\", \"raft_addr\"}]")
+	id := cmd.Flags().String("id", "", "this node's id (default: as the data directory records)")
+	_ = cmd.MarkFlagRequired("data-dir")
+	_ = cmd.MarkFlagRequired("members")
+	o := outputFlag(cmd.Flags(), "table")
+	o.jsonAlias(cmd.Flags())
+	cmd.RunE = func(*cobra.Command, []string) error {
+		if err := o.check(); err != nil {
+			return err
+		}
+		members, err := readMembers(*membersFile)
+		if err != nil {
+			return err
+		}
+		res, err := cluster.Recover(cluster.RecoverOptions{
+			DataDir: *dataDir, ID: *id, Members: members, Domains: builtin.Domains(),
+			Logger: slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		})
+		if err != nil {
+			return err
+		}
+		return o.print(a.stdout, res, func(w io.Writer) error {
+			cid := res.ClusterID
+			if cid == "" {
+				cid = "(id not recorded)"
+			}
+			fmt.Fprintf(w, "recovered member %s of cluster %s\n", res.ID, cid)
+			fmt.Fprintf(w, "configuration was: %s\n", describeMembers(res.Previous))
+			fmt.Fprintf(w, "configuration now: %s\n", describeMembers(res.Members))
+			fmt.Fprintf(w, "its log up to index %d (term %d) is the cluster's state from here on\n", res.Index, res.Term)
+			_, err := fmt.Fprintln(w, "next: start it with its usual flags, then join new members (empty data directories) with --join")
+			return err
+		})
 	}
-	members, err := readMembers(*membersFile)
-	if err != nil {
-		return err
-	}
-	res, err := cluster.Recover(cluster.RecoverOptions{
-		DataDir: *dataDir, ID: *id, Members: members, Domains: builtin.Domains(),
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return printJSON(res)
-	}
-	cid := res.ClusterID
-	if cid == "" {
-		cid = "(id not recorded)"
-	}
-	fmt.Printf("recovered member %s of cluster %s\n", res.ID, cid)
-	fmt.Printf("configuration was: %s\n", describeMembers(res.Previous))
-	fmt.Printf("configuration now: %s\n", describeMembers(res.Members))
-	fmt.Printf("its log up to index %d (term %d) is the cluster's state from here on\n", res.Index, res.Term)
-	fmt.Println("next: start it with its usual flags, then join new members (empty data directories) with --join")
-	return nil
+	return cmd
 }
 
 // readMembers reads a members file: a JSON array of {id, raft_addr}

@@ -101,13 +101,13 @@ func TestRecoverFromQuorumLoss(t *testing.T) {
 	if err := os.WriteFile(membersFile, body, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := recoverCmd([]string{"--data-dir", c.DataDir(survivor), "--members", membersFile}); err != nil {
-		t.Fatalf("arbiter recover: %v", err)
+	if r := runCLI(t, nil, "", "recover", "--data-dir", c.DataDir(survivor), "--members", membersFile); r.status != 0 {
+		t.Fatalf("arbiter recover: %+v", r)
 	}
 	// A second run on the recovered directory is harmless: the same
 	// configuration again.
-	if err := recoverCmd([]string{"--data-dir", c.DataDir(survivor), "--members", membersFile}); err != nil {
-		t.Fatalf("arbiter recover, again: %v", err)
+	if r := runCLI(t, nil, "", "recover", "--data-dir", c.DataDir(survivor), "--members", membersFile); r.status != 0 {
+		t.Fatalf("arbiter recover, again: %+v", r)
 	}
 
 	c.Restart(survivor)

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	arblog "github.com/arbiterhq/arbiter/log"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -19,12 +19,30 @@ import (
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/domain/builtin"
 	"github.com/arbiterhq/arbiter/identity"
+	arblog "github.com/arbiterhq/arbiter/log"
+	"github.com/spf13/cobra"
 )
 
-func serve(args []string) error {
+func (a *app) serveCommand() *cobra.Command {
 	cfg := cluster.DefaultConfig()
 	cfg.Domains = builtin.Domains()
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	cmd := &cobra.Command{
+		Use:   "serve [flags]",
+		Short: "run a node",
+		Long: `serve runs a node of a cluster until SIGTERM or SIGINT (a leader hands over
+leadership first); SIGHUP reloads the principals file and each domain's
+configuration.
+
+With no flags at all it runs a single-node cluster in ./arbiter-data with raft
+on 127.0.0.1:7000 and the API on 127.0.0.1:8000. Given any flag, a node whose
+data directory is empty needs --bootstrap (a new cluster) or --join (an
+existing one). A node whose data directory holds state resumes the membership
+it records and refuses other --id, addresses (unless --change-address) or a
+--join naming another cluster.`,
+		Args: cobra.NoArgs,
+	}
+	fs := cmd.Flags()
+	fs.SortFlags = false
 	fs.StringVar(&cfg.ID, "id", cfg.ID, "this node's unique id")
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory for the raft log and snapshots")
 	fs.StringVar(&cfg.RaftAddr, "raft-addr", cfg.RaftAddr, "host:port for raft traffic")
@@ -41,12 +59,12 @@ func serve(args []string) error {
 	noSync := fs.Bool("unsafe-no-fsync", false, "do not fsync the raft log (benchmarks only: a crash may lose acknowledged writes)")
 	joinTimeout := fs.Duration("join-timeout", time.Minute, "how long to keep trying to join")
 	pprofAddr := fs.String("pprof-addr", "", "if set, serve Go's pprof profiles on this host:port (keep it private)")
-	principalsFile := fs.String("principals", "", "JSON file of principals (turns authentication on; reloaded on SIGHUP)")
-	tlsCert := fs.String("tls-cert", "", "this node's certificate (PEM); with --tls-key and --tls-peer-ca, raft and the API use TLS")
+	principalsFile := fs.String("principals", "", "JSON file of principals (turns authentication on; reloaded on SIGHUP); without TLS, nodes also need --peer-token-file")
+	tlsCert := fs.String("tls-cert", "", "this node's certificate (PEM); with --tls-key and --tls-peer-ca, raft and the API use TLS (arbiter cert node makes one)")
 	tlsKey := fs.String("tls-key", "", "this node's private key (PEM)")
 	tlsPeerCA := fs.String("tls-peer-ca", "", "CA (PEM) that signs every node's certificate")
-	tlsClientCA := fs.String("tls-client-ca", "", "CA (PEM) that signs client certificates (optional)")
-	peerTokenFile := fs.String("peer-token-file", "", "file holding a secret shared by the nodes, instead of TLS (loopback only)")
+	tlsClientCA := fs.String("tls-client-ca", "", "CA (PEM) that signs client certificates (optional; never the peer CA: its certificates are nodes)")
+	peerTokenFile := fs.String("peer-token-file", "", "file holding a secret of 16 characters or more shared by the nodes, instead of TLS (loopback only; needed with --principals and no TLS, even for one node)")
 	fs.StringVar(&cfg.LogStore, "log-store", "", "raft log store of a new data directory: wal or bolt (default "+arblog.DefaultStore+"); an existing one keeps its own")
 	fs.Uint64Var(&cfg.SnapshotThreshold, "snapshot-threshold", cfg.SnapshotThreshold, "snapshot once the log holds this many entries past the last snapshot")
 	fs.DurationVar(&cfg.SnapshotInterval, "snapshot-interval", cfg.SnapshotInterval, "how often raft checks --snapshot-threshold (a random wait between this and twice this; at least 5ms)")
@@ -55,55 +73,74 @@ func serve(args []string) error {
 	fs.DurationVar(&cfg.IdempotencyRetention, "idempotency-retention", cfg.IdempotencyRetention, "how long a keyed write's result is kept for replay")
 	fs.Uint64Var(&cfg.IdempotencyMaxRows, "idempotency-max-rows", cfg.IdempotencyMaxRows, "most keyed results kept for replay; beyond it the oldest are evicted early")
 	fs.Uint64Var(&cfg.ChangeFeedRetain, "change-feed-retain", cfg.ChangeFeedRetain, "change-feed events kept")
+	// Domains register Go flags (domain.Domain.Flags); pflag takes them
+	// as they are.
+	domainFlags := flag.NewFlagSet("serve", flag.ContinueOnError)
 	for _, d := range cfg.Domains {
 		if d.Flags != nil {
-			d.Flags(fs)
+			d.Flags(domainFlags)
 		}
 	}
-	if err := fs.Parse(args); err != nil {
-		return err
+	fs.AddGoFlagSet(domainFlags)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		return serve(cfg, serveOptions{
+			noFlags: cmd.Flags().NFlag() == 0, bootstrap: *bootstrap, join: *join, logLevel: *logLevel, logFormat: *logFormat,
+			noSync: *noSync, joinTimeout: *joinTimeout, pprofAddr: *pprofAddr, principalsFile: *principalsFile,
+			tlsCert: *tlsCert, tlsKey: *tlsKey, tlsPeerCA: *tlsPeerCA, tlsClientCA: *tlsClientCA, peerTokenFile: *peerTokenFile,
+			stderr: a.stderr,
+		})
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
+	return cmd
+}
+
+// serveOptions are serve's flags that are not Config fields.
+type serveOptions struct {
+	noFlags, bootstrap, noSync                             bool
+	join, logLevel, logFormat, pprofAddr, principalsFile   string
+	tlsCert, tlsKey, tlsPeerCA, tlsClientCA, peerTokenFile string
+	joinTimeout                                            time.Duration
+	stderr                                                 io.Writer
+}
+
+func serve(cfg cluster.Config, o serveOptions) error {
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
 	}
-	logger, err := cluster.NewLogger(os.Stderr, *logFormat, level)
+	logger, err := cluster.NewLogger(o.stderr, o.logFormat, level)
 	if err != nil {
 		return fmt.Errorf("--log-format: %w", err)
 	}
 	cfg.Logger = logger
-	cfg.NoSyncUnsafe = *noSync
+	cfg.NoSyncUnsafe = o.noSync
 	cfg.FlagNames = serveFlagNames
-	if *join != "" {
-		if *bootstrap {
-			return errors.New("--bootstrap and --join are exclusive")
+	if o.join != "" {
+		if o.bootstrap {
+			return usageErrorf("--bootstrap and --join are exclusive")
 		}
-		cfg.Join = strings.Split(*join, ",")
+		cfg.Join = strings.Split(o.join, ",")
 	}
 	// Bootstrapping only happens on an empty data directory, and only
 	// when asked for: a forgotten --join must not make a second cluster.
 	// With no flags at all, serve is the README's single-node default.
-	cfg.Bootstrap = *bootstrap || len(args) == 0
+	cfg.Bootstrap = o.bootstrap || o.noFlags
 
-	if *principalsFile != "" {
-		reg, err := identity.Load(*principalsFile)
+	if o.principalsFile != "" {
+		reg, err := identity.Load(o.principalsFile)
 		if err != nil {
 			return err
 		}
 		cfg.Principals = reg
 	}
-	if *tlsCert != "" || *tlsKey != "" || *tlsPeerCA != "" {
-		t, err := cluster.LoadTLS(*tlsCert, *tlsKey, *tlsPeerCA, *tlsClientCA)
+	if o.tlsCert != "" || o.tlsKey != "" || o.tlsPeerCA != "" {
+		t, err := cluster.LoadTLS(o.tlsCert, o.tlsKey, o.tlsPeerCA, o.tlsClientCA)
 		if err != nil {
 			return err
 		}
 		cfg.TLS = t
 	}
-	if *peerTokenFile != "" {
-		raw, err := os.ReadFile(*peerTokenFile)
+	if o.peerTokenFile != "" {
+		raw, err := os.ReadFile(o.peerTokenFile)
 		if err != nil {
 			return fmt.Errorf("--peer-token-file: %w", err)
 		}
@@ -116,8 +153,8 @@ func serve(args []string) error {
 			}
 		}
 	}
-	if *pprofAddr != "" {
-		if err := servePprof(*pprofAddr, cfg.Logger); err != nil {
+	if o.pprofAddr != "" {
+		if err := servePprof(o.pprofAddr, cfg.Logger); err != nil {
 			return err
 		}
 	}
@@ -130,7 +167,7 @@ func serve(args []string) error {
 	// rather than kill the process half-started.
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	if stopped, err := startNode(node, *joinTimeout, sig, cfg.Logger); err != nil || stopped {
+	if stopped, err := startNode(node, o.joinTimeout, sig, cfg.Logger); err != nil || stopped {
 		return err
 	}
 	cfg.Logger.Info("serving", "id", cfg.ID, "api", node.APIAddr(), "raft", node.RaftAddr(), "auth", node.AuthMode(), "tls", cfg.TLS != nil)
@@ -146,7 +183,7 @@ func serve(args []string) error {
 				stop = true
 				break
 			}
-			reload(node, cfg, *principalsFile)
+			reload(node, cfg, o.principalsFile)
 		case <-node.Done():
 			// The node stopped on its own: it was removed from its
 			// cluster. It has said why in its log; exit non-zero.
@@ -259,4 +296,8 @@ var serveFlagNames = map[string]string{
 	"IdempotencyRetention": "--idempotency-retention",
 	"IdempotencyMaxRows":   "--idempotency-max-rows",
 	"ChangeFeedRetain":     "--change-feed-retain",
+	"TrailingLogs":         "--trailing-logs",
+	"LogStore":             "--log-store",
+	"Logger":               "--log-level/--log-format",
+	"NoSyncUnsafe":         "--unsafe-no-fsync",
 }

@@ -2,9 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -16,129 +13,192 @@ import (
 	"github.com/arbiterhq/arbiter/domain"
 	"github.com/arbiterhq/arbiter/domain/builtin"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/spf13/cobra"
 )
 
-const snapshotUsage = `usage: arbiter snapshot <command> [flags]
+// backupTimeout bounds a save or a restore: backups outgrow --timeout.
+const backupTimeout = 30 * time.Minute
 
-commands:
-  save     --addr URL[,URL...] --out FILE   back up the cluster's state (taken on the leader)
-  save     --data-dir DIR --out FILE        back up a stopped node's data directory, offline
-  inspect  FILE                              check a backup offline and print what it holds
-  restore  --addr URL[,URL...] FILE          replace the cluster's state with a backup
+func (a *app) snapshotCommand() *cobra.Command {
+	return group("snapshot", "save, inspect, restore and verify backups of the whole state",
+		`Every snapshot command takes the backup file as its argument and reaches the
+cluster with --addr or $ARBITER_ADDR:
+
+  arbiter snapshot save FILE               back up the cluster's state (taken on the leader)
+  arbiter snapshot save FILE --data-dir D  back up a stopped node's data directory, offline
+  arbiter snapshot inspect FILE            check a backup offline and print what it holds
+  arbiter snapshot restore FILE            replace the cluster's state with the backup
+  arbiter snapshot verify FILE             check that the cluster holds the backup's data
 
 save keeps FILE only once it reads back as a complete, checksummed backup.
-save --data-dir needs no leader: it writes the node's latest snapshot with
-every entry of its log after it applied (entries the node held but the
-cluster may not have committed included). To start a new cluster from a
-backup: arbiter serve --bootstrap --restore FILE.
 restore rolls back everything but the cluster's members, index and clock:
 writes after the backup are gone, fences and sequences go back, and every
-change-feed cursor expires. All three print counts and hashes, never rows.
-`
+change-feed cursor expires. All of them print counts and hashes, never rows.
+On a terminal, save and restore show the bytes moved so far on stderr.
+To start a new cluster from a backup: arbiter serve --bootstrap --restore FILE.`,
+		a.snapshotSaveCommand(), a.snapshotInspectCommand(), a.snapshotRestoreCommand(), a.snapshotVerifyCommand())
+}
 
-func snapshotCmd(args []string) error {
-	if len(args) == 0 {
-		fmt.Fprint(os.Stderr, snapshotUsage)
-		return errors.New("missing snapshot command")
+// snapshotFlags are what every snapshot command takes.
+func (a *app) snapshotFlags(cmd *cobra.Command) output {
+	a.connFlags(cmd.Flags())
+	o := outputFlag(cmd.Flags(), "table")
+	o.jsonAlias(cmd.Flags())
+	return o
+}
+
+func (a *app) snapshotSaveCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "save FILE",
+		Short: "back up the cluster's state into FILE (or, offline, a stopped node's)",
+		Long: `save writes a backup of the cluster's state, taken on the leader through any
+node, to FILE (mode 0600), keeping it only once it reads back as a complete
+backup whose checksum holds. With --data-dir it needs no leader and no
+network (like etcdutl snapshot save): it reads a stopped node's latest
+snapshot and applies every entry of its log after it, entries the cluster may
+not have committed included, and prints where the log ends.`,
+		Args: cobra.MaximumNArgs(1),
 	}
-	cmd, args := args[0], args[1:]
-	fs := flag.NewFlagSet("snapshot "+cmd, flag.ContinueOnError)
-	addr := fs.String("addr", "http://127.0.0.1:8000", "comma-separated API URLs of the cluster")
-	out := fs.String("out", "", "file to write the backup to (save)")
-	dataDir := fs.String("data-dir", "", "save offline from this stopped node's data directory instead of a cluster (save)")
-	asJSON := fs.Bool("json", false, "print JSON")
-	cf := addClientFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
-	defer cancel()
-	switch cmd {
-	case "save":
-		if *out == "" || fs.NArg() != 0 {
-			return errors.New("save takes --out FILE and no arguments")
+	o := a.snapshotFlags(cmd)
+	out := cmd.Flags().String("out", "", "the backup file")
+	deprecate(cmd.Flags(), "out", "give the file as the argument: arbiter snapshot save FILE")
+	dataDir := cmd.Flags().String("data-dir", "", "save offline from this stopped node's data directory instead of a cluster")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := o.check(); err != nil {
+			return err
+		}
+		file := *out
+		switch {
+		case len(args) == 1 && file != "" && file != args[0]:
+			return usageErrorf("save takes one file: %s or --out %s", args[0], file)
+		case len(args) == 1:
+			file = args[0]
+		case file == "":
+			return usageErrorf("save takes the backup FILE as its argument")
 		}
 		if *dataDir != "" {
-			addrGiven := false
-			fs.Visit(func(f *flag.Flag) { addrGiven = addrGiven || f.Name == "addr" })
-			if addrGiven {
-				return errors.New("save takes --addr (online, from the leader) or --data-dir (offline, from a stopped node), not both")
+			if cmd.Flags().Changed("addr") {
+				return usageErrorf("save takes --addr (online, from the leader) or --data-dir (offline, from a stopped node), not both")
 			}
 			var offline *cluster.OfflineBackup
-			info, err := saveBackup(*out, func(w io.Writer) (err error) {
+			info, err := a.saveBackup(file, "saving", func(w io.Writer) (err error) {
 				offline, err = cluster.SaveOffline(*dataDir, builtin.Domains(), w)
 				return err
 			})
 			if err != nil {
 				return err
 			}
-			if !*asJSON {
-				fmt.Printf("offline from %s: snapshot at index %d, then %d log entries to index %d\n",
+			if !o.json() {
+				fmt.Fprintf(a.stdout, "offline from %s: snapshot at index %d, then %d log entries to index %d\n",
 					*dataDir, offline.SnapshotIndex, offline.Entries, offline.LastIndex)
 			}
-			return printInfo(info, *asJSON)
+			return printInfo(a.stdout, o, info)
 		}
-		remote, err := cf.remote(*addr)
+		remote, err := a.remote()
 		if err != nil {
 			return err
 		}
-		info, err := saveBackup(*out, func(w io.Writer) error { return remote.Snapshot(ctx, w) })
+		ctx, cancel := contextFor(backupTimeout)
+		defer cancel()
+		info, err := a.saveBackup(file, "saving", func(w io.Writer) error { return remote.Snapshot(ctx, w) })
 		if err != nil {
 			return err
 		}
-		return printInfo(info, *asJSON)
-	case "inspect":
-		if fs.NArg() != 1 {
-			return errors.New("inspect takes one FILE")
+		return printInfo(a.stdout, o, info)
+	}
+	return cmd
+}
+
+func (a *app) snapshotInspectCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "inspect FILE",
+		Short: "check a backup offline: format, index, rows per table, state and data hash",
+		Long: `inspect reads the whole backup and checks it as a restore would (format,
+frames, every row, the checksum), then prints its index, FSM time, rows per
+table, its state hash (the snapshot's own checksum) and its data hash: what a
+cluster that restored it reports as data_hash in GET /v1/cluster/state-hash
+(and what snapshot verify compares).`,
+		Args: exactArgs(1, "the backup FILE"),
+	}
+	o := a.snapshotFlags(cmd)
+	cmd.RunE = func(_ *cobra.Command, args []string) error {
+		if err := o.check(); err != nil {
+			return err
 		}
-		info, err := inspectFile(fs.Arg(0))
+		info, err := inspectFile(args[0])
 		if err != nil {
 			return err
 		}
-		return printInfo(info, *asJSON)
-	case "restore":
-		if fs.NArg() != 1 {
-			return errors.New("restore takes one FILE")
+		return printInfo(a.stdout, o, info)
+	}
+	return cmd
+}
+
+func (a *app) snapshotRestoreCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "restore FILE",
+		Short: "replace the cluster's state with the backup in FILE",
+		Long: `restore sends the backup to the leader, which checks all of it before it
+changes anything and then replaces the state on every replica (a node that is
+down installs it when it returns). The cluster keeps its own members and id,
+its index and clock never go backwards, and every change-feed cursor expires;
+everything else rolls back to the backup. Then snapshot verify FILE checks
+that the cluster holds the backup's data. The admin role.`,
+		Args: exactArgs(1, "the backup FILE"),
+	}
+	o := a.snapshotFlags(cmd)
+	cmd.RunE = func(_ *cobra.Command, args []string) error {
+		if err := o.check(); err != nil {
+			return err
 		}
-		remote, err := cf.remote(*addr)
+		remote, err := a.remote()
 		if err != nil {
 			return err
 		}
-		f, err := os.Open(fs.Arg(0))
+		f, err := os.Open(args[0])
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		res, err := remote.Restore(ctx, bufio.NewReaderSize(f, 256<<10))
+		var size int64
+		if st, err := f.Stat(); err == nil {
+			size = st.Size()
+		}
+		ctx, cancel := contextFor(backupTimeout)
+		defer cancel()
+		p := a.progress("restoring", size)
+		res, err := remote.Restore(ctx, bufio.NewReaderSize(io.TeeReader(f, p), 256<<10))
+		p.done()
 		if err != nil {
 			return err
 		}
-		if *asJSON {
-			return printJSON(res)
-		}
-		fmt.Printf("restored backup of index %d (state hash %s); the cluster resumed at index %d\n",
-			res.Backup.Index, res.Backup.StateHash, res.Index)
-		return nil
+		return o.print(a.stdout, res, func(w io.Writer) error {
+			_, err := fmt.Fprintf(w, "restored backup of index %d (state hash %s); the cluster resumed at index %d\n",
+				res.Backup.Index, res.Backup.StateHash, res.Index)
+			return err
+		})
 	}
-	fmt.Fprint(os.Stderr, snapshotUsage)
-	return fmt.Errorf("unknown snapshot command %q", cmd)
+	return cmd
 }
 
 // saveBackup writes the backup (with write) next to path, reads it back
 // from disk and checks it, syncs it and only then renames it to path:
 // path is either a complete backup or untouched.
-func saveBackup(path string, write func(io.Writer) error) (*fsm.SnapshotInfo, error) {
+func (a *app) saveBackup(path, verb string, write func(io.Writer) error) (*fsm.SnapshotInfo, error) {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return nil, err
 	}
 	defer os.Remove(tmp.Name()) // after the rename, a no-op
 	defer tmp.Close()
-	w := bufio.NewWriterSize(tmp, 256<<10)
-	if err := write(w); err != nil {
-		return nil, err
+	p := a.progress(verb, 0)
+	w := bufio.NewWriterSize(io.MultiWriter(tmp, p), 256<<10)
+	err = write(w)
+	if err == nil {
+		err = w.Flush()
 	}
-	if err := w.Flush(); err != nil {
+	p.done()
+	if err != nil {
 		return nil, err
 	}
 	if err := tmp.Sync(); err != nil {
@@ -174,19 +234,18 @@ func inspectFile(path string) (*fsm.SnapshotInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	return checker.InspectSnapshot(io.Reader(f))
+	return checker.InspectSnapshot(bufio.NewReaderSize(f, 256<<10))
 }
 
-func printInfo(info *fsm.SnapshotInfo, asJSON bool) error {
-	if asJSON {
-		return printJSON(info)
-	}
-	fmt.Printf("format %d; index %d; fsm time %s; %d bytes; %d rows\nstate hash %s\n",
-		info.Format, info.Index, time.UnixMilli(info.FSMTimeMs).UTC().Format(time.RFC3339Nano), info.Bytes, info.Rows, info.StateHash)
-	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TABLE\tROWS")
-	for _, t := range info.Tables {
-		fmt.Fprintf(tw, "%s\t%d\n", t.Name, t.Rows)
-	}
-	return tw.Flush()
+func printInfo(w io.Writer, o output, info *fsm.SnapshotInfo) error {
+	return o.print(w, info, func(w io.Writer) error {
+		fmt.Fprintf(w, "format %d; index %d; fsm time %s; %d bytes; %d rows\nstate hash %s\ndata hash  %s\n",
+			info.Format, info.Index, time.UnixMilli(info.FSMTimeMs).UTC().Format(time.RFC3339Nano), info.Bytes, info.Rows, info.StateHash, info.DataHash)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TABLE\tROWS")
+		for _, t := range info.Tables {
+			fmt.Fprintf(tw, "%s\t%d\n", t.Name, t.Rows)
+		}
+		return tw.Flush()
+	})
 }

@@ -67,7 +67,7 @@ func TestE2ESnapshotSaveInspectRestore(t *testing.T) {
 	backup := filepath.Join(dir, "backup.snap")
 	saved := mustRun("snapshot", "save", "--addr", follower.url(), "--out", backup)
 	var info fsm.SnapshotInfo
-	if err := json.Unmarshal([]byte(mustRun("snapshot", "inspect", "--json", backup)), &info); err != nil {
+	if err := json.Unmarshal([]byte(mustRun("snapshot", "inspect", "-o", "json", backup)), &info); err != nil {
 		t.Fatalf("inspect --json: %v", err)
 	}
 	if !strings.Contains(saved, info.StateHash) || info.Rows == 0 {

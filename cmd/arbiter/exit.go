@@ -1,0 +1,46 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Exit statuses. Scripts tell a refused command line from a failed call,
+// and a decided "no" (the node existed, a condition failed) from both.
+const (
+	exitOK       = 0
+	exitError    = 1 // the call failed, or the cluster refused it
+	exitUsage    = 2 // the command line is wrong: nothing was sent
+	exitNotTaken = 3 // decided, and not done: create found the node, cas did not swap
+)
+
+// usageError is a wrong command line.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usageErrorf(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+// notTaken is a decided answer that did not do what was asked; the
+// answer has been printed.
+type notTaken struct{ what string }
+
+func (e notTaken) Error() string { return e.what }
+
+// exitStatus maps a command's error to the process's exit status.
+func exitStatus(err error) int {
+	var u usageError
+	var n notTaken
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &u):
+		return exitUsage
+	case errors.As(err, &n):
+		return exitNotTaken
+	}
+	return exitError
+}
