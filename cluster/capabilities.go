@@ -83,7 +83,9 @@ func (n *Node) settleCapabilities(ctx context.Context) error {
 			return fmt.Errorf("first tick under the enabled set: %w", err)
 		}
 	}
-	return nil
+	// A set that newly allows naming the cluster names it now, not a tick
+	// interval later.
+	return n.ensureClusterID(ctx)
 }
 
 func describeEnabled(c fsm.Capabilities, gated bool) string {

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/arbiterhq/arbiter/cluster/clustertest"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
-	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/workitem"
 	"github.com/arbiterhq/arbiter/workitem/extension"
@@ -25,7 +25,7 @@ import (
 // profiles; here a bare FSM.)
 func Example_reservation() {
 	ctx := context.Background()
-	l, err := fsmtest.New(workitem.Module())
+	l, err := clustertest.NewLocal(workitem.Module())
 	if err != nil {
 		panic(err)
 	}

@@ -221,7 +221,34 @@ func over(capacity, used workitem.Dimensions) bool {
 // verifyState checks the replica's final state: every host's use is the
 // sum of its active reservations, each of which is its item's current
 // claim's; no debt is negative.
+//
+// The scan takes many queries while the cluster keeps ticking, and a tick
+// that expires a reservation between two of them would make a sound state
+// look inconsistent; so the scan counts only when the replica's content
+// hash is the same before and after it (a tick that expires nothing
+// leaves the content hash as it was).
 func (w *Reservations) verifyState(ctx context.Context, node *cluster.Node) []error {
+	const attempts = 20
+	var problems []error
+	for attempt := 0; attempt < attempts; attempt++ {
+		before, err := node.ContentHash()
+		if err != nil {
+			return []error{err}
+		}
+		problems = w.scanState(ctx, node)
+		after, err := node.ContentHash()
+		if err != nil {
+			return []error{err}
+		}
+		if before == after {
+			return problems
+		}
+	}
+	return append(problems, fmt.Errorf("the state changed during each of %d scans: the check is inconclusive", attempts))
+}
+
+// scanState is one scan of verifyState.
+func (w *Reservations) scanState(ctx context.Context, node *cluster.Node) []error {
 	svc := workitem.NewService(node, node)
 	var problems []error
 	used := map[string]workitem.Dimensions{}

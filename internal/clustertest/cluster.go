@@ -380,7 +380,8 @@ func (c *Cluster) WaitLeader(timeout time.Duration) int {
 
 // WaitEnabled waits until every running node holds, as its enabled
 // command set, what every node serves (the cluster accepts every command
-// of its domains from then on), and has applied a tick under it.
+// of its domains from then on), has applied a tick under it, and knows the
+// cluster's id.
 func (c *Cluster) WaitEnabled(timeout time.Duration) {
 	c.t.Helper()
 	var sets []fsm.Capabilities
@@ -401,6 +402,12 @@ func (c *Cluster) WaitEnabled(timeout time.Duration) {
 			// index and clock (see Unchanged).
 			if want.Allows(fsm.CmdTick, 2) && c.Node(i).FSM().RetentionStats().FeedRetain == 0 {
 				last = fmt.Sprintf("%s has applied no tick of version 2 yet", c.members[i].id)
+				return false
+			}
+			// The leader names the cluster once the set allows it: one
+			// more write an idle cluster makes only at its start.
+			if want.Allows(fsm.CmdClusterID, 1) && c.Node(i).FSM().ClusterID() == "" {
+				last = fmt.Sprintf("%s has applied no cluster id yet", c.members[i].id)
 				return false
 			}
 		}
