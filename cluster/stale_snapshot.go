@@ -25,23 +25,44 @@ import (
 // filterStaleSnapshots moves RPCs from in to out, refusing every
 // InstallSnapshot whose last index is behind the applied index, until stop
 // closes.
+//
+// It hands raft one RPC at a time and waits for raft's answer before it
+// takes the next. Raft handles its RPCs one at a time anyway, but without
+// the wait the filter would read the applied index while raft is still
+// handling the AppendEntries before the snapshot, whose commit can move
+// the applied index past the snapshot after the check: the fault harness
+// over TCP caught exactly that rewind (the leader's AppendEntries and its
+// later InstallSnapshot arrive on two connections, back to back).
 func (g *transportGuard) filterStaleSnapshots(in <-chan raft.RPC, out chan<- raft.RPC) {
+	answer := make(chan raft.RPCResponse, 1)
 	for {
+		var rpc raft.RPC
 		select {
-		case rpc := <-in:
-			if req, ok := rpc.Command.(*raft.InstallSnapshotRequest); ok {
-				if applied := g.appliedIndex(); req.LastLogIndex < applied {
-					g.refuseStale(rpc, req, applied)
-					continue
-				}
+		case rpc = <-in:
+		case <-g.stop:
+			return
+		}
+		if req, ok := rpc.Command.(*raft.InstallSnapshotRequest); ok {
+			if applied := g.appliedIndex(); req.LastLogIndex < applied {
+				g.refuseStale(rpc, req, applied)
+				continue
 			}
-			select {
-			case out <- rpc:
-			case <-g.stop:
-				respondError(rpc, errShuttingDown)
-				return
+		}
+		asked, reply := rpc, rpc.RespChan
+		asked.RespChan = answer
+		select {
+		case out <- asked:
+		case <-g.stop:
+			respondError(rpc, errShuttingDown)
+			return
+		}
+		select {
+		case resp := <-answer:
+			if reply != nil {
+				reply <- resp // raft's transports give it room for one answer
 			}
 		case <-g.stop:
+			respondError(rpc, errShuttingDown)
 			return
 		}
 	}

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"errors"
+	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -65,13 +67,13 @@ func TestHeartbeatGuardWaitsAndRefuses(t *testing.T) {
 	}
 }
 
-// consumerTransport feeds the guard RPCs from a channel the test holds.
-type consumerTransport struct {
+// scriptedConsumer feeds the guard RPCs from a channel the test holds.
+type scriptedConsumer struct {
 	*raft.InmemTransport
 	in chan raft.RPC
 }
 
-func (c *consumerTransport) Consumer() <-chan raft.RPC { return c.in }
+func (c *scriptedConsumer) Consumer() <-chan raft.RPC { return c.in }
 
 // An RPC still waiting for raft when the node stops is answered with an
 // error and a response of its type: raft's in-memory pipeline reads the
@@ -79,7 +81,7 @@ func (c *consumerTransport) Consumer() <-chan raft.RPC { return c.in }
 // soak ("interface {} is nil, not *raft.AppendEntriesResponse").
 func TestGuardAnswersPendingRPCsWithTypedResponses(t *testing.T) {
 	_, inmem := raft.NewInmemTransport("")
-	inner := &consumerTransport{InmemTransport: inmem, in: make(chan raft.RPC)}
+	inner := &scriptedConsumer{InmemTransport: inmem, in: make(chan raft.RPC)}
 	_, guard := guardTransport(inner)
 	respCh := make(chan raft.RPCResponse, 1)
 	inner.in <- raft.RPC{Command: &raft.AppendEntriesRequest{Entries: []*raft.Log{{Index: 1}}}, RespChan: respCh}
@@ -91,5 +93,46 @@ func TestGuardAnswersPendingRPCsWithTypedResponses(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the pending RPC was never answered")
+	}
+}
+
+// A snapshot that arrives while raft is still handling the AppendEntries
+// before it is checked against the applied index that AppendEntries
+// leaves, not the one before it: the AppendEntries commits past the
+// snapshot, so the snapshot is refused. (Checked at arrival, it passed and
+// rewound the replica: TestFaultsTCP caught it.)
+func TestStaleSnapshotCheckedAfterThePreviousRPC(t *testing.T) {
+	_, inmem := raft.NewInmemTransport("")
+	inner := &scriptedConsumer{InmemTransport: inmem, in: make(chan raft.RPC, 2)}
+	trans, guard := guardTransport(inner)
+	defer guard.close()
+	var applied atomic.Uint64
+	applied.Store(50)
+	guard.watchApplied(applied.Load, slog.New(slog.DiscardHandler))
+
+	aeResp, snapResp := make(chan raft.RPCResponse, 1), make(chan raft.RPCResponse, 1)
+	inner.in <- raft.RPC{Command: &raft.AppendEntriesRequest{LeaderCommitIndex: 100}, RespChan: aeResp}
+	inner.in <- raft.RPC{Command: &raft.InstallSnapshotRequest{LastLogIndex: 90}, RespChan: snapResp}
+
+	// Raft: takes the AppendEntries, applies up to 100 a while later, answers.
+	ae := <-trans.Consumer()
+	if _, ok := ae.Command.(*raft.AppendEntriesRequest); !ok {
+		t.Fatalf("raft got %T first", ae.Command)
+	}
+	time.Sleep(100 * time.Millisecond)
+	applied.Store(100)
+	ae.Respond(&raft.AppendEntriesResponse{Success: true}, nil)
+	if resp := <-aeResp; resp.Error != nil || !resp.Response.(*raft.AppendEntriesResponse).Success {
+		t.Fatalf("the AppendEntries answer was not relayed: %+v", resp)
+	}
+	select {
+	case rpc := <-trans.Consumer():
+		t.Fatalf("raft was given the snapshot at 90 after applying 100: %T", rpc.Command)
+	case resp := <-snapResp:
+		if resp.Error == nil {
+			t.Fatal("the stale snapshot was answered without an error")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stale snapshot got no answer")
 	}
 }
