@@ -303,6 +303,7 @@ func FuzzQuery(f *testing.F) {
 	}
 	f.Add(uint16(fsm.QueryChanges), log.MustMarshal(fsm.ChangesRequest{Limit: fsm.MaxChangesPage + 1}))
 	f.Add(uint16(nodes.QueryGet), []byte{0xc0})
+	f.Add(uint16(fsm.QueryCapabilities), []byte{0x80})
 	f.Add(uint16(999), []byte{})
 	target := newSeed(f).fsm(f)
 	_, hash := fsmtest.StateHash(f, target)
@@ -344,6 +345,12 @@ func FuzzQuery(f *testing.F) {
 				if e.Seq <= req.After || e.Seq > page.LastSeq {
 					t.Fatalf("event %d outside (%d, %d]", e.Seq, req.After, page.LastSeq)
 				}
+			}
+		case fsm.QueryCapabilities:
+			var v fsm.CapabilitiesView
+			decode(t, out, &v)
+			if !v.Served.Equal(target.Served()) || !v.Gated && !v.Enabled.Equal(v.Served) {
+				t.Fatalf("capabilities %+v; the replica serves %+v", v, target.Served())
 			}
 		case nodes.QueryGet:
 			var q nodes.GetQuery
