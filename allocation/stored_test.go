@@ -1,27 +1,20 @@
 package allocation
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
-	"sort"
 
 	"github.com/arbiterhq/arbiter/fsm"
-	"github.com/arbiterhq/arbiter/log"
+	"github.com/arbiterhq/arbiter/internal/fsmtest"
 )
 
 // The helpers below read the allocation tables straight out of the FSM's
 // snapshot stream (the format of fsm/snapshot.go), so tests check the
 // stored state itself, not only what reads show.
 
-type fataler interface {
-	Helper()
-	Fatalf(format string, args ...any)
-}
+type fataler = fsmtest.Fataler
 
 type stored struct {
-	rows         map[string][][]byte
+	fsmtest.Stored
 	spaces       []spaceRow
 	tasks        []Task
 	notes        []Note
@@ -32,82 +25,20 @@ type stored struct {
 
 func readStored(t fataler, f *fsm.FSM) stored {
 	t.Helper()
-	var buf bytes.Buffer
-	if err := f.WriteSnapshot(&buf); err != nil {
-		t.Fatalf("snapshot: %v", err)
+	s := fsmtest.ReadStored(t, f)
+	return stored{Stored: s,
+		spaces:       fsmtest.Rows[spaceRow](t, s, tableSpaces),
+		tasks:        fsmtest.Rows[Task](t, s, tableTasks),
+		notes:        fsmtest.Rows[Note](t, s, tableNotes),
+		occupancy:    fsmtest.Rows[occupancyRow](t, s, tableOccupancy),
+		reservations: fsmtest.Rows[reservationRow](t, s, tableReservations),
+		expiry:       fsmtest.Rows[expiryRow](t, s, tableExpiry),
 	}
-	b := buf.Bytes()
-	const magic = "ARBSNAP\x01"
-	if len(b) < len(magic)+32 || string(b[:len(magic)]) != magic {
-		t.Fatalf("snapshot does not start with %q", magic)
-	}
-	b = b[len(magic) : len(b)-32]
-	st := stored{rows: map[string][][]byte{}}
-	table := ""
-	decode := func(body []byte, v any) {
-		if err := log.Unmarshal(body, v); err != nil {
-			t.Fatalf("snapshot row of %s: %v", table, err)
-		}
-	}
-	for len(b) > 0 {
-		kind, n := b[0], binary.BigEndian.Uint32(b[1:5])
-		body := b[5 : 5+n]
-		b = b[5+n:]
-		switch kind {
-		case 'T':
-			decode(body, &table)
-		case 'R':
-			st.rows[table] = append(st.rows[table], body)
-			switch table {
-			case tableSpaces:
-				var r spaceRow
-				decode(body, &r)
-				st.spaces = append(st.spaces, r)
-			case tableTasks:
-				var r Task
-				decode(body, &r)
-				st.tasks = append(st.tasks, r)
-			case tableNotes:
-				var r Note
-				decode(body, &r)
-				st.notes = append(st.notes, r)
-			case tableOccupancy:
-				var r occupancyRow
-				decode(body, &r)
-				st.occupancy = append(st.occupancy, r)
-			case tableReservations:
-				var r reservationRow
-				decode(body, &r)
-				st.reservations = append(st.reservations, r)
-			case tableExpiry:
-				var r expiryRow
-				decode(body, &r)
-				st.expiry = append(st.expiry, r)
-			}
-		}
-	}
-	return st
 }
 
 // digest hashes the allocation tables' rows.
 func (s stored) digest() [32]byte {
-	names := make([]string, 0, len(s.rows))
-	for n := range s.rows {
-		if n != "meta" && n != "changes" && n != "idempotency" {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
-	h := sha256.New()
-	for _, n := range names {
-		fmt.Fprintf(h, "%s:%d;", n, len(s.rows[n]))
-		for _, r := range s.rows[n] {
-			h.Write(r)
-		}
-	}
-	var out [32]byte
-	h.Sum(out[:0])
-	return out
+	return s.Digest(func(n string) bool { return n != "meta" && n != "changes" && n != "idempotency" })
 }
 
 // invariants lists every broken rule of the stored state at FSM time now:

@@ -1,10 +1,7 @@
 package capacity_test
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"sort"
@@ -129,100 +126,32 @@ type storedTenant struct {
 // storedState is every capacity table of an FSM, plus the raw rows of
 // every table (capacity or not) for digests.
 type storedState struct {
+	fsmtest.Stored
 	Cells   []storedCell
 	Leases  []capacity.Lease
 	Expiry  []storedTime
 	Ended   []storedTime
 	Tenants []storedTenant
-	rows    map[string][][]byte
 }
 
 // fataler is what the helpers need of a *testing.T or a *rapid.T.
-type fataler interface {
-	Helper()
-	Fatalf(format string, args ...any)
-}
+type fataler = fsmtest.Fataler
 
 // readStored parses f's snapshot stream.
 func readStored(t fataler, f *fsm.FSM) storedState {
 	t.Helper()
-	var buf bytes.Buffer
-	if err := f.WriteSnapshot(&buf); err != nil {
-		t.Fatalf("snapshot: %v", err)
+	s := fsmtest.ReadStored(t, f)
+	return storedState{Stored: s,
+		Cells:   fsmtest.Rows[storedCell](t, s, "capacity_cells"),
+		Leases:  fsmtest.Rows[capacity.Lease](t, s, "capacity_leases"),
+		Expiry:  fsmtest.Rows[storedTime](t, s, "capacity_expiry"),
+		Ended:   fsmtest.Rows[storedTime](t, s, "capacity_ended"),
+		Tenants: fsmtest.Rows[storedTenant](t, s, "capacity_tenants"),
 	}
-	b := buf.Bytes()
-	const magic = "ARBSNAP\x01"
-	if len(b) < len(magic)+32 || string(b[:len(magic)]) != magic {
-		t.Fatalf("snapshot does not start with %q", magic)
-	}
-	b = b[len(magic) : len(b)-32] // the trailer is a hash of the rest
-	st := storedState{rows: map[string][][]byte{}}
-	table := ""
-	decode := func(body []byte, v any) {
-		if err := log.Unmarshal(body, v); err != nil {
-			t.Fatalf("snapshot row of %s: %v", table, err)
-		}
-	}
-	for len(b) > 0 {
-		if len(b) < 5 {
-			t.Fatalf("truncated snapshot frame")
-		}
-		kind, n := b[0], binary.BigEndian.Uint32(b[1:5])
-		body := b[5 : 5+n]
-		b = b[5+n:]
-		switch kind {
-		case 'T':
-			decode(body, &table)
-		case 'R':
-			st.rows[table] = append(st.rows[table], body)
-			switch table {
-			case "capacity_cells":
-				var c storedCell
-				decode(body, &c)
-				st.Cells = append(st.Cells, c)
-			case "capacity_leases":
-				var l capacity.Lease
-				decode(body, &l)
-				st.Leases = append(st.Leases, l)
-			case "capacity_expiry", "capacity_ended":
-				var r storedTime
-				decode(body, &r)
-				if table == "capacity_expiry" {
-					st.Expiry = append(st.Expiry, r)
-				} else {
-					st.Ended = append(st.Ended, r)
-				}
-			case "capacity_tenants":
-				var r storedTenant
-				decode(body, &r)
-				st.Tenants = append(st.Tenants, r)
-			}
-		}
-	}
-	return st
 }
 
 // digest hashes the rows of the tables keep selects.
-func (s storedState) digest(keep func(table string) bool) [32]byte {
-	names := make([]string, 0, len(s.rows))
-	for name := range s.rows {
-		if keep(name) {
-			names = append(names, name)
-		}
-	}
-	sort.Strings(names)
-	h := sha256.New()
-	for _, name := range names {
-		fmt.Fprintf(h, "%s\x00%d\x00", name, len(s.rows[name]))
-		for _, r := range s.rows[name] {
-			fmt.Fprintf(h, "%d\x00", len(r))
-			h.Write(r)
-		}
-	}
-	var sum [32]byte
-	h.Sum(sum[:0])
-	return sum
-}
+func (s storedState) digest(keep func(table string) bool) [32]byte { return s.Digest(keep) }
 
 // capacityDigest covers the capacity tables only.
 func (s storedState) capacityDigest() [32]byte {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -128,63 +127,16 @@ func wantCode(t fsmtest.Fataler, what string, err error, code errs.Code) {
 }
 
 // stored is the state as a snapshot holds it, row by row.
-type stored struct{ rows map[string][][]byte }
+type stored struct{ fsmtest.Stored }
 
 func readStored(t fsmtest.Fataler, f *fsm.FSM) stored {
 	t.Helper()
-	var buf bytes.Buffer
-	if err := f.WriteSnapshot(&buf); err != nil {
-		t.Fatalf("snapshot: %v", err)
-	}
-	b := buf.Bytes()
-	const magic = "ARBSNAP\x01"
-	if len(b) < len(magic)+32 || string(b[:len(magic)]) != magic {
-		t.Fatalf("snapshot does not start with %q", magic)
-	}
-	b = b[len(magic) : len(b)-32]
-	st := stored{rows: map[string][][]byte{}}
-	table := ""
-	for len(b) > 0 {
-		if len(b) < 5 {
-			t.Fatalf("truncated snapshot frame")
-		}
-		kind, n := b[0], binary.BigEndian.Uint32(b[1:5])
-		body := b[5 : 5+n]
-		b = b[5+n:]
-		switch kind {
-		case 'T':
-			if err := log.Unmarshal(body, &table); err != nil {
-				t.Fatalf("table frame: %v", err)
-			}
-		case 'R':
-			st.rows[table] = append(st.rows[table], body)
-		}
-	}
-	return st
+	return stored{fsmtest.ReadStored(t, f)}
 }
 
 // digest hashes every table but the FSM's bookkeeping row (index and
 // clock): the state hash of "what changed".
-func (s stored) digest() [32]byte {
-	names := make([]string, 0, len(s.rows))
-	for name := range s.rows {
-		if name != "meta" {
-			names = append(names, name)
-		}
-	}
-	sort.Strings(names)
-	h := sha256.New()
-	for _, name := range names {
-		fmt.Fprintf(h, "%s\x00%d\x00", name, len(s.rows[name]))
-		for _, r := range s.rows[name] {
-			fmt.Fprintf(h, "%d\x00", len(r))
-			h.Write(r)
-		}
-	}
-	var sum [32]byte
-	h.Sum(sum[:0])
-	return sum
-}
+func (s stored) digest() [32]byte { return s.Digest(func(name string) bool { return name != "meta" }) }
 
 // unchanged runs f and fails the test if it changed any state.
 func (e *env) unchanged(what string, f func()) {
@@ -199,7 +151,7 @@ func (e *env) unchanged(what string, f func()) {
 // tablesWith lists the tables whose rows contain b.
 func (s stored) tablesWith(b []byte) []string {
 	var out []string
-	for name, rows := range s.rows {
+	for name, rows := range s.Rows {
 		for _, r := range rows {
 			if bytes.Contains(r, b) {
 				out = append(out, name)

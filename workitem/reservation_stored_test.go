@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/arbiterhq/arbiter/fsm"
-	"github.com/arbiterhq/arbiter/log"
+	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/workitem"
 )
 
@@ -58,62 +58,14 @@ type resState struct {
 func readRes(t fataler, f *fsm.FSM) resState {
 	t.Helper()
 	st := resState{storedState: readStored(t, f)}
-	decode := func(table string, each func([]byte) error) {
-		for _, b := range st.rows[table] {
-			if err := each(b); err != nil {
-				t.Fatalf("row of %s: %v", table, err)
-			}
-		}
-	}
-	into := func(list any) func([]byte) error {
-		return func(b []byte) error {
-			switch l := list.(type) {
-			case *[]workitem.Host:
-				var v workitem.Host
-				err := log.Unmarshal(b, &v)
-				*l = append(*l, v)
-				return err
-			case *[]workitem.Profile:
-				var v workitem.Profile
-				err := log.Unmarshal(b, &v)
-				*l = append(*l, v)
-				return err
-			case *[]workitem.Reservation:
-				var v workitem.Reservation
-				err := log.Unmarshal(b, &v)
-				*l = append(*l, v)
-				return err
-			case *[]storedActive:
-				var v storedActive
-				err := log.Unmarshal(b, &v)
-				*l = append(*l, v)
-				return err
-			case *[]storedKey:
-				var v storedKey
-				err := log.Unmarshal(b, &v)
-				*l = append(*l, v)
-				return err
-			case *[]storedDebt:
-				var v storedDebt
-				err := log.Unmarshal(b, &v)
-				*l = append(*l, v)
-				return err
-			case *[]storedResTime:
-				var v storedResTime
-				err := log.Unmarshal(b, &v)
-				*l = append(*l, v)
-				return err
-			}
-			return fmt.Errorf("no list type %T", list)
-		}
-	}
-	decode("workitem_hosts", into(&st.Hosts))
-	decode("workitem_profiles", into(&st.Profiles))
-	decode("workitem_reservations", into(&st.Reservations))
-	decode("workitem_res_active", into(&st.Active))
-	decode("workitem_res_keys", into(&st.Keys))
-	decode("workitem_fairness", into(&st.Debts))
-	decode("workitem_res_ended", into(&st.Ended))
+	s := st.Stored
+	st.Hosts = fsmtest.Rows[workitem.Host](t, s, "workitem_hosts")
+	st.Profiles = fsmtest.Rows[workitem.Profile](t, s, "workitem_profiles")
+	st.Reservations = fsmtest.Rows[workitem.Reservation](t, s, "workitem_reservations")
+	st.Active = fsmtest.Rows[storedActive](t, s, "workitem_res_active")
+	st.Keys = fsmtest.Rows[storedKey](t, s, "workitem_res_keys")
+	st.Debts = fsmtest.Rows[storedDebt](t, s, "workitem_fairness")
+	st.Ended = fsmtest.Rows[storedResTime](t, s, "workitem_res_ended")
 	return st
 }
 

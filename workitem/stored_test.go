@@ -1,15 +1,12 @@
 package workitem_test
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/arbiterhq/arbiter/fsm"
-	"github.com/arbiterhq/arbiter/log"
+	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/workitem"
 )
 
@@ -58,8 +55,7 @@ type (
 // storedState is every work-item table of an FSM, plus the raw rows of
 // every table for digests, and the FSM's applied index and time.
 type storedState struct {
-	Index                  uint64
-	Now                    int64
+	fsmtest.Stored
 	Items                  []workitem.WorkItem
 	Graphs                 []storedGraph
 	Tenants                []storedTenant
@@ -67,116 +63,29 @@ type storedState struct {
 	Claims, Deadlines, End []storedTime
 	Edges                  []storedEdge
 	Cascade                []storedCascade
-	rows                   map[string][][]byte
 }
 
-// fataler is what the helpers need of a *testing.T or a *rapid.T.
-type fataler interface {
-	Helper()
-	Fatalf(format string, args ...any)
-}
+type fataler = fsmtest.Fataler
 
 // readStored parses f's snapshot stream.
 func readStored(t fataler, f *fsm.FSM) storedState {
 	t.Helper()
-	var buf bytes.Buffer
-	if err := f.WriteSnapshot(&buf); err != nil {
-		t.Fatalf("snapshot: %v", err)
+	s := fsmtest.ReadStored(t, f)
+	return storedState{Stored: s,
+		Items:     fsmtest.Rows[workitem.WorkItem](t, s, "workitem_items"),
+		Graphs:    fsmtest.Rows[storedGraph](t, s, "workitem_graphs"),
+		Tenants:   fsmtest.Rows[storedTenant](t, s, "workitem_tenants"),
+		Ready:     fsmtest.Rows[storedReady](t, s, "workitem_ready"),
+		Claims:    fsmtest.Rows[storedTime](t, s, "workitem_claims"),
+		Deadlines: fsmtest.Rows[storedTime](t, s, "workitem_deadlines"),
+		End:       fsmtest.Rows[storedTime](t, s, "workitem_ended"),
+		Edges:     fsmtest.Rows[storedEdge](t, s, "workitem_edges"),
+		Cascade:   fsmtest.Rows[storedCascade](t, s, "workitem_cascade"),
 	}
-	b := buf.Bytes()
-	const magic = "ARBSNAP\x01"
-	if len(b) < len(magic)+32 || string(b[:len(magic)]) != magic {
-		t.Fatalf("snapshot does not start with %q", magic)
-	}
-	b = b[len(magic) : len(b)-32]
-	st := storedState{rows: map[string][][]byte{}}
-	table := ""
-	decode := func(body []byte, v any) {
-		if err := log.Unmarshal(body, v); err != nil {
-			t.Fatalf("snapshot row of %s: %v", table, err)
-		}
-	}
-	for len(b) > 0 {
-		kind, n := b[0], binary.BigEndian.Uint32(b[1:5])
-		body := b[5 : 5+n]
-		b = b[5+n:]
-		switch kind {
-		case 'H':
-			var h struct {
-				Format int      `msgpack:"format"`
-				Index  uint64   `msgpack:"index"`
-				Now    int64    `msgpack:"now"`
-				Tables []string `msgpack:"tables"`
-			}
-			decode(body, &h)
-			st.Index, st.Now = h.Index, h.Now
-		case 'T':
-			decode(body, &table)
-		case 'R':
-			st.rows[table] = append(st.rows[table], body)
-			switch table {
-			case "workitem_items":
-				var v workitem.WorkItem
-				decode(body, &v)
-				st.Items = append(st.Items, v)
-			case "workitem_graphs":
-				var v storedGraph
-				decode(body, &v)
-				st.Graphs = append(st.Graphs, v)
-			case "workitem_tenants":
-				var v storedTenant
-				decode(body, &v)
-				st.Tenants = append(st.Tenants, v)
-			case "workitem_ready":
-				var v storedReady
-				decode(body, &v)
-				st.Ready = append(st.Ready, v)
-			case "workitem_claims", "workitem_deadlines", "workitem_ended":
-				var v storedTime
-				decode(body, &v)
-				switch table {
-				case "workitem_claims":
-					st.Claims = append(st.Claims, v)
-				case "workitem_deadlines":
-					st.Deadlines = append(st.Deadlines, v)
-				default:
-					st.End = append(st.End, v)
-				}
-			case "workitem_edges":
-				var v storedEdge
-				decode(body, &v)
-				st.Edges = append(st.Edges, v)
-			case "workitem_cascade":
-				var v storedCascade
-				decode(body, &v)
-				st.Cascade = append(st.Cascade, v)
-			}
-		}
-	}
-	return st
 }
 
 // digest hashes the rows of the tables keep selects.
-func (s storedState) digest(keep func(table string) bool) [32]byte {
-	names := make([]string, 0, len(s.rows))
-	for name := range s.rows {
-		if keep(name) {
-			names = append(names, name)
-		}
-	}
-	sort.Strings(names)
-	h := sha256.New()
-	for _, name := range names {
-		fmt.Fprintf(h, "%s\x00%d\x00", name, len(s.rows[name]))
-		for _, r := range s.rows[name] {
-			fmt.Fprintf(h, "%d\x00", len(r))
-			h.Write(r)
-		}
-	}
-	var sum [32]byte
-	h.Sum(sum[:0])
-	return sum
-}
+func (s storedState) digest(keep func(table string) bool) [32]byte { return s.Digest(keep) }
 
 // workDigest covers the work-item tables only.
 func (s storedState) workDigest() [32]byte {
