@@ -1,9 +1,7 @@
 package capacity_test
 
 import (
-	"bytes"
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -120,18 +118,7 @@ func fuzzPayloads() map[log.Type][][]byte {
 			rawUpdate{TenantRef: "u", Cell: capacity.CellSpec{CellID: "c1", Capacities: map[string]uint64{"x": 9}}, ExpectedEpoch: u64(5)},
 		},
 	}
-	out := map[log.Type][][]byte{}
-	for typ, payloads := range valid {
-		for _, p := range payloads {
-			b := log.MustMarshal(p)
-			flipped := bytes.Clone(b)
-			flipped[len(b)/2] ^= 0x01
-			out[typ] = append(out[typ], b, b[:len(b)-1], flipped, append(bytes.Clone(b), 0xc0))
-		}
-		out[typ] = append(out[typ], nil, []byte{0x80}, []byte{0xc0}, []byte{0xdd, 0x7f, 0xff, 0xff, 0xff},
-			[]byte{0x81, 0xa3, 'b', 'a', 'd', 0x01}, []byte(strings.Repeat("\x91", 100)))
-	}
-	return out
+	return fsmtest.PayloadVariants(valid)
 }
 
 // FuzzApplyCapacity applies arbitrary payload bytes, wrapped in a valid

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"strings"
 	"testing"
 	"time"
 
@@ -158,18 +157,7 @@ func fuzzPayloads(s projSeed) map[log.Type][][]byte {
 			rawFence{TargetID: s.b, TokenSHA256: fuzzHash(3), FencingEpoch: s.epochC},
 		},
 	}
-	out := map[log.Type][][]byte{}
-	for typ, payloads := range valid {
-		for _, p := range payloads {
-			b := log.MustMarshal(p)
-			flipped := bytes.Clone(b)
-			flipped[len(b)/2] ^= 0x01
-			out[typ] = append(out[typ], b, b[:len(b)-1], flipped, append(bytes.Clone(b), 0xc0))
-		}
-		out[typ] = append(out[typ], nil, []byte{0x80}, []byte{0xc0}, []byte{0xdd, 0x7f, 0xff, 0xff, 0xff},
-			[]byte{0x81, 0xa3, 'b', 'a', 'd', 0x01}, []byte(strings.Repeat("\x91", 100)))
-	}
-	return out
+	return fsmtest.PayloadVariants(valid)
 }
 
 // FuzzApplyProjection applies arbitrary payload bytes, wrapped in a valid

@@ -2,7 +2,6 @@ package workitem_test
 
 import (
 	"bytes"
-	"strings"
 	"testing"
 	"time"
 
@@ -91,18 +90,7 @@ func fuzzPayloads() map[log.Type][][]byte {
 		},
 		fsm.CmdTick: {fsm.Tick{Budget: 2, FeedRetain: 16, IdemRetentionMs: 1000}},
 	}
-	out := map[log.Type][][]byte{}
-	for typ, payloads := range valid {
-		for _, p := range payloads {
-			b := log.MustMarshal(p)
-			flipped := bytes.Clone(b)
-			flipped[len(b)/2] ^= 0x01
-			out[typ] = append(out[typ], b, b[:len(b)-1], flipped, append(bytes.Clone(b), 0xc0))
-		}
-		out[typ] = append(out[typ], nil, []byte{0x80}, []byte{0xc0}, []byte{0xdd, 0x7f, 0xff, 0xff, 0xff},
-			[]byte{0x81, 0xa3, 'b', 'a', 'd', 0x01}, []byte(strings.Repeat("\x91", 100)))
-	}
-	return out
+	return fsmtest.PayloadVariants(valid)
 }
 
 // FuzzApplyWorkItem applies arbitrary payload bytes, wrapped in a valid

@@ -2,7 +2,6 @@ package workitem_test
 
 import (
 	"bytes"
-	"strings"
 	"testing"
 	"time"
 
@@ -75,17 +74,7 @@ func resFuzzPayloads(t testing.TB) map[log.Type][][]byte {
 		workitem.CmdCancel:   {map[string]any{"tenant_ref": "t", "work_item_id": "a", "reason": "r"}},
 		fsm.CmdTick:          {fsm.Tick{Budget: 2, FeedRetain: 16, IdemRetentionMs: 1000}},
 	}
-	out := map[log.Type][][]byte{}
-	for typ, payloads := range valid {
-		for _, p := range payloads {
-			b := log.MustMarshal(p)
-			flipped := bytes.Clone(b)
-			flipped[len(b)/2] ^= 0x01
-			out[typ] = append(out[typ], b, b[:len(b)-1], flipped)
-		}
-		out[typ] = append(out[typ], nil, []byte{0x80}, []byte{0xc0}, []byte(strings.Repeat("\x91", 100)))
-	}
-	return out
+	return fsmtest.PayloadVariants(valid)
 }
 
 // FuzzApplyReservation applies arbitrary payload bytes, wrapped in a
