@@ -70,6 +70,9 @@ type Node struct {
 	// readyTerm is the term in which this node, as leader, has committed
 	// its first entry; linearizable reads are served only in that term.
 	readyTerm atomic.Uint64
+	// confirmer shares leadership confirmations among concurrent
+	// linearizable reads (confirm.go).
+	confirmer leaderConfirmer
 
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -113,6 +116,7 @@ func New(cfg Config) (*Node, error) {
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.done = make(chan struct{})
+	n.confirmer.verify = func() error { return waitFuture(n.ctx, n.raft.VerifyLeader()) }
 	return n, nil
 }
 

@@ -36,14 +36,15 @@ func (n *Node) Query(ctx context.Context, q fsm.Query) ([]byte, error) {
 // acknowledged before it was called: this node must have committed an entry
 // in its current term (so its commit index is the cluster's), still be the
 // leader by a quorum's word after the read began, and have applied the
-// commit index it saw at the start.
+// commit index it saw at the start. Concurrent reads share one
+// confirmation that started after all of them (leaderConfirmer).
 func (n *Node) linearize(ctx context.Context) error {
 	start := time.Now()
 	if n.readyTerm.Load() != n.raft.CurrentTerm() {
 		return errs.New(errs.CodeUnavailable, "leader has not yet committed an entry in its term")
 	}
 	readIndex := n.raft.CommitIndex()
-	if err := waitFuture(ctx, n.raft.VerifyLeader()); err != nil {
+	if err := n.confirmer.confirm(ctx); err != nil {
 		return errs.Errorf(errs.CodeUnavailable, "leadership not confirmed: %v", err)
 	}
 	if err := n.fsm.WaitApplied(ctx, readIndex); err != nil {

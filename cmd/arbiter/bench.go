@@ -11,6 +11,7 @@ import (
 	"github.com/arbiterhq/arbiter/authority"
 	"github.com/arbiterhq/arbiter/capacity"
 	"github.com/arbiterhq/arbiter/cluster"
+	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/loadgen"
 	"github.com/arbiterhq/arbiter/nodes"
 	"github.com/arbiterhq/arbiter/workitem"
@@ -38,7 +39,7 @@ prints ops/s and p50/p99/p999 latency per run (BENCHMARKS.md).`,
 	duration := fs.Duration("duration", 10*time.Second, "measured time per run")
 	warmup := fs.Duration("warmup", 2*time.Second, "unmeasured time before each run")
 	prefix := fs.String("prefix", fmt.Sprintf("bench-%d", time.Now().UnixNano()), "node id prefix (ids must be new)")
-	op := fs.String("op", "create", "create (CreateNodeIfAbsent of a new node), reserve (the concept reservation protocol on a new concept id), lease (acquire then release capacity on --cells cells), submit (SubmitWorkItem of a new item) or batch (SubmitWorkItems of --batch new items)")
+	op := fs.String("op", "create", "create (CreateNodeIfAbsent of a new node), get (a linearizable read of one node), reserve (the concept reservation protocol on a new concept id), lease (acquire then release capacity on --cells cells), submit (SubmitWorkItem of a new item) or batch (SubmitWorkItems of --batch new items)")
 	cells := fs.Int("cells", 1, "with --op lease: cells per acquire (1..16)")
 	batch := fs.Int("batch", workitem.MaxBatch, "with --op batch: items per batch (1..128)")
 	o := outputFlag(fs, "table")
@@ -88,6 +89,8 @@ func (a *app) bench(b benchOptions) error {
 	switch b.op {
 	case "create":
 		makeOp = func(run int, remotes []*cluster.Remote) loadgen.Op { return createOp(b.prefix, run, remotes) }
+	case "get":
+		makeOp = func(run int, remotes []*cluster.Remote) loadgen.Op { return getOp(b.prefix, run, remotes) }
 	case "reserve":
 		makeOp = reserveOp
 	case "lease":
@@ -103,7 +106,7 @@ func (a *app) bench(b benchOptions) error {
 		}
 		makeOp = func(run int, remotes []*cluster.Remote) loadgen.Op { return submitOp(b.prefix, run, b.batch, remotes) }
 	default:
-		return usageErrorf("--op must be create, reserve, lease, submit or batch, not %q", b.op)
+		return usageErrorf("--op must be create, get, reserve, lease, submit or batch, not %q", b.op)
 	}
 	if !b.out.json() {
 		fmt.Fprintf(a.stdout, "%s of distinct ids via %d node(s), %v per run after %v warmup\n", b.op, len(urls), b.duration, b.warmup)
@@ -164,6 +167,23 @@ func createOp(prefix string, run int, remotes []*cluster.Remote) loadgen.Op {
 		if err == nil && !out.Created {
 			err = fmt.Errorf("id was not new")
 		}
+		return err
+	}
+}
+
+// getOp reads one node per call, linearizably, through each client's
+// Remote: the read path (leadership confirmed by a quorum, shared by
+// concurrent reads) without a write. The node is created first.
+func getOp(prefix string, run int, remotes []*cluster.Remote) loadgen.Op {
+	id := fmt.Sprintf("%s-r%d-read", prefix, run)
+	_, setupErr := nodes.NewClient(remotes[0], remotes[0]).CreateIfAbsent(context.Background(), nodes.CreateRequest{NodeID: id, Properties: map[string]any{"owner": "bench"}})
+	return func(ctx context.Context, c, _ int) error {
+		if setupErr != nil {
+			return setupErr
+		}
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_, err := nodes.NewClient(remotes[c], remotes[c]).Get(ctx, id, fsm.Linearizable)
 		return err
 	}
 }
