@@ -50,18 +50,24 @@ func TestFaultsFiveNodes(t *testing.T) {
 	chaos.Run(t, chaos.Config{Workload: chaos.Nodes{}, Nodes: 5, Seed: seed, Faults: chaos.Schedule(seed)})
 }
 
-// TestFaultsTCP runs the node primitives, concepts, capacity and the
-// fenced sink through every fault with raft on loopback TCP: raft's
-// NetworkTransport, its connection pool and its heartbeat fast path
-// (where hashicorp/raft#695 lives), instead of the in-memory transport.
+// TestFaultsTCP runs the node primitives, concepts, capacity, host
+// resource reservation and the fenced sink through every fault (the
+// reservation workload through a seeded selection, as in TestFaults)
+// with raft on loopback TCP: raft's NetworkTransport, its connection pool
+// and its heartbeat fast path (where hashicorp/raft#695 lives), instead
+// of the in-memory transport.
 func TestFaultsTCP(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault harness; skipped with -short")
 	}
-	for _, w := range []chaos.Workload{chaos.Nodes{}, chaos.NewConcepts(), chaos.NewCapacity(), chaos.NewFencedSink(true)} {
+	for _, w := range []chaos.Workload{chaos.Nodes{}, chaos.NewConcepts(), chaos.NewCapacity(), chaos.NewReservations(), chaos.NewFencedSink(true)} {
 		t.Run(w.Name(), func(t *testing.T) {
 			seed := seed.For(t)
-			chaos.Run(t, chaos.Config{Workload: w, TCP: true, Seed: seed, Faults: chaos.Schedule(seed)})
+			faults := chaos.Schedule(seed)
+			if s, ok := w.(interface{ FaultsPerRun() int }); ok && s.FaultsPerRun() < len(faults) {
+				faults = faults[:s.FaultsPerRun()]
+			}
+			chaos.Run(t, chaos.Config{Workload: w, TCP: true, Seed: seed, Faults: faults})
 		})
 	}
 }
