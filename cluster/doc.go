@@ -66,7 +66,8 @@
 // Reads are linearizable by default: the leader serves them only after it
 // has committed an entry of its current term, confirmed its leadership with
 // a quorum (VerifyLeader), and applied everything committed when the read
-// began. Stale reads are served from local state.
+// began; concurrent reads share one confirmation that started after all of
+// them. Stale reads are served from local state.
 //
 // Backups. Node.Backup (GET /v1/cluster/snapshot, `arbiter snapshot save`)
 // streams the whole state from the leader after a read barrier; the stream
