@@ -66,13 +66,11 @@ func applyRewriteExtension(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if !tx.Principal.HasRole(log.RoleAdmin) || !tx.Principal.InTenant(c.TenantRef) {
 		return nil, errs.Errorf(errs.CodeForbidden, "rewriting an extension needs the admin role in tenant %q", c.TenantRef)
 	}
-	old, err := getItem(tx, c.TenantRef, c.WorkItemID)
+	old, err := existingItem(tx, c.TenantRef, c.WorkItemID)
 	if err != nil {
 		return nil, err
 	}
 	switch {
-	case old == nil:
-		return nil, errs.Errorf(errs.CodeNotFound, "no work item %q in tenant %q", c.WorkItemID, c.TenantRef)
 	case old.Fence != c.Fence:
 		e := errs.Errorf(errs.CodeStaleFence, "work item %q is at fence %d; %d was presented", c.WorkItemID, old.Fence, c.Fence)
 		e.Detail = map[string]any{"status": old.Status, "attempt": old.Attempt, "fence": old.Fence}

@@ -74,12 +74,9 @@ func applyComplete(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err := checkMember(tx.Principal, c.TenantRef); err != nil {
 		return nil, err
 	}
-	old, err := getItem(tx, c.TenantRef, c.WorkItemID)
+	old, err := existingItem(tx, c.TenantRef, c.WorkItemID)
 	if err != nil {
 		return nil, err
-	}
-	if old == nil {
-		return nil, errs.Errorf(errs.CodeNotFound, "no work item %q in tenant %q", c.WorkItemID, c.TenantRef)
 	}
 	same := old.Attempt == c.Attempt && old.Fence == c.Fence
 	if same && old.Status == c.Outcome && old.Reason == "" && old.ResultRef == c.ResultRef {
@@ -123,13 +120,11 @@ func applyCancel(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err := checkMember(tx.Principal, c.TenantRef); err != nil {
 		return nil, err
 	}
-	old, err := getItem(tx, c.TenantRef, c.WorkItemID)
+	old, err := existingItem(tx, c.TenantRef, c.WorkItemID)
 	if err != nil {
 		return nil, err
 	}
 	switch {
-	case old == nil:
-		return nil, errs.Errorf(errs.CodeNotFound, "no work item %q in tenant %q", c.WorkItemID, c.TenantRef)
 	case old.Status == StatusCancelled:
 		return &ItemResult{WorkItem: *old}, nil
 	case old.Status != StatusPending && old.Status != StatusClaimed:

@@ -67,12 +67,9 @@ func runGet(rt *fsm.ReadTx, payload []byte) (any, error) {
 	if err := checkReader(rt.Principal, q.TenantRef); err != nil {
 		return nil, err
 	}
-	it, err := getItem(rt.Txn, q.TenantRef, q.WorkItemID)
+	it, err := existingItem(rt.Txn, q.TenantRef, q.WorkItemID)
 	if err != nil {
 		return nil, err
-	}
-	if it == nil {
-		return nil, errs.Errorf(errs.CodeNotFound, "no work item %q in tenant %q", q.WorkItemID, q.TenantRef)
 	}
 	return &ItemResult{WorkItem: *it}, nil
 }

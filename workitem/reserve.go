@@ -69,12 +69,9 @@ func applyReserve(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err := checkMember(tx.Principal, c.TenantRef); err != nil {
 		return nil, err
 	}
-	it, err := getItem(tx, c.TenantRef, c.WorkItemID)
+	it, err := existingItem(tx, c.TenantRef, c.WorkItemID)
 	if err != nil {
 		return nil, err
-	}
-	if it == nil {
-		return nil, errs.Errorf(errs.CodeNotFound, "no work item %q in tenant %q", c.WorkItemID, c.TenantRef)
 	}
 	held, err := heldBy(tx, it)
 	if err != nil {

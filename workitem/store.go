@@ -23,6 +23,16 @@ func getItem(s fsm.Store, tenant, id string) (*WorkItem, error) {
 	return raw.(*WorkItem), nil
 }
 
+// existingItem is getItem for an item that must exist: not_found when it
+// does not.
+func existingItem(s fsm.Store, tenant, id string) (*WorkItem, error) {
+	it, err := getItem(s, tenant, id)
+	if err == nil && it == nil {
+		err = errs.Errorf(errs.CodeNotFound, "no work item %q in tenant %q", id, tenant)
+	}
+	return it, err
+}
+
 func getGraph(s fsm.Store, tenant, graph string) (graphRow, error) {
 	raw, err := s.First(tableGraphs, "id", tenant, graph)
 	if err != nil {
