@@ -172,7 +172,7 @@ func FuzzApplyCapacity(f *testing.F) {
 		after := checkStored(t, a)
 		switch {
 		case res.Err != nil || res.Replayed:
-			if after.digest(notMeta) != before.digest(notMeta) {
+			if after.Digest(notMeta) != before.Digest(notMeta) {
 				t.Fatalf("a failed or replayed command (%v, replayed %t) changed the state", res.Err, res.Replayed)
 			}
 		default:

@@ -150,12 +150,9 @@ func readStored(t fataler, f *fsm.FSM) storedState {
 	}
 }
 
-// digest hashes the rows of the tables keep selects.
-func (s storedState) digest(keep func(table string) bool) [32]byte { return s.Digest(keep) }
-
 // capacityDigest covers the capacity tables only.
 func (s storedState) capacityDigest() [32]byte {
-	return s.digest(func(table string) bool { return strings.HasPrefix(table, "capacity_") })
+	return s.Digest(func(table string) bool { return strings.HasPrefix(table, "capacity_") })
 }
 
 // invariants lists every way s breaks the rules of the capacity tables:

@@ -142,7 +142,7 @@ func FuzzApplyWorkItem(f *testing.F) {
 			t.Fatalf("%d handler panics", n)
 		}
 		after := checkStored(t, a)
-		if (res.Err != nil || res.Replayed) && after.digest(notMeta) != before.digest(notMeta) {
+		if (res.Err != nil || res.Replayed) && after.Digest(notMeta) != before.Digest(notMeta) {
 			t.Fatalf("a failed or replayed command (%v, replayed %t) changed the state", res.Err, res.Replayed)
 		}
 		if res.Err != nil && res.Err.Code == "internal" {

@@ -123,7 +123,7 @@ func FuzzApplyReservation(f *testing.F) {
 			t.Fatalf("%d handler panics", n)
 		}
 		after := checkRes(t, a)
-		if res.Err != nil && after.digest(notMeta) != before.digest(notMeta) {
+		if res.Err != nil && after.Digest(notMeta) != before.Digest(notMeta) {
 			t.Fatalf("a failed command (%v) changed the state", res.Err)
 		}
 		if res.Err != nil && res.Err.Code == "internal" {

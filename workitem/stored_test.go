@@ -84,12 +84,9 @@ func readStored(t fataler, f *fsm.FSM) storedState {
 	}
 }
 
-// digest hashes the rows of the tables keep selects.
-func (s storedState) digest(keep func(table string) bool) [32]byte { return s.Digest(keep) }
-
 // workDigest covers the work-item tables only.
 func (s storedState) workDigest() [32]byte {
-	return s.digest(func(table string) bool { return strings.HasPrefix(table, "workitem_") })
+	return s.Digest(func(table string) bool { return strings.HasPrefix(table, "workitem_") })
 }
 
 func inFlightStatus(status string) bool {
