@@ -78,6 +78,10 @@ func applySeeds(t testing.TB) [][]byte {
 		command(999, "", nodes.CreateCommand{NodeID: "x"}),
 		stamped(command(999, "", nodes.CreateCommand{NodeID: "x"})), // refused: the clock stays
 		{Type: nodes.CmdCreate, Version: 2, Payload: log.MustMarshal(nodes.CreateCommand{NodeID: "x"})},
+		{Type: nodes.CmdCreate, Version: 2, Payload: log.MustMarshal(nodes.CreateCommand{NodeID: "y", IndexFields: nodes.IndexFields{SetIndex: []string{"fence"}}})},
+		{Type: nodes.CmdCAS, Version: 2, Payload: log.MustMarshal(nodes.CASCommand{NodeID: "a", Conditions: props("fence", "1"), IndexFields: nodes.IndexFields{SetIndex: []string{"fence"}}})},
+		{Type: nodes.CmdCAS, Version: 1, Payload: log.MustMarshal(nodes.CASCommand{NodeID: "a", IndexFields: nodes.IndexFields{SetIndex: []string{"fence"}}})},
+		{Type: nodes.CmdCAS, Version: 3, Payload: log.MustMarshal(nodes.CASCommand{NodeID: "a", Updates: props("f", "1")})},
 		{Type: nodes.CmdCreate, Version: 0, Payload: log.MustMarshal(nodes.CreateCommand{NodeID: "x"})},
 	} {
 		valid = append(valid, encoded(t, c))
@@ -177,11 +181,14 @@ func FuzzApply(f *testing.F) {
 }
 
 // dispatchable reports whether the FSM has a handler for c: the core and
-// node commands, each of which is at version 1.
+// node commands: the core ones at version 1, the node ones at 1 and 2
+// (set_index).
 func dispatchable(c log.Command) bool {
 	switch c.Type {
-	case fsm.CmdTick, fsm.CmdMemberUpsert, fsm.CmdMemberRemove, nodes.CmdCreate, nodes.CmdCAS:
+	case fsm.CmdTick, fsm.CmdMemberUpsert, fsm.CmdMemberRemove:
 		return c.Version == 1
+	case nodes.CmdCreate, nodes.CmdCAS:
+		return c.Version == 1 || c.Version == nodes.IndexVersion
 	}
 	return false
 }

@@ -37,8 +37,9 @@ func Module() fsm.Module {
 			}},
 		},
 		Commands: []fsm.CommandSpec{
-			{Type: CmdCreate, Name: "node_create", MaxVersion: 1, Apply: applyCreateNode},
-			{Type: CmdCAS, Name: "node_cas", MaxVersion: 1, Apply: applyCAS},
+			// 2: set_index (fields set to the entry's log index; see IndexFields)
+			{Type: CmdCreate, Name: "node_create", MaxVersion: IndexVersion, Apply: applyCreateNode},
+			{Type: CmdCAS, Name: "node_cas", MaxVersion: IndexVersion, Apply: applyCAS},
 		},
 		Queries: []fsm.QuerySpec{
 			{Type: QueryGet, Name: "node_get", Run: runGetNode},
@@ -86,6 +87,9 @@ func applyCreateNode(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err := checkTimeFields(c.SetNow, nil, nil, c.Properties); err != nil {
 		return nil, err
 	}
+	if err := c.IndexFields.check(cmd.Version, c.Properties, fieldsOf(c.SetNow)); err != nil {
+		return nil, err
+	}
 	if existing, err := getNode(tx, c.NodeID); err != nil {
 		return nil, err
 	} else if existing != nil {
@@ -96,6 +100,7 @@ func applyCreateNode(tx *fsm.Tx, cmd *log.Command) (any, error) {
 		Version: 1, CreatedIndex: tx.Index, ModifiedIndex: tx.Index,
 	}
 	applySetNow(n.Properties, c.SetNow, tx.Now)
+	c.IndexFields.apply(n.Properties, tx.Index)
 	if size := objectSize(n.Properties); size > MaxPropertiesBytes {
 		return nil, errs.Errorf(errs.CodeInvalid, "properties would be %d bytes, more than %d", size, MaxPropertiesBytes)
 	}
@@ -133,10 +138,13 @@ func applyCAS(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err := c.TimeFields.check(c.Updates); err != nil {
 		return nil, err
 	}
+	if err := c.IndexFields.check(cmd.Version, c.Updates, fieldsOf(c.SetNow)); err != nil {
+		return nil, err
+	}
 	if err := c.LabelEdits.check(); err != nil {
 		return nil, err
 	}
-	if len(c.Updates)+len(c.SetNow)+len(c.AddLabels)+len(c.RemoveLabels) == 0 {
+	if c.writes() == 0 {
 		return nil, errs.New(errs.CodeInvalid, "updates is empty")
 	}
 	stored, err := getNode(tx, c.NodeID)
@@ -158,6 +166,7 @@ func applyCAS(tx *fsm.Tx, cmd *log.Command) (any, error) {
 		}
 	}
 	applySetNow(next.Properties, c.SetNow, tx.Now)
+	c.IndexFields.apply(next.Properties, tx.Index)
 	if n := objectSize(next.Properties); n > MaxPropertiesBytes {
 		return nil, errs.Errorf(errs.CodeInvalid, "properties after update would be %d bytes, more than %d", n, MaxPropertiesBytes)
 	}

@@ -29,6 +29,10 @@ type CreateRequest struct {
 	// SetNow sets fields to FSM time plus an offset in milliseconds, for
 	// timestamps and deadlines decided by the log's clock.
 	SetNow map[string]int64 `json:"set_now,omitempty"`
+	// IndexFields set fields to the log index of the entry that creates
+	// the node: values that never go backwards, restores included. The
+	// cluster must enable version 2 of node_create (IndexFieldsEnabled).
+	IndexFields
 	// IdempotencyKey, if set, makes a retry after an unknown outcome return
 	// this call's own result (with Replayed) instead of created=false.
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
@@ -44,6 +48,10 @@ type CASRequest struct {
 	// TimeFields adds deadline conditions (due, not_due) and fields set to
 	// FSM time (set_now), all judged by the log's clock.
 	TimeFields
+	// IndexFields set fields to the log index of the entry that applies
+	// the CAS. The cluster must enable version 2 of node_cas
+	// (IndexFieldsEnabled).
+	IndexFields
 	// LabelEdits add and remove labels along with the updates.
 	LabelEdits
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
@@ -57,7 +65,7 @@ func (n *Client) CreateIfAbsent(ctx context.Context, req CreateRequest) (*Create
 		return nil, err
 	}
 	var out CreateResult
-	res, err := fsm.Submit(ctx, n.p, log.Command{Type: CmdCreate, IdemScope: scopeIf(req.IdempotencyKey), IdemKey: req.IdempotencyKey}, cmd, &out)
+	res, err := fsm.Submit(ctx, n.p, log.Command{Type: CmdCreate, Version: cmd.version(), IdemScope: scopeIf(req.IdempotencyKey), IdemKey: req.IdempotencyKey}, cmd, &out)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +95,10 @@ func (req CreateRequest) command() (*CreateCommand, error) {
 	if err := checkTimeFields(req.SetNow, nil, nil, props); err != nil {
 		return nil, err
 	}
-	return &CreateCommand{NodeID: req.NodeID, Labels: labels, Properties: props, SetNow: req.SetNow}, nil
+	if err := req.IndexFields.check(req.version(), props, fieldsOf(req.SetNow)); err != nil {
+		return nil, err
+	}
+	return &CreateCommand{NodeID: req.NodeID, Labels: labels, Properties: props, SetNow: req.SetNow, IndexFields: req.IndexFields}, nil
 }
 
 // CompareAndSet applies req.Updates if every condition holds, atomically.
@@ -98,7 +109,7 @@ func (n *Client) CompareAndSet(ctx context.Context, req CASRequest) (*CASResult,
 		return nil, err
 	}
 	var out CASResult
-	res, err := fsm.Submit(ctx, n.p, log.Command{Type: CmdCAS, IdemScope: scopeIf(req.IdempotencyKey), IdemKey: req.IdempotencyKey}, cmd, &out)
+	res, err := fsm.Submit(ctx, n.p, log.Command{Type: CmdCAS, Version: cmd.version(), IdemScope: scopeIf(req.IdempotencyKey), IdemKey: req.IdempotencyKey}, cmd, &out)
 	if err != nil {
 		return nil, err
 	}
@@ -133,13 +144,17 @@ func (req CASRequest) command() (*CASCommand, error) {
 	if err := req.TimeFields.check(updates); err != nil {
 		return nil, err
 	}
+	if err := req.IndexFields.check(req.version(), updates, fieldsOf(req.SetNow)); err != nil {
+		return nil, err
+	}
 	if err := req.LabelEdits.check(); err != nil {
 		return nil, err
 	}
-	if len(updates)+len(req.SetNow)+len(req.AddLabels)+len(req.RemoveLabels) == 0 {
+	cmd := &CASCommand{NodeID: req.NodeID, Conditions: conds, Updates: updates, TimeFields: req.TimeFields, IndexFields: req.IndexFields, LabelEdits: req.LabelEdits}
+	if cmd.writes() == 0 {
 		return nil, errs.New(errs.CodeInvalid, "updates is empty")
 	}
-	return &CASCommand{NodeID: req.NodeID, Conditions: conds, Updates: updates, TimeFields: req.TimeFields, LabelEdits: req.LabelEdits}, nil
+	return cmd, nil
 }
 
 // Get reads one node; errs.NotFound if it does not exist.
@@ -173,9 +188,39 @@ func scopeIf(key string) string {
 	return nodeIdempotencyKind
 }
 
+// IndexFieldsEnabled reports whether the cluster enables version 2 of
+// node_create and node_cas (IndexFields), as the replica behind the
+// client last applied it. The answer may be stale: a command sent on a
+// stale yes is refused (unavailable) if the cluster has lowered the
+// version since, and changes nothing. Ungated state (before the cluster
+// enables any set; a bare FSM in tests) answers no.
+func (n *Client) IndexFieldsEnabled(ctx context.Context) (bool, error) {
+	var v fsm.CapabilitiesView
+	if err := fsm.Ask(ctx, n.r, fsm.QueryCapabilities, true, struct{}{}, &v); err != nil {
+		return false, err
+	}
+	if !v.Gated {
+		return false, nil
+	}
+	return v.Enabled.Allows(CmdCreate, IndexVersion) && v.Enabled.Allows(CmdCAS, IndexVersion), nil
+}
+
 // Require fails with unavailable, naming what is missing, unless the
-// cluster behind the client enables the node primitives at the version
-// this package sends.
+// cluster behind the client enables the node primitives (Needed).
 func (n *Client) Require(ctx context.Context) error {
-	return fsm.Require(ctx, n.r, Module().Capabilities())
+	return fsm.Require(ctx, n.r, Needed())
+}
+
+// Needed is what a client of the node primitives needs a cluster to
+// enable: version 1 of every command. Version 2 (IndexFields) is used
+// only where the cluster enables it (IndexFieldsEnabled), so a cluster
+// still part-way through an upgrade serves this package's clients.
+func Needed() fsm.Capabilities {
+	c := Module().Capabilities()
+	for i := range c.Domains {
+		for j := range c.Domains[i].Commands {
+			c.Domains[i].Commands[j].Version = 1
+		}
+	}
+	return c
 }

@@ -78,6 +78,8 @@ type CreateCommand struct {
 	// SetNow sets each named field to FSM time plus the given offset in
 	// milliseconds (see TimeFields).
 	SetNow map[string]int64 `msgpack:"set_now,omitempty"`
+	// IndexFields set fields to the entry's log index (version 2).
+	IndexFields `msgpack:",inline"`
 }
 
 // CASCommand is the payload of CmdCAS. A condition whose value is null
@@ -86,8 +88,9 @@ type CASCommand struct {
 	NodeID     string                     `msgpack:"node_id"`
 	Conditions map[string]json.RawMessage `msgpack:"conditions"`
 	Updates    map[string]json.RawMessage `msgpack:"updates"`
-	TimeFields `msgpack:",inline"`
-	LabelEdits `msgpack:",inline"`
+	TimeFields  `msgpack:",inline"`
+	IndexFields `msgpack:",inline"`
+	LabelEdits  `msgpack:",inline"`
 }
 
 // LabelEdits change a node's labels in a CAS, applied with its updates.

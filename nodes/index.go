@@ -1,0 +1,92 @@
+package nodes
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+
+	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/internal/bounds"
+)
+
+// Index fields. A fence must stay above every fence issued before it, and
+// a counter kept in the state cannot promise that: restoring a backup
+// rolls the counter back with everything else, and the next holder is
+// handed a number an earlier holder already had. The log index of the
+// entry that writes a node never goes backwards, restores included, so a
+// create or CAS may ask the FSM to write that index into fields
+// (SetIndex). Such fields hold JSON integers.
+//
+// SetIndex is version 2 of node_create and node_cas: a binary that knows
+// only version 1 refuses the field, so a command that carries it is sent
+// as version 2, which a cluster refuses (unavailable) on every replica
+// until every member serves it (see fsm.Capabilities). A version 1
+// command that carries the field is refused as invalid, as a version 1
+// binary refuses it.
+type IndexFields struct {
+	// SetIndex sets each named field to the log index of the entry that
+	// applies the command, after the other updates.
+	SetIndex []string `msgpack:"set_index,omitempty" json:"set_index,omitempty"`
+}
+
+// IndexVersion is the command version that carries SetIndex.
+const IndexVersion = 2
+
+// version is the command version a payload with these fields needs.
+func (f *IndexFields) version() uint16 {
+	if len(f.SetIndex) > 0 {
+		return IndexVersion
+	}
+	return 1
+}
+
+// check validates SetIndex for a command of version v: identifiers, no
+// field named twice, none also written by the command in another way
+// (taken), and none in a version 1 command.
+func (f *IndexFields) check(v uint16, taken ...map[string]json.RawMessage) error {
+	if len(f.SetIndex) == 0 {
+		return nil
+	}
+	if v < IndexVersion {
+		return errs.Errorf(errs.CodeInvalid, "set_index needs version %d of the command, not %d", IndexVersion, v)
+	}
+	if len(f.SetIndex) > MaxFieldsPerCAS {
+		return errs.Errorf(errs.CodeInvalid, "more than %d set_index fields", MaxFieldsPerCAS)
+	}
+	for i, k := range f.SetIndex {
+		if err := bounds.Identifier("set_index field", k); err != nil {
+			return err
+		}
+		if slices.Contains(f.SetIndex[:i], k) {
+			return errs.Errorf(errs.CodeInvalid, "set_index names %q twice", k)
+		}
+		for _, m := range taken {
+			if _, both := m[k]; both {
+				return errs.Errorf(errs.CodeInvalid, "field %q is both set to the index and written otherwise", k)
+			}
+		}
+	}
+	return nil
+}
+
+// apply writes index into every SetIndex field of props.
+func (f *IndexFields) apply(props map[string]json.RawMessage, index uint64) {
+	for _, k := range f.SetIndex {
+		props[k] = json.RawMessage(strconv.FormatUint(index, 10))
+	}
+}
+
+// fieldsOf is the set of SetNow's fields, to check SetIndex against.
+func fieldsOf[V any](m map[string]V) map[string]json.RawMessage {
+	out := make(map[string]json.RawMessage, len(m))
+	for k := range m { // order-free: builds a set
+		out[k] = nil
+	}
+	return out
+}
+
+// writes counts what the CAS changes; a CAS that changes nothing is
+// refused.
+func (c *CASCommand) writes() int {
+	return len(c.Updates) + len(c.SetNow) + len(c.SetIndex) + len(c.AddLabels) + len(c.RemoveLabels)
+}
