@@ -71,7 +71,7 @@ func runCLI(env domain.CLIEnv, args []string) error {
 	fs.Uint64Var(&next.To, "to", 0, "last candidate number")
 	fs.StringVar(&reservation, "reservation", "", "reservation id you hold")
 	fs.StringVar(&fingerprint, "fingerprint", "", "fingerprint of your claim")
-	fs.Uint64Var(&expectedFnce, "fence", 0, "fence you hold")
+	fs.Uint64Var(&expectedFnce, "fence", 0, "the fence you hold: the fence field of the record your last reserve or transition returned")
 	fs.StringVar(&action, "action", "", "materialize, land, tombstone, release or expire")
 	fs.StringVar(&repo, "repo", "", "repository working tree for the projection")
 	fs.StringVar(&markers, "markers", "", "comma-separated concept ids referenced by sources")

@@ -72,5 +72,5 @@ func call[Res any](ctx context.Context, c *Client, method, path string, body any
 // Require fails with unavailable, naming what is missing, unless the
 // cluster enables the node primitives the authority's routes use.
 func (c *Client) Require(ctx context.Context) error {
-	return fsm.Require(ctx, c.conn, nodes.Module().Capabilities())
+	return fsm.Require(ctx, c.conn, nodes.Needed())
 }

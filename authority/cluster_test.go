@@ -130,7 +130,10 @@ func (cn clusterContention) describe(id string) string {
 // (created or reclaimed), every other call is a conflict naming the
 // winner's state and fence, or a replay of the winner's own claim; nothing
 // else. It returns the winning call.
-func (cn clusterContention) winner(t *testing.T, id string, reclaim bool, fence uint64) clusterCall {
+// winner is the one call that created (or, with reclaim, reclaimed) id,
+// at a fence above the given one; every other call replayed its claim or
+// met a conflict naming it.
+func (cn clusterContention) winner(t *testing.T, id string, reclaim bool, above uint64) clusterCall {
 	t.Helper()
 	var won []clusterCall
 	for _, r := range cn[id] {
@@ -148,8 +151,8 @@ func (cn clusterContention) winner(t *testing.T, id string, reclaim bool, fence 
 		t.Fatalf("%s: %d winners, want exactly 1; the %d calls:\n%s", id, len(won), len(cn[id]), cn.describe(id))
 	}
 	w := won[0]
-	if w.res.Record.Fence != fence || w.res.Record.State != authority.Reserved || w.res.Record.RequestRef != w.request {
-		t.Errorf("%s: winner's record %s (request %s), want reserved at fence %d for %s", id, w.res.Record, w.res.Record.RequestRef, fence, w.request)
+	if w.res.Record.Fence <= above || w.res.Record.State != authority.Reserved || w.res.Record.RequestRef != w.request {
+		t.Errorf("%s: winner's record %s (request %s), want reserved at a fence above %d for %s", id, w.res.Record, w.res.Record.RequestRef, above, w.request)
 	}
 	for _, r := range cn[id] {
 		switch {
@@ -171,8 +174,8 @@ func (cn clusterContention) winner(t *testing.T, id string, reclaim bool, fence 
 				continue
 			}
 			d := clusterConflict(t, id, r.err)
-			if d["state"] != string(authority.Reserved) || d["fence"] != fence || d["concept_id"] != id {
-				t.Errorf("%s: instance %d: conflict names %v, want the winner (reserved, fence %d)", id, r.instance, d, fence)
+			if d["state"] != string(authority.Reserved) || d["fence"] != w.res.Record.Fence || d["concept_id"] != id {
+				t.Errorf("%s: instance %d: conflict names %v, want the winner (reserved, fence %d)", id, r.instance, d, w.res.Record.Fence)
 			}
 		}
 	}
@@ -207,6 +210,11 @@ func clusterReadEverywhere(t *testing.T, c *clustertest.Cluster, ps *authority.P
 		local, err := nodes.NewClient(n, n).Get(clusterCtx(t), "concept-reservation:"+id, fsm.Stale)
 		if err != nil {
 			t.Fatalf("stale get %s on n%d: %v", id, i+1, err)
+		}
+		// The cluster enables set_index, so the claim's fence is the log
+		// index of its last write, not a count.
+		if local.ModifiedIndex != want.Fence {
+			t.Errorf("%s on n%d: fence %d, want the index of the claim's last write (%d)", id, i+1, want.Fence, local.ModifiedIndex)
 		}
 		if first == nil {
 			first = local
@@ -246,7 +254,7 @@ func TestFiftyInstancesContend(t *testing.T) {
 	winners := map[string]clusterCall{}
 	current := map[string]*authority.Record{}
 	for _, id := range ids {
-		winners[id] = first.winner(t, id, false, 1)
+		winners[id] = first.winner(t, id, false, 0)
 		current[id] = winners[id].res.Record
 	}
 	c.WaitConverged(10 * time.Second)
@@ -256,7 +264,7 @@ func TestFiftyInstancesContend(t *testing.T) {
 
 	// The winners of the even ids release them; everyone races again,
 	// with new request refs.
-	released := map[string]bool{}
+	released := map[string]uint64{} // the fence of the release
 	for k, id := range ids {
 		if k%2 != 0 {
 			continue
@@ -264,18 +272,18 @@ func TestFiftyInstancesContend(t *testing.T) {
 		w := winners[id]
 		rel, err := svcs[w.instance].Transition(clusterCtx(t), authority.TransitionRequest{ConceptID: id, TenantRef: clusterTenant,
 			OwnerRef: w.res.Record.OwnerRef, ReservationID: w.res.Record.ReservationID, Fingerprint: w.res.Record.Fingerprint,
-			ExpectedFence: 1, Action: authority.Release})
-		if err != nil || rel.Record.State != authority.Released || rel.Record.Fence != 2 {
+			ExpectedFence: w.res.Record.Fence, Action: authority.Release})
+		if err != nil || rel.Record.State != authority.Released || rel.Record.Fence <= w.res.Record.Fence || rel.Record.PrevFence != w.res.Record.Fence {
 			t.Fatalf("release %s by its winner: %+v %v", id, rel, err)
 		}
-		released[id] = true
+		released[id] = rel.Record.Fence
 	}
 	start = time.Now()
 	second := clusterRace(svcs, ids, "b")
 	t.Logf("round 2: %d calls in %v", instances*len(ids), time.Since(start).Round(time.Millisecond))
 	for _, id := range ids {
-		if released[id] {
-			w := second.winner(t, id, true, 3)
+		if fence, ok := released[id]; ok {
+			w := second.winner(t, id, true, fence)
 			if w.res.Record.ReleasedAtMs != 0 || w.res.Record.ReservationID == current[id].ReservationID {
 				t.Errorf("%s: reclaimed record %+v carries the old claim's release or reservation id", id, w.res.Record)
 			}
@@ -284,7 +292,7 @@ func TestFiftyInstancesContend(t *testing.T) {
 			for _, r := range second[id] {
 				if r.err == nil {
 					t.Errorf("%s is held, yet instance %d got %+v", id, r.instance, r.res)
-				} else if d := clusterConflict(t, id, r.err); d["fence"] != uint64(1) || d["state"] != string(authority.Reserved) {
+				} else if d := clusterConflict(t, id, r.err); d["fence"] != current[id].Fence || d["state"] != string(authority.Reserved) {
 					t.Errorf("%s: instance %d: conflict names %v, want the first winner", id, r.instance, d)
 				}
 			}
@@ -328,17 +336,18 @@ func TestRestartReadsAndMaterializes(t *testing.T) {
 	ids := []string{"RMDD-201", "RMDD-202", "RMDD-203"}
 	interrupted := "RMDD-203"
 	before := map[string]*authority.Record{}
+	reserved := map[string]uint64{} // the fence each claim was reserved at
 	for _, id := range ids {
 		res, err := svc.Reserve(clusterCtx(t), clusterRequest(id, "alice", "req-"+id, 0))
 		if err != nil || !res.Created {
 			t.Fatalf("reserve %s: %+v %v", id, res, err)
 		}
-		before[id] = res.Record
+		before[id], reserved[id] = res.Record, res.Record.Fence
 	}
 	r := before[interrupted]
 	mid, err := svc.Transition(clusterCtx(t), authority.TransitionRequest{ConceptID: interrupted, TenantRef: clusterTenant, OwnerRef: "alice",
-		ReservationID: r.ReservationID, Fingerprint: r.Fingerprint, ExpectedFence: 1, Action: authority.Materialize})
-	if err != nil || mid.Record.Fence != 2 {
+		ReservationID: r.ReservationID, Fingerprint: r.Fingerprint, ExpectedFence: r.Fence, Action: authority.Materialize})
+	if err != nil || mid.Record.Fence <= r.Fence || mid.Record.PrevFence != r.Fence {
 		t.Fatalf("materialize %s without projecting: %+v %v", interrupted, mid, err)
 	}
 	before[interrupted] = mid.Record
@@ -369,14 +378,14 @@ func TestRestartReadsAndMaterializes(t *testing.T) {
 		b := before[id]
 		return clusterUntilAvailable(t, "materialize "+id, func(ctx context.Context) (*authority.Record, error) {
 			return crs.Materialize(ctx, authority.MaterializeRequest{ConceptID: id, TenantRef: clusterTenant, OwnerRef: "alice",
-				ReservationID: b.ReservationID, Fingerprint: b.Fingerprint, ExpectedFence: 1})
+				ReservationID: b.ReservationID, Fingerprint: b.Fingerprint, ExpectedFence: reserved[id]})
 		})
 	}
 	after := map[string]*authority.Record{}
 	for _, id := range ids {
 		got := materialize(id)
-		if got.State != authority.Materialized || got.Fence != 2 || got.ReservationID != before[id].ReservationID {
-			t.Errorf("materialize %s after the restart: %s, want materialized at fence 2 of %s", id, got, before[id].ReservationID)
+		if got.State != authority.Materialized || got.Fence <= reserved[id] || got.PrevFence != reserved[id] || got.ReservationID != before[id].ReservationID {
+			t.Errorf("materialize %s after the restart: %s, want materialized from fence %d of %s", id, got, reserved[id], before[id].ReservationID)
 		}
 		after[id] = got
 	}
@@ -384,7 +393,7 @@ func TestRestartReadsAndMaterializes(t *testing.T) {
 		t.Errorf("the interrupted materialization was not a replay of the committed transition (-committed +replayed):\n%s", diff)
 	}
 	// A retry of a finished materialization changes nothing.
-	if again := materialize(ids[0]); again.Fence != 2 {
+	if again := materialize(ids[0]); again.Fence != after[ids[0]].Fence {
 		t.Errorf("retried materialize: %s", again)
 	}
 
@@ -392,7 +401,7 @@ func TestRestartReadsAndMaterializes(t *testing.T) {
 	for _, id := range ids {
 		a := after[id]
 		want[id] = authority.ProjectedRecord{ConceptID: id, Namespace: "RMDD", PolicyVersion: "2", ReservationID: a.ReservationID,
-			Fence: 2, State: authority.Materialized, Visibility: authority.VisibilityNone, AtMs: a.UpdatedAtMs}
+			Fence: a.Fence, State: authority.Materialized, Visibility: authority.VisibilityNone, AtMs: a.UpdatedAtMs}
 	}
 	frags, err := filepath.Glob(filepath.Join(repo, "concepts", "fragments", "*.jsonl"))
 	if err != nil || len(frags) != 1 {
@@ -502,11 +511,11 @@ func TestExpiryAcrossLeaderChange(t *testing.T) {
 		a := first[id]
 		_, err := via[id].Reserve(clusterCtx(t), clusterRequest(id, "bob", "b-"+id, ttl))
 		d := clusterConflict(t, id+": reclaim before the deadline", err)
-		if d["expires_at_ms"] != a.ExpiresAtMs || d["created_at_ms"] != a.CreatedAtMs || d["fence"] != uint64(1) || d["state"] != string(authority.Reserved) {
-			t.Errorf("%s: early reclaim: conflict names %v, want the unchanged claim (created %d, expires %d, fence 1)", id, d, a.CreatedAtMs, a.ExpiresAtMs)
+		if d["expires_at_ms"] != a.ExpiresAtMs || d["created_at_ms"] != a.CreatedAtMs || d["fence"] != a.Fence || d["state"] != string(authority.Reserved) {
+			t.Errorf("%s: early reclaim: conflict names %v, want the unchanged claim (created %d, expires %d, fence %d)", id, d, a.CreatedAtMs, a.ExpiresAtMs, a.Fence)
 		}
 		_, err = via[id].Transition(clusterCtx(t), authority.TransitionRequest{ConceptID: id, TenantRef: clusterTenant, OwnerRef: "alice",
-			ReservationID: a.ReservationID, Fingerprint: a.Fingerprint, ExpectedFence: 1, Action: authority.Expire})
+			ReservationID: a.ReservationID, Fingerprint: a.Fingerprint, ExpectedFence: a.Fence, Action: authority.Expire})
 		if !errors.Is(err, errs.Conflict) {
 			t.Errorf("%s: expire before the deadline: %v, want a conflict (not due yet)", id, err)
 		}
@@ -536,11 +545,11 @@ func TestExpiryAcrossLeaderChange(t *testing.T) {
 			t.Errorf("%s: reclaim 50 ms or more after its deadline %d: %+v %v", id, a.ExpiresAtMs, re, err)
 			continue
 		}
-		if r := re.Record; r.Fence != 2 || r.OwnerRef != "bob" || r.CreatedAtMs < a.ExpiresAtMs || r.ExpiresAtMs != r.CreatedAtMs+ttl.Milliseconds() {
-			t.Errorf("%s: reclaimed record %+v: want fence 2 for bob, created at or after %d, a fresh %v TTL", id, r, a.ExpiresAtMs, ttl)
+		if r := re.Record; r.Fence <= a.Fence || r.PrevFence != a.Fence || r.OwnerRef != "bob" || r.CreatedAtMs < a.ExpiresAtMs || r.ExpiresAtMs != r.CreatedAtMs+ttl.Milliseconds() {
+			t.Errorf("%s: reclaimed record %+v: want a fence above %d for bob, created at or after %d, a fresh %v TTL", id, r, a.Fence, a.ExpiresAtMs, ttl)
 		}
 		_, err = via[id].Transition(clusterCtx(t), authority.TransitionRequest{ConceptID: id, TenantRef: clusterTenant, OwnerRef: "alice",
-			ReservationID: a.ReservationID, Fingerprint: a.Fingerprint, ExpectedFence: 1, Action: authority.Materialize})
+			ReservationID: a.ReservationID, Fingerprint: a.Fingerprint, ExpectedFence: a.Fence, Action: authority.Materialize})
 		if !errors.Is(err, errs.StaleFence) {
 			t.Errorf("%s: alice's expired claim after the reclaim: %v, want stale_fence", id, err)
 		}

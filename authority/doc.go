@@ -15,8 +15,10 @@
 // claim that was never repository-visible is reclaimed by one CAS over its
 // reservation id, fingerprint, state and fence; anything else conflicts.
 // Lifecycle transitions are one CAS conditioned on tenant, owner,
-// reservation id, fingerprint, state and the caller's fence, and advance the
-// fence by one:
+// reservation id, fingerprint, state and the caller's fence, and give the
+// claim a new fence: the log index of the write once the cluster enables
+// set_index, so fences never repeat, also across a restored backup
+// (counted up by one before that; see fence.go):
 //
 //	reserved -> materialized -> landed -> tombstoned
 //	     |             |           |

@@ -62,14 +62,16 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println("materialized:", m.ConceptID, m.State, "fence", m.Fence)
+	// Fences are log indexes: each write's is higher than every fence
+	// issued before it (also across a restored backup), not one more.
+	fmt.Println("materialized:", m.ConceptID, m.State, "fence", m.Fence, "replacing", m.PrevFence)
 
 	frags, _ := filepath.Glob(filepath.Join(repo, "concepts", "fragments", "*.jsonl"))
 	view, _ := os.ReadFile(filepath.Join(repo, "concepts", "view.json"))
 	fmt.Println("fragments:", len(frags), "view mentions RMDD-27:", strings.Contains(string(view), `"RMDD-27"`))
 	// Output:
-	// reserved: RMDD-27 reserved fence 1 policy 2 created true
-	// second request: conflict held in state reserved at fence 1
-	// materialized: RMDD-27 materialized fence 2
+	// reserved: RMDD-27 reserved fence 2 policy 2 created true
+	// second request: conflict held in state reserved at fence 2
+	// materialized: RMDD-27 materialized fence 4 replacing 2
 	// fragments: 1 view mentions RMDD-27: true
 }

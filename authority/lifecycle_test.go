@@ -89,7 +89,7 @@ func TestLifecycleAllowedTransitions(t *testing.T) {
 			ctx := context.Background()
 			a := fixture(t)
 			rec := mustReserve(t, a, request("RMDD-27", "alice", "r1"))
-			if rec.State != reserved || rec.Fence != 1 || rec.Visibility != visNone || rec.ReservedAtMs != fsmtest.Epoch ||
+			if rec.State != reserved || rec.Fence == 0 || rec.PrevFence != 0 || rec.Visibility != visNone || rec.ReservedAtMs != fsmtest.Epoch ||
 				rec.CreatedAtMs != fsmtest.Epoch || rec.UpdatedAtMs != fsmtest.Epoch || rec.ExpiresAtMs != fsmtest.Epoch+ttl.Milliseconds() {
 				t.Fatalf("new claim: %+v", rec)
 			}
@@ -108,8 +108,8 @@ func TestLifecycleAllowedTransitions(t *testing.T) {
 				if next.State != st.state || next.Visibility != st.visibility {
 					t.Errorf("%s from %s: %s/%s, want %s/%s", st.action, rec.State, next.State, next.Visibility, st.state, st.visibility)
 				}
-				if next.Fence != rec.Fence+1 {
-					t.Errorf("%s: fence %d after %d, want +1", st.action, next.Fence, rec.Fence)
+				if !follows(next, rec) {
+					t.Errorf("%s: fence %d (replacing %d) after %d, want a higher one replacing it", st.action, next.Fence, next.PrevFence, rec.Fence)
 				}
 				if visRank(next.Visibility) < visRank(rec.Visibility) {
 					t.Errorf("%s: visibility went down from %s to %s", st.action, rec.Visibility, next.Visibility)
@@ -210,7 +210,7 @@ func TestExpiryDeadline(t *testing.T) {
 			}
 			a.Advance(time.Millisecond)
 			res, err := a.Transition(ctx, holder(rec, authority.Expire, rec.Fence))
-			if err != nil || res.Record.State != expired || res.Record.ExpiredAtMs != rec.ExpiresAtMs || res.Record.Fence != rec.Fence+1 {
+			if err != nil || res.Record.State != expired || res.Record.ExpiredAtMs != rec.ExpiresAtMs || !follows(res.Record, rec) {
 				t.Fatalf("expire at the deadline: %+v %v", res, err)
 			}
 		})
@@ -282,39 +282,39 @@ func TestTransitionRetriesAndStaleCalls(t *testing.T) {
 	r1 := mustReserve(t, a, request("RMDD-27", "alice", "r1"))
 	r2 := mustStep(t, a, r1, authority.Materialize)
 
-	res, err := a.Transition(ctx, holder(r1, authority.Materialize, 1))
+	res, err := a.Transition(ctx, holder(r1, authority.Materialize, r1.Fence))
 	if err != nil || !res.Replayed || !reflect.DeepEqual(res.Record, r2) {
-		t.Fatalf("retry of materialize with fence 1: %+v %v, want the committed record replayed", res, err)
+		t.Fatalf("retry of materialize with the reserved fence: %+v %v, want the committed record replayed", res, err)
 	}
 	a.Advance(time.Second)
-	res, err = a.Transition(ctx, holder(r1, authority.Materialize, 1))
+	res, err = a.Transition(ctx, holder(r1, authority.Materialize, r1.Fence))
 	if err != nil || !res.Replayed || !reflect.DeepEqual(res.Record, r2) {
 		t.Fatalf("later retry of materialize: %+v %v", res, err)
 	}
 	r3 := mustStep(t, a, r2, authority.Land)
-	res, err = a.Transition(ctx, holder(r1, authority.Land, 2))
+	res, err = a.Transition(ctx, holder(r1, authority.Land, r2.Fence))
 	if err != nil || !res.Replayed || !reflect.DeepEqual(res.Record, r3) {
-		t.Fatalf("retry of land with fence 2: %+v %v", res, err)
+		t.Fatalf("retry of land with the materialized fence: %+v %v", res, err)
 	}
 
-	otherOwner := holder(r3, authority.Tombstone, 3)
+	otherOwner := holder(r3, authority.Tombstone, r3.Fence)
 	otherOwner.OwnerRef = "bob"
-	otherReservation := holder(r3, authority.Tombstone, 3)
+	otherReservation := holder(r3, authority.Tombstone, r3.Fence)
 	otherReservation.ReservationID = "rsv-000000000000000000000000"
-	otherPrint := holder(r3, authority.Tombstone, 3)
+	otherPrint := holder(r3, authority.Tombstone, r3.Fence)
 	otherPrint.Fingerprint = "v1:" + strings.Repeat("0", 64)
-	otherOwnerRetry := holder(r3, authority.Land, 2)
+	otherOwnerRetry := holder(r3, authority.Land, r2.Fence)
 	otherOwnerRetry.OwnerRef = "bob"
 	for _, tc := range []struct {
 		name string
 		req  authority.TransitionRequest
 	}{
-		{"older fence, next action", holder(r3, authority.Tombstone, 1)},
-		{"older fence, its own action", holder(r3, authority.Materialize, 1)},
-		{"previous fence, another action", holder(r3, authority.Materialize, 2)},
-		{"previous fence, release instead of land", holder(r3, authority.Release, 2)},
-		{"previous fence, expire instead of land", holder(r3, authority.Expire, 2)},
-		{"future fence", holder(r3, authority.Tombstone, 4)},
+		{"older fence, next action", holder(r3, authority.Tombstone, r1.Fence)},
+		{"older fence, its own action", holder(r3, authority.Materialize, r1.Fence)},
+		{"previous fence, another action", holder(r3, authority.Materialize, r2.Fence)},
+		{"previous fence, release instead of land", holder(r3, authority.Release, r2.Fence)},
+		{"previous fence, expire instead of land", holder(r3, authority.Expire, r2.Fence)},
+		{"future fence", holder(r3, authority.Tombstone, r3.Fence+1)},
 		{"far future fence", holder(r3, authority.Tombstone, 1<<62)},
 		{"other owner", otherOwner},
 		{"other reservation", otherReservation},
@@ -334,7 +334,7 @@ func TestTransitionRetriesAndStaleCalls(t *testing.T) {
 	m1 := mustReserve(t, b, request("RMDD-27", "alice", "r1"))
 	m2 := mustStep(t, b, m1, authority.Materialize)
 	for _, act := range []authority.Action{authority.Release, authority.Expire, authority.Land, authority.Tombstone} {
-		_, err := b.Transition(ctx, holder(m1, act, 1))
+		_, err := b.Transition(ctx, holder(m1, act, m1.Fence))
 		wantCode(t, string(act)+" with the fence before a materialize", err, errs.CodeStaleFence)
 	}
 	if got := mustGet(t, b, "RMDD-27", "tenant-a"); !reflect.DeepEqual(got, m2) {
@@ -435,7 +435,7 @@ func TestReclaim(t *testing.T) {
 				t.Fatalf("reclaim of a %s claim: %+v %v", old.State, res, err)
 			}
 			got := res.Record
-			if got.Fence != old.Fence+1 || got.State != reserved || got.Visibility != visNone || got.OwnerRef != "bob" || got.RequestRef != "r2" {
+			if !follows(got, old) || got.State != reserved || got.Visibility != visNone || got.OwnerRef != "bob" || got.RequestRef != "r2" {
 				t.Fatalf("reclaimed record: %+v (old %+v)", got, old)
 			}
 			if got.ReservationID == old.ReservationID || got.Fingerprint == old.Fingerprint {
@@ -507,7 +507,7 @@ func TestReclaim(t *testing.T) {
 		old := reach(t, a, released)
 		keep := mustReserve(t, a, request("RMDD-28", "alice", "r9"))
 		res, err := a.Reserve(ctx, otherTenant(request("RMDD-27", "carol", "r3")))
-		if err != nil || !res.Reclaimed || res.Record.TenantRef != "tenant-b" || res.Record.Fence != old.Fence+1 {
+		if err != nil || !res.Reclaimed || res.Record.TenantRef != "tenant-b" || !follows(res.Record, old) {
 			t.Fatalf("reclaim by tenant-b: %+v %v", res, err)
 		}
 		listA, err := a.List(ctx, authority.ListRequest{TenantRef: "tenant-a"})
@@ -520,12 +520,12 @@ func TestReclaim(t *testing.T) {
 		}
 		_, err = a.Get(ctx, "RMDD-27", "tenant-a")
 		wantCode(t, "old tenant's get", err, errs.CodeNotFound)
-		_, err = a.Transition(ctx, holder(old, authority.Materialize, old.Fence+1))
+		_, err = a.Transition(ctx, holder(old, authority.Materialize, old.Fence))
 		wantCode(t, "old tenant's transition", err, errs.CodeNotFound)
 		// And back again, after tenant-b releases it.
 		rel := mustStep(t, a, res.Record, authority.Release)
 		back := mustReserve(t, a, request("RMDD-27", "alice", "r4"))
-		if back.TenantRef != "tenant-a" || back.Fence != rel.Fence+1 {
+		if back.TenantRef != "tenant-a" || !follows(back, rel) {
 			t.Fatalf("reclaim back by tenant-a: %+v", back)
 		}
 		listB, err = a.List(ctx, authority.ListRequest{TenantRef: "tenant-b"})
@@ -620,9 +620,9 @@ func TestReserveNextNumeric(t *testing.T) {
 		}
 		// A released pre-visibility candidate is reclaimed in order.
 		one := mustGet(t, a, "RMDD-1", "tenant-a")
-		mustStep(t, a, one, authority.Release)
+		gone := mustStep(t, a, one, authority.Release)
 		re, err := a.ReserveNextNumeric(ctx, next(1, 10, request("", "alice", "a3")))
-		if err != nil || !re.Reclaimed || re.Record.ConceptID != "RMDD-1" || re.Record.Fence != 3 {
+		if err != nil || !re.Reclaimed || re.Record.ConceptID != "RMDD-1" || !follows(re.Record, gone) {
 			t.Fatalf("reserve-next over a released candidate: %+v %v", re, err)
 		}
 	})

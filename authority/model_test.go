@@ -52,9 +52,14 @@ type reservation struct {
 
 type modelClaim struct {
 	reservation
-	state      authority.State
-	fence      uint64
-	visibility authority.Visibility
+	state authority.State
+	// fence is the claim's current fence and prevFence the one its last
+	// write replaced (0 after a create). Fences are log indexes, which the
+	// model cannot predict; it learns each from the record (fresh) and
+	// requires it above every fence issued before.
+	fence, prevFence uint64
+	fences           []uint64 // every fence this id has had, oldest first
+	visibility       authority.Visibility
 	expiresAt  int64
 	past       []reservation // earlier reservations of this id
 }
@@ -116,6 +121,9 @@ type lifecycleMachine struct {
 	a      *authority.FixtureConceptReservationAuthority
 	now    int64
 	claims map[string]*modelClaim
+	// topFence is the highest fence issued on any id: fences are log
+	// indexes, so a new one is above every earlier one.
+	topFence uint64
 	// fps is the fingerprint each request had on each id.
 	fps map[string]string
 }
@@ -163,7 +171,7 @@ func (m *lifecycleMachine) predictReserve(id string, holder int) string {
 func (m *lifecycleMachine) checkRecord(t *rapid.T, what string, rec *authority.Record, c *modelClaim) {
 	t.Helper()
 	want := modelReqs[c.holder]
-	if rec.State != c.state || rec.Fence != c.fence || rec.Visibility != c.visibility || rec.ExpiresAtMs != c.expiresAt ||
+	if rec.State != c.state || rec.Fence != c.fence || rec.PrevFence != c.prevFence || rec.Visibility != c.visibility || rec.ExpiresAtMs != c.expiresAt ||
 		rec.ReservationID != c.id || rec.Fingerprint != c.fp || rec.TenantRef != want.TenantRef || rec.OwnerRef != want.OwnerRef ||
 		rec.RequestRef != want.RequestRef || rec.PurposeDigest != want.PurposeDigest {
 		t.Fatalf("%s: record %s %s fence %d %s expires %d rsv %s owner %s/%s/%s, model %s fence %d %s expires %d rsv %s holder %d",
@@ -198,7 +206,20 @@ func (m *lifecycleMachine) claim(t *rapid.T, id string, holder int, ttl int64, r
 	}
 	m.fps[key] = rec.Fingerprint
 	c.reservation = reservation{id: rec.ReservationID, fp: rec.Fingerprint, holder: holder}
-	c.state, c.fence, c.visibility, c.expiresAt = reserved, c.fence+1, visNone, m.now+ttl
+	c.state, c.visibility, c.expiresAt = reserved, visNone, m.now+ttl
+	m.fresh(t, id, c, rec.Fence)
+}
+
+// fresh moves c to the fence a write gave it, which must be above every
+// fence issued before.
+func (m *lifecycleMachine) fresh(t *rapid.T, id string, c *modelClaim, fence uint64) {
+	t.Helper()
+	if fence <= m.topFence {
+		t.Fatalf("%s: a write issued fence %d, not above the %d issued before", id, fence, m.topFence)
+	}
+	m.topFence = fence
+	c.prevFence, c.fence = c.fence, fence
+	c.fences = append(c.fences, fence)
 }
 
 func (m *lifecycleMachine) Reserve(t *rapid.T) {
@@ -256,22 +277,25 @@ var lifecycleActions = map[authority.State][]authority.Action{
 }
 
 // Transition is any call: a reservation of the id, current or earlier,
-// presented as its holder or as another request, with a fence near the
-// current one.
+// presented as its holder or as another request, with the current fence,
+// one the id had before, one next to the current one, or none.
 func (m *lifecycleMachine) Transition(t *rapid.T) {
 	id := rapid.SampledFrom(modelIDs).Draw(t, "id")
 	action := rapid.SampledFrom(allActions).Draw(t, "action")
-	delta := rapid.IntRange(-2, 1).Draw(t, "fence delta")
 	c := m.claims[id]
 	rsv := reservation{id: "rsv-none", fp: "v1:none", holder: 0}
-	fence := int64(delta)
+	fence := rapid.Int64Range(-1, 1).Draw(t, "fence")
 	if c != nil {
 		pick := rapid.IntRange(0, len(c.past)).Draw(t, "reservation")
 		rsv = c.reservation
 		if pick > 0 {
 			rsv = c.past[pick-1]
 		}
-		fence += int64(c.fence)
+		near := []int64{0, int64(c.fence), int64(c.fence) - 1, int64(c.fence) + 1}
+		for _, f := range c.fences {
+			near = append(near, int64(f))
+		}
+		fence = rapid.SampledFrom(near).Draw(t, "fence near the claim's")
 	}
 	as := rsv.holder
 	if rapid.Bool().Draw(t, "as another request") {
@@ -298,7 +322,9 @@ func (m *lifecycleMachine) transition(t *rapid.T, id string, action authority.Ac
 		want = invalid
 	case c == nil || who.TenantRef != modelReqs[c.holder].TenantRef:
 		want = notFound
-	case holds && uint64(fence)+1 == c.fence && contains(outcomesOf[action], c.state):
+	case holds && (uint64(fence) == c.prevFence || uint64(fence)+1 == c.fence) && contains(outcomesOf[action], c.state):
+		// A retry: the fence the last write replaced, or (as records
+		// older releases wrote are read) the one just below the current.
 		want = replayed
 	case !holds || uint64(fence) != c.fence:
 		want = staleFence
@@ -329,7 +355,8 @@ func (m *lifecycleMachine) transition(t *rapid.T, id string, action authority.Ac
 		if visRank(vis) < visRank(c.visibility) {
 			t.Fatalf("model bug: visibility goes down")
 		}
-		c.state, c.fence, c.visibility = next, c.fence+1, vis
+		c.state, c.visibility = next, vis
+		m.fresh(t, id, c, res.Record.Fence)
 	}
 	if want == moved || want == replayed {
 		m.checkRecord(t, string(action), res.Record, c)
@@ -516,7 +543,7 @@ func TestConcurrentReclaimHasOneWinner(t *testing.T) {
 				}
 			}
 			rec := mustGet(t, a, "RMDD-27", "tenant-a")
-			if rec.Fence != old.Fence+1 || rec.ReservationID != results[winner].Record.ReservationID {
+			if rec.Fence <= old.Fence || rec.PrevFence != old.Fence || rec.ReservationID != results[winner].Record.ReservationID {
 				t.Fatalf("after the race: fence %d (old %d), reservation %s, winner's %s", rec.Fence, old.Fence, rec.ReservationID, results[winner].Record.ReservationID)
 			}
 		})

@@ -69,6 +69,9 @@ type Record struct {
 	State      State      `json:"state"`
 	Fence      uint64     `json:"fence"`
 	Visibility Visibility `json:"visibility"`
+	// PrevFence is the fence this record's last write replaced (absent on
+	// a claim's first record, and on records older releases wrote).
+	PrevFence uint64 `json:"prev_fence,omitempty"`
 
 	CreatedAtMs      int64 `json:"created_at_ms"`
 	ExpiresAtMs      int64 `json:"expires_at_ms"`

@@ -146,10 +146,18 @@ func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (*ReserveResu
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.nodes.CreateIfAbsent(ctx, nodes.CreateRequest{
+	create := nodes.CreateRequest{
 		NodeID: id.NodeID(), Labels: []string{labelAll, tenantLabel(req.TenantRef)},
 		Properties: props, SetNow: claimTimes(req.TTLMs),
-	})
+	}
+	byIndex, err := s.indexFences(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if byIndex {
+		create.IndexFields = fenceByIndex(create.Properties)
+	}
+	res, err := s.nodes.CreateIfAbsent(ctx, create)
 	if err != nil {
 		return nil, fromCluster(err)
 	}
@@ -216,9 +224,17 @@ func (s *Service) classify(ctx context.Context, id ConceptID, pol ConceptNamespa
 			return nil, conflict(cur)
 		}
 		next := newRecord(id, pol, req, cur.Fence+1)
+		next.PrevFence = cur.Fence
 		cas, err := reclaimCAS(cur, next, req.TTLMs)
 		if err != nil {
 			return nil, err
+		}
+		byIndex, err := s.indexFences(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if byIndex {
+			cas.IndexFields = fenceByIndex(cas.Updates)
 		}
 		res, err := s.nodes.CompareAndSet(ctx, cas)
 		if err != nil {

@@ -140,10 +140,15 @@ func (req *TransitionRequest) holds(r *Record) bool {
 }
 
 // committed reports whether r is this very transition, already applied:
-// the same holder, the fence right after the one it holds, and a state
-// the action leads to.
+// the same holder, a write that replaced the fence it holds, and a state
+// the action leads to. A record an older release wrote has no prev_fence
+// and counted fences: the write after fence f carries f+1. (Such a
+// release may also leave an earlier prev_fence in place; it then names a
+// fence two writes back, and since every transition moves a claim to a
+// state it never returns to, and only terminal states share an action,
+// no retry of that older action matches the record's state.)
 func (req *TransitionRequest) committed(r *Record) bool {
-	if !req.holds(r) || r.Fence != req.ExpectedFence+1 {
+	if !req.holds(r) || (r.PrevFence != req.ExpectedFence && r.Fence != req.ExpectedFence+1) {
 		return false
 	}
 	for _, s := range outcomes[req.Action] {
@@ -156,7 +161,7 @@ func (req *TransitionRequest) committed(r *Record) bool {
 
 // Transition applies req.Action as one CAS conditioned on tenant, owner,
 // reservation id, fingerprint, state and expected fence; the next record
-// carries fence+1. An exact retry of the committed transition returns the
+// carries a higher fence (see fence.go). An exact retry of the committed transition returns the
 // committed record; every other stale call fails with errs.StaleFence.
 func (s *Service) Transition(ctx context.Context, req TransitionRequest) (*TransitionResult, error) {
 	p, err := authorize(ctx, log.RoleMember, req.TenantRef)
@@ -188,7 +193,11 @@ func (s *Service) Transition(ctx context.Context, req TransitionRequest) (*Trans
 		if err != nil {
 			return nil, err
 		}
-		res, err := s.nodes.CompareAndSet(ctx, transitionCAS(id, cur, st))
+		byIndex, err := s.indexFences(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res, err := s.nodes.CompareAndSet(ctx, transitionCAS(id, cur, st, byIndex))
 		if err != nil {
 			return nil, fromCluster(err)
 		}
@@ -211,7 +220,9 @@ func (s *Service) Transition(ctx context.Context, req TransitionRequest) (*Trans
 	return nil, failClosed(id.String(), maxReclaimAttempts)
 }
 
-func transitionCAS(id ConceptID, cur *Record, st step) nodes.CASRequest {
+// transitionCAS moves cur to st in one CAS, the new fence counted or (with
+// byIndex) the entry's index.
+func transitionCAS(id ConceptID, cur *Record, st step, byIndex bool) nodes.CASRequest {
 	req := nodes.CASRequest{
 		NodeID: id.NodeID(),
 		Conditions: map[string]any{
@@ -220,9 +231,12 @@ func transitionCAS(id ConceptID, cur *Record, st step) nodes.CASRequest {
 			fieldState: string(cur.State), fieldFence: cur.Fence,
 		},
 		Updates: map[string]any{
-			fieldState: string(st.to), fieldFence: cur.Fence + 1, fieldVisibility: string(st.visibility),
+			fieldState: string(st.to), fieldFence: cur.Fence + 1, fieldPrevFence: cur.Fence, fieldVisibility: string(st.visibility),
 		},
 		TimeFields: nodes.TimeFields{SetNow: map[string]int64{timestampField[st.to]: 0, fieldUpdatedAt: 0}},
+	}
+	if byIndex {
+		req.IndexFields = fenceByIndex(req.Updates)
 	}
 	if st.due {
 		req.Due = []string{fieldExpiresAt}

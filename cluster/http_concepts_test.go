@@ -99,7 +99,7 @@ func TestConceptHTTPRoutes(t *testing.T) {
 	// 201 created, 200 replayed.
 	first := chResult(t, "reserve", apiPost(t, base+"/v1/concepts/reserve", chSecret("RMDD-27")), http.StatusCreated)
 	rec := first.Record
-	if !first.Created || first.Reclaimed || first.Replayed || rec.State != authority.Reserved || rec.Fence != 1 ||
+	if !first.Created || first.Reclaimed || first.Replayed || rec.State != authority.Reserved || rec.Fence == 0 || rec.PrevFence != 0 ||
 		rec.PolicyVersion != "2" || rec.RangeMin != 1 || rec.RangeMax != 999 || rec.TenantRef != "SECRET-TENANT" {
 		t.Fatalf("reserve: %+v %+v", first, rec)
 	}
@@ -127,7 +127,7 @@ func TestConceptHTTPRoutes(t *testing.T) {
 		wantKeys(t, "conflict detail", body.Error.Detail, chPublic...)
 		var d map[string]any
 		_ = json.Unmarshal(body.Error.Detail, &d)
-		if d["concept_id"] != "RMDD-27" || d["state"] != "reserved" || d["fence"] != 1.0 || d["policy_version"] != "2" ||
+		if d["concept_id"] != "RMDD-27" || d["state"] != "reserved" || d["fence"] != float64(rec.Fence) || d["policy_version"] != "2" ||
 			d["visibility"] != "none" || d["created_at_ms"] != float64(rec.CreatedAtMs) || d["expires_at_ms"] != float64(rec.ExpiresAtMs) {
 			t.Errorf("conflict detail %v", d)
 		}
@@ -173,16 +173,17 @@ func TestConceptHTTPRoutes(t *testing.T) {
 
 	// Transitions: 200, 200 replayed, 409 stale_fence and conflict.
 	var tr authority.TransitionResult
-	apiPost(t, base+"/v1/concepts/transition", chTransition(rec, authority.Release, 1)).ok(t, "release", &tr)
-	if tr.Replayed || tr.Record.State != authority.Released || tr.Record.Fence != 2 {
+	apiPost(t, base+"/v1/concepts/transition", chTransition(rec, authority.Release, rec.Fence)).ok(t, "release", &tr)
+	if tr.Replayed || tr.Record.State != authority.Released || tr.Record.Fence <= rec.Fence || tr.Record.PrevFence != rec.Fence {
 		t.Fatalf("release: %+v", tr)
 	}
-	retry := apiPost(t, base+"/v1/concepts/transition", chTransition(rec, authority.Release, 1))
+	released := tr.Record
+	retry := apiPost(t, base+"/v1/concepts/transition", chTransition(rec, authority.Release, rec.Fence))
 	retry.ok(t, "release retry", &tr)
-	if !tr.Replayed || tr.Record.Fence != 2 || !strings.Contains(string(retry.body), `"replayed":true`) {
+	if !tr.Replayed || tr.Record.Fence != released.Fence || !strings.Contains(string(retry.body), `"replayed":true`) {
 		t.Fatalf("release retry: %s", retry.body)
 	}
-	foreign := chTransition(rec, authority.Materialize, 2)
+	foreign := chTransition(rec, authority.Materialize, released.Fence)
 	foreign.TenantRef = "tenant-b"
 	for _, refused := range []struct {
 		what   string
@@ -190,10 +191,10 @@ func TestConceptHTTPRoutes(t *testing.T) {
 		status int
 		code   errs.Code
 	}{
-		{"materialize with the old fence", chTransition(rec, authority.Materialize, 1), http.StatusConflict, errs.CodeStaleFence},
-		{"materialize a released claim", chTransition(rec, authority.Materialize, 2), http.StatusConflict, errs.CodeConflict},
+		{"materialize with the old fence", chTransition(rec, authority.Materialize, rec.Fence), http.StatusConflict, errs.CodeStaleFence},
+		{"materialize a released claim", chTransition(rec, authority.Materialize, released.Fence), http.StatusConflict, errs.CodeConflict},
 		{"transition by another tenant", foreign, http.StatusNotFound, errs.CodeNotFound},
-		{"unknown action", chTransition(rec, "delete", 2), http.StatusUnprocessableEntity, errs.CodeInvalid},
+		{"unknown action", chTransition(rec, "delete", released.Fence), http.StatusUnprocessableEntity, errs.CodeInvalid},
 		{"transition with an unknown field", map[string]any{"concept_id": "RMDD-27", "fence": 2}, http.StatusUnprocessableEntity, errs.CodeInvalid},
 	} {
 		c.Unchanged(t, refused.what, func() {
@@ -203,7 +204,7 @@ func TestConceptHTTPRoutes(t *testing.T) {
 
 	// 201 reclaimed, by another tenant.
 	re := chResult(t, "reclaim", apiPost(t, base+"/v1/concepts/reserve", chReserve("RMDD-27", "tenant-b", "bob", "b1")), http.StatusCreated)
-	if !re.Reclaimed || re.Created || re.Replayed || re.Record.Fence != 3 || re.Record.TenantRef != "tenant-b" {
+	if !re.Reclaimed || re.Created || re.Replayed || re.Record.Fence <= released.Fence || re.Record.PrevFence != released.Fence || re.Record.TenantRef != "tenant-b" {
 		t.Fatalf("reclaim: %+v %+v", re, re.Record)
 	}
 
@@ -314,7 +315,7 @@ func TestConceptClientRoundTrip(t *testing.T) {
 	crs := authority.NewConceptReservationService(cl, repo)
 	m, err := crs.Materialize(ctx, authority.MaterializeRequest{ConceptID: rec.ConceptID, TenantRef: rec.TenantRef, OwnerRef: rec.OwnerRef,
 		ReservationID: rec.ReservationID, Fingerprint: rec.Fingerprint, ExpectedFence: rec.Fence})
-	if err != nil || m.State != authority.Materialized || m.Fence != 2 {
+	if err != nil || m.State != authority.Materialized || m.Fence <= rec.Fence || m.PrevFence != rec.Fence {
 		t.Fatalf("materialize over the client: %+v %v", m, err)
 	}
 	if frags, _ := filepath.Glob(filepath.Join(repo, "concepts", "fragments", "*.jsonl")); len(frags) != 1 {
@@ -323,15 +324,15 @@ func TestConceptClientRoundTrip(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(repo, "concepts", "view.json")); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := cl.Transition(ctx, chTransition(rec, authority.Materialize, 1))
+	tr, err := cl.Transition(ctx, chTransition(rec, authority.Materialize, rec.Fence))
 	if err != nil || !tr.Replayed || !reflect.DeepEqual(tr.Record, m) {
 		t.Fatalf("materialize retry: %+v %v", tr, err)
 	}
-	landed, err := cl.Transition(ctx, chTransition(rec, authority.Land, 2))
+	landed, err := cl.Transition(ctx, chTransition(rec, authority.Land, m.Fence))
 	if err != nil || landed.Replayed || landed.Record.State != authority.Landed || landed.Record.Visibility != authority.VisibilityRepository {
 		t.Fatalf("land: %+v %v", landed, err)
 	}
-	if _, err := cl.Transition(ctx, chTransition(rec, authority.Tombstone, 2)); !errors.Is(err, errs.StaleFence) {
+	if _, err := cl.Transition(ctx, chTransition(rec, authority.Tombstone, m.Fence)); !errors.Is(err, errs.StaleFence) {
 		t.Fatalf("stale tombstone: %v", err)
 	}
 	got, err := cl.Get(ctx, "RMDD-1500", "tenant-a")

@@ -562,7 +562,7 @@ func TestIsolationMatrix(t *testing.T) {
 	readA := func(status int) isoCase { return valid("read-a", nil, status) }
 
 	transition := authority.TransitionRequest{ConceptID: "ISO-200", TenantRef: "a", OwnerRef: held.Record.OwnerRef,
-		ReservationID: held.Record.ReservationID, Fingerprint: held.Record.Fingerprint, ExpectedFence: 1, Action: authority.Release}
+		ReservationID: held.Record.ReservationID, Fingerprint: held.Record.Fingerprint, ExpectedFence: held.Record.Fence, Action: authority.Release}
 	leases := func(lease string) func(string) any {
 		return func(who string) any {
 			return capacity.LeasesRequest{SchemaVersion: "1", TenantRef: "a", OwnerDigest: capacity.OwnerDigest(who),
@@ -1040,7 +1040,7 @@ func TestIsolationTenantScopedReads(t *testing.T) {
 	}
 	transition := func(id string) isoReply {
 		return do("mem-b", http.MethodPost, "/v1/concepts/transition", authority.TransitionRequest{ConceptID: id, TenantRef: "b",
-			ReservationID: rec.Record.ReservationID, Fingerprint: rec.Record.Fingerprint, ExpectedFence: 1, Action: authority.Release})
+			ReservationID: rec.Record.ReservationID, Fingerprint: rec.Record.Fingerprint, ExpectedFence: rec.Record.Fence, Action: authority.Release})
 	}
 	sameAnswer("mem-b transition of ISO-500 in tenant b", transition("ISO-500"), transition("ISO-501"), [2]string{"ISO-500", "ISO-501"})
 	for _, path := range []string{"/v1/capacity/renew", "/v1/capacity/release"} {
@@ -1297,7 +1297,7 @@ func TestIsolationOwnerBinding(t *testing.T) {
 		t.Fatalf("reserve ISO-800: %s", r)
 	}
 	tr := authority.TransitionRequest{ConceptID: "ISO-800", TenantRef: "a", OwnerRef: mine, ReservationID: held.Record.ReservationID,
-		Fingerprint: held.Record.Fingerprint, ExpectedFence: 1, Action: authority.Release}
+		Fingerprint: held.Record.Fingerprint, ExpectedFence: held.Record.Fence, Action: authority.Release}
 	if r := do("mem-a2", "/v1/concepts/transition", tr); r.status != http.StatusForbidden {
 		t.Errorf("mem-a2 transition naming mem-a: %s", r)
 	}

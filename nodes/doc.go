@@ -9,7 +9,9 @@
 // the winner. A CAS checks every condition and applies every update in one
 // log entry, so a holder of a stale fence can never overwrite a newer one.
 // Time-aware fields (TimeFields) let a create or CAS write FSM time into
-// fields and condition on deadlines judged by the log's clock.
+// fields and condition on deadlines judged by the log's clock; index
+// fields (IndexFields, version 2) write the entry's log index, a fence that
+// never goes backwards, also across a restored backup.
 //
 // The primitives know nothing of tenants: only an admin, or an in-server
 // adapter that checked its caller first (the concept authority), may use

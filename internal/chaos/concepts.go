@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -147,6 +148,7 @@ func (w *Concepts) learn(rec *authority.Record) uint64 {
 type conceptHolding struct {
 	request, reservationID, fingerprint string
 	claim, fence                        uint64
+	prev                                uint64 // the fence the claim's last write replaced
 	state                               authority.State
 }
 
@@ -197,8 +199,8 @@ func (c *conceptsClient) next(g int) (lin.ConceptInput, conceptHolding) {
 	case h.request != "":
 		in := lin.ConceptInput{Kind: lin.ConceptTransition, ID: id, Owner: c.owner, Request: h.request, Claim: h.claim, Expect: h.fence,
 			Action: conceptAction(c.rng, h.state)}
-		if c.rng.IntN(8) == 0 && h.fence > 1 {
-			in.Expect-- // stale on purpose (or a retry of the step before)
+		if c.rng.IntN(8) == 0 && h.prev > 0 {
+			in.Expect = h.prev // stale on purpose (or a retry of the step before)
 		}
 		return in, h
 	case p < 16:
@@ -228,7 +230,7 @@ func (c *conceptsClient) observe(id string, rec *authority.Record) {
 	switch {
 	case rec.OwnerRef == c.owner && claim != 0:
 		h := conceptHolding{request: rec.RequestRef, reservationID: rec.ReservationID, fingerprint: rec.Fingerprint,
-			claim: claim, fence: rec.Fence, state: rec.State}
+			claim: claim, fence: rec.Fence, prev: rec.PrevFence, state: rec.State}
 		if rec.State == authority.Released || rec.State == authority.Tombstoned {
 			// Nothing is left to do with it but present it stale.
 			c.lost[id] = h
@@ -505,3 +507,69 @@ func (l localReader) Query(ctx context.Context, q fsm.Query) ([]byte, error) {
 	q.Stale = true
 	return l.r.Query(ctx, q)
 }
+
+// RewriteHistory turns every fence in the history (claims, expected
+// fences, the fences outputs report) into its order of issue on its id
+// (1, 2, 3, ...), which is what the model knows fences by. Fences are
+// the log indexes of the writes that issued them (set_index), opaque
+// until the run is over; every write of a claim is a node_create or
+// node_cas event of its node in the change feed, which the run does not
+// outgrow (it keeps 100,000 events), so the feed lists them all, in
+// order.
+func (w *Concepts) RewriteHistory(ctx context.Context, node *cluster.Node, h *lin.History) error {
+	order := map[string]map[uint64]uint64{} // concept id -> fence -> order of issue
+	var after uint64
+	for pages := 0; ; pages++ {
+		if pages > 1000 {
+			return errors.New("more than 1000 pages of changes")
+		}
+		var page fsm.ChangesPage
+		if err := fsm.Ask(ctx, node, fsm.QueryChanges, true, fsm.ChangesRequest{After: after, Limit: fsm.MaxChangesPage}, &page); err != nil {
+			return fmt.Errorf("change feed after %d: %w", after, err)
+		}
+		if pages == 0 && len(page.Events) > 0 && page.Events[0].Seq != 1 {
+			return fmt.Errorf("the change feed starts at %d, not 1: it was pruned, and fences cannot be ordered", page.Events[0].Seq)
+		}
+		for _, e := range page.Events {
+			id, ok := strings.CutPrefix(e.Key, conceptNodePrefix)
+			if !ok || (e.Kind != "node_create" && e.Kind != "node_cas") {
+				continue
+			}
+			if order[id] == nil {
+				order[id] = map[uint64]uint64{}
+			}
+			order[id][e.Index] = uint64(len(order[id]) + 1)
+		}
+		if len(page.Events) == 0 {
+			break
+		}
+		after = page.Next
+	}
+	var unknown []string
+	ordinal := func(id string, fence uint64) uint64 {
+		if fence == 0 {
+			return 0
+		}
+		o, ok := order[id][fence]
+		if !ok {
+			unknown = append(unknown, fmt.Sprintf("%s#%d", id, fence))
+		}
+		return o
+	}
+	h.Rewrite(func(input, output any) (any, any) {
+		in := input.(lin.ConceptInput)
+		in.Claim, in.Expect = ordinal(in.ID, in.Claim), ordinal(in.ID, in.Expect)
+		if out, ok := output.(lin.ConceptOutput); ok {
+			out.Fence = ordinal(in.ID, out.Fence)
+			output = out
+		}
+		return in, output
+	})
+	if len(unknown) > 0 {
+		return fmt.Errorf("the history names fences no write of the claim issued: %v", unknown)
+	}
+	return nil
+}
+
+// conceptNodePrefix starts the node id of every concept claim.
+const conceptNodePrefix = "concept-reservation:"
