@@ -228,7 +228,9 @@ func TestConceptCLIKeepsTheProjectionInStep(t *testing.T) {
 		clean("after the release became a tombstone")
 	}
 	view := readViewFile(t, repo)
-	if len(view) != 2 || !slices.ContainsFunc(view, func(p authority.ProjectedRecord) bool { return p.State == authority.Tombstoned && p.Fence == tombstones[0] }) {
+	if len(view) != 2 || !slices.ContainsFunc(view, func(p authority.ProjectedRecord) bool {
+		return p.State == authority.Tombstoned && p.Fence == tombstones[0]
+	}) {
 		t.Fatalf("view: %+v", view)
 	}
 	if _, err := os.Stat(filepath.Join(repo, "concepts", "fragments", fragmentName(""))); err == nil {

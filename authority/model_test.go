@@ -60,8 +60,8 @@ type modelClaim struct {
 	fence, prevFence uint64
 	fences           []uint64 // every fence this id has had, oldest first
 	visibility       authority.Visibility
-	expiresAt  int64
-	past       []reservation // earlier reservations of this id
+	expiresAt        int64
+	past             []reservation // earlier reservations of this id
 }
 
 func (c *modelClaim) reclaimable(now int64) bool {

@@ -85,9 +85,9 @@ type CreateCommand struct {
 // CASCommand is the payload of CmdCAS. A condition whose value is null
 // requires the field to be absent; an update whose value is null removes it.
 type CASCommand struct {
-	NodeID     string                     `msgpack:"node_id"`
-	Conditions map[string]json.RawMessage `msgpack:"conditions"`
-	Updates    map[string]json.RawMessage `msgpack:"updates"`
+	NodeID      string                     `msgpack:"node_id"`
+	Conditions  map[string]json.RawMessage `msgpack:"conditions"`
+	Updates     map[string]json.RawMessage `msgpack:"updates"`
 	TimeFields  `msgpack:",inline"`
 	IndexFields `msgpack:",inline"`
 	LabelEdits  `msgpack:",inline"`
