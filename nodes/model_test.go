@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -132,13 +133,30 @@ func genValueOrNil() *rapid.Generator[any] {
 
 func genCreate(key string) *rapid.Generator[nodes.CreateRequest] {
 	return rapid.Custom(func(t *rapid.T) nodes.CreateRequest {
+		props := rapid.MapOfN(rapid.SampledFrom(modelFields), genValueOrNil(), 0, 4).Draw(t, "properties")
 		return nodes.CreateRequest{
 			NodeID:         rapid.SampledFrom(modelIDs).Draw(t, "id"),
 			Labels:         rapid.SliceOfNDistinct(rapid.SampledFrom(modelLabels), 0, 3, rapid.ID[string]).Draw(t, "labels"),
-			Properties:     rapid.MapOfN(rapid.SampledFrom(modelFields), genValueOrNil(), 0, 4).Draw(t, "properties"),
+			Properties:     props,
+			IndexFields:    genIndexFields(t, props),
 			IdempotencyKey: key,
 		}
 	})
+}
+
+// genIndexFields draws, now and then, fields to set to the entry's log
+// index among those the command does not write otherwise.
+func genIndexFields(t *rapid.T, written map[string]any) nodes.IndexFields {
+	var free []string
+	for _, f := range modelFields {
+		if _, taken := written[f]; !taken {
+			free = append(free, f)
+		}
+	}
+	if len(free) == 0 || rapid.IntRange(0, 3).Draw(t, "with set_index") != 0 {
+		return nodes.IndexFields{}
+	}
+	return nodes.IndexFields{SetIndex: rapid.SliceOfNDistinct(rapid.SampledFrom(free), 1, 2, rapid.ID[string]).Draw(t, "set_index")}
 }
 
 // genCAS draws conditions from the node's current values, from other
@@ -161,9 +179,10 @@ func (s *nodesMachine) genCAS(t *rapid.T, key string) nodes.CASRequest {
 			conds[f] = nil
 		}
 	}
+	updates := rapid.MapOfN(rapid.SampledFrom(modelFields), genValueOrNil(), 1, 3).Draw(t, "updates")
 	return nodes.CASRequest{
-		NodeID: id, Conditions: conds,
-		Updates:        rapid.MapOfN(rapid.SampledFrom(modelFields), genValueOrNil(), 1, 3).Draw(t, "updates"),
+		NodeID: id, Conditions: conds, Updates: updates,
+		IndexFields:    genIndexFields(t, updates),
 		IdempotencyKey: key,
 	}
 }
@@ -195,9 +214,9 @@ func requestOf(t *rapid.T, req any) string {
 	case nodes.CreateRequest:
 		labels := slices.Clone(r.Labels)
 		sort.Strings(labels)
-		v = []any{"create", r.NodeID, labels, canonicalMap(t, r.Properties, true)}
+		v = []any{"create", r.NodeID, labels, canonicalMap(t, r.Properties, true), r.SetIndex}
 	case nodes.CASRequest:
-		v = []any{"cas", r.NodeID, canonicalMap(t, r.Conditions, false), canonicalMap(t, r.Updates, false)}
+		v = []any{"cas", r.NodeID, canonicalMap(t, r.Conditions, false), canonicalMap(t, r.Updates, false), r.SetIndex}
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -271,6 +290,7 @@ func (s *nodesMachine) create(t *rapid.T, req nodes.CreateRequest) {
 		labels := slices.Clone(req.Labels)
 		sort.Strings(labels)
 		n := &modelNode{labels: labels, props: canonicalMap(t, req.Properties, true), version: 1, created: s.index, modified: s.index}
+		setIndex(n.props, req.SetIndex, s.index)
 		s.m[req.NodeID] = n
 		s.emit("node_create", req.NodeID)
 		want = nodes.CreateResult{Created: true, Node: n.node(req.NodeID), TimeMs: s.now}
@@ -329,6 +349,7 @@ func (s *nodesMachine) cas(t *rapid.T, req nodes.CASRequest) {
 					next[f] = u
 				}
 			}
+			setIndex(next, req.SetIndex, s.index)
 			n.props, n.version, n.modified = next, n.version+1, s.index
 			s.emit("node_cas", req.NodeID)
 		}
@@ -351,6 +372,13 @@ func (s *nodesMachine) cas(t *rapid.T, req nodes.CASRequest) {
 	}
 	if diff := cmp.Diff(&want, got, equateEmpty); diff != "" {
 		t.Fatalf("CAS %+v (-model +fsm):\n%s", req, diff)
+	}
+}
+
+// setIndex writes the entry's index into the set_index fields.
+func setIndex(props map[string]string, fields []string, index uint64) {
+	for _, f := range fields {
+		props[f] = strconv.FormatUint(index, 10)
 	}
 }
 
