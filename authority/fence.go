@@ -28,18 +28,18 @@ import (
 // fieldPrevFence holds the fence a write replaced.
 const fieldPrevFence = "prev_fence"
 
-// indexFences reports whether writes fence by log index now.
-func (s *Service) indexFences(ctx context.Context) (bool, error) {
+// fenceFields makes a write's fence the log index of its entry where the
+// cluster enables it: the fence leaves the written values, and the FSM
+// sets it. Elsewhere the values keep their counted fence and no index
+// field is set.
+func (s *Service) fenceFields(ctx context.Context, values map[string]any) (nodes.IndexFields, error) {
 	on, err := s.nodes.IndexFieldsEnabled(ctx)
 	if err != nil {
-		return false, fromCluster(err)
+		return nodes.IndexFields{}, fromCluster(err)
 	}
-	return on, nil
-}
-
-// fenceByIndex moves the fence of a write from its property values to the
-// entry's index: what the FSM writes, the caller must not.
-func fenceByIndex(values map[string]any) nodes.IndexFields {
+	if !on {
+		return nodes.IndexFields{}, nil
+	}
 	delete(values, fieldFence)
-	return nodes.IndexFields{SetIndex: []string{fieldFence}}
+	return nodes.IndexFields{SetIndex: []string{fieldFence}}, nil
 }

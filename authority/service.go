@@ -150,12 +150,8 @@ func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (*ReserveResu
 		NodeID: id.NodeID(), Labels: []string{labelAll, tenantLabel(req.TenantRef)},
 		Properties: props, SetNow: claimTimes(req.TTLMs),
 	}
-	byIndex, err := s.indexFences(ctx)
-	if err != nil {
+	if create.IndexFields, err = s.fenceFields(ctx, create.Properties); err != nil {
 		return nil, err
-	}
-	if byIndex {
-		create.IndexFields = fenceByIndex(create.Properties)
 	}
 	res, err := s.nodes.CreateIfAbsent(ctx, create)
 	if err != nil {
@@ -229,12 +225,8 @@ func (s *Service) classify(ctx context.Context, id ConceptID, pol ConceptNamespa
 		if err != nil {
 			return nil, err
 		}
-		byIndex, err := s.indexFences(ctx)
-		if err != nil {
+		if cas.IndexFields, err = s.fenceFields(ctx, cas.Updates); err != nil {
 			return nil, err
-		}
-		if byIndex {
-			cas.IndexFields = fenceByIndex(cas.Updates)
 		}
 		res, err := s.nodes.CompareAndSet(ctx, cas)
 		if err != nil {

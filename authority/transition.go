@@ -193,11 +193,11 @@ func (s *Service) Transition(ctx context.Context, req TransitionRequest) (*Trans
 		if err != nil {
 			return nil, err
 		}
-		byIndex, err := s.indexFences(ctx)
-		if err != nil {
+		cas := transitionCAS(id, cur, st)
+		if cas.IndexFields, err = s.fenceFields(ctx, cas.Updates); err != nil {
 			return nil, err
 		}
-		res, err := s.nodes.CompareAndSet(ctx, transitionCAS(id, cur, st, byIndex))
+		res, err := s.nodes.CompareAndSet(ctx, cas)
 		if err != nil {
 			return nil, fromCluster(err)
 		}
@@ -220,9 +220,9 @@ func (s *Service) Transition(ctx context.Context, req TransitionRequest) (*Trans
 	return nil, failClosed(id.String(), maxReclaimAttempts)
 }
 
-// transitionCAS moves cur to st in one CAS, the new fence counted or (with
-// byIndex) the entry's index.
-func transitionCAS(id ConceptID, cur *Record, st step, byIndex bool) nodes.CASRequest {
+// transitionCAS moves cur to st in one CAS, with a counted fence (which
+// fenceFields may turn into the entry's index).
+func transitionCAS(id ConceptID, cur *Record, st step) nodes.CASRequest {
 	req := nodes.CASRequest{
 		NodeID: id.NodeID(),
 		Conditions: map[string]any{
@@ -234,9 +234,6 @@ func transitionCAS(id ConceptID, cur *Record, st step, byIndex bool) nodes.CASRe
 			fieldState: string(st.to), fieldFence: cur.Fence + 1, fieldPrevFence: cur.Fence, fieldVisibility: string(st.visibility),
 		},
 		TimeFields: nodes.TimeFields{SetNow: map[string]int64{timestampField[st.to]: 0, fieldUpdatedAt: 0}},
-	}
-	if byIndex {
-		req.IndexFields = fenceByIndex(req.Updates)
 	}
 	if st.due {
 		req.Due = []string{fieldExpiresAt}
