@@ -76,25 +76,9 @@ func eachTask(ctx context.Context, svc *allocation.Service, space string, f func
 // restricted to allocation events. It fails if the feed was pruned past
 // the spaces' creation: the replay must start from an empty board.
 func allocationEvents(ctx context.Context, node *cluster.Node) ([]fsm.Event, error) {
-	var out []fsm.Event
-	var after uint64
-	for pages := 0; ; pages++ {
-		if pages > 1000 {
-			return nil, errors.New("more than 1000 pages of changes")
-		}
-		var page fsm.ChangesPage
-		if err := fsm.Ask(ctx, node, fsm.QueryChanges, true, fsm.ChangesRequest{After: after, Limit: fsm.MaxChangesPage}, &page); err != nil {
-			return nil, err
-		}
-		for _, e := range page.Events {
-			if strings.HasPrefix(e.Kind, "allocation_") {
-				out = append(out, e)
-			}
-		}
-		if len(page.Events) == 0 {
-			break
-		}
-		after = page.Next
+	out, err := feedEvents(ctx, node, func(e fsm.Event) bool { return strings.HasPrefix(e.Kind, "allocation_") })
+	if err != nil {
+		return nil, err
 	}
 	if len(out) == 0 || out[0].Kind != "allocation_space_put" {
 		return nil, errors.New("the change feed does not start at the spaces' creation: it was pruned, and the run cannot be replayed")

@@ -495,43 +495,28 @@ func fencesOf(leases []capacity.Lease) []uint64 {
 // ever granted (none is pruned within an hour), so it lists them all.
 func (w *Capacity) RewriteHistory(ctx context.Context, node *cluster.Node, h *lin.History) error {
 	svc := capacity.NewService(node, node)
-	order := map[string]map[uint64]uint64{} // cell -> fence -> order of issue
+	order := newFenceOrder()
 	for g := 0; g < capacityGenerations; g++ {
 		for _, cell := range capacityCells(g) {
 			leases, err := cellLeases(ctx, svc, cell)
 			if err != nil {
 				return err
 			}
-			order[cell] = map[uint64]uint64{}
-			for i, f := range fencesOf(leases) {
-				order[cell][f] = uint64(i + 1)
+			for _, f := range fencesOf(leases) {
+				order.add(cell, f)
 			}
 		}
 	}
-	var unknown []string
-	ordinal := func(cell string, fence uint64) uint64 {
-		if fence == 0 {
-			return 0
-		}
-		o, ok := order[cell][fence]
-		if !ok {
-			unknown = append(unknown, fmt.Sprintf("%s#%d", cell, fence))
-		}
-		return o
-	}
 	h.Rewrite(func(input, output any) (any, any) {
 		in := input.(lin.CapInput)
-		in.Fence = ordinal(in.Cell, in.Fence)
+		in.Fence = order.ordinal(in.Cell, in.Fence)
 		if out, ok := output.(lin.CapOutput); ok {
-			out.Fence, out.LastFence = ordinal(in.Cell, out.Fence), ordinal(in.Cell, out.LastFence)
+			out.Fence, out.LastFence = order.ordinal(in.Cell, out.Fence), order.ordinal(in.Cell, out.LastFence)
 			output = out
 		}
 		return in, output
 	})
-	if len(unknown) > 0 {
-		return fmt.Errorf("the history names fences no lease holds: %v", unknown)
-	}
-	return nil
+	return order.err()
 }
 
 // cellLeases reads every lease of cell from the local replica, page by

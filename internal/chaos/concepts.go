@@ -513,62 +513,29 @@ func (l localReader) Query(ctx context.Context, q fsm.Query) ([]byte, error) {
 // (1, 2, 3, ...), which is what the model knows fences by. Fences are
 // the log indexes of the writes that issued them (set_index), opaque
 // until the run is over; every write of a claim is a node_create or
-// node_cas event of its node in the change feed, which the run does not
-// outgrow (it keeps 100,000 events), so the feed lists them all, in
-// order.
+// node_cas event of its node in the change feed, which lists them all,
+// in order.
 func (w *Concepts) RewriteHistory(ctx context.Context, node *cluster.Node, h *lin.History) error {
-	order := map[string]map[uint64]uint64{} // concept id -> fence -> order of issue
-	var after uint64
-	for pages := 0; ; pages++ {
-		if pages > 1000 {
-			return errors.New("more than 1000 pages of changes")
-		}
-		var page fsm.ChangesPage
-		if err := fsm.Ask(ctx, node, fsm.QueryChanges, true, fsm.ChangesRequest{After: after, Limit: fsm.MaxChangesPage}, &page); err != nil {
-			return fmt.Errorf("change feed after %d: %w", after, err)
-		}
-		if pages == 0 && len(page.Events) > 0 && page.Events[0].Seq != 1 {
-			return fmt.Errorf("the change feed starts at %d, not 1: it was pruned, and fences cannot be ordered", page.Events[0].Seq)
-		}
-		for _, e := range page.Events {
-			id, ok := strings.CutPrefix(e.Key, conceptNodePrefix)
-			if !ok || (e.Kind != "node_create" && e.Kind != "node_cas") {
-				continue
-			}
-			if order[id] == nil {
-				order[id] = map[uint64]uint64{}
-			}
-			order[id][e.Index] = uint64(len(order[id]) + 1)
-		}
-		if len(page.Events) == 0 {
-			break
-		}
-		after = page.Next
+	writes, err := feedEvents(ctx, node, func(e fsm.Event) bool {
+		return strings.HasPrefix(e.Key, conceptNodePrefix) && (e.Kind == "node_create" || e.Kind == "node_cas")
+	})
+	if err != nil {
+		return err
 	}
-	var unknown []string
-	ordinal := func(id string, fence uint64) uint64 {
-		if fence == 0 {
-			return 0
-		}
-		o, ok := order[id][fence]
-		if !ok {
-			unknown = append(unknown, fmt.Sprintf("%s#%d", id, fence))
-		}
-		return o
+	order := newFenceOrder()
+	for _, e := range writes {
+		order.add(strings.TrimPrefix(e.Key, conceptNodePrefix), e.Index)
 	}
 	h.Rewrite(func(input, output any) (any, any) {
 		in := input.(lin.ConceptInput)
-		in.Claim, in.Expect = ordinal(in.ID, in.Claim), ordinal(in.ID, in.Expect)
+		in.Claim, in.Expect = order.ordinal(in.ID, in.Claim), order.ordinal(in.ID, in.Expect)
 		if out, ok := output.(lin.ConceptOutput); ok {
-			out.Fence = ordinal(in.ID, out.Fence)
+			out.Fence = order.ordinal(in.ID, out.Fence)
 			output = out
 		}
 		return in, output
 	})
-	if len(unknown) > 0 {
-		return fmt.Errorf("the history names fences no write of the claim issued: %v", unknown)
-	}
-	return nil
+	return order.err()
 }
 
 // conceptNodePrefix starts the node id of every concept claim.

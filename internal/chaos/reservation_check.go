@@ -39,29 +39,7 @@ func (w *Reservations) Verify(ctx context.Context, node *cluster.Node) error {
 // in log order; it fails if the feed was pruned (the replay must start
 // from an empty state).
 func workitemEvents(ctx context.Context, node *cluster.Node) ([]fsm.Event, error) {
-	var out []fsm.Event
-	var after uint64
-	for pages := 0; ; pages++ {
-		if pages > 2000 {
-			return nil, errors.New("more than 2000 pages of changes")
-		}
-		var page fsm.ChangesPage
-		if err := fsm.Ask(ctx, node, fsm.QueryChanges, true, fsm.ChangesRequest{After: after, Limit: fsm.MaxChangesPage}, &page); err != nil {
-			return nil, err
-		}
-		if pages == 0 && (len(page.Events) == 0 || page.Events[0].Seq != 1) {
-			return nil, errors.New("the change feed does not start at sequence 1: it was pruned, and the run cannot be replayed")
-		}
-		for _, e := range page.Events {
-			if strings.HasPrefix(e.Kind, "workitem_") {
-				out = append(out, e)
-			}
-		}
-		if len(page.Events) == 0 {
-			return out, nil
-		}
-		after = page.Next
-	}
+	return feedEvents(ctx, node, func(e fsm.Event) bool { return strings.HasPrefix(e.Kind, "workitem_") })
 }
 
 type rsClaim struct {
