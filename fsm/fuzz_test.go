@@ -311,6 +311,7 @@ func FuzzQuery(f *testing.F) {
 	f.Add(uint16(fsm.QueryChanges), log.MustMarshal(fsm.ChangesRequest{Limit: fsm.MaxChangesPage + 1}))
 	f.Add(uint16(nodes.QueryGet), []byte{0xc0})
 	f.Add(uint16(fsm.QueryCapabilities), []byte{0x80})
+	f.Add(uint16(nodes.QueryIndexFields), []byte{0x80})
 	f.Add(uint16(999), []byte{})
 	target := newSeed(f).fsm(f)
 	_, hash := fsmtest.StateHash(f, target)
@@ -358,6 +359,12 @@ func FuzzQuery(f *testing.F) {
 			decode(t, out, &v)
 			if !v.Served.Equal(target.Served()) || !v.Gated && !v.Enabled.Equal(v.Served) {
 				t.Fatalf("capabilities %+v; the replica serves %+v", v, target.Served())
+			}
+		case nodes.QueryIndexFields:
+			var v nodes.IndexFieldsView
+			decode(t, out, &v)
+			if v.Enabled {
+				t.Fatal("index fields enabled on a state no set has gated")
 			}
 		case nodes.QueryGet:
 			var q nodes.GetQuery

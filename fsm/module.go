@@ -121,11 +121,13 @@ type Tx struct {
 // enabled: the semantic version a handler whose behaviour changed between
 // versions must follow (see Capabilities). It is 1 while the state is
 // ungated, and 0 for a type the set does not name.
-func (tx *Tx) EnabledVersion(t log.Type) uint16 {
-	if tx.meta.Enabled == nil {
+func (tx *Tx) EnabledVersion(t log.Type) uint16 { return tx.meta.enabledVersion(t) }
+
+func (m *meta) enabledVersion(t log.Type) uint16 {
+	if m.Enabled == nil {
 		return 1
 	}
-	l, ok := tx.meta.Enabled.lookup(t)
+	l, ok := m.Enabled.lookup(t)
 	if !ok {
 		return 0
 	}
@@ -208,3 +210,10 @@ type ReadTx struct {
 	Adapter   string // see log.Command.Adapter
 	Txn       *memdb.Txn
 }
+
+// EnabledVersion is Tx.EnabledVersion as of the state this query reads:
+// the version of command type t the cluster has enabled, 1 while the
+// state is ungated, 0 for a type the set does not name. A client asks it
+// (through a query of its module) before it sends a command whose newer
+// version it may use.
+func (rt *ReadTx) EnabledVersion(t log.Type) uint16 { return readMeta(rt.Txn).enabledVersion(t) }

@@ -44,6 +44,7 @@ func Module() fsm.Module {
 		Queries: []fsm.QuerySpec{
 			{Type: QueryGet, Name: "node_get", Run: runGetNode},
 			{Type: QueryByLabel, Name: "nodes_by_label", Run: runNodesByLabel},
+			{Type: QueryIndexFields, Name: "node_index_fields", Run: runIndexFields},
 		},
 		EventValues: map[string]fsm.EventValue{"node_create": nodeEventValue, "node_cas": nodeEventValue},
 	}

@@ -193,16 +193,15 @@ func scopeIf(key string) string {
 // client last applied it. The answer may be stale: a command sent on a
 // stale yes is refused (unavailable) if the cluster has lowered the
 // version since, and changes nothing. Ungated state (before the cluster
-// enables any set; a bare FSM in tests) answers no.
+// enables any set; a bare FSM in tests) answers no, and so does a server
+// too old to know the query (it cannot have enabled version 2 either).
 func (n *Client) IndexFieldsEnabled(ctx context.Context) (bool, error) {
-	var v fsm.CapabilitiesView
-	if err := fsm.Ask(ctx, n.r, fsm.QueryCapabilities, true, struct{}{}, &v); err != nil {
-		return false, err
+	var v IndexFieldsView
+	err := fsm.Ask(ctx, n.r, QueryIndexFields, true, struct{}{}, &v)
+	if errs.CodeOf(err) == errs.CodeInvalid {
+		return false, nil // "unknown query type": an older server
 	}
-	if !v.Gated {
-		return false, nil
-	}
-	return v.Enabled.Allows(CmdCreate, IndexVersion) && v.Enabled.Allows(CmdCAS, IndexVersion), nil
+	return v.Enabled, err
 }
 
 // Require fails with unavailable, naming what is missing, unless the

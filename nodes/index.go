@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/bounds"
 )
 
@@ -89,4 +90,16 @@ func fieldsOf[V any](m map[string]V) map[string]json.RawMessage {
 // refused.
 func (c *CASCommand) writes() int {
 	return len(c.Updates) + len(c.SetNow) + len(c.SetIndex) + len(c.AddLabels) + len(c.RemoveLabels)
+}
+
+// IndexFieldsView is the answer of QueryIndexFields.
+type IndexFieldsView struct {
+	Enabled bool `msgpack:"enabled" json:"enabled"`
+}
+
+// runIndexFields answers QueryIndexFields. It reads only the enabled set,
+// which is no secret (GET /v1/cluster/capabilities shows it to anyone
+// authenticated), so any principal may ask.
+func runIndexFields(rt *fsm.ReadTx, _ []byte) (any, error) {
+	return IndexFieldsView{Enabled: rt.EnabledVersion(CmdCreate) >= IndexVersion && rt.EnabledVersion(CmdCAS) >= IndexVersion}, nil
 }

@@ -104,13 +104,35 @@ func TestSetIndexRefusals(t *testing.T) {
 }
 
 // A bare FSM has enabled no set, so the client does not use index fields
-// there; Needed asks only for version 1, which an upgrading cluster
+// there; once a set is enabled the answer follows its node commands'
+// version, down as well as up. Needed asks only for version 1, which an upgrading cluster
 // serves.
 func TestIndexFieldsEnabledNeedsAGatedSet(t *testing.T) {
 	_, nc := newNodes(t)
 	on, err := nc.IndexFieldsEnabled(context.Background())
 	if err != nil || on {
 		t.Fatalf("IndexFieldsEnabled on ungated state = %v, %v; want false", on, err)
+	}
+	l, nc2 := newNodes(t)
+	enable := func(v uint16) {
+		set := fsm.ServedBy(nodes.Module())
+		for i := range set.Domains {
+			if set.Domains[i].Name == nodes.Name {
+				for j := range set.Domains[i].Commands {
+					set.Domains[i].Commands[j].Version = v
+				}
+			}
+		}
+		if res, err := l.Propose(context.Background(), log.Command{Type: fsm.CmdEnable, Version: 1, Payload: log.MustMarshal(set)}); err != nil || res.Err != nil {
+			t.Fatalf("enable version %d: %v %v", v, err, res.Err)
+		}
+	}
+	for _, v := range []uint16{2, 1, 2} {
+		enable(v)
+		on, err := nc2.IndexFieldsEnabled(context.Background())
+		if err != nil || on != (v == 2) {
+			t.Fatalf("with the node commands enabled at version %d: IndexFieldsEnabled = %v, %v", v, on, err)
+		}
 	}
 	for _, d := range nodes.Needed().Domains {
 		for _, c := range d.Commands {

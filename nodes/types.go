@@ -19,6 +19,11 @@ const (
 	CmdCAS       log.Type      = 11
 	QueryGet     fsm.QueryType = 10
 	QueryByLabel fsm.QueryType = 11
+	// QueryIndexFields answers whether the replica's enabled set has
+	// version 2 of node_create and node_cas (IndexFields): a caller asks
+	// before every fenced write, so it is a query of its own, far cheaper
+	// than the whole capabilities view.
+	QueryIndexFields fsm.QueryType = 12
 )
 
 // Bounds of the node primitives.
