@@ -142,3 +142,21 @@ func TestIndexFieldsEnabledNeedsAGatedSet(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkIndexFieldsEnabled is the cost a fenced write of the concept
+// authority pays to learn whether it may use set_index.
+//
+//	go test -run '^$' -bench IndexFieldsEnabled -count 3 ./nodes
+func BenchmarkIndexFieldsEnabled(b *testing.B) {
+	l := newLocal(b)
+	if res, err := l.Propose(context.Background(), log.Command{Type: fsm.CmdEnable, Version: 1, Payload: log.MustMarshal(fsm.ServedBy(nodes.Module()))}); err != nil || res.Err != nil {
+		b.Fatal(err, res.Err)
+	}
+	nc := nodes.NewClient(l, l)
+	b.ReportAllocs()
+	for b.Loop() {
+		if on, err := nc.IndexFieldsEnabled(context.Background()); err != nil || !on {
+			b.Fatal(on, err)
+		}
+	}
+}
