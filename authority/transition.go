@@ -161,8 +161,9 @@ func (req *TransitionRequest) committed(r *Record) bool {
 
 // Transition applies req.Action as one CAS conditioned on tenant, owner,
 // reservation id, fingerprint, state and expected fence; the next record
-// carries a higher fence (see fence.go). An exact retry of the committed transition returns the
-// committed record; every other stale call fails with errs.StaleFence.
+// carries a higher fence (see fence.go). An exact retry of the committed
+// transition returns the committed record; every other stale call fails
+// with errs.StaleFence.
 func (s *Service) Transition(ctx context.Context, req TransitionRequest) (*TransitionResult, error) {
 	p, err := authorize(ctx, log.RoleMember, req.TenantRef)
 	if err != nil {
