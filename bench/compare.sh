@@ -2,7 +2,8 @@
 # Compare Arbiter's create-if-absent with etcd's transactional
 # create-if-absent on this machine: 3 loopback nodes each, fsync on, the
 # same load generator, runs interleaved (etcd, arbiter, etcd, arbiter, ...)
-# so that both see the same machine noise.
+# so that both see the same machine noise. After each run it prints the
+# CPU the three servers spent per operation.
 #
 #   bench/compare.sh [rounds] [duration] [clients]
 #   bench/compare.sh 3 10s 1,16,64
@@ -65,12 +66,54 @@ wait_voters() { # url: until the joiners are voters (they join as non-voters)
   echo "timed out waiting for three voters at $1" >&2; return 1
 }
 
+# cpu_ticks PID...: user plus system CPU time of the processes, in clock
+# ticks (fields 14 and 15 of /proc/PID/stat; the names here hold no spaces).
+cpu_ticks() {
+  local t=0 f
+  for p in "$@"; do
+    read -r -a f <"/proc/$p/stat"
+    t=$((t + f[13] + f[14]))
+  done
+  echo "$t"
+}
+
+# measured "SERVER_PIDS" LOAD_COMMAND...: runs one load run and prints its
+# result, then the CPU the servers spent per operation over the measured
+# window (after the warmup), summed over the three of them.
+warmup_s=2
+duration_s=${duration%s}
+measured() {
+  local servers=$1
+  shift
+  "$@" --warmup "${warmup_s}s" >"$work/out" &
+  local load=$!
+  sleep "$warmup_s"
+  local t0 t1
+  t0=$(cpu_ticks $servers)
+  sleep "$duration_s"
+  t1=$(cpu_ticks $servers)
+  wait "$load"
+  cat "$work/out"
+  local ops
+  ops=$(grep -o 'ops=[0-9]*' "$work/out" | tail -1 | cut -d= -f2)
+  awk -v ticks=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v ops="${ops:-0}" \
+    'BEGIN { if (ops > 0) printf "  server CPU: %.0f us per operation (%.1f s over the window, three members)\n", ticks / hz / ops * 1e6, ticks / hz }'
+}
+
+case $duration in
+*[0-9]s) ;;
+*) echo "duration must be whole seconds, such as 10s" >&2; exit 2 ;;
+esac
 start_etcd
+etcd_pids="${pids[*]:0:3}"
 start_arbiter
+arbiter_pids="${pids[*]:3:3}"
 echo "3 etcd members and 3 arbiter nodes are up; $rounds rounds of $duration per client count"
 for r in $(seq 1 "$rounds"); do
-  echo "== round $r: etcd"
-  "$bin/etcdload" --endpoints 127.0.0.1:23791,127.0.0.1:23792,127.0.0.1:23793 --clients "$clients" --duration "$duration"
-  echo "== round $r: arbiter"
-  "$bin/arbiter" bench --addr http://127.0.0.1:28001,http://127.0.0.1:28002,http://127.0.0.1:28003 --clients "$clients" --duration "$duration"
+  for c in ${clients//,/ }; do
+    echo "== round $r, $c clients: etcd"
+    measured "$etcd_pids" "$bin/etcdload" --endpoints 127.0.0.1:23791,127.0.0.1:23792,127.0.0.1:23793 --clients "$c" --duration "$duration"
+    echo "== round $r, $c clients: arbiter"
+    measured "$arbiter_pids" "$bin/arbiter" bench --addr http://127.0.0.1:28001,http://127.0.0.1:28002,http://127.0.0.1:28003 --clients "$c" --duration "$duration"
+  done
 done
