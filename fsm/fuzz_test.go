@@ -3,6 +3,7 @@ package fsm_test
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"slices"
 	"testing"
@@ -82,6 +83,13 @@ func applySeeds(t testing.TB) [][]byte {
 		{Type: nodes.CmdCAS, Version: 2, Payload: log.MustMarshal(nodes.CASCommand{NodeID: "a", Conditions: props("fence", "1"), IndexFields: nodes.IndexFields{SetIndex: []string{"fence"}}})},
 		{Type: nodes.CmdCAS, Version: 1, Payload: log.MustMarshal(nodes.CASCommand{NodeID: "a", IndexFields: nodes.IndexFields{SetIndex: []string{"fence"}}})},
 		{Type: nodes.CmdCAS, Version: 3, Payload: log.MustMarshal(nodes.CASCommand{NodeID: "a", Updates: props("f", "1")})},
+		// The set_index key with an empty list: refused at version 1, as
+		// a binary without the field refuses it.
+		{Type: nodes.CmdCAS, Version: 1, Payload: log.MustMarshal(struct {
+			NodeID   string                     `msgpack:"node_id"`
+			Updates  map[string]json.RawMessage `msgpack:"updates"`
+			SetIndex []string                   `msgpack:"set_index"`
+		}{"a", props("f", "1"), []string{}})},
 		{Type: nodes.CmdCreate, Version: 0, Payload: log.MustMarshal(nodes.CreateCommand{NodeID: "x"})},
 	} {
 		valid = append(valid, encoded(t, c))

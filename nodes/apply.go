@@ -71,8 +71,8 @@ func applyCreateNode(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err := rawAccess(tx.Principal, tx.Adapter); err != nil {
 		return nil, err
 	}
-	var c CreateCommand
-	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
+	c, err := decodeCreate(cmd)
+	if err != nil {
 		return nil, err
 	}
 	if err := validateNodeID(c.NodeID); err != nil {
@@ -123,8 +123,8 @@ func applyCAS(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err := rawAccess(tx.Principal, tx.Adapter); err != nil {
 		return nil, err
 	}
-	var c CASCommand
-	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
+	c, err := decodeCAS(cmd)
+	if err != nil {
 		return nil, err
 	}
 	if err := validateNodeID(c.NodeID); err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/bounds"
+	"github.com/arbiterhq/arbiter/log"
 )
 
 // Index fields. A fence must stay above every fence issued before it, and
@@ -102,4 +103,52 @@ type IndexFieldsView struct {
 // authenticated), so any principal may ask.
 func runIndexFields(rt *fsm.ReadTx, _ []byte) (any, error) {
 	return IndexFieldsView{Enabled: rt.EnabledVersion(CmdCreate) >= IndexVersion && rt.EnabledVersion(CmdCAS) >= IndexVersion}, nil
+}
+
+// Version 1 of node_create and node_cas, as a version 1 binary decodes
+// them: without set_index. A version 1 payload is decoded into these
+// shapes, which refuse the key whatever its value (an empty list and nil
+// included), exactly as such a binary does, so that replicas running
+// either release answer alike.
+type createCommandV1 struct {
+	NodeID     string                     `msgpack:"node_id"`
+	Labels     []string                   `msgpack:"labels"`
+	Properties map[string]json.RawMessage `msgpack:"properties"`
+	SetNow     map[string]int64           `msgpack:"set_now,omitempty"`
+}
+
+type casCommandV1 struct {
+	NodeID     string                     `msgpack:"node_id"`
+	Conditions map[string]json.RawMessage `msgpack:"conditions"`
+	Updates    map[string]json.RawMessage `msgpack:"updates"`
+	TimeFields `msgpack:",inline"`
+	LabelEdits `msgpack:",inline"`
+}
+
+// decodeCreate decodes a node_create payload by its version's schema.
+func decodeCreate(cmd *log.Command) (CreateCommand, error) {
+	if cmd.Version >= IndexVersion {
+		var c CreateCommand
+		err := fsm.DecodePayload(cmd.Payload, &c)
+		return c, err
+	}
+	var c createCommandV1
+	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
+		return CreateCommand{}, err
+	}
+	return CreateCommand{NodeID: c.NodeID, Labels: c.Labels, Properties: c.Properties, SetNow: c.SetNow}, nil
+}
+
+// decodeCAS decodes a node_cas payload by its version's schema.
+func decodeCAS(cmd *log.Command) (CASCommand, error) {
+	if cmd.Version >= IndexVersion {
+		var c CASCommand
+		err := fsm.DecodePayload(cmd.Payload, &c)
+		return c, err
+	}
+	var c casCommandV1
+	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
+		return CASCommand{}, err
+	}
+	return CASCommand{NodeID: c.NodeID, Conditions: c.Conditions, Updates: c.Updates, TimeFields: c.TimeFields, LabelEdits: c.LabelEdits}, nil
 }

@@ -2,6 +2,7 @@ package nodes_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -88,9 +89,17 @@ func TestSetIndexRefusals(t *testing.T) {
 	}
 	idx := nodes.IndexFields{SetIndex: []string{"fence"}}
 	refused("a version 1 CAS with set_index", 1, nodes.CmdCAS,
-		nodes.CASCommand{NodeID: "n", Updates: props("a", "2"), IndexFields: idx}, "needs version 2")
+		nodes.CASCommand{NodeID: "n", Updates: props("a", "2"), IndexFields: idx}, `unknown field "set_index"`)
 	refused("a version 1 create with set_index", 1, nodes.CmdCreate,
-		nodes.CreateCommand{NodeID: "fresh", Properties: props("a", "1"), IndexFields: idx}, "needs version 2")
+		nodes.CreateCommand{NodeID: "fresh", Properties: props("a", "1"), IndexFields: idx}, `unknown field "set_index"`)
+	// A version 1 binary refuses the set_index key whatever it holds, so
+	// an empty or nil list in a version 1 payload is refused too.
+	for _, empty := range [][]string{nil, {}} {
+		refused("a version 1 CAS with an empty set_index key", 1, nodes.CmdCAS,
+			v1WithKey{NodeID: "n", Updates: props("a", "2"), SetIndex: empty}, "set_index")
+		refused("a version 1 create with an empty set_index key", 1, nodes.CmdCreate,
+			v1WithKey{NodeID: "fresh", Properties: props("a", "1"), SetIndex: empty}, "set_index")
+	}
 	refused("a field both updated and set to the index", 2, nodes.CmdCAS,
 		nodes.CASCommand{NodeID: "n", Updates: props("fence", "2"), IndexFields: idx}, "both set to the index")
 	refused("a field both set to the time and to the index", 2, nodes.CmdCAS,
@@ -101,6 +110,15 @@ func TestSetIndexRefusals(t *testing.T) {
 		nodes.CASCommand{NodeID: "n", IndexFields: nodes.IndexFields{SetIndex: []string{"fence", "fence"}}}, "twice")
 	refused("an empty field name", 2, nodes.CmdCAS,
 		nodes.CASCommand{NodeID: "n", IndexFields: nodes.IndexFields{SetIndex: []string{""}}}, "set_index field")
+}
+
+// v1WithKey is a node command payload that carries the set_index key
+// even when the list is empty or nil (no omitempty).
+type v1WithKey struct {
+	NodeID     string                     `msgpack:"node_id"`
+	Properties map[string]json.RawMessage `msgpack:"properties,omitempty"`
+	Updates    map[string]json.RawMessage `msgpack:"updates,omitempty"`
+	SetIndex   []string                   `msgpack:"set_index"`
 }
 
 // A bare FSM has enabled no set, so the client does not use index fields
