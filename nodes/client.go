@@ -2,6 +2,7 @@ package nodes
 
 import (
 	"context"
+	"strings"
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
@@ -189,19 +190,28 @@ func scopeIf(key string) string {
 }
 
 // IndexFieldsEnabled reports whether the cluster enables version 2 of
-// node_create and node_cas (IndexFields), as the replica behind the
-// client last applied it. The answer may be stale: a command sent on a
-// stale yes is refused (unavailable) if the cluster has lowered the
-// version since, and changes nothing. Ungated state (before the cluster
-// enables any set; a bare FSM in tests) answers no, and so does a server
-// too old to know the query (it cannot have enabled version 2 either).
+// node_create and node_cas (IndexFields). A yes comes from the replica
+// behind the client and may be stale: a command sent on it is refused
+// (unavailable) if the cluster has lowered the version since, and
+// changes nothing. A no is confirmed by a linearizable read, because a
+// caller that hears it falls back to something weaker (the concept
+// authority counts fences), and a replica that is catching up (restarted
+// and replaying from before the set was enabled) would say no in a
+// cluster that enables it. Ungated state (a bare FSM in tests) answers
+// no, and so does a server too old to know the query (it cannot have
+// enabled version 2 either).
 func (n *Client) IndexFieldsEnabled(ctx context.Context) (bool, error) {
-	var v IndexFieldsView
-	err := fsm.Ask(ctx, n.r, QueryIndexFields, true, struct{}{}, &v)
-	if errs.CodeOf(err) == errs.CodeInvalid {
-		return false, nil // "unknown query type": an older server
+	for _, stale := range []bool{true, false} {
+		var v IndexFieldsView
+		err := fsm.Ask(ctx, n.r, QueryIndexFields, stale, struct{}{}, &v)
+		if e := errs.From(err); e != nil && e.Code == errs.CodeInvalid && strings.HasPrefix(e.Message, "unknown query type") {
+			return false, nil // an older server
+		}
+		if err != nil || v.Enabled {
+			return v.Enabled, err
+		}
 	}
-	return v.Enabled, err
+	return false, nil
 }
 
 // Require fails with unavailable, naming what is missing, unless the

@@ -178,3 +178,26 @@ func BenchmarkIndexFieldsEnabled(b *testing.B) {
 		}
 	}
 }
+
+// laggingReplica answers queries as a replica that has not yet applied
+// the enabled set: stale reads say set_index is off, linearizable ones
+// (answered by the leader) that it is on.
+type laggingReplica struct{ linearizable int }
+
+func (r *laggingReplica) Query(_ context.Context, q fsm.Query) ([]byte, error) {
+	if !q.Stale {
+		r.linearizable++
+	}
+	return log.MustMarshal(nodes.IndexFieldsView{Enabled: !q.Stale}), nil
+}
+
+// A no from the local replica is confirmed by a linearizable read: a
+// replica catching up would otherwise make its caller count fences in a
+// cluster that enables index fences. A yes is taken as it comes.
+func TestIndexFieldsEnabledConfirmsANo(t *testing.T) {
+	r := &laggingReplica{}
+	on, err := nodes.NewClient(nil, r).IndexFieldsEnabled(context.Background())
+	if err != nil || !on || r.linearizable != 1 {
+		t.Fatalf("IndexFieldsEnabled on a lagging replica = %v, %v after %d linearizable reads; want true after 1", on, err, r.linearizable)
+	}
+}
