@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/arbiterhq/arbiter/authority"
+	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/log"
@@ -77,7 +78,10 @@ func TestConceptFencesAfterARestoreStayAboveEveryFenceIssued(t *testing.T) {
 // enable proposes the enabled set: what this binary serves, with the node
 // primitives at version nodeVersion (1: a member still runs a release
 // without set_index).
-func enable(t *testing.T, l *fsmtest.Local, nodeVersion uint16) {
+func enable(t interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}, l *fsmtest.Local, nodeVersion uint16) {
 	t.Helper()
 	set := fsm.ServedBy(nodes.Module())
 	for i := range set.Domains {
@@ -131,5 +135,70 @@ func TestConceptFencesAcrossAnUpgrade(t *testing.T) {
 	tomb := mustStep(t, a, landed, authority.Tombstone)
 	if tomb.Fence != landed.Fence+1 || tomb.PrevFence != landed.Fence {
 		t.Fatalf("lowered to version 1: fence %d (replacing %d), want %d counted on from %d", tomb.Fence, tomb.PrevFence, landed.Fence+1, landed.Fence)
+	}
+}
+
+// Records an older release wrote carry counted fences and no prev_fence,
+// or the prev_fence of an earlier write left in place: a retry of the
+// transition such a release committed is still recognized (fence-1), and
+// a stale prev_fence left by it does not make a stale call a replay
+// (unless that write landed at the very next log index, see replaced).
+func TestRetriesOfTransitionsOlderReleasesWrote(t *testing.T) {
+	ctx := context.Background()
+	l, err := fsmtest.New(nodes.Module())
+	if err != nil {
+		t.Fatal(err)
+	}
+	enable(t, l, nodes.IndexVersion)
+	a := authority.NewService(l, l, policies(t))
+	raw := nodes.NewClient(l, l)
+	// oldWrite moves the claim as a release without prev_fence did: the
+	// fence counted up by one, prev_fence untouched.
+	oldWrite := func(rec *authority.Record, to authority.State) *authority.Record {
+		t.Helper()
+		res, err := raw.CompareAndSet(ctx, nodes.CASRequest{NodeID: "concept-reservation:" + rec.ConceptID,
+			Conditions: map[string]any{"fence": rec.Fence, "state": string(rec.State)},
+			Updates:    map[string]any{"fence": rec.Fence + 1, "state": string(to)}})
+		if err != nil || !res.Swapped {
+			t.Fatalf("old release's write: %+v %v", res, err)
+		}
+		got, err := a.Get(ctx, rec.ConceptID, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+
+	// No prev_fence at all: the retry of the materialize the old release
+	// committed presents fence-1.
+	reserved := mustReserve(t, a, request("RMDD-40", "alice", "r1"))
+	materialized := oldWrite(reserved, authority.Materialized)
+	if materialized.PrevFence != 0 {
+		t.Fatalf("old write left prev_fence %d", materialized.PrevFence)
+	}
+	res, err := a.Transition(ctx, holder(reserved, authority.Materialize, reserved.Fence))
+	if err != nil || !res.Replayed {
+		t.Fatalf("retry of a materialize an older release committed: %+v %v, want replayed", res, err)
+	}
+
+	// A stale prev_fence: this release lands (prev_fence = the
+	// materialized fence), other entries follow, then an older release
+	// tombstones without touching prev_fence. A release sent with the
+	// materialized fence (by a second instance of the holder that missed
+	// the land) is stale, not a replay of that tombstone, although the
+	// prev_fence left in place names the materialized fence.
+	landed := mustStep(t, a, materialized, authority.Land)
+	mustReserve(t, a, request("RMDD-41", "bob", "r2")) // an entry in between
+	tomb := oldWrite(landed, authority.Tombstoned)
+	if tomb.PrevFence != materialized.Fence {
+		t.Fatalf("old write changed prev_fence to %d", tomb.PrevFence)
+	}
+	_, err = a.Transition(ctx, holder(materialized, authority.Release, materialized.Fence))
+	wantCode(t, "release with the fence before the land", err, errs.CodeStaleFence)
+	// And the tombstone the old release wrote is recognized as a retry of
+	// the landed holder's tombstone.
+	res, err = a.Transition(ctx, holder(landed, authority.Tombstone, landed.Fence))
+	if err != nil || !res.Replayed {
+		t.Fatalf("retry of the tombstone an older release committed: %+v %v, want replayed", res, err)
 	}
 }

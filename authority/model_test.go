@@ -10,6 +10,7 @@ import (
 	"github.com/arbiterhq/arbiter/authority"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
+	"github.com/arbiterhq/arbiter/nodes"
 	"pgregory.net/rapid"
 )
 
@@ -118,12 +119,16 @@ func (c *modelClaim) step(action authority.Action, now int64) (authority.State, 
 }
 
 type lifecycleMachine struct {
-	a      *authority.FixtureConceptReservationAuthority
+	a      *authority.Service
+	l      *fsmtest.Local
 	now    int64
 	claims map[string]*modelClaim
-	// topFence is the highest fence issued on any id: fences are log
-	// indexes, so a new one is above every earlier one.
+	// topFence is the highest fence issued on any id: while fences are
+	// log indexes, a new one is above every earlier one.
 	topFence uint64
+	// counted is true while the enabled set has version 1 of the node
+	// commands (an upgrade part-way): fences count up by one per id.
+	counted bool
 	// fps is the fingerprint each request had on each id.
 	fps map[string]string
 }
@@ -210,14 +215,17 @@ func (m *lifecycleMachine) claim(t *rapid.T, id string, holder int, ttl int64, r
 	m.fresh(t, id, c, rec.Fence)
 }
 
-// fresh moves c to the fence a write gave it, which must be above every
-// fence issued before.
+// fresh moves c to the fence a write gave it: the fence before plus one
+// while fences are counted, else above every fence issued before.
 func (m *lifecycleMachine) fresh(t *rapid.T, id string, c *modelClaim, fence uint64) {
 	t.Helper()
-	if fence <= m.topFence {
+	switch {
+	case m.counted && fence != c.fence+1:
+		t.Fatalf("%s: a counted write issued fence %d after %d", id, fence, c.fence)
+	case !m.counted && fence <= m.topFence:
 		t.Fatalf("%s: a write issued fence %d, not above the %d issued before", id, fence, m.topFence)
 	}
-	m.topFence = fence
+	m.topFence = max(m.topFence, fence)
 	c.prevFence, c.fence = c.fence, fence
 	c.fences = append(c.fences, fence)
 }
@@ -322,9 +330,8 @@ func (m *lifecycleMachine) transition(t *rapid.T, id string, action authority.Ac
 		want = invalid
 	case c == nil || who.TenantRef != modelReqs[c.holder].TenantRef:
 		want = notFound
-	case holds && (uint64(fence) == c.prevFence || uint64(fence)+1 == c.fence) && contains(outcomesOf[action], c.state):
-		// A retry: the fence the last write replaced, or (as records
-		// older releases wrote are read) the one just below the current.
+	case holds && uint64(fence) == c.prevFence && contains(outcomesOf[action], c.state):
+		// A retry: the fence the last write replaced.
 		want = replayed
 	case !holds || uint64(fence) != c.fence:
 		want = staleFence
@@ -365,7 +372,7 @@ func (m *lifecycleMachine) transition(t *rapid.T, id string, action authority.Ac
 
 func (m *lifecycleMachine) Advance(t *rapid.T) {
 	d := rapid.SampledFrom(modelAdvances).Draw(t, "advance")
-	m.a.Advance(d)
+	m.l.Advance(d)
 	m.now += d.Milliseconds()
 }
 
@@ -483,13 +490,23 @@ func (m *lifecycleMachine) Check(t *rapid.T) {
 func TestLifecycleModel(t *testing.T) {
 	ps := policies(t)
 	rapid.Check(t, func(t *rapid.T) {
-		a, err := authority.NewFixture(ps)
+		l, err := fsmtest.New(nodes.Module())
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := &lifecycleMachine{a: a, now: fsmtest.Epoch, claims: map[string]*modelClaim{}, fps: map[string]string{}}
+		enable(t, l, nodes.IndexVersion)
+		m := &lifecycleMachine{a: authority.NewService(l, l, ps), l: l, now: fsmtest.Epoch, claims: map[string]*modelClaim{}, fps: map[string]string{}}
 		t.Repeat(rapid.StateMachineActions(m))
 	})
+}
+
+// Upgrade enables the node commands at version 1 or 2, as a rolling
+// upgrade (or a downgrade) does: fences switch between counted and log
+// indexes, and must keep rising and answering retries either way.
+func (m *lifecycleMachine) Upgrade(t *rapid.T) {
+	v := rapid.SampledFrom([]uint16{1, nodes.IndexVersion}).Draw(t, "node command version")
+	enable(t, m.l, v)
+	m.counted = v == 1
 }
 
 // TestConcurrentReclaimHasOneWinner runs the race of the spec's evidence

@@ -16,21 +16,27 @@ import (
 // read returns the record of id as the tenant sees it: a claim of another
 // tenant is not found, so that errors do not reveal it.
 func (s *Service) read(ctx context.Context, id ConceptID, tenantRef string) (*Record, error) {
+	rec, _, err := s.readWritten(ctx, id, tenantRef)
+	return rec, err
+}
+
+// readWritten is read, with the log index of the claim's last write.
+func (s *Service) readWritten(ctx context.Context, id ConceptID, tenantRef string) (*Record, uint64, error) {
 	node, err := s.nodes.Get(ctx, id.NodeID(), fsm.Linearizable)
 	if errors.Is(err, errs.NotFound) {
-		return nil, errs.Errorf(errs.CodeNotFound, "no reservation of %s", id)
+		return nil, 0, errs.Errorf(errs.CodeNotFound, "no reservation of %s", id)
 	}
 	if err != nil {
-		return nil, fromCluster(err)
+		return nil, 0, fromCluster(err)
 	}
 	rec, err := recordOf(node)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if tenantRef != "" && rec.TenantRef != tenantRef {
-		return nil, errs.Errorf(errs.CodeNotFound, "no reservation of %s", id)
+		return nil, 0, errs.Errorf(errs.CodeNotFound, "no reservation of %s", id)
 	}
-	return rec, nil
+	return rec, node.ModifiedIndex, nil
 }
 
 // Get reads one claim, linearizably. With a tenant ref, a claim of another

@@ -139,16 +139,11 @@ func (req *TransitionRequest) holds(r *Record) bool {
 		r.ReservationID == req.ReservationID && r.Fingerprint == req.Fingerprint
 }
 
-// committed reports whether r is this very transition, already applied:
-// the same holder, a write that replaced the fence it holds, and a state
-// the action leads to. A record an older release wrote has no prev_fence
-// and counted fences: the write after fence f carries f+1. (Such a
-// release may also leave an earlier prev_fence in place; it then names a
-// fence two writes back, and since every transition moves a claim to a
-// state it never returns to, and only terminal states share an action,
-// no retry of that older action matches the record's state.)
-func (req *TransitionRequest) committed(r *Record) bool {
-	if !req.holds(r) || (r.PrevFence != req.ExpectedFence && r.Fence != req.ExpectedFence+1) {
+// committed reports whether r, last written at log index written, is
+// this very transition, already applied: the same holder, a write that
+// replaced the fence it holds, and a state the action leads to.
+func (req *TransitionRequest) committed(r *Record, written uint64) bool {
+	if !req.holds(r) || replaced(r, written) != req.ExpectedFence {
 		return false
 	}
 	for _, s := range outcomes[req.Action] {
@@ -157,6 +152,23 @@ func (req *TransitionRequest) committed(r *Record) bool {
 		}
 	}
 	return false
+}
+
+// replaced is the fence that r's last write (at log index written)
+// replaced. A write of this release records it in prev_fence, and its
+// fence is either that write's index or prev_fence+1 (counted). A write
+// of an older release counted from the fence before, and recorded
+// nothing or left an earlier write's prev_fence in place: its fence
+// replaced fence-1. (One case reads wrong: an older release's write at
+// the index right after this release's index-fenced one has fence ==
+// written, so the prev_fence it left is taken for its own. Only after a
+// downgrade, and only the same holder presenting that older fence meets
+// it, answered with the record as it is.)
+func replaced(r *Record, written uint64) uint64 {
+	if r.PrevFence != 0 && (r.Fence == written || r.Fence == r.PrevFence+1) {
+		return r.PrevFence
+	}
+	return r.Fence - 1
 }
 
 // Transition applies req.Action as one CAS conditioned on tenant, owner,
@@ -179,12 +191,12 @@ func (s *Service) Transition(ctx context.Context, req TransitionRequest) (*Trans
 	if err := req.validate(); err != nil {
 		return nil, err
 	}
-	cur, err := s.read(ctx, id, req.TenantRef)
+	cur, written, err := s.readWritten(ctx, id, req.TenantRef)
 	if err != nil {
 		return nil, err
 	}
 	for attempt := 0; attempt < maxReclaimAttempts; attempt++ {
-		if req.committed(cur) {
+		if req.committed(cur, written) {
 			return result(cur, req.Action, true), nil
 		}
 		if !req.holds(cur) || cur.Fence != req.ExpectedFence {
@@ -216,7 +228,7 @@ func (s *Service) Transition(ctx context.Context, req TransitionRequest) (*Trans
 			}
 			return nil, errs.Errorf(errs.CodeExpired, "%s expired at %d", id, cur.ExpiresAtMs)
 		}
-		cur = next
+		cur, written = next, res.Node.ModifiedIndex
 	}
 	return nil, failClosed(id.String(), maxReclaimAttempts)
 }
