@@ -162,8 +162,10 @@ func fingerprint(id ConceptID, req *ReserveRequest) string {
 }
 
 // reservationID names one claim: the concept, the request, its fingerprint
-// and the fence the claim starts at, so a reclaim by the same request is a
-// new reservation.
+// and one more than the fence the claim replaced (1 for a create), so a
+// reclaim by the same request is a new reservation. It is not the claim's
+// own fence, which is the log index of its write where set_index is
+// enabled and is known only once the write has applied.
 func reservationID(id ConceptID, requestRef, fp string, fence uint64) string {
 	sum := sha256.Sum256([]byte(id.String() + "\x00" + requestRef + "\x00" + fp + "\x00" + strconv.FormatUint(fence, 10)))
 	return "rsv-" + hex.EncodeToString(sum[:12])

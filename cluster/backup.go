@@ -55,11 +55,13 @@ type RestoreResult struct {
 // What the restored state keeps from the cluster rather than the backup
 // is listed at fsm.FSM.PrepareRestore: members, an index and clock that
 // never go backwards, and a change feed that expires every old cursor.
-// Everything else rolls back to the backup, fences included: a fenced
-// sink that remembers a fence issued after the backup refuses the
-// re-issued lower ones until new fences pass it, which errs on the side of
-// safety. Writes in flight when the restore starts fail with an unknown
-// outcome.
+// Everything else rolls back to the backup. Fences that are log indexes
+// (capacity, work-item claims, projection epochs, concept fences once
+// set_index is enabled, node fields written with set_index) keep rising,
+// since the index does; counters roll back, and a fenced sink that
+// remembers a counted fence issued after the backup refuses re-issued
+// lower ones until new ones pass it. Writes in flight when the restore
+// starts fail with an unknown outcome.
 func (n *Node) Restore(ctx context.Context, r io.Reader) (*RestoreResult, error) {
 	if err := n.mustLead(ctx, "restore"); err != nil {
 		return nil, err

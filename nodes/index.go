@@ -22,9 +22,10 @@ import (
 // SetIndex is version 2 of node_create and node_cas: a binary that knows
 // only version 1 refuses the field, so a command that carries it is sent
 // as version 2, which a cluster refuses (unavailable) on every replica
-// until every member serves it (see fsm.Capabilities). A version 1
-// command that carries the field is refused as invalid, as a version 1
-// binary refuses it.
+// until every member serves it (see fsm.Capabilities; a bare FSM whose
+// state no set has gated applies it, as it applies every version it
+// knows). A version 1 command that carries the field, even empty, is
+// refused as invalid, as a version 1 binary refuses it.
 type IndexFields struct {
 	// SetIndex sets each named field to the log index of the entry that
 	// applies the command, after the other updates.
