@@ -63,6 +63,13 @@ type RestoreResult struct {
 // lower ones until new ones pass it. Writes in flight when the restore
 // starts fail with an unknown outcome.
 func (n *Node) Restore(ctx context.Context, r io.Reader) (*RestoreResult, error) {
+	return n.RestoreWith(ctx, r, fsm.RestoreOptions{})
+}
+
+// RestoreWith is Restore with options: opts.BumpIndex moves the index
+// that many entries further, for a backup of another cluster that went on
+// after it (see fsm.RestoreOptions).
+func (n *Node) RestoreWith(ctx context.Context, r io.Reader, opts fsm.RestoreOptions) (*RestoreResult, error) {
 	if err := n.mustLead(ctx, "restore"); err != nil {
 		return nil, err
 	}
@@ -86,7 +93,7 @@ func (n *Node) Restore(ctx context.Context, r io.Reader) (*RestoreResult, error)
 		os.Remove(prepared.Name())
 	}()
 	buf := bufio.NewWriterSize(prepared, 256<<10)
-	info, index, err := n.fsm.PrepareRestore(r, buf)
+	info, index, err := n.fsm.PrepareRestoreWith(r, buf, opts)
 	if errors.Is(err, fsm.ErrSnapshot) {
 		return nil, errs.Errorf(errs.CodeInvalid, "restore: %v", err)
 	}
@@ -170,11 +177,21 @@ func (n *Node) handleSnapshot(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleRestore restores the backup in the request body (at most
-// MaxRestoreBytes).
+// MaxRestoreBytes), its index bumped by the bump_index parameter.
 func (n *Node) handleRestore(w http.ResponseWriter, r *http.Request) {
+	p, err := domain.ParseParams(r, "bump_index")
+	if err != nil {
+		domain.WriteError(w, err)
+		return
+	}
+	bump, err := p.Uint("bump_index")
+	if err != nil {
+		domain.WriteError(w, err)
+		return
+	}
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(backupTransferTimeout))
 	body := &bodyReader{r: http.MaxBytesReader(w, r.Body, n.cfg.MaxRestoreBytes)}
-	res, err := n.Restore(r.Context(), body)
+	res, err := n.RestoreWith(r.Context(), body, fsm.RestoreOptions{BumpIndex: bump})
 	// The snapshot reader reports a cut body as a truncated stream; say
 	// why it was cut.
 	var tooBig *http.MaxBytesError

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -138,8 +139,20 @@ func TestRestoreRefusalsChangeNothing(t *testing.T) {
 			t.Errorf("%s backup: %v, want %s", name, err, tc.want)
 		}
 	}
+	// A good backup with a bad bump_index.
+	if _, err := remote.RestoreWith(ctx, bytes.NewReader(good.Bytes()), fsm.RestoreOptions{BumpIndex: fsm.MaxBumpIndex + 1}); errs.CodeOf(err) != errs.CodeInvalid {
+		t.Errorf("bump_index above the bound: %v, want invalid", err)
+	}
+	resp, err := http.Post("http://"+c.Node(leader).APIAddr()+"/v1/cluster/restore?bump_index=many", "application/octet-stream", bytes.NewReader(good.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnprocessableEntity {
+		t.Errorf("bump_index=many: status %d, want 422", resp.StatusCode)
+	}
 	follower := c.Node((leader + 1) % 3)
-	_, err := follower.Restore(ctx, bytes.NewReader(good.Bytes()))
+	_, err = follower.Restore(ctx, bytes.NewReader(good.Bytes()))
 	if errs.CodeOf(err) != errs.CodeUnavailable || !strings.Contains(err.Error(), c.Node(leader).ID()) {
 		t.Errorf("restore on a follower's Node: %v, want unavailable naming leader %s", err, c.Node(leader).ID())
 	}
@@ -152,6 +165,47 @@ func TestRestoreRefusalsChangeNothing(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		if _, err := nodesOf(c, i).Get(ctx, "after-backup", fsm.Stale); err != nil {
 			t.Fatalf("node %d lost a write to a refused restore: %v", i, err)
+		}
+	}
+}
+
+// A backup of a cluster that went on without it (A, lost after issuing
+// more fences) restored into another cluster (B): without a bump, B's
+// next log-index fences can repeat ones A issued after the backup; with
+// bump_index at least the entries A applied after it, none does.
+func TestBumpedRestoreIssuesNoFenceAgain(t *testing.T) {
+	ctx := context.Background()
+	fence := func(c *clustertest.Cluster, id string) uint64 {
+		t.Helper()
+		res, err := nodesOf(c, c.WaitLeader(10*time.Second)).CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: id,
+			IndexFields: nodes.IndexFields{SetIndex: []string{"fence"}}})
+		if err != nil || !res.Created {
+			t.Fatalf("fenced create of %s: %+v %v", id, res, err)
+		}
+		return res.Node.ModifiedIndex
+	}
+	a := clustertest.New(t, clustertest.Options{Nodes: 1})
+	fence(a, "before")
+	var backup bytes.Buffer
+	if err := cluster.NewRemote(a.Node(0).APIAddr()).Snapshot(ctx, &backup); err != nil {
+		t.Fatal(err)
+	}
+	var highest uint64 // the last fence A issued before it was lost
+	for k := range 40 {
+		highest = fence(a, fmt.Sprintf("after-%02d", k))
+	}
+
+	for _, bump := range []uint64{0, 1000} {
+		b := clustertest.New(t, clustertest.Options{Nodes: 1})
+		if _, err := cluster.NewRemote(b.Node(0).APIAddr()).RestoreWith(ctx, bytes.NewReader(backup.Bytes()), fsm.RestoreOptions{BumpIndex: bump}); err != nil {
+			t.Fatalf("restore with bump %d: %v", bump, err)
+		}
+		got := fence(b, "after-restore")
+		switch {
+		case bump == 0 && got > highest:
+			t.Fatalf("without a bump B issued fence %d, above A's %d: the control lost its point", got, highest)
+		case bump > 0 && got <= highest:
+			t.Fatalf("restored with bump_index %d, B issued fence %d, not above the %d A issued", bump, got, highest)
 		}
 	}
 }

@@ -61,6 +61,12 @@ type Config struct {
 	// this backup file (what `arbiter snapshot save` writes, online or
 	// offline). A node with state refuses to start with it.
 	Restore string
+	// RestoreBumpIndex, with Restore, starts the new cluster's log index
+	// this many entries past the backup's (fsm.RestoreOptions.BumpIndex):
+	// at least the number of entries the cluster the backup came from
+	// applied after it, so that no fence derived from the log index is
+	// issued again.
+	RestoreBumpIndex uint64
 
 	// FlagNames maps field names to the names the user knows them by (the
 	// CLI's flags), for the messages of Validate and Start.
@@ -230,6 +236,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Restore != "" && !c.Bootstrap {
 		bad("%s seeds a new cluster: it needs %s", nm("Restore"), nm("Bootstrap"))
+	}
+	if c.RestoreBumpIndex > 0 && c.Restore == "" {
+		bad("%s bumps the index of a restored backup: it needs %s", nm("RestoreBumpIndex"), nm("Restore"))
+	}
+	if c.RestoreBumpIndex > fsm.MaxBumpIndex {
+		bad("%s must be at most %d", nm("RestoreBumpIndex"), uint64(fsm.MaxBumpIndex))
 	}
 	for _, d := range []struct {
 		name string

@@ -4,9 +4,11 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/fsm"
 )
 
 // Snapshot writes a backup of the cluster's state to w. Backups are taken
@@ -42,13 +44,22 @@ func (r *Remote) Snapshot(ctx context.Context, w io.Writer) error {
 // Restore replaces the cluster's state with the backup read from body
 // (see Node.Restore), on the leader.
 func (r *Remote) Restore(ctx context.Context, body io.Reader) (*RestoreResult, error) {
+	return r.RestoreWith(ctx, body, fsm.RestoreOptions{})
+}
+
+// RestoreWith is Restore with options (Node.RestoreWith).
+func (r *Remote) RestoreWith(ctx context.Context, body io.Reader, opts fsm.RestoreOptions) (*RestoreResult, error) {
 	base, err := r.leaderBase(ctx)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := r.bound(ctx, backupTransferTimeout) // backups outgrow ordinary calls
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/cluster/restore", body)
+	url := base + "/v1/cluster/restore"
+	if opts.BumpIndex > 0 {
+		url += "?bump_index=" + strconv.FormatUint(opts.BumpIndex, 10)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, body)
 	if err != nil {
 		return nil, errs.Errorf(errs.CodeInvalid, "%v", err)
 	}

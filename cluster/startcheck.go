@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/fsm"
 	arblog "github.com/arbiterhq/arbiter/log"
 	"github.com/hashicorp/raft"
 )
@@ -265,7 +266,7 @@ func (n *Node) seed(path string) error {
 		prepared.Close()
 		os.Remove(prepared.Name())
 	}()
-	info, index, err := n.fsm.PrepareRestore(src, prepared)
+	info, index, err := n.fsm.PrepareRestoreWith(src, prepared, fsm.RestoreOptions{BumpIndex: n.cfg.RestoreBumpIndex})
 	if err != nil {
 		return errs.Errorf(errs.CodeInvalid, "%s %s: %v", nm("Restore"), path, err)
 	}

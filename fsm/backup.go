@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+
+	"github.com/arbiterhq/arbiter/errs"
 )
 
 // Backups are snapshot streams kept outside raft: saved from a running
@@ -81,7 +83,8 @@ func (f *FSM) readBackup(r io.Reader) (*loadedState, *SnapshotInfo, error) {
 //     another's backup (this FSM empty) gets an id of its own later.
 //   - Applied index and FSM time: each is the larger of the two, so
 //     neither ever moves backwards on a replica (leases keep expiring on
-//     the cluster's clock, not the backup's).
+//     the cluster's clock, not the backup's); the index can be bumped
+//     further (RestoreOptions.BumpIndex).
 //   - Change feed: emptied, with sequences past every one this cluster
 //     and the backup have issued, so every consumer's cursor answers
 //     cursor_expired and the consumer resyncs instead of silently reading
@@ -93,6 +96,33 @@ func (f *FSM) readBackup(r io.Reader) (*loadedState, *SnapshotInfo, error) {
 // would move the index backwards. Every replica restores the bytes
 // written to w, so they all hold the same state.
 func (f *FSM) PrepareRestore(r io.Reader, w io.Writer) (backup *SnapshotInfo, index uint64, err error) {
+	return f.PrepareRestoreWith(r, w, RestoreOptions{})
+}
+
+// RestoreOptions change how a backup is restored.
+type RestoreOptions struct {
+	// BumpIndex raises the restored state's applied index by this many
+	// entries past the larger of the backup's and the cluster's, so that
+	// every log index after the restore, and every fence derived from one,
+	// is above every index the cluster that took the backup applied,
+	// provided it applied fewer than BumpIndex entries after the backup.
+	// That matters where that cluster is not this one (it was lost, and a
+	// new cluster is seeded from its backup): this cluster cannot know
+	// how far it went. Like etcdutl snapshot restore --bump-revision. At
+	// most MaxBumpIndex.
+	BumpIndex uint64
+}
+
+// MaxBumpIndex bounds RestoreOptions.BumpIndex: far more entries than a
+// cluster applies in years, and far from overflowing the fences derived
+// from indexes (capacity multiplies the index by its demands per command).
+const MaxBumpIndex = 1 << 40
+
+// PrepareRestoreWith is PrepareRestore with options.
+func (f *FSM) PrepareRestoreWith(r io.Reader, w io.Writer, opts RestoreOptions) (backup *SnapshotInfo, index uint64, err error) {
+	if opts.BumpIndex > MaxBumpIndex {
+		return nil, 0, errs.Errorf(errs.CodeInvalid, "bump_index %d is more than %d", opts.BumpIndex, uint64(MaxBumpIndex))
+	}
 	st, info, err := f.readBackup(r)
 	if err != nil {
 		return nil, 0, err
@@ -120,7 +150,7 @@ func (f *FSM) PrepareRestore(r io.Reader, w io.Writer) (backup *SnapshotInfo, in
 	now, m := readMeta(cur), readMeta(txn)
 	m.Enabled, m.Retention = now.Enabled, now.Retention // the cluster's, like its members
 	m.ClusterID = now.ClusterID
-	m.Index = max(m.Index, now.Index)
+	m.Index = max(m.Index, now.Index) + opts.BumpIndex
 	m.Now = max(m.Now, now.Now)
 	m.LastSeq = max(m.LastSeq, now.LastSeq) + 1
 	m.FirstSeq = m.LastSeq + 1

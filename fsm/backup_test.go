@@ -146,6 +146,22 @@ func TestPrepareRestoreKeepsTheClusterAndMovesForward(t *testing.T) {
 	if got, want := metaOf(t, restoreFresh(t, out.Bytes())), metaOf(t, ahead.FSM); got.index != want.index || got.now != want.now {
 		t.Fatalf("restored index %d, clock %d; the backup ahead was at %d, %d", got.index, got.now, want.index, want.now)
 	}
+
+	// A bump moves the index further past the larger of the two, for a
+	// cluster seeded from the backup of one that went on without it.
+	out.Reset()
+	_, index, err = live.FSM.PrepareRestoreWith(bytes.NewReader(stream), &out, fsm.RestoreOptions{BumpIndex: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if restored := restoreFresh(t, out.Bytes()); index != liveMeta.index+1000 || restored.AppliedIndex() != index {
+		t.Fatalf("bumped by 1000: PrepareRestoreWith reports index %d, the restored state applied %d; want %d", index, restored.AppliedIndex(), liveMeta.index+1000)
+	}
+	out.Reset()
+	_, _, err = live.FSM.PrepareRestoreWith(bytes.NewReader(stream), &out, fsm.RestoreOptions{BumpIndex: fsm.MaxBumpIndex + 1})
+	if errs.CodeOf(err) != errs.CodeInvalid || out.Len() != 0 {
+		t.Fatalf("a bump above MaxBumpIndex: %v, %d bytes written; want invalid, nothing", err, out.Len())
+	}
 }
 
 func TestPrepareRestoreRejectsDamageAndWritesNothing(t *testing.T) {

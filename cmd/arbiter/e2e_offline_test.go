@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -108,8 +109,12 @@ func TestE2EOfflineSaveAndSeed(t *testing.T) {
 	s1.args = append(s1.args, "--restore", offline)
 	cl.expectRefused(s1, e2eRefusalBound, "--restore", "already holds cluster state")
 
-	// A new cluster from the offline backup.
-	s2 := cl.extraNode("s2", "--bootstrap", "--restore", offline)
+	// A new cluster from the offline backup, its log index moved a
+	// million entries past the backup's (as for a backup of a lost cluster
+	// that went on after it): every index, and every fence derived from
+	// one, is above that.
+	const bump = 1_000_000
+	s2 := cl.extraNode("s2", "--bootstrap", "--restore", offline, "--restore-bump-index", strconv.Itoa(bump))
 	s2.start(t, cl.bin)
 	cl.waitReady(ctx, s2, 20*time.Second)
 	for id, i := range written {
@@ -133,6 +138,9 @@ func TestE2EOfflineSaveAndSeed(t *testing.T) {
 	}
 	if len(st2.Members) != 1 || st2.Members[0].ID != "s2" {
 		t.Errorf("the seeded cluster's members: %+v, want s2 alone", st2.Members)
+	}
+	if st2.AppliedIndex <= off.Index+bump {
+		t.Errorf("the seeded cluster applied index %d, want above the backup's %d plus the bump %d", st2.AppliedIndex, off.Index, bump)
 	}
 	cl.eventually(ctx, 10*time.Second, "the seeded cluster is named", func() (bool, string) {
 		st2, err = cl.c.status(ctx, s2)

@@ -143,10 +143,17 @@ changes anything and then replaces the state on every replica (a node that is
 down installs it when it returns). The cluster keeps its own members and id,
 its index and clock never go backwards, and every change-feed cursor expires;
 everything else rolls back to the backup. Then snapshot verify FILE checks
-that the cluster holds the backup's data. The admin role.`,
+that the cluster holds the backup's data. The admin role.
+
+Fences derived from the log index (capacity, work items, projection, concept
+fences) keep rising across a restore into the cluster that took the backup.
+A backup of another cluster that went on without it (lost, and restored
+here) needs --bump-index N, N at least the entries that cluster applied after
+the backup, so that none of its fences is issued again.`,
 		Args: exactArgs(1, "the backup FILE"),
 	}
 	o := a.snapshotFlags(cmd)
+	bump := cmd.Flags().Uint64("bump-index", 0, "move the log index this many entries past the larger of the backup's and the cluster's")
 	cmd.RunE = func(_ *cobra.Command, args []string) error {
 		if err := o.check(); err != nil {
 			return err
@@ -167,7 +174,7 @@ that the cluster holds the backup's data. The admin role.`,
 		ctx, cancel := contextFor(backupTimeout)
 		defer cancel()
 		p := a.progress("restoring", size)
-		res, err := remote.Restore(ctx, bufio.NewReaderSize(io.TeeReader(f, p), 256<<10))
+		res, err := remote.RestoreWith(ctx, bufio.NewReaderSize(io.TeeReader(f, p), 256<<10), fsm.RestoreOptions{BumpIndex: *bump})
 		p.done()
 		if err != nil {
 			return err
