@@ -327,7 +327,7 @@ func TestConceptsModelAgreesWithFixture(t *testing.T) {
 	ctx := context.Background()
 	type reservation struct {
 		owner, request, id string
-		claim, fence       uint64
+		claim, fence, prev uint64 // the fixture's fences: current, and the one it replaced
 		rsvID, fp          string
 	}
 	states := map[string]conceptState{}
@@ -336,6 +336,30 @@ func TestConceptsModelAgreesWithFixture(t *testing.T) {
 	trail := map[string][]string{} // per id, for the failure message
 	actions := []string{ActionMaterialize, ActionLand, ActionTombstone, ActionRelease, ActionExpire}
 	outcomes := map[string]int{}
+	// The fixture's fences are log indexes; the model names them by order
+	// of issue on the id (as the chaos workload's history rewrite does).
+	// A fence first seen on a write is the id's next; one never issued
+	// on the id maps to a value no model fence has.
+	issuedOrder := map[string]map[uint64]uint64{}
+	ordinal := func(id string, fence uint64, issued bool) uint64 {
+		if fence == 0 {
+			return 0
+		}
+		m := issuedOrder[id]
+		if m == nil {
+			m = map[uint64]uint64{}
+			issuedOrder[id] = m
+		}
+		if o, ok := m[fence]; ok {
+			return o
+		}
+		if issued {
+			m[fence] = uint64(len(m) + 1)
+			return m[fence]
+		}
+		return 1<<40 + fence
+	}
+	var expectReal uint64 // the fence a transition presents to the fixture
 	for step := 0; step < steps; step++ {
 		var live []string
 		for n := 1; len(live) < 3; n++ {
@@ -359,14 +383,15 @@ func TestConceptsModelAgreesWithFixture(t *testing.T) {
 			if rng.IntN(3) == 0 {
 				k = known[mine[len(mine)-1]] // the latest claim, more often
 			}
-			expect := k.fence
+			expectReal = k.fence
 			switch rng.IntN(6) {
 			case 0:
-				expect = max(expect-1, 1)
+				// The fence before: a retry of the last step, or stale.
+				expectReal = max(k.prev, 1)
 			case 1:
-				expect++
+				expectReal++
 			}
-			in = transitionIn(id, actions[rng.IntN(len(actions))], k.owner, k.request, k.claim, expect)
+			in = transitionIn(id, actions[rng.IntN(len(actions))], k.owner, k.request, k.claim, ordinal(id, expectReal, false))
 		case p < 8:
 			owner := []string{"alice", "bob", "carol"}[rng.IntN(3)]
 			in = reserveIn(id, owner, fmt.Sprintf("%s-%d", owner, rng.IntN(2)))
@@ -398,7 +423,7 @@ func TestConceptsModelAgreesWithFixture(t *testing.T) {
 			}
 		case ConceptTransition:
 			res, err := f.Transition(ctx, authority.TransitionRequest{ConceptID: id, TenantRef: "t", OwnerRef: k.owner,
-				ReservationID: k.rsvID, Fingerprint: k.fp, ExpectedFence: in.Expect, Action: authority.Action(in.Action)})
+				ReservationID: k.rsvID, Fingerprint: k.fp, ExpectedFence: expectReal, Action: authority.Action(in.Action)})
 			switch {
 			case err == nil && res.Replayed:
 				rec, got = res.Record, fixtureOutput(OutcomeReplayed, res.Record)
@@ -416,6 +441,8 @@ func TestConceptsModelAgreesWithFixture(t *testing.T) {
 				got = ConceptOutput{Outcome: ConceptOutcome(errs.CodeOf(err))}
 			}
 		}
+		wrote := got.Outcome == OutcomeCreated || got.Outcome == OutcomeReclaimed || in.Kind == ConceptTransition && got.Outcome == OutcomeOK
+		got.Fence = ordinal(id, got.Fence, wrote)
 		trail[id] = append(trail[id], describeConceptInput(in)+" -> "+describeConceptOutput(got))
 		if got != want {
 			last := trail[id][max(0, len(trail[id])-12):]
@@ -425,9 +452,9 @@ func TestConceptsModelAgreesWithFixture(t *testing.T) {
 		outcomes[fmt.Sprintf("%v/%s", in.Kind, got.Outcome)]++
 		states[id] = next
 		if rec != nil && next.Exists {
-			r := reservation{owner: next.Owner, request: next.Request, id: id, claim: next.Claim, fence: rec.Fence, rsvID: rec.ReservationID, fp: rec.Fingerprint}
+			r := reservation{owner: next.Owner, request: next.Request, id: id, claim: next.Claim, fence: rec.Fence, prev: rec.PrevFence, rsvID: rec.ReservationID, fp: rec.Fingerprint}
 			if i, seen := byID[rec.ReservationID]; seen {
-				known[i].fence = rec.Fence
+				known[i].fence, known[i].prev = rec.Fence, rec.PrevFence
 			} else {
 				byID[rec.ReservationID] = len(known)
 				known = append(known, r)
