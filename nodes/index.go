@@ -128,28 +128,29 @@ type casCommandV1 struct {
 
 // decodeCreate decodes a node_create payload by its version's schema.
 func decodeCreate(cmd *log.Command) (CreateCommand, error) {
-	if cmd.Version >= IndexVersion {
-		var c CreateCommand
-		err := fsm.DecodePayload(cmd.Payload, &c)
-		return c, err
-	}
-	var c createCommandV1
-	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
-		return CreateCommand{}, err
-	}
-	return CreateCommand{NodeID: c.NodeID, Labels: c.Labels, Properties: c.Properties, SetNow: c.SetNow}, nil
+	return decodeByVersion(cmd, func(c createCommandV1) CreateCommand {
+		return CreateCommand{NodeID: c.NodeID, Labels: c.Labels, Properties: c.Properties, SetNow: c.SetNow}
+	})
 }
 
 // decodeCAS decodes a node_cas payload by its version's schema.
 func decodeCAS(cmd *log.Command) (CASCommand, error) {
+	return decodeByVersion(cmd, func(c casCommandV1) CASCommand {
+		return CASCommand{NodeID: c.NodeID, Conditions: c.Conditions, Updates: c.Updates, TimeFields: c.TimeFields, LabelEdits: c.LabelEdits}
+	})
+}
+
+// decodeByVersion decodes a payload of IndexVersion or later as T, and
+// an older one as its version 1 shape V1, converted by from.
+func decodeByVersion[T, V1 any](cmd *log.Command, from func(V1) T) (T, error) {
+	var c T
 	if cmd.Version >= IndexVersion {
-		var c CASCommand
 		err := fsm.DecodePayload(cmd.Payload, &c)
 		return c, err
 	}
-	var c casCommandV1
-	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
-		return CASCommand{}, err
+	var v1 V1
+	if err := fsm.DecodePayload(cmd.Payload, &v1); err != nil {
+		return c, err
 	}
-	return CASCommand{NodeID: c.NodeID, Conditions: c.Conditions, Updates: c.Updates, TimeFields: c.TimeFields, LabelEdits: c.LabelEdits}, nil
+	return from(v1), nil
 }
