@@ -35,7 +35,7 @@ func TestFaults(t *testing.T) {
 			if s, ok := w.(interface{ FaultsPerRun() int }); ok && s.FaultsPerRun() < len(faults) {
 				faults = faults[:s.FaultsPerRun()]
 			}
-			chaos.Run(t, chaos.Config{Workload: w, Seed: seed, Faults: faults})
+			run(t, chaos.Config{Workload: w, Seed: seed, Faults: faults})
 		})
 	}
 }
@@ -47,7 +47,7 @@ func TestFaultsFiveNodes(t *testing.T) {
 		t.Skip("fault harness; skipped with -short")
 	}
 	seed := seed.For(t)
-	chaos.Run(t, chaos.Config{Workload: chaos.Nodes{}, Nodes: 5, Seed: seed, Faults: chaos.Schedule(seed)})
+	run(t, chaos.Config{Workload: chaos.Nodes{}, Nodes: 5, Seed: seed, Faults: chaos.Schedule(seed)})
 }
 
 // TestFaultsTCP runs the node primitives, concepts, capacity, host
@@ -67,7 +67,7 @@ func TestFaultsTCP(t *testing.T) {
 			if s, ok := w.(interface{ FaultsPerRun() int }); ok && s.FaultsPerRun() < len(faults) {
 				faults = faults[:s.FaultsPerRun()]
 			}
-			chaos.Run(t, chaos.Config{Workload: w, TCP: true, Seed: seed, Faults: faults})
+			run(t, chaos.Config{Workload: w, TCP: true, Seed: seed, Faults: faults})
 		})
 	}
 }

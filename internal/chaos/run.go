@@ -50,6 +50,13 @@ type Report struct {
 	Took                                  time.Duration
 	Summary                               string // outcome and error tallies
 	ReadBacks                             int    // acknowledged writes read back on every replica
+	// Checked says porcupine checked the history against the workload's
+	// model and found it linearizable (porcupine.Ok). It is false for a
+	// workload without a model (which checks itself in Verify) and for a
+	// history porcupine found Illegal or could not decide in time
+	// (Unknown), which also fail the run. A test that must check a number
+	// of histories counts the reports with Checked set.
+	Checked bool
 }
 
 func (r Report) String() string {
@@ -165,13 +172,17 @@ func RunOn(t testing.TB, c *clustertest.Cluster, cfg Config) Report {
 	c.Heal()
 	c.WaitConverged(timeout)
 	if m, ok := cfg.Workload.Model(); ok {
+		rewritten := true
 		if r, ok := cfg.Workload.(historyRewriter); ok {
 			if err := r.RewriteHistory(ctx, c.Node(c.Running()[0]), h); err != nil {
 				t.Errorf("chaos: %s seed %d: %v", cfg.Workload.Name(), cfg.Seed, err)
+				rewritten = false
 			}
 		}
 		if res := linearizability.Check(t, m, h, cfg.CheckTimeout); res != porcupine.Ok {
 			t.Errorf("chaos: %s seed %d: linearizability check %s", cfg.Workload.Name(), cfg.Seed, res)
+		} else {
+			report.Checked = rewritten
 		}
 	}
 	for _, i := range c.Running() {

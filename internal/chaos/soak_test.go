@@ -45,7 +45,7 @@ func TestSoak(t *testing.T) {
 					failed++
 				}
 			}()
-			r := chaos.Run(t, chaos.Config{Workload: w, Nodes: nodes, TCP: tcp, Seed: hseed, Faults: chaos.RandomSchedule(hseed)})
+			r := run(t, chaos.Config{Workload: w, Nodes: nodes, TCP: tcp, Seed: hseed, Faults: chaos.RandomSchedule(hseed)})
 			if tcp {
 				tcpRuns++
 			}
