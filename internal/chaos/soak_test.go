@@ -28,7 +28,7 @@ func TestSoak(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 3))
 	t.Logf("soak for %v, seed %d", d, seed)
 	var total chaos.Report
-	histories, failed, tcpRuns := 0, 0, 0
+	histories, failed, tcpRuns, checked := 0, 0, 0, 0
 	kinds := map[string]int{}
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
@@ -49,6 +49,9 @@ func TestSoak(t *testing.T) {
 			if tcp {
 				tcpRuns++
 			}
+			if r.Checked {
+				checked++
+			}
 			total.Operations += r.Operations
 			total.Decided += r.Decided
 			total.Unknown += r.Unknown
@@ -59,6 +62,6 @@ func TestSoak(t *testing.T) {
 			total.Faults = append(total.Faults, r.Faults...)
 		})
 	}
-	t.Logf("soak: %d histories (%d over TCP) in %v (seed %d): %d operations (%d decided, %d unknown), %d writes, %d faults %v; %d histories with a violation",
-		histories, tcpRuns, d, seed, total.Operations, total.Decided, total.Unknown, total.Writes, len(total.Faults), kinds, failed)
+	t.Logf("soak: %d histories (%d over TCP, %d checked by porcupine and linearizable) in %v (seed %d): %d operations (%d decided, %d unknown), %d writes, %d faults %v; %d histories with a violation",
+		histories, tcpRuns, checked, d, seed, total.Operations, total.Decided, total.Unknown, total.Writes, len(total.Faults), kinds, failed)
 }
