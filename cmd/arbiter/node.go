@@ -108,6 +108,7 @@ returns this call's own result (replayed).`,
 	props := cmd.Flags().StringArray("prop", nil, "a property FIELD=VALUE (repeat for more)")
 	propsJSON := cmd.Flags().String("props", "", "the properties as one JSON object (with --prop, both apply)")
 	setNow := cmd.Flags().StringArray("set-now", nil, "FIELD=MS: the field is set to the log's time plus MS milliseconds")
+	setIndex := cmd.Flags().StringArray("set-index", nil, "FIELD: the field is set to the log index of the create, a fence that never goes backwards (repeat for more)")
 	key := cmd.Flags().String("idempotency-key", "", "makes a retry return this call's own result")
 	cmd.RunE = func(_ *cobra.Command, args []string) error {
 		if err := o.check(); err != nil {
@@ -141,7 +142,8 @@ returns this call's own result (replayed).`,
 		}
 		ctx, cancel := a.context()
 		defer cancel()
-		res, err := nc.CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: args[0], Labels: *labels, Properties: p, SetNow: now, IdempotencyKey: *key})
+		res, err := nc.CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: args[0], Labels: *labels, Properties: p, SetNow: now,
+			IndexFields: nodes.IndexFields{SetIndex: *setIndex}, IdempotencyKey: *key})
 		if err != nil {
 			return err
 		}
@@ -199,8 +201,8 @@ func (a *app) nodeCASCommand() *cobra.Command {
 		Use:   "cas ID [--if FIELD=VALUE]... [--set FIELD=VALUE]... [--unset FIELD]...",
 		Short: "if every condition holds, apply every update, in one log entry",
 		Long: `cas checks every condition (--if, --if-absent, --due, --not-due) and, only if
-all hold, applies every update (--set, --unset, --set-now, --add-label,
---remove-label) in one log entry, so a holder of a stale fence can never
+all hold, applies every update (--set, --unset, --set-now, --set-index,
+--add-label, --remove-label) in one log entry, so a holder of a stale fence can never
 overwrite a newer one. When a condition fails it prints the node as it is and
 every check that failed (failed: field, check, reason) and exits 3.`,
 		Args: exactArgs(1, "the node's id"),
@@ -212,6 +214,7 @@ every check that failed (failed: field, check, reason) and exits 3.`,
 	sets := fs.StringArray("set", nil, "update FIELD=VALUE (repeat for more)")
 	unsets := fs.StringArray("unset", nil, "update: remove the field")
 	setNow := fs.StringArray("set-now", nil, "update FIELD=MS: the log's time plus MS milliseconds")
+	setIndex := fs.StringArray("set-index", nil, "update FIELD: the log index of this CAS, a fence that never goes backwards")
 	due := fs.StringArray("due", nil, "condition: the field holds a time at or before the log's time")
 	notDue := fs.StringArray("not-due", nil, "condition: the field holds a time after the log's time")
 	addLabels := fs.StringArray("add-label", nil, "update: add a label")
@@ -252,8 +255,9 @@ every check that failed (failed: field, check, reason) and exits 3.`,
 		ctx, cancel := a.context()
 		defer cancel()
 		req := nodes.CASRequest{NodeID: args[0], Conditions: cond, Updates: upd, IdempotencyKey: *key,
-			TimeFields: nodes.TimeFields{SetNow: now, Due: *due, NotDue: *notDue},
-			LabelEdits: nodes.LabelEdits{AddLabels: *addLabels, RemoveLabels: *removeLabels}}
+			TimeFields:  nodes.TimeFields{SetNow: now, Due: *due, NotDue: *notDue},
+			IndexFields: nodes.IndexFields{SetIndex: *setIndex},
+			LabelEdits:  nodes.LabelEdits{AddLabels: *addLabels, RemoveLabels: *removeLabels}}
 		res, err := nc.CompareAndSet(ctx, req)
 		if err != nil {
 			return err
