@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,12 +32,30 @@ func cli() *domain.CLI {
 	return &domain.CLI{Name: "concept", Summary: "reserve and move concept ids (arbiter concept for its commands)", Run: runCLI}
 }
 
+// commandFlags are the flags each command takes, besides those that reach
+// a cluster: its --help lists only these, and any other is refused.
+var commandFlags = map[string][]string{
+	"reserve":      {"concept-id", "tenant", "owner", "request", "purpose", "repository", "lane", "design", "provenance", "ttl"},
+	"reserve-next": {"namespace", "from", "to", "tenant", "owner", "request", "purpose", "repository", "lane", "design", "provenance", "ttl"},
+	"transition":   {"concept-id", "tenant", "owner", "reservation", "fingerprint", "fence", "action", "repo"},
+	"materialize":  {"concept-id", "tenant", "owner", "reservation", "fingerprint", "fence", "repo"},
+	"sync":         {"concept-id", "tenant", "repo"},
+	"reconcile":    {"tenant", "repo", "max", "markers"},
+	"get":          {"concept-id", "tenant"},
+	"list":         {"tenant", "after", "limit"},
+}
+
 func runCLI(env domain.CLIEnv, args []string) error {
 	if len(args) == 0 {
 		fmt.Fprint(env.Stderr, cliUsage)
 		return errors.New("missing concept command")
 	}
 	cmd, args := args[0], args[1:]
+	takes, known := commandFlags[cmd]
+	if !known {
+		fmt.Fprint(env.Stderr, cliUsage)
+		return fmt.Errorf("unknown concept command %q", cmd)
+	}
 	fs := flag.NewFlagSet("concept "+cmd, flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	var (
@@ -78,9 +97,21 @@ func runCLI(env domain.CLIEnv, args []string) error {
 	fs.IntVar(&maxRecords, "max", 1000, "reconcile bound")
 	fs.StringVar(&list.After, "after", "", "list cursor")
 	fs.IntVar(&list.Limit, "limit", 0, "list page size")
+	domainFlags := map[string]bool{} // the flags above, of every command
+	fs.VisitAll(func(f *flag.Flag) { domainFlags[f.Name] = true })
 	connect := env.Connect(fs)
+	fs.Usage = func() { commandUsage(fs, cmd, domainFlags, takes) }
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	var foreign []string
+	fs.Visit(func(f *flag.Flag) {
+		if domainFlags[f.Name] && !slices.Contains(takes, f.Name) {
+			foreign = append(foreign, "--"+f.Name)
+		}
+	})
+	if len(foreign) > 0 {
+		return fmt.Errorf("concept %s does not take %s (see arbiter concept %s --help)", cmd, strings.Join(foreign, ", "), cmd)
 	}
 	conn, err := connect()
 	if err != nil {
@@ -134,9 +165,6 @@ func runCLI(env domain.CLIEnv, args []string) error {
 	case "list":
 		list.TenantRef = tenant
 		out, err = client.List(ctx, list)
-	default:
-		fmt.Fprint(env.Stderr, cliUsage)
-		return fmt.Errorf("unknown concept command %q", cmd)
 	}
 	if err != nil {
 		return err
@@ -144,4 +172,18 @@ func runCLI(env domain.CLIEnv, args []string) error {
 	enc := json.NewEncoder(env.Stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
+}
+
+// commandUsage prints the flags cmd takes: its own (takes) and those that
+// reach a cluster (every flag of fs not in own).
+func commandUsage(fs *flag.FlagSet, cmd string, own map[string]bool, takes []string) {
+	shown := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
+	fs.VisitAll(func(f *flag.Flag) {
+		if !own[f.Name] || slices.Contains(takes, f.Name) {
+			shown.Var(f.Value, f.Name, f.Usage)
+		}
+	})
+	shown.SetOutput(fs.Output())
+	fmt.Fprintf(fs.Output(), "Usage of concept %s:\n", cmd)
+	shown.PrintDefaults()
 }
