@@ -29,6 +29,9 @@ type Env struct {
 	WaitWrites func(n int64) bool
 	// Errorf fails the run.
 	Errorf func(format string, args ...any)
+	// TakeoverBound bounds the wait for a new leader while a fault cuts
+	// the old one off (Config.TakeoverBound; 0: the package's timeout).
+	TakeoverBound time.Duration
 }
 
 const timeout = 20 * time.Second
@@ -210,7 +213,11 @@ func injectSnapshotInstall(e *Env) func() {
 // claims to. (A fault that silently does nothing passes every other
 // check.)
 func (e *Env) requireTakeover(fault string, old int, among []int) {
-	took := e.C.Eventually(timeout, func() bool {
+	bound := e.TakeoverBound
+	if bound == 0 {
+		bound = timeout
+	}
+	took := e.C.Eventually(bound, func() bool {
 		for _, i := range among {
 			if n := e.C.Node(i); i != old && n != nil && n.IsLeader() {
 				return true

@@ -40,6 +40,11 @@ type Config struct {
 	Warmup          int64         // writes before the first fault (default 20)
 	OpTimeout       time.Duration // default 2 s
 	CheckTimeout    time.Duration // porcupine's budget (default 60 s)
+	// TakeoverBound is how long a fault that cuts the leader off waits
+	// for another node to lead before it fails the run (default 20 s:
+	// elections under -race on loaded machines). The control whose fault
+	// cuts nothing waits it out, so it sets a shorter one.
+	TakeoverBound time.Duration
 }
 
 // Report is what a run did.
@@ -124,8 +129,9 @@ func RunOn(t testing.TB, c *clustertest.Cluster, cfg Config) Report {
 			h.Mark("fault", fmt.Sprintf(format, args...))
 			t.Logf("chaos: %v: "+format, append([]any{time.Since(began).Round(time.Millisecond)}, args...)...)
 		},
-		WaitWrites: func(n int64) bool { return waitWrites(c, rec, n) },
-		Errorf:     t.Errorf,
+		WaitWrites:    func(n int64) bool { return waitWrites(c, rec, n) },
+		Errorf:        t.Errorf,
+		TakeoverBound: cfg.TakeoverBound,
 	}
 
 	stop := startClients(c, cfg, rec)
@@ -226,6 +232,9 @@ func (cfg *Config) defaults() {
 	}
 	if cfg.CheckTimeout == 0 {
 		cfg.CheckTimeout = time.Minute
+	}
+	if cfg.TakeoverBound == 0 {
+		cfg.TakeoverBound = timeout
 	}
 }
 
