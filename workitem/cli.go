@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/arbiterhq/arbiter/domain"
@@ -20,6 +21,10 @@ const cliUsage = `usage: arbiter workitem <command> [--addr URL] [flags]
   submit|batch|claim|complete|cancel [--json BODY]
       send the request (see README) given with --json, or on standard
       input, to POST /v1/workitems/<submit|submit-batch|claim|complete|cancel>
+  claim    --tenant T --owner O --ttl 60s [--graph G] [--kinds a,b] [--id ID] [--idempotency-key K]
+  complete --tenant T --id ID --attempt N --fence F --outcome succeeded|failed [--result REF]
+  cancel   --tenant T --id ID --reason R
+      the same requests built from flags instead of --json
   reserve|release|reclaim|query|host|telemetry|extension [--json BODY]
       the same for host resource reservation: POST /v1/workitems/<reserve|
       release|reclaim|reservations/query|hosts|hosts/telemetry|extension>
@@ -28,7 +33,8 @@ const cliUsage = `usage: arbiter workitem <command> [--addr URL] [flags]
   get  --tenant T --id ID
   list --tenant T [--graph G] [--status S] [--after CURSOR] [--limit N]
 
-Prints the answer as JSON. Example:
+Prints the answer as JSON. Examples:
+  arbiter workitem claim --tenant acme --owner worker-1 --ttl 60s
   arbiter workitem claim --json '{"tenant_ref":"acme","owner_ref":"worker-1","ttl_ms":60000}'
 `
 
@@ -52,9 +58,11 @@ func runCLI(env domain.CLIEnv, args []string) error {
 	var body, tenant, id, graph, status, after *string
 	var limit *int
 	route, post := cliRoutes[cmd]
+	var typed func() (any, bool) // the request built from flags, and whether any was given
 	switch {
 	case post:
 		body = fs.String("json", "", "request body (default: read standard input)")
+		typed = typedRequest(fs, cmd)
 	case cmd == "get" || cmd == "list":
 		tenant = fs.String("tenant", "", "tenant_ref")
 		if cmd == "get" {
@@ -90,7 +98,15 @@ func runCLI(env domain.CLIEnv, args []string) error {
 			method = "PUT"
 		}
 		raw := []byte(*body)
-		if *body == "" {
+		req, given := typed()
+		switch {
+		case given && *body != "":
+			return errors.New("give the request with --json or with flags, not both")
+		case given:
+			if raw, err = json.Marshal(req); err != nil {
+				return err
+			}
+		case *body == "":
 			if raw, err = io.ReadAll(io.LimitReader(env.Stdin, MaxRequestBytes+1)); err != nil {
 				return err
 			}
@@ -125,4 +141,65 @@ func runCLI(env domain.CLIEnv, args []string) error {
 		return err
 	}
 	return callErr
+}
+
+// typedRequest registers on fs the flags that build cmd's request (claim,
+// complete and cancel have them; the other commands take --json only),
+// and returns what builds it once fs is parsed: the request, and whether
+// any of its flags was given.
+func typedRequest(fs *flag.FlagSet, cmd string) func() (any, bool) {
+	before := map[string]bool{}
+	fs.VisitAll(func(f *flag.Flag) { before[f.Name] = true })
+	build := requestFlags(fs, cmd)
+	if build == nil {
+		return func() (any, bool) { return nil, false }
+	}
+	typed := map[string]bool{}
+	fs.VisitAll(func(f *flag.Flag) { typed[f.Name] = !before[f.Name] })
+	return func() (any, bool) {
+		given := false
+		fs.Visit(func(f *flag.Flag) { given = given || typed[f.Name] })
+		return build(), given
+	}
+}
+
+// requestFlags registers the flags of cmd's request and returns what
+// builds it, or nil for a command without them.
+func requestFlags(fs *flag.FlagSet, cmd string) func() any {
+	switch cmd {
+	case "claim":
+		var r ClaimRequest
+		var kinds string
+		var ttl time.Duration
+		fs.StringVar(&r.TenantRef, "tenant", "", "tenant_ref")
+		fs.StringVar(&r.GraphRef, "graph", "", "graph_ref (default: default)")
+		fs.StringVar(&r.OwnerRef, "owner", "", "owner_ref: who claims")
+		fs.StringVar(&kinds, "kinds", "", "comma-separated kinds to claim from (default: any)")
+		fs.StringVar(&r.WorkItemID, "id", "", "claim this work item only")
+		fs.DurationVar(&ttl, "ttl", 0, "how long the claim lasts unless completed (ttl_ms)")
+		fs.StringVar(&r.IdempotencyKey, "idempotency-key", "", "a retry with the same key returns the same claim")
+		return func() any {
+			r.TTLMs = ttl.Milliseconds()
+			if kinds != "" {
+				r.Kinds = strings.Split(kinds, ",")
+			}
+			return r
+		}
+	case "complete":
+		var r CompleteRequest
+		fs.StringVar(&r.TenantRef, "tenant", "", "tenant_ref")
+		fs.StringVar(&r.WorkItemID, "id", "", "work_item_id")
+		fs.Int64Var(&r.Attempt, "attempt", 0, "the attempt your claim answered")
+		fs.Uint64Var(&r.Fence, "fence", 0, "the fence your claim answered")
+		fs.StringVar(&r.Outcome, "outcome", "", "succeeded or failed")
+		fs.StringVar(&r.ResultRef, "result", "", "result_ref")
+		return func() any { return r }
+	case "cancel":
+		var r CancelRequest
+		fs.StringVar(&r.TenantRef, "tenant", "", "tenant_ref")
+		fs.StringVar(&r.WorkItemID, "id", "", "work_item_id")
+		fs.StringVar(&r.Reason, "reason", "", "why it is cancelled")
+		return func() any { return r }
+	}
+	return nil
 }

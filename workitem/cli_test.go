@@ -52,6 +52,24 @@ func (f *httpFixture) commandLine() {
 	if out, err = f.cli("", "cancel", "--json", `{"tenant_ref":"t","work_item_id":"cli-b","reason":"cli"}`); err != nil || !strings.Contains(out, `"cancelled"`) {
 		t.Fatalf("workitem cancel: %v\n%s", err, out)
 	}
+	// The same with typed flags: claim, complete and cancel build their
+	// requests; --json and flags together are refused.
+	sub, _ = json.Marshal(body("cli-2", map[string]any{"graph_ref": "cli", "work_item_id": "cli-c", "kind": "flags"}))
+	if out, err = f.cli("", "submit", "--json", string(sub)); err != nil {
+		t.Fatalf("workitem submit: %v\n%s", err, out)
+	}
+	out, err = f.cli("", "claim", "--tenant", "t", "--graph", "cli", "--owner", "cli", "--kinds", "flags", "--ttl", "1m")
+	c = workitem.ClaimResult{}
+	if err != nil || json.Unmarshal([]byte(out), &c) != nil || c.WorkItem.WorkItemID != "cli-c" {
+		t.Fatalf("workitem claim with flags: %v\n%s", err, out)
+	}
+	if out, err = f.cli("", "complete", "--tenant", "t", "--id", "cli-c", "--attempt", fmt.Sprint(c.Attempt), "--fence", fmt.Sprint(c.Fence),
+		"--outcome", "failed", "--result", "r-1"); err != nil || !strings.Contains(out, `"failed"`) {
+		t.Fatalf("workitem complete with flags: %v\n%s", err, out)
+	}
+	if out, err = f.cli("", "cancel", "--tenant", "t", "--id", "cli-c", "--json", `{}`); err == nil || !strings.Contains(err.Error(), "not both") {
+		t.Fatalf("workitem cancel with --json and flags: %v\n%s", err, out)
+	}
 	if out, err = f.cli("", "get", "--tenant", "t", "--id", "cli-b"); err != nil || !strings.Contains(out, `"reason": "cli"`) {
 		t.Fatalf("workitem get: %v\n%s", err, out)
 	}
