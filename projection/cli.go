@@ -19,16 +19,21 @@ const cliUsage = `usage: arbiter projection <command> [--addr URL] [flags]
   target   --json BODY   POST /v1/projection/targets {attested, channels}
   submit   --json BODY   POST /v1/projection/channels/submit {target_id, channel, source_watermark, envelope}
   acquire  --json BODY   POST /v1/projection/leases/acquire {target_id, holder_instance_digest}
+           or --target ID --holder DIGEST
   publish  --json BODY   POST /v1/projection/publish {target_id, token, fencing_epoch}
+           or --target ID --token T --epoch N
   release  --json BODY   POST /v1/projection/leases/release {target_id, token, fencing_epoch}
+           or --target ID --token T --epoch N
   config   --json BODY   PUT /v1/projection/config {lease_ttl_ms} (admin)
+           or --lease-ttl 30s
   show     --target ID [--current]
                          GET /v1/projection/targets/ID (or its current publication)
 
 BODY is the request as JSON, or read from standard input when --json is
 not given. The answer is printed as JSON; an error answer too, with a
 non-zero exit status.
-Example:
+Examples:
+  arbiter projection config --lease-ttl 30s
   arbiter projection config --json '{"lease_ttl_ms": 30000}'
 `
 
@@ -60,8 +65,21 @@ func runCLI(env domain.CLIEnv, args []string) error {
 	fs := flag.NewFlagSet("projection "+cmd, flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	body := fs.String("json", "", "request as JSON (default: read standard input)")
-	target := fs.String("target", "", "target id (show)")
+	target := fs.String("target", "", "target id (show, acquire, publish, release)")
 	cur := fs.Bool("current", false, "show the target's current publication (show)")
+	holder := fs.String("holder", "", "holder_instance_digest (acquire)")
+	token := fs.String("token", "", "the lease token acquire answered (publish, release)")
+	epoch := fs.Uint64("epoch", 0, "the fencing_epoch acquire answered (publish, release)")
+	leaseTTL := fs.Duration("lease-ttl", 0, "lease_ttl_ms (config)")
+	// typed builds the request of acquire, publish, release or config from
+	// its flags.
+	typed := map[string]func() any{
+		"acquire": func() any { return AcquireRequest{TargetID: *target, HolderInstanceDigest: *holder} },
+		"publish": func() any { return FenceRequest{TargetID: *target, Token: *token, FencingEpoch: *epoch} },
+		"release": func() any { return FenceRequest{TargetID: *target, Token: *token, FencingEpoch: *epoch} },
+		"config":  func() any { return ConfigRequest{LeaseTTLMs: leaseTTL.Milliseconds()} },
+	}
+	typedFlags := map[string]bool{"target": true, "holder": true, "token": true, "epoch": true, "lease-ttl": true}
 	connect := env.Connect(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -69,8 +87,17 @@ func runCLI(env domain.CLIEnv, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	flagged := false
+	fs.Visit(func(f *flag.Flag) { flagged = flagged || typedFlags[f.Name] })
 	var req any
-	if sends {
+	switch build := typed[cmd]; {
+	case sends && flagged && *body != "":
+		return errors.New("give the request with --json or with flags, not both")
+	case sends && flagged && build == nil:
+		return fmt.Errorf("projection %s takes its request with --json only", cmd)
+	case sends && flagged:
+		req = build()
+	case sends:
 		raw := []byte(*body)
 		if *body == "" {
 			var err error
@@ -82,7 +109,7 @@ func runCLI(env domain.CLIEnv, args []string) error {
 			return errors.New("the request is not JSON")
 		}
 		req = json.RawMessage(raw)
-	} else {
+	default:
 		if err := CheckTargetID(*target); err != nil {
 			return fmt.Errorf("--target: %w", err)
 		}

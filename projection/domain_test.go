@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -213,7 +214,17 @@ func TestCLI(t *testing.T) {
 		stdin        string
 		method, path string
 		fails        bool
+		body         any // the request built from flags, when not nil
 	}{
+		{args: []string{"config", "--lease-ttl", "30s"}, method: "PUT", path: "/v1/projection/config", body: projection.ConfigRequest{LeaseTTLMs: 30000}},
+		{args: []string{"acquire", "--target", id, "--holder", "sha256:h"}, method: "POST", path: "/v1/projection/leases/acquire",
+			body: projection.AcquireRequest{TargetID: id, HolderInstanceDigest: "sha256:h"}},
+		{args: []string{"publish", "--target", id, "--token", "tok", "--epoch", "7"}, method: "POST", path: "/v1/projection/publish",
+			body: projection.FenceRequest{TargetID: id, Token: "tok", FencingEpoch: 7}},
+		{args: []string{"release", "--target", id, "--token", "tok", "--epoch", "7"}, method: "POST", path: "/v1/projection/leases/release",
+			body: projection.FenceRequest{TargetID: id, Token: "tok", FencingEpoch: 7}},
+		{args: []string{"publish", "--target", id, "--json", `{}`}, fails: true},
+		{args: []string{"submit", "--target", id}, fails: true},
 		{args: []string{"config", "--json", `{"lease_ttl_ms":30000}`}, method: "PUT", path: "/v1/projection/config"},
 		{args: []string{"target"}, stdin: `{"attested":{}}`, method: "POST", path: "/v1/projection/targets"},
 		{args: []string{"submit", "--json", `{}`}, method: "POST", path: "/v1/projection/channels/submit"},
@@ -242,6 +253,9 @@ func TestCLI(t *testing.T) {
 		}
 		if err != nil || conn.method != tc.method || conn.path != tc.path || !strings.Contains(out.String(), `"ok": true`) {
 			t.Errorf("%v: %v, sent %s %s, printed %s", tc.args, err, conn.method, conn.path, out.String())
+		}
+		if tc.body != nil && !reflect.DeepEqual(conn.body, tc.body) {
+			t.Errorf("%v: sent %#v, want %#v", tc.args, conn.body, tc.body)
 		}
 	}
 }
