@@ -181,6 +181,7 @@ func commandUsage(fs *flag.FlagSet, cmd string, own map[string]bool, takes []str
 	fs.VisitAll(func(f *flag.Flag) {
 		if !own[f.Name] || slices.Contains(takes, f.Name) {
 			shown.Var(f.Value, f.Name, f.Usage)
+			shown.Lookup(f.Name).DefValue = f.DefValue // not a value parsed before --help
 		}
 	})
 	shown.SetOutput(fs.Output())

@@ -163,7 +163,10 @@ func (req *TransitionRequest) committed(r *Record, written uint64) bool {
 // the index right after this release's index-fenced one has fence ==
 // written, so the prev_fence it left is taken for its own. Only after a
 // downgrade, and only the same holder presenting that older fence meets
-// it, answered with the record as it is.)
+// it, answered with the record as it is. And a write that is not the
+// authority's, an admin's raw CAS of the node that leaves the fence as it
+// is, makes the record look like an older release's: a retry is then
+// answered stale_fence, which fails closed.)
 func replaced(r *Record, written uint64) uint64 {
 	if r.PrevFence != 0 && (r.Fence == written || r.Fence == r.PrevFence+1) {
 		return r.PrevFence

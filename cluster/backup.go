@@ -45,6 +45,10 @@ type RestoreResult struct {
 	// Index is the index of the first entry applied after the restore;
 	// every replica's state from there on starts from the backup's.
 	Index uint64 `json:"index"`
+	// BumpIndex echoes the bump the leader applied (RestoreOptions), so
+	// that a client can tell a leader too old to know it, which restores
+	// without it.
+	BumpIndex uint64 `json:"bump_index,omitempty"`
 }
 
 // Restore replaces the cluster's state with the backup read from r. It
@@ -70,6 +74,9 @@ func (n *Node) Restore(ctx context.Context, r io.Reader) (*RestoreResult, error)
 // that many entries further, for a backup of another cluster that went on
 // after it (see fsm.RestoreOptions).
 func (n *Node) RestoreWith(ctx context.Context, r io.Reader, opts fsm.RestoreOptions) (*RestoreResult, error) {
+	if err := opts.CheckBump(); err != nil {
+		return nil, err
+	}
 	if err := n.mustLead(ctx, "restore"); err != nil {
 		return nil, err
 	}
@@ -129,7 +136,7 @@ func (n *Node) RestoreWith(ctx context.Context, r io.Reader, opts fsm.RestoreOpt
 	if err != nil {
 		return nil, errs.From(fmt.Errorf("restore done, but the first entry after it failed: %w", err))
 	}
-	return &RestoreResult{Backup: *info, Index: res.Index}, nil
+	return &RestoreResult{Backup: *info, Index: res.Index, BumpIndex: opts.BumpIndex}, nil
 }
 
 // mustLead waits, while no leader is known (an election), until this node

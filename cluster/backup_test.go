@@ -3,8 +3,10 @@ package cluster_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -207,5 +209,31 @@ func TestBumpedRestoreIssuesNoFenceAgain(t *testing.T) {
 		case bump > 0 && got <= highest:
 			t.Fatalf("restored with bump_index %d, B issued fence %d, not above the %d A issued", bump, got, highest)
 		}
+	}
+}
+
+// A leader of a release without bump_index ignores the parameter and
+// restores without the bump; the client must not take that for success.
+func TestRestoreWithABumpAnOlderLeaderIgnoredFails(t *testing.T) {
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/cluster/status":
+			_ = json.NewEncoder(w).Encode(map[string]any{"node_id": "old", "leader_api_addr": strings.TrimPrefix(srv.URL, "http://")})
+		case "/v1/cluster/restore": // as a release before bump_index answers
+			_ = json.NewEncoder(w).Encode(map[string]any{"backup": map[string]any{"index": 10}, "index": 12})
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	remote := cluster.NewRemote(srv.URL)
+	ctx := context.Background()
+	res, err := remote.RestoreWith(ctx, strings.NewReader("backup"), fsm.RestoreOptions{BumpIndex: 1000})
+	if errs.CodeOf(err) != errs.CodeUnavailable || !strings.Contains(err.Error(), "without bump_index 1000") || res == nil {
+		t.Fatalf("a bump the leader ignored: %+v %v, want an error saying so", res, err)
+	}
+	if _, err := remote.RestoreWith(ctx, strings.NewReader("backup"), fsm.RestoreOptions{}); err != nil {
+		t.Fatalf("no bump asked, none applied: %v", err)
 	}
 }

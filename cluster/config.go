@@ -63,9 +63,9 @@ type Config struct {
 	Restore string
 	// RestoreBumpIndex, with Restore, starts the new cluster's log index
 	// this many entries past the backup's (fsm.RestoreOptions.BumpIndex):
-	// at least the number of entries the cluster the backup came from
-	// applied after it, so that no fence derived from the log index is
-	// issued again.
+	// at least as far as the log index of the cluster the backup came from
+	// went past the backup's, so that no fence derived from the log index
+	// is issued again.
 	RestoreBumpIndex uint64
 
 	// FlagNames maps field names to the names the user knows them by (the

@@ -47,8 +47,13 @@ func (r *Remote) Restore(ctx context.Context, body io.Reader) (*RestoreResult, e
 	return r.RestoreWith(ctx, body, fsm.RestoreOptions{})
 }
 
-// RestoreWith is Restore with options (Node.RestoreWith).
+// RestoreWith is Restore with options (Node.RestoreWith). A leader of a
+// release without bump_index restores without the bump: RestoreWith then
+// fails, saying so, though the restore has happened.
 func (r *Remote) RestoreWith(ctx context.Context, body io.Reader, opts fsm.RestoreOptions) (*RestoreResult, error) {
+	if err := opts.CheckBump(); err != nil {
+		return nil, err
+	}
 	base, err := r.leaderBase(ctx)
 	if err != nil {
 		return nil, err
@@ -67,6 +72,10 @@ func (r *Remote) RestoreWith(ctx context.Context, body io.Reader, opts fsm.Resto
 	var res RestoreResult
 	if err := doJSON(r.client, req, &res); err != nil {
 		return nil, err
+	}
+	if res.BumpIndex != opts.BumpIndex {
+		return &res, errs.Errorf(errs.CodeUnavailable, "the leader restored the backup at index %d without bump_index %d (its release does not know it): "+
+			"fences the backup's cluster issued after the backup may be issued again; upgrade the leader and restore again with the bump", res.Index, opts.BumpIndex)
 	}
 	return &res, nil
 }

@@ -270,7 +270,7 @@ func (n *Node) seed(path string) error {
 	if err != nil {
 		return errs.Errorf(errs.CodeInvalid, "%s %s: %v", nm("Restore"), path, err)
 	}
-	if index == 0 {
+	if info.Index == 0 {
 		return errs.Errorf(errs.CodeInvalid, "%s %s: a backup at index 0 holds nothing", nm("Restore"), path)
 	}
 	size, err := prepared.Seek(0, io.SeekCurrent)

@@ -104,8 +104,8 @@ type RestoreOptions struct {
 	// BumpIndex raises the restored state's applied index by this many
 	// entries past the larger of the backup's and the cluster's, so that
 	// every log index after the restore, and every fence derived from one,
-	// is above every index the cluster that took the backup applied,
-	// provided it applied fewer than BumpIndex entries after the backup.
+	// is above every index the cluster that took the backup reached,
+	// provided its log index went at most BumpIndex past the backup's.
 	// That matters where that cluster is not this one (it was lost, and a
 	// new cluster is seeded from its backup): this cluster cannot know
 	// how far it went. Like etcdutl snapshot restore --bump-revision. At
@@ -113,15 +113,29 @@ type RestoreOptions struct {
 	BumpIndex uint64
 }
 
-// MaxBumpIndex bounds RestoreOptions.BumpIndex: far more entries than a
-// cluster applies in years, and far from overflowing the fences derived
-// from indexes (capacity multiplies the index by its demands per command).
-const MaxBumpIndex = 1 << 40
+// Bounds of a restore's index. MaxBumpIndex is far more entries than a
+// cluster applies in years; MaxRestoredIndex keeps the restored index, and
+// the fences derived from indexes (capacity multiplies the index by the
+// demands one command may make), far from overflowing however often a
+// backup is restored and bumped.
+const (
+	MaxBumpIndex     = 1 << 40
+	MaxRestoredIndex = 1 << 56
+)
+
+// CheckBump refuses a BumpIndex above MaxBumpIndex, for callers that check
+// before they read a backup.
+func (o RestoreOptions) CheckBump() error {
+	if o.BumpIndex > MaxBumpIndex {
+		return errs.Errorf(errs.CodeInvalid, "bump_index %d is more than %d", o.BumpIndex, uint64(MaxBumpIndex))
+	}
+	return nil
+}
 
 // PrepareRestoreWith is PrepareRestore with options.
 func (f *FSM) PrepareRestoreWith(r io.Reader, w io.Writer, opts RestoreOptions) (backup *SnapshotInfo, index uint64, err error) {
-	if opts.BumpIndex > MaxBumpIndex {
-		return nil, 0, errs.Errorf(errs.CodeInvalid, "bump_index %d is more than %d", opts.BumpIndex, uint64(MaxBumpIndex))
+	if err := opts.CheckBump(); err != nil {
+		return nil, 0, err
 	}
 	st, info, err := f.readBackup(r)
 	if err != nil {
@@ -150,6 +164,9 @@ func (f *FSM) PrepareRestoreWith(r io.Reader, w io.Writer, opts RestoreOptions) 
 	now, m := readMeta(cur), readMeta(txn)
 	m.Enabled, m.Retention = now.Enabled, now.Retention // the cluster's, like its members
 	m.ClusterID = now.ClusterID
+	if base := max(m.Index, now.Index); base > MaxRestoredIndex-opts.BumpIndex {
+		return nil, 0, errs.Errorf(errs.CodeInvalid, "restore: index %d plus bump_index %d is more than %d", base, opts.BumpIndex, uint64(MaxRestoredIndex))
+	}
 	m.Index = max(m.Index, now.Index) + opts.BumpIndex
 	m.Now = max(m.Now, now.Now)
 	m.LastSeq = max(m.LastSeq, now.LastSeq) + 1

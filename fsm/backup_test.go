@@ -11,8 +11,10 @@ import (
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
+	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/nodes"
 	"github.com/google/go-cmp/cmp"
+	"github.com/hashicorp/raft"
 )
 
 // InspectSnapshot describes a stream by what a replica holding it would
@@ -161,6 +163,33 @@ func TestPrepareRestoreKeepsTheClusterAndMovesForward(t *testing.T) {
 	_, _, err = live.FSM.PrepareRestoreWith(bytes.NewReader(stream), &out, fsm.RestoreOptions{BumpIndex: fsm.MaxBumpIndex + 1})
 	if errs.CodeOf(err) != errs.CodeInvalid || out.Len() != 0 {
 		t.Fatalf("a bump above MaxBumpIndex: %v, %d bytes written; want invalid, nothing", err, out.Len())
+	}
+	out.Reset()
+	if _, index, err = live.FSM.PrepareRestoreWith(bytes.NewReader(stream), &out, fsm.RestoreOptions{BumpIndex: fsm.MaxBumpIndex}); err != nil || index != liveMeta.index+fsm.MaxBumpIndex {
+		t.Fatalf("a bump of exactly MaxBumpIndex: index %d, %v", index, err)
+	}
+
+	// A backup whose index the bump would carry past MaxRestoredIndex is
+	// refused: the index, and fences derived from it, stay far from
+	// overflowing however often backups are restored and bumped.
+	high, err := fsm.New(fsm.Config{Modules: []fsm.Module{nodes.Module()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tickAt, err := log.Encode(log.Command{Type: fsm.CmdTick, Version: 1, Payload: log.MustMarshal(tick(0, 0, 0))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	high.ApplyBatch([]*raft.Log{{Index: fsm.MaxRestoredIndex - 10, Type: raft.LogCommand, Data: tickAt}})
+	highBackup := fsmtest.Snapshot(t, high)
+	out.Reset()
+	if _, index, err = live.FSM.PrepareRestoreWith(bytes.NewReader(highBackup), &out, fsm.RestoreOptions{BumpIndex: 10}); err != nil || index != fsm.MaxRestoredIndex {
+		t.Fatalf("a bump up to MaxRestoredIndex: index %d, %v", index, err)
+	}
+	out.Reset()
+	_, _, err = live.FSM.PrepareRestoreWith(bytes.NewReader(highBackup), &out, fsm.RestoreOptions{BumpIndex: 11})
+	if errs.CodeOf(err) != errs.CodeInvalid || out.Len() != 0 {
+		t.Fatalf("a bump past MaxRestoredIndex: %v, %d bytes written; want invalid, nothing", err, out.Len())
 	}
 }
 

@@ -21,9 +21,9 @@ const cliUsage = `usage: arbiter projection <command> [--addr URL] [flags]
   acquire  --json BODY   POST /v1/projection/leases/acquire {target_id, holder_instance_digest}
            or --target ID --holder DIGEST
   publish  --json BODY   POST /v1/projection/publish {target_id, token, fencing_epoch}
-           or --target ID --token T --epoch N
+           or --target ID --lease-token T --epoch N
   release  --json BODY   POST /v1/projection/leases/release {target_id, token, fencing_epoch}
-           or --target ID --token T --epoch N
+           or --target ID --lease-token T --epoch N
   config   --json BODY   PUT /v1/projection/config {lease_ttl_ms} (admin)
            or --lease-ttl 30s
   show     --target ID [--current]
@@ -68,7 +68,7 @@ func runCLI(env domain.CLIEnv, args []string) error {
 	target := fs.String("target", "", "target id (show, acquire, publish, release)")
 	cur := fs.Bool("current", false, "show the target's current publication (show)")
 	holder := fs.String("holder", "", "holder_instance_digest (acquire)")
-	token := fs.String("token", "", "the lease token acquire answered (publish, release)")
+	token := fs.String("lease-token", "", "the lease token acquire answered (publish, release)")
 	epoch := fs.Uint64("epoch", 0, "the fencing_epoch acquire answered (publish, release)")
 	leaseTTL := fs.Duration("lease-ttl", 0, "lease_ttl_ms (config)")
 	// typed builds the request of acquire, publish, release or config from
@@ -79,7 +79,7 @@ func runCLI(env domain.CLIEnv, args []string) error {
 		"release": func() any { return FenceRequest{TargetID: *target, Token: *token, FencingEpoch: *epoch} },
 		"config":  func() any { return ConfigRequest{LeaseTTLMs: leaseTTL.Milliseconds()} },
 	}
-	typedFlags := map[string]bool{"target": true, "holder": true, "token": true, "epoch": true, "lease-ttl": true}
+	typedFlags := map[string]bool{"target": true, "holder": true, "lease-token": true, "epoch": true, "lease-ttl": true}
 	connect := env.Connect(fs)
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -22,8 +22,10 @@ func TestHelpExitsZeroForEveryCommand(t *testing.T) {
 	}
 	walk(a.rootCommand(), nil)
 	// Subcommands of domain commands that parse their own arguments.
-	paths = append(paths, []string{"concept", "reserve"}, []string{"workitem", "submit"}, []string{"task", "create"},
-		[]string{"space", "put"}, []string{"projection", "show"})
+	paths = append(paths, []string{"concept", "reserve"}, []string{"concept", "materialize"}, []string{"workitem", "submit"},
+		[]string{"workitem", "claim"}, []string{"workitem", "complete"}, []string{"workitem", "cancel"}, []string{"task", "create"},
+		[]string{"space", "put"}, []string{"projection", "show"}, []string{"projection", "acquire"}, []string{"projection", "publish"},
+		[]string{"projection", "config"})
 	if len(paths) < 40 {
 		t.Fatalf("only %d commands found", len(paths))
 	}

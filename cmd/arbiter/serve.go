@@ -54,7 +54,7 @@ it records and refuses other --id, addresses (unless --change-address) or a
 	fs.BoolVar(&cfg.Replace, "replace", false, "with --join: take the id of a member gone for good (the leader removes it and adds this node as a non-voter)")
 	fs.BoolVar(&cfg.ChangeAddress, "change-address", false, "start a node with state on a raft or API address other than the ones its data directory records; the leader moves the member there")
 	fs.StringVar(&cfg.Restore, "restore", "", "with --bootstrap: seed the new cluster with this backup file (arbiter snapshot save)")
-	fs.Uint64Var(&cfg.RestoreBumpIndex, "restore-bump-index", 0, "with --restore: start the log index this many entries past the backup's, at least as many as the backup's cluster applied after it, so that no fence derived from the index is issued again")
+	fs.Uint64Var(&cfg.RestoreBumpIndex, "restore-bump-index", 0, "with --restore: start the log index this many entries past the backup's, at least as far as the backup's cluster went past it, so that no fence derived from the index is issued again")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "text (key=value lines) or json (one object per line)")
 	noSync := fs.Bool("unsafe-no-fsync", false, "do not fsync the raft log (benchmarks only: a crash may lose acknowledged writes)")

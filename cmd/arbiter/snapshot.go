@@ -146,10 +146,14 @@ everything else rolls back to the backup. Then snapshot verify FILE checks
 that the cluster holds the backup's data. The admin role.
 
 Fences derived from the log index (capacity, work items, projection, concept
-fences) keep rising across a restore into the cluster that took the backup.
-A backup of another cluster that went on without it (lost, and restored
-here) needs --bump-index N, N at least the entries that cluster applied after
-the backup, so that none of its fences is issued again.`,
+fences once set_index is enabled, node fields written with --set-index) keep
+rising across a restore into the cluster that took the backup. A backup of
+another cluster that went on without it (lost, and restored here) needs
+--bump-index N, N at least how far that cluster's log index went past the
+backup's (its arbiter_raft_last_index, or the last index arbiter snapshot
+save --data-dir reports from a surviving data directory, minus the backup's
+index; bump generously when unsure), so that none of its fences is issued
+again.`,
 		Args: exactArgs(1, "the backup FILE"),
 	}
 	o := a.snapshotFlags(cmd)
@@ -157,6 +161,10 @@ the backup, so that none of its fences is issued again.`,
 	cmd.RunE = func(_ *cobra.Command, args []string) error {
 		if err := o.check(); err != nil {
 			return err
+		}
+		opts := fsm.RestoreOptions{BumpIndex: *bump}
+		if err := opts.CheckBump(); err != nil {
+			return usageErrorf("--bump-index: %v", err)
 		}
 		remote, err := a.remote()
 		if err != nil {
@@ -174,7 +182,7 @@ the backup, so that none of its fences is issued again.`,
 		ctx, cancel := contextFor(backupTimeout)
 		defer cancel()
 		p := a.progress("restoring", size)
-		res, err := remote.RestoreWith(ctx, bufio.NewReaderSize(io.TeeReader(f, p), 256<<10), fsm.RestoreOptions{BumpIndex: *bump})
+		res, err := remote.RestoreWith(ctx, bufio.NewReaderSize(io.TeeReader(f, p), 256<<10), opts)
 		p.done()
 		if err != nil {
 			return err
