@@ -11,7 +11,6 @@ import (
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
-	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/nodes"
 )
 
@@ -25,16 +24,12 @@ import (
 func TestConceptFencesAfterARestoreStayAboveEveryFenceIssued(t *testing.T) {
 	for _, gated := range []bool{true, false} {
 		t.Run(fmt.Sprintf("set_index=%v", gated), func(t *testing.T) {
-			ctx := context.Background()
 			l, err := fsmtest.New(nodes.Module())
 			if err != nil {
 				t.Fatal(err)
 			}
 			if gated {
-				res, err := l.Propose(ctx, log.Command{Type: fsm.CmdEnable, Version: 1, Payload: log.MustMarshal(fsm.ServedBy(nodes.Module()))})
-				if err != nil || res.Err != nil {
-					t.Fatalf("enable: %v %v", err, res.Err)
-				}
+				enable(t, l, nodes.IndexVersion)
 			}
 			a := authority.NewService(l, l, policies(t))
 			var highest uint64 // what the fenced sink has seen
@@ -83,17 +78,8 @@ func enable(t interface {
 	Fatalf(format string, args ...any)
 }, l *fsmtest.Local, nodeVersion uint16) {
 	t.Helper()
-	set := fsm.ServedBy(nodes.Module())
-	for i := range set.Domains {
-		if set.Domains[i].Name == nodes.Name {
-			for j := range set.Domains[i].Commands {
-				set.Domains[i].Commands[j].Version = nodeVersion
-			}
-		}
-	}
-	res, err := l.Propose(context.Background(), log.Command{Type: fsm.CmdEnable, Version: 1, Payload: log.MustMarshal(set)})
-	if err != nil || res.Err != nil {
-		t.Fatalf("enable node commands at version %d: %v %v", nodeVersion, err, res.Err)
+	if err := l.Enable(fsmtest.AtVersion(fsm.ServedBy(nodes.Module()), nodes.Name, nodeVersion)); err != nil {
+		t.Fatalf("enable node commands at version %d: %v", nodeVersion, err)
 	}
 }
 

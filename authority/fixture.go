@@ -6,7 +6,6 @@ import (
 
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
-	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/nodes"
 )
 
@@ -32,12 +31,8 @@ func NewFixture(policies *PolicySet) (*FixtureConceptReservationAuthority, error
 	// Enable what this binary serves, as a cluster's leader does, so that
 	// the fixture fences as a cluster does: by log index. A caller tested
 	// against counted fences could come to rely on fence+1.
-	res, err := local.Propose(context.Background(), log.Command{Type: fsm.CmdEnable, Version: 1, Payload: log.MustMarshal(fsm.ServedBy(nodes.Module()))})
-	if err != nil {
+	if err := local.Enable(fsm.ServedBy(nodes.Module())); err != nil {
 		return nil, err
-	}
-	if res.Err != nil {
-		return nil, res.Err
 	}
 	return &FixtureConceptReservationAuthority{local: local, svc: NewService(local, local, policies)}, nil
 }

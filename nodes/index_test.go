@@ -9,6 +9,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/nodes"
 	"github.com/google/go-cmp/cmp"
@@ -132,21 +133,10 @@ func TestIndexFieldsEnabledNeedsAGatedSet(t *testing.T) {
 		t.Fatalf("IndexFieldsEnabled on ungated state = %v, %v; want false", on, err)
 	}
 	l, nc2 := newNodes(t)
-	enable := func(v uint16) {
-		set := fsm.ServedBy(nodes.Module())
-		for i := range set.Domains {
-			if set.Domains[i].Name == nodes.Name {
-				for j := range set.Domains[i].Commands {
-					set.Domains[i].Commands[j].Version = v
-				}
-			}
-		}
-		if res, err := l.Propose(context.Background(), log.Command{Type: fsm.CmdEnable, Version: 1, Payload: log.MustMarshal(set)}); err != nil || res.Err != nil {
-			t.Fatalf("enable version %d: %v %v", v, err, res.Err)
-		}
-	}
 	for _, v := range []uint16{2, 1, 2} {
-		enable(v)
+		if err := l.Enable(fsmtest.AtVersion(fsm.ServedBy(nodes.Module()), nodes.Name, v)); err != nil {
+			t.Fatalf("enable version %d: %v", v, err)
+		}
 		on, err := nc2.IndexFieldsEnabled(context.Background())
 		if err != nil || on != (v == 2) {
 			t.Fatalf("with the node commands enabled at version %d: IndexFieldsEnabled = %v, %v", v, on, err)
@@ -167,8 +157,8 @@ func TestIndexFieldsEnabledNeedsAGatedSet(t *testing.T) {
 //	go test -run '^$' -bench IndexFieldsEnabled -count 3 ./nodes
 func BenchmarkIndexFieldsEnabled(b *testing.B) {
 	l := newLocal(b)
-	if res, err := l.Propose(context.Background(), log.Command{Type: fsm.CmdEnable, Version: 1, Payload: log.MustMarshal(fsm.ServedBy(nodes.Module()))}); err != nil || res.Err != nil {
-		b.Fatal(err, res.Err)
+	if err := l.Enable(fsm.ServedBy(nodes.Module())); err != nil {
+		b.Fatal(err)
 	}
 	nc := nodes.NewClient(l, l)
 	b.ReportAllocs()

@@ -2,6 +2,7 @@ package fsmtest
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -96,3 +97,33 @@ var (
 	_ fsm.Proposer = (*Local)(nil)
 	_ fsm.Reader   = (*Local)(nil)
 )
+
+// Enable proposes CmdEnable with set, as a cluster's leader does once its
+// members serve it: the state becomes gated, and commands follow the
+// versions set names (fsm.Capabilities).
+func (l *Local) Enable(set fsm.Capabilities) error {
+	res, err := l.Propose(context.Background(), log.Command{Type: fsm.CmdEnable, Version: 1, Payload: log.MustMarshal(set)})
+	if err != nil {
+		return err
+	}
+	if res.Err != nil {
+		return res.Err
+	}
+	return nil
+}
+
+// AtVersion is set with every command of the named domain at version v:
+// what a cluster enables while a member still runs a release whose
+// domain serves only v.
+func AtVersion(set fsm.Capabilities, domain string, v uint16) fsm.Capabilities {
+	out := fsm.Capabilities{Domains: slices.Clone(set.Domains)}
+	for i := range out.Domains {
+		if out.Domains[i].Name == domain {
+			out.Domains[i].Commands = slices.Clone(out.Domains[i].Commands)
+			for j := range out.Domains[i].Commands {
+				out.Domains[i].Commands[j].Version = v
+			}
+		}
+	}
+	return out
+}
