@@ -41,9 +41,18 @@ type clockReading struct {
 	at  time.Time // when this node applied it (monotonic reading)
 }
 
-// observe records FSM time now, as applied at this moment.
+// observe records FSM time now, as applied at this moment, unless the
+// reading it has counts further. The entries a new leader commits first
+// include its predecessor's tail, stamped before the election; taking
+// their FSM time as of now would drop the time without a leader from
+// every TTL (TestStampCountsTheElectionWhenTheOldTailCommitsLate).
+// Only the apply and restore paths call it, one at a time.
 func (c *fsmClock) observe(now int64) {
-	c.applied.Store(&clockReading{now: now, at: c.mono()})
+	at := c.mono()
+	if prev := c.applied.Load(); prev != nil && prev.now+at.Sub(prev.at).Milliseconds() > now {
+		return
+	}
+	c.applied.Store(&clockReading{now: now, at: at})
 }
 
 // stamp is the FSM time a leader proposes for a new command.

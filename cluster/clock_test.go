@@ -72,3 +72,17 @@ func TestStampCountsTheElection(t *testing.T) {
 		t.Fatalf("first stamp after the election %d, want 53000", got)
 	}
 }
+
+// The first entries a new leader commits include its predecessor's
+// tail, stamped before the election. Applying them must not set the
+// clock back to their stamps: the time without a leader still counts.
+func TestStampCountsTheElectionWhenTheOldTailCommitsLate(t *testing.T) {
+	c, f := newTestClock(0)
+	c.observe(50_000)
+	f.advance(900 * time.Millisecond) // no leader; then the new one commits the old tail
+	c.observe(50_000)                 // FSM time is still the old leader's last stamp
+	f.advance(100 * time.Millisecond)
+	if got := c.stamp(); got != 51_000 {
+		t.Fatalf("first stamp after the election %d, want 51000 (the 900 ms without a leader counted)", got)
+	}
+}
