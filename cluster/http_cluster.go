@@ -21,8 +21,8 @@ func (n *Node) handleStatus(w http.ResponseWriter, r *http.Request) {
 // index it names.
 const maxStateHashWait = 10 * time.Second
 
-// handleStateHash answers the state and content hashes of the current
-// state (StateHash); or, with ?index=N, the hashes of the state as of exactly index N, waiting up to
+// handleStateHash answers the state, content and per-table hashes of the
+// current state (stateHashReply); or, with ?index=N, the hashes of the state as of exactly index N, waiting up to
 // maxStateHashWait for it. Replicas keep applying ticks while a large
 // state is hashed, so comparing replicas needs the index form; 409 means
 // N was applied inside a larger batch or had passed: ask for a later one.
@@ -33,12 +33,12 @@ func (n *Node) handleStateHash(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if p.String("index") == "" {
-		h, err := n.StateHash()
+		idx, sums, err := n.fsm.StateHashes()
 		if err != nil {
 			domain.WriteError(w, errs.Errorf(errs.CodeInternal, "state hash: %v", err))
 			return
 		}
-		domain.WriteJSON(w, http.StatusOK, h)
+		domain.WriteJSON(w, http.StatusOK, newStateHashReply(idx, sums))
 		return
 	}
 	index, err := strconv.ParseUint(p.String("index"), 10, 64)
@@ -48,14 +48,14 @@ func (n *Node) handleStateHash(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), maxStateHashWait)
 	defer cancel()
-	h, ok, err := n.StateHashAt(ctx, index)
+	sums, ok, err := n.fsm.StateHashesAt(ctx, index)
 	switch {
 	case err != nil:
 		domain.WriteError(w, err)
 	case !ok:
 		domain.WriteError(w, errs.Errorf(errs.CodeConflict, "the state at index %d was never visible on its own (applied in a batch, or passed); ask for a later index", index))
 	default:
-		domain.WriteJSON(w, http.StatusOK, h)
+		domain.WriteJSON(w, http.StatusOK, newStateHashReply(index, sums))
 	}
 }
 

@@ -702,9 +702,15 @@ func TestHTTPRoutesThroughLeaderAndFollower(t *testing.T) {
 			r := apiGet(t, base+"/v1/cluster/state-hash")
 			var h cluster.StateHash
 			r.ok(t, "state-hash", &h)
-			wantKeys(t, "state-hash", r.body, "index", "hash", "content_hash", "data_hash")
+			wantKeys(t, "state-hash", r.body, "index", "hash", "content_hash", "data_hash", "tables")
 			if len(h.Hash) != 64 || h.Index == 0 {
 				t.Fatalf("state-hash %+v: want an index and 64 hex digits", h)
+			}
+			var tables struct {
+				Tables map[string]string `json:"tables"`
+			}
+			if err := json.Unmarshal(r.body, &tables); err != nil || len(tables.Tables["meta"]) != 64 || len(tables.Tables["members"]) != 64 {
+				t.Fatalf("state-hash tables %s: want a 64-digit hash of meta and of members (%v)", r.body, err)
 			}
 			hashes = append(hashes, h)
 		}

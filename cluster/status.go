@@ -151,6 +151,23 @@ func stateHash(index uint64, h fsm.Hashes) StateHash {
 	return StateHash{Index: index, Hash: hex.EncodeToString(h.State[:]), Content: hex.EncodeToString(h.Content[:]), Data: hex.EncodeToString(h.Data[:])}
 }
 
+// stateHashReply is what GET /v1/cluster/state-hash answers: the hashes
+// and each non-empty table's own hash, so that where two replicas' hashes
+// differ the reply names the table that differs. (StateHash stays
+// comparable with ==; the tables are only on the wire.)
+type stateHashReply struct {
+	StateHash
+	Tables map[string]string `json:"tables"`
+}
+
+func newStateHashReply(index uint64, h fsm.Hashes) stateHashReply {
+	tables := make(map[string]string, len(h.Tables))
+	for name, sum := range h.Tables {
+		tables[name] = hex.EncodeToString(sum[:])
+	}
+	return stateHashReply{StateHash: stateHash(index, h), Tables: tables}
+}
+
 // StateHashAt waits until this node has applied index and hashes its
 // state as of exactly that index; ok is false if that state was never
 // visible on its own (see fsm.FSM.StateHashAt).

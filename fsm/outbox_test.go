@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -152,5 +153,43 @@ func TestContentHash(t *testing.T) {
 	}
 	if _, sum, _ := f.StateHash(); sum != h3.State {
 		t.Fatal("StateHash and StateHashesAt disagree")
+	}
+}
+
+// The per-table hashes name what a command wrote: a node create without
+// an idempotency key changes the nodes table's hash (and the bookkeeping
+// and feed) and leaves the ledger's.
+func TestTableHashesNameTheTableAWriteChanged(t *testing.T) {
+	f, err := fsm.New(fsm.Config{Modules: []fsm.Module{nodes.Module(), outboxModule()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyed, err := log.Encode(log.Command{Type: nodes.CmdCreate, Version: 1, Stamp: 1001, IdemScope: "nodes", IdemKey: "k1",
+		Payload: log.MustMarshal(nodes.CreateCommand{NodeID: "a"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Apply(&raft.Log{Index: 1, Type: raft.LogCommand, Data: keyed})
+	_, before, err := f.StateHashes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Apply(entry(t, 3, nodes.CmdCreate, nodes.CreateCommand{NodeID: "b"}))
+	_, after, err := f.StateHashes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var changed []string
+	for name, sum := range after.Tables {
+		if before.Tables[name] != sum {
+			changed = append(changed, name)
+		}
+	}
+	slices.Sort(changed)
+	if _, ok := after.Tables["idempotency"]; !ok || len(before.Tables) != len(after.Tables) {
+		t.Fatalf("tables before %v, after %v: want the same, the ledger among them", before.Tables, after.Tables)
+	}
+	if want := []string{"changes", "meta", "nodes"}; !slices.Equal(changed, want) {
+		t.Fatalf("tables whose hash changed: %v, want %v", changed, want)
 	}
 }

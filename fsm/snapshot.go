@@ -98,6 +98,9 @@ type Hashes struct {
 	// backup has it, so a restored state's Data equals the backup's
 	// (SnapshotInfo.DataHash) until the next write.
 	Data [32]byte
+	// Tables hashes each non-empty table's rows on its own, so a
+	// divergence between replicas names the table it is in.
+	Tables map[string][32]byte
 }
 
 // clusterTables are the tables that are not data (Hashes.Data).
@@ -176,14 +179,16 @@ func (f *FSM) writeState(w io.Writer, txn *memdb.Txn) (Hashes, error) {
 	}
 	fw.frame('H', hdr)
 	var rows uint64
+	perTable := make(map[string][32]byte, len(tables))
 	for _, t := range tables {
+		th := sha256.New()
 		switch {
 		case t.Schema.Name == tableMeta:
-			fw.also = nil
+			fw.also = th
 		case clusterTable(t.Schema.Name):
-			fw.also = content
+			fw.also = io.MultiWriter(th, content)
 		default:
-			fw.also = both
+			fw.also = io.MultiWriter(th, both)
 		}
 		fw.frame('T', t.Schema.Name)
 		it, err := txn.Get(t.Schema.Name, "id")
@@ -194,10 +199,13 @@ func (f *FSM) writeState(w io.Writer, txn *memdb.Txn) (Hashes, error) {
 			fw.frame('R', raw)
 			rows++
 		}
+		var sum [32]byte
+		th.Sum(sum[:0])
+		perTable[t.Schema.Name] = sum
 	}
 	fw.also = nil
 	fw.frame('E', rows)
-	var out Hashes
+	out := Hashes{Tables: perTable}
 	h.Sum(out.State[:0])
 	content.Sum(out.Content[:0])
 	data.Sum(out.Data[:0])

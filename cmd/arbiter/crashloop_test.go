@@ -24,7 +24,8 @@ package main
 // writer sees of a node (a rejected write's reply, a read) must hold the
 // last acknowledged sequence or a later one whose outcome was unknown;
 // and at the end every node must hold such a value on every replica. The
-// three replicas must also hash the same.
+// three replicas must also hash the same, at the end and every
+// crashHashEvery faults (the writers pause for that check).
 
 import (
 	"context"
@@ -53,6 +54,11 @@ const (
 	crashCIKills       = 6   // SIGKILLs of one node in the bounded (CI) run
 	crashCIPauses      = 2   // SIGSTOP/SIGCONT pauses in the bounded run
 	crashCIGroups      = 1   // kills of two nodes, and of all three, in the bounded run
+	// crashHashEvery: every that many faults the writers stop, the nodes
+	// settle and their state hashes are compared at one index (and once
+	// more at the end), so a divergence is caught close to the faults
+	// that caused it, not only by the final check.
+	crashHashEvery = 5
 	crashMinAckedOut   = 8   // acknowledged writes required while a node is down or paused
 	crashMinAckedIn    = 8   // ... and again once it is back
 	// crashProgressBound bounds each wait for those writes, an election
@@ -122,14 +128,22 @@ func TestCrashLoop(t *testing.T) {
 	cr := &crashRun{t: t, cl: cl, seed: seed, rng: rand.New(rand.NewPCG(seed, 0))}
 	t.Cleanup(cr.resumePaused) // before stopAll: a stopped process ignores SIGTERM
 
+	cr.makeKeys()
 	stopWriters := cr.startWriters(ctx)
 	plan := newCrashPlan(cr.rng, soak)
 	faultsBegan := time.Now()
-	events := 0
+	events, hashChecks := 0, 0
 	for f, ok := plan.next(); ok; f, ok = plan.next() {
 		cr.sleepBetweenFaults()
 		cr.inject(ctx, f)
 		events++
+		if events%crashHashEvery == 0 {
+			stopWriters()
+			cr.settle(ctx)
+			e2eCompareStateHashes(ctx, t, cl)
+			hashChecks++
+			stopWriters = cr.startWriters(ctx)
+		}
 	}
 	stopWriters()
 	faultsTook := time.Since(faultsBegan)
@@ -137,6 +151,7 @@ func TestCrashLoop(t *testing.T) {
 	cr.settle(ctx)
 	cr.verifyKeys(ctx)
 	e2eCompareStateHashes(ctx, t, cl)
+	hashChecks++
 	cl.stopAll() // (c): every process must exit 0 on SIGTERM
 
 	logs := cr.readLogs()
@@ -148,12 +163,12 @@ func TestCrashLoop(t *testing.T) {
 	t.Logf("crash loop summary: seed=%d SIGKILL-restart cycles=%d (one node %d [leader %d, follower %d], two nodes %d, whole cluster %d) "+
 		"processes killed=%d (%d mid-snapshot) pauses=%d (leader %d) fault events=%d (%.1f/min) "+
 		"snapshots taken=%d installed=%d restored-at-start=%d leftover-tmp=%d largest-kept=%dKB "+
-		"acked=%d unknown=%d (%d seen applied) rejected=%d keys=%d violations=%d faults=%v total=%v",
+		"acked=%d unknown=%d (%d seen applied) rejected=%d keys=%d violations=%d state-hash checks=%d faults=%v total=%v",
 		seed, k.one+k.two+k.all, k.one, k.oneLeader, k.one-k.oneLeader, k.two, k.all,
 		k.processes, k.midSnapshot, cr.pauses, cr.leaderPauses, events, float64(events)/faultsTook.Minutes(),
 		logs.taken, logs.installed, logs.restored, cr.leftoverTempSnapshots(), cr.largestSnapshot()>>10,
 		cr.acked.Load(), cr.unknown.Load(), cr.unknownSeen.Load(), cr.rejected.Load(), len(cr.allKeys()),
-		cr.violations.Load(), faultsTook.Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
+		cr.violations.Load(), hashChecks, faultsTook.Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
 }
 
 // crashFault is one fault the killer injects.
@@ -249,6 +264,9 @@ type crashRun struct {
 	// keys[w] are writer w's nodes: only writer w touches them until the
 	// writers stop, then only the test goroutine.
 	keys [][]*crashKey
+	// writerRounds counts startWriters calls (writers stop for every
+	// state-hash check); each round's writers draw from their own seeds.
+	writerRounds int
 
 	acked       atomic.Int64 // writes acknowledged (created=true or swapped=true)
 	unknown     atomic.Int64 // writes of unknown outcome
@@ -293,21 +311,28 @@ type crashWrite struct {
 
 func (cr *crashRun) allKeys() []*crashKey { return slices.Concat(cr.keys...) }
 
-// startWriters runs crashWriters goroutines overwriting their keys until
-// the returned function is called; it stops them and waits for them. A
-// write in flight then runs to its end (within crashWriteBound), so that
-// unknown outcomes count only those the faults caused.
-func (cr *crashRun) startWriters(ctx context.Context) (stop func()) {
+// makeKeys names the keys each writer owns.
+func (cr *crashRun) makeKeys() {
 	cr.keys = make([][]*crashKey, crashWriters)
 	for w := range cr.keys {
 		for i := range crashKeysPerWriter {
 			cr.keys[w] = append(cr.keys[w], &crashKey{id: fmt.Sprintf("crash-w%d-k%03d", w, i), acked: -1, maybe: map[int]*crashWrite{}})
 		}
 	}
+}
+
+// startWriters runs crashWriters goroutines overwriting their keys until
+// the returned function is called; it stops them and waits for them. A
+// write in flight then runs to its end (within crashWriteBound), so that
+// unknown outcomes count only those the faults caused. Writers started
+// again carry on from what their keys hold.
+func (cr *crashRun) startWriters(ctx context.Context) (stop func()) {
+	cr.writerRounds++
+	round := cr.writerRounds
 	halt := make(chan struct{})
 	var wg sync.WaitGroup
 	for w := range crashWriters {
-		wg.Go(func() { cr.writer(ctx, w, halt) })
+		wg.Go(func() { cr.writer(ctx, w, round, halt) })
 	}
 	return func() { close(halt); wg.Wait() }
 }
@@ -315,8 +340,8 @@ func (cr *crashRun) startWriters(ctx context.Context) (stop func()) {
 // writer writes its keys in turn, starting each write at a different node
 // so that followers forward to the leader. After an unknown outcome it
 // reads the key back, linearizably, before writing it again.
-func (cr *crashRun) writer(ctx context.Context, w int, halt <-chan struct{}) {
-	rng := rand.New(rand.NewPCG(cr.seed, uint64(w)+1))
+func (cr *crashRun) writer(ctx context.Context, w, round int, halt <-chan struct{}) {
+	rng := rand.New(rand.NewPCG(cr.seed, uint64(round)<<32|uint64(w)+1))
 	keys := cr.keys[w]
 	for i := 0; ctx.Err() == nil; i++ {
 		select {

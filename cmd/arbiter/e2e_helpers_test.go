@@ -21,6 +21,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -575,8 +576,27 @@ func (st *e2eStatusReply) member(id string) *e2eMember {
 }
 
 type e2eHashReply struct {
-	Index uint64 `json:"index"`
-	Hash  string `json:"hash"`
+	Index  uint64            `json:"index"`
+	Hash   string            `json:"hash"`
+	Tables map[string]string `json:"tables"`
+}
+
+// differingTables names the tables whose hashes differ between a and b
+// (a table present on one side only differs too), sorted.
+func differingTables(a, b *e2eHashReply) []string {
+	var diff []string
+	for name, h := range a.Tables {
+		if b.Tables[name] != h {
+			diff = append(diff, name)
+		}
+	}
+	for name := range b.Tables {
+		if _, ok := a.Tables[name]; !ok {
+			diff = append(diff, name)
+		}
+	}
+	slices.Sort(diff)
+	return diff
 }
 
 // e2eAPIError is a non-200 reply.

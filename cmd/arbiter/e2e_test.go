@@ -466,9 +466,10 @@ func e2eCompareStateHashes(ctx context.Context, t *testing.T, cl *e2eCluster) {
 			}
 			seen = append(seen, fmt.Sprintf("%s index %d hash %s", n.id, hs[i].Index, hs[i].Hash))
 		}
-		for _, h := range hs[1:] {
+		for i, h := range hs[1:] {
 			if h.Hash != hs[0].Hash {
-				t.Fatalf("DIVERGENCE: same index, different state hashes: %s", strings.Join(seen, "; "))
+				t.Fatalf("DIVERGENCE: same index, different state hashes: %s; %s and %s differ in tables %v",
+					strings.Join(seen, "; "), cl.nodes[0].id, cl.nodes[i+1].id, differingTables(hs[0], h))
 			}
 		}
 		return true, ""
