@@ -58,9 +58,9 @@ const (
 	// settle and their state hashes are compared at one index (and once
 	// more at the end), so a divergence is caught close to the faults
 	// that caused it, not only by the final check.
-	crashHashEvery = 5
-	crashMinAckedOut   = 8   // acknowledged writes required while a node is down or paused
-	crashMinAckedIn    = 8   // ... and again once it is back
+	crashHashEvery   = 5
+	crashMinAckedOut = 8 // acknowledged writes required while a node is down or paused
+	crashMinAckedIn  = 8 // ... and again once it is back
 	// crashProgressBound bounds each wait for those writes, an election
 	// and a restart included.
 	crashProgressBound = 20 * time.Second
