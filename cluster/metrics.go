@@ -129,6 +129,9 @@ func newMetrics(n *Node) *metrics {
 			}
 			return 0
 		}),
+		counter("arbiter_raft_applied_truncations_total", "Times raft truncated log entries this node had already applied: its state may differ from the cluster's (a bug if not 0; logged).", func() float64 {
+			return float64(n.Truncations())
+		}),
 		counter("arbiter_fsm_effects_total", "Effects after commit that ran.", func() float64 { return float64(n.fsm.EffectRuns()) }),
 		counter("arbiter_fsm_effect_failures_total", "Effects after commit that failed (logged with their error).", func() float64 { return float64(n.fsm.EffectFailures()) }),
 		gauge("arbiter_ledger_rows", "Rows in the idempotency ledger.", func() float64 { return float64(n.fsm.RetentionStats().LedgerRows) }),

@@ -36,7 +36,8 @@ type Node struct {
 	raft           *raft.Raft
 	transport      raft.Transport
 	closeTransport func() error
-	guard          *transportGuard // raft's view of transport
+	guard          *transportGuard  // raft's view of transport
+	truncations    *truncationWatch // raft's view of the log store
 	stores         *Stores
 	mux            *http.ServeMux // the API: the host's routes and every domain's
 	routeTable     []RouteInfo
@@ -183,12 +184,14 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	notify := make(chan bool, 16)
 	trans, guard := guardTransport(n.transport)
 	n.guard = guard
-	r, err := raft.NewRaft(n.raftConfig(notify), n.raftFSM(), n.stores.Log, n.stores.Stable, n.stores.Snapshot, trans)
+	n.truncations = newTruncationWatch(n.stores.Log, n.logger)
+	r, err := raft.NewRaft(n.raftConfig(notify), n.raftFSM(), n.truncations, n.stores.Stable, n.stores.Snapshot, trans)
 	if err != nil {
 		guard.close()
 		return fmt.Errorf("cluster: start raft: %w", err)
 	}
 	n.raft = r
+	n.truncations.watch(r.AppliedIndex)
 	if !n.cfg.StaleSnapshotGuardOff {
 		guard.watchApplied(r.AppliedIndex, n.logger)
 	}

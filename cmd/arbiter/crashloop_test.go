@@ -159,6 +159,11 @@ func TestCrashLoop(t *testing.T) {
 		t.Errorf("no snapshot was taken: the crash loop did not exercise snapshots (flags %v)", crashServeArgs)
 	}
 	t.Logf("error lines in the node logs, by message: %v", logs.errors)
+	for _, bug := range crashBugMessages {
+		if n := logs.errors[bug]; n > 0 {
+			t.Errorf("%d node log lines say %q (seed %d)", n, bug, seed)
+		}
+	}
 	k := &cr.kills
 	t.Logf("crash loop summary: seed=%d SIGKILL-restart cycles=%d (one node %d [leader %d, follower %d], two nodes %d, whole cluster %d) "+
 		"processes killed=%d (%d mid-snapshot) pauses=%d (leader %d) fault events=%d (%.1f/min) "+
@@ -880,6 +885,13 @@ func (cr *crashRun) readLogs() crashLogStats {
 		}
 	}
 	return s
+}
+
+// crashBugMessages are the error lines a node logs when it finds itself
+// in a state raft should never have put it in; the crash loop fails on any.
+var crashBugMessages = []string{
+	"raft truncated log entries this node had already applied: its state may differ from the cluster's",
+	"snapshot restore moves the applied index backwards",
 }
 
 // crashLogMsg is the msg="..." of a slog text line, or the whole line.

@@ -205,6 +205,9 @@ func RunOn(t testing.TB, c *clustertest.Cluster, cfg Config) Report {
 		t.Errorf("chaos: %s acknowledged %d writes and read none back", cfg.Workload.Name(), report.Writes)
 	}
 	t.Logf("chaos: %s seed %d: read back %d acknowledged writes on each of %d replicas", cfg.Workload.Name(), cfg.Seed, report.ReadBacks, len(c.Running()))
+	if n := c.Truncations(); n != 0 {
+		t.Errorf("chaos: %s seed %d: raft truncated entries a replica had already applied, %d times (see the nodes' logs)", cfg.Workload.Name(), cfg.Seed, n)
+	}
 	if n := c.Rewinds(); n != 0 {
 		t.Errorf("chaos: %s seed %d: %d snapshot restores moved a replica's applied index backwards (see the nodes' logs)", cfg.Workload.Name(), cfg.Seed, n)
 	}

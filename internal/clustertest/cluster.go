@@ -66,10 +66,11 @@ type Cluster struct {
 	// TLS.
 	PeerToken string
 
-	mu      sync.Mutex
-	members []*member
-	logs    map[string]*os.File // Options.LogDir's files by node id
-	rewinds uint64              // FSM.Rewinds of the nodes stopped so far
+	mu          sync.Mutex
+	members     []*member
+	logs        map[string]*os.File // Options.LogDir's files by node id
+	rewinds     uint64              // FSM.Rewinds of the nodes stopped so far
+	truncations uint64              // Node.Truncations of the nodes stopped so far
 }
 
 type member struct {
@@ -437,6 +438,7 @@ func (c *Cluster) Stop(i int) {
 	}
 	c.mu.Lock()
 	c.rewinds += node.FSM().Rewinds()
+	c.truncations += node.Truncations()
 	c.mu.Unlock()
 	if m.faults != nil {
 		m.faults.stop()
@@ -452,6 +454,22 @@ func (c *Cluster) InmemTransport(i int) *raft.InmemTransport {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.members[i].trans
+}
+
+// Truncations is how many times, on every node since the cluster
+// started, raft truncated log entries a node had already applied
+// (cluster.Node.Truncations): each is a replica that applied what the
+// cluster never committed.
+func (c *Cluster) Truncations() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.truncations
+	for _, m := range c.members {
+		if m.node != nil {
+			n += m.node.Truncations()
+		}
+	}
+	return n
 }
 
 // Rewinds is how many snapshot restores, on every node since the cluster
