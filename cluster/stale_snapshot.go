@@ -42,11 +42,14 @@ func (g *transportGuard) filterStaleSnapshots(in <-chan raft.RPC, out chan<- raf
 		case <-g.stop:
 			return
 		}
-		if req, ok := rpc.Command.(*raft.InstallSnapshotRequest); ok {
+		switch req := rpc.Command.(type) {
+		case *raft.InstallSnapshotRequest:
 			if applied := g.appliedIndex(); req.LastLogIndex < applied {
 				g.refuseStale(rpc, req, applied)
 				continue
 			}
+		case *raft.AppendEntriesRequest:
+			rpc.Command = commitOnlyWhatItCarries(req)
 		}
 		asked, reply := rpc, rpc.RespChan
 		asked.RespChan = answer
@@ -99,4 +102,31 @@ func (g *transportGuard) watchApplied(applied func() uint64, logger *slog.Logger
 type staleFilter struct {
 	applied atomic.Pointer[func() uint64]
 	logger  atomic.Pointer[slog.Logger]
+}
+
+// commitOnlyWhatItCarries holds a follower to the Raft paper's commit rule:
+// on AppendEntries, commit min(leaderCommit, index of the last new entry).
+// hashicorp/raft (v1.7.3) commits min(leaderCommit, its own last index)
+// instead, and its own log can run past the request with a stale tail
+// (entries a deposed leader appended that the cluster never committed,
+// left where the request's entries all matched): the follower then applies
+// them, and its state differs from the cluster's for good. The crash loop
+// saw exactly that divergence; TestFollowerDoesNotCommitAStaleTail builds
+// it. The request is copied (the in-memory transport hands over the
+// leader's own), and its commit index lowered to the last index it
+// vouches for: what it carries, or its previous entry when it carries
+// nothing. A later request carries the rest, so nothing committed waits
+// longer than the next round trip. Heartbeats (no previous entry, no
+// commit index) do not come this way.
+func commitOnlyWhatItCarries(req *raft.AppendEntriesRequest) *raft.AppendEntriesRequest {
+	vouched := req.PrevLogEntry
+	if n := len(req.Entries); n > 0 {
+		vouched = req.Entries[n-1].Index
+	}
+	if req.LeaderCommitIndex <= vouched {
+		return req
+	}
+	capped := *req
+	capped.LeaderCommitIndex = vouched
+	return &capped
 }
