@@ -461,26 +461,24 @@ func (c *Cluster) InmemTransport(i int) *raft.InmemTransport {
 // (cluster.Node.Truncations): each is a replica that applied what the
 // cluster never committed.
 func (c *Cluster) Truncations() uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := c.truncations
-	for _, m := range c.members {
-		if m.node != nil {
-			n += m.node.Truncations()
-		}
-	}
-	return n
+	return c.sumOverNodes(func() uint64 { return c.truncations }, (*cluster.Node).Truncations)
 }
 
 // Rewinds is how many snapshot restores, on every node since the cluster
 // started, moved a replica's applied index backwards (fsm.FSM.Rewinds).
 func (c *Cluster) Rewinds() uint64 {
+	return c.sumOverNodes(func() uint64 { return c.rewinds }, func(n *cluster.Node) uint64 { return n.FSM().Rewinds() })
+}
+
+// sumOverNodes adds up a counter of every running node and what the
+// stopped ones had counted (stopped, read under the lock).
+func (c *Cluster) sumOverNodes(stopped func() uint64, of func(*cluster.Node) uint64) uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n := c.rewinds
+	n := stopped()
 	for _, m := range c.members {
 		if m.node != nil {
-			n += m.node.FSM().Rewinds()
+			n += of(m.node)
 		}
 	}
 	return n
