@@ -22,9 +22,9 @@ import (
 // that is not waiting for it any more. A snapshot at or ahead of the
 // applied index goes through.
 
-// filterStaleSnapshots moves RPCs from in to out, refusing every
-// InstallSnapshot whose last index is behind the applied index, until stop
-// closes.
+// filterInbound moves RPCs from in to out until stop closes: it refuses
+// every InstallSnapshot whose last index is behind the applied index, and
+// holds every AppendEntries to the paper's commit rule (commit_rule.go).
 //
 // It hands raft one RPC at a time and waits for raft's answer before it
 // takes the next. Raft handles its RPCs one at a time anyway, but without
@@ -33,7 +33,7 @@ import (
 // the applied index past the snapshot after the check: the fault harness
 // over TCP caught exactly that rewind (the leader's AppendEntries and its
 // later InstallSnapshot arrive on two connections, back to back).
-func (g *transportGuard) filterStaleSnapshots(in <-chan raft.RPC, out chan<- raft.RPC) {
+func (g *transportGuard) filterInbound(in <-chan raft.RPC, out chan<- raft.RPC) {
 	answer := make(chan raft.RPCResponse, 1)
 	for {
 		var rpc raft.RPC
@@ -102,31 +102,4 @@ func (g *transportGuard) watchApplied(applied func() uint64, logger *slog.Logger
 type staleFilter struct {
 	applied atomic.Pointer[func() uint64]
 	logger  atomic.Pointer[slog.Logger]
-}
-
-// commitOnlyWhatItCarries holds a follower to the Raft paper's commit rule:
-// on AppendEntries, commit min(leaderCommit, index of the last new entry).
-// hashicorp/raft (v1.7.3) commits min(leaderCommit, its own last index)
-// instead, and its own log can run past the request with a stale tail
-// (entries a deposed leader appended that the cluster never committed,
-// left where the request's entries all matched): the follower then applies
-// them, and its state differs from the cluster's for good. The crash loop
-// saw exactly that divergence; TestFollowerDoesNotCommitAStaleTail builds
-// it. The request is copied (the in-memory transport hands over the
-// leader's own), and its commit index lowered to the last index it
-// vouches for: what it carries, or its previous entry when it carries
-// nothing. A later request carries the rest, so nothing committed waits
-// longer than the next round trip. Heartbeats (no previous entry, no
-// commit index) do not come this way.
-func commitOnlyWhatItCarries(req *raft.AppendEntriesRequest) *raft.AppendEntriesRequest {
-	vouched := req.PrevLogEntry
-	if n := len(req.Entries); n > 0 {
-		vouched = req.Entries[n-1].Index
-	}
-	if req.LeaderCommitIndex <= vouched {
-		return req
-	}
-	capped := *req
-	capped.LeaderCommitIndex = vouched
-	return &capped
 }

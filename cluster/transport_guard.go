@@ -24,6 +24,10 @@ import (
 // consumer, which refuses an InstallSnapshot behind the applied index
 // (stale_snapshot.go).
 //
+// Stale tails. The consumer also lowers each AppendEntries' commit index
+// to the last entry the request vouches for, the Raft paper's rule, which
+// raft itself does not follow (commit_rule.go).
+//
 // Pipelined replication. The guard offers raft no AppendEntries
 // pipeline, so raft replicates with one AppendEntries RPC at a time
 // (each carrying up to MaxAppendEntries entries). hashicorp/raft's
@@ -56,7 +60,7 @@ var errShuttingDown = errors.New("cluster: node shutting down")
 func guardTransport(t raft.Transport) (raft.Transport, *transportGuard) {
 	g := &transportGuard{Transport: t, peers: newPeerTracker()}
 	g.stop, g.consumer = make(chan struct{}), make(chan raft.RPC)
-	go g.filterStaleSnapshots(t.Consumer(), g.consumer)
+	go g.filterInbound(t.Consumer(), g.consumer)
 	if _, ok := t.(raft.WithPreVote); ok {
 		return &transportGuardPreVote{g}, g
 	}
@@ -68,8 +72,8 @@ func (g *transportGuard) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress
 	return nil, raft.ErrPipelineReplicationNotSupported
 }
 
-// Consumer is raft's inbound RPC channel, through the stale-snapshot
-// filter.
+// Consumer is raft's inbound RPC channel, through the guard's filter
+// (filterInbound).
 func (g *transportGuard) Consumer() <-chan raft.RPC { return g.consumer }
 
 func (g *transportGuard) SetHeartbeatHandler(cb func(raft.RPC)) {
@@ -98,7 +102,7 @@ func (g *transportGuard) Close() error {
 }
 
 // close waits for heartbeats in flight and refuses any later one, and
-// ends the stale-snapshot filter.
+// ends the inbound filter.
 func (g *transportGuard) close() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
