@@ -42,9 +42,15 @@ func (n *Node) watchLeadership(notify <-chan bool) {
 func (n *Node) lead(ctx context.Context) {
 	term := n.raft.CurrentTerm()
 	for attempt := 0; ; attempt++ {
-		if _, err := n.tick(ctx); err == nil {
+		if h := n.fsm.Halted(); h != nil {
+			// A halted replica can commit but never apply its first tick:
+			// it hands over rather than hold the cluster without a
+			// working leader (it can win an election: its log is whole).
+			n.stepDownHalted(h)
+		} else if _, err := n.tick(ctx); err == nil {
 			break
-		} else if sleepCtx(ctx, backoff(attempt)) != nil {
+		}
+		if sleepCtx(ctx, backoff(attempt)) != nil {
 			return
 		}
 	}

@@ -278,4 +278,20 @@ func TestMixedVersionsNeverDiverge(t *testing.T) {
 	if st := call(t, "POST", c.URL(0)+"/v1/counters/add", addRequest{Name: "hits", By: 1}, &e); st != 503 {
 		t.Fatalf("add after the downgrade: %d %+v, want 503", st, e)
 	}
+
+	// The halted replica's log is whole, so it can win an election (a
+	// loaded machine made it win one on its own). As leader it can commit
+	// but never apply: it must hand over, not hold the cluster.
+	leader := c.WaitLeader(10 * time.Second)
+	if leader != 2 {
+		if err := c.Node(leader).Raft().LeadershipTransferToServer("n3", "n3").Error(); err != nil {
+			t.Fatalf("transfer to the halted replica: %v", err)
+		}
+	}
+	if !c.Eventually(20*time.Second, func() bool {
+		l := c.WaitLeader(10 * time.Second)
+		return l != 2 && call(t, "POST", c.URL(l)+"/v1/nodes/create", map[string]any{"node_id": "after-handover"}, nil) == 200
+	}) {
+		t.Fatal("the cluster took no write after leadership went to the halted replica")
+	}
 }
