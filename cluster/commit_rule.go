@@ -11,10 +11,11 @@ import "github.com/hashicorp/raft"
 // them, and its state differs from the cluster's for good (until a
 // snapshot install replaces it). TestFollowerDoesNotCommitAStaleTail builds
 // that with raft itself; the crash loop once saw a divergence of that
-// shape, with its cause unconfirmed (RELIABILITY.md). The request is copied (the in-memory transport hands over the
-// leader's own), and its commit index lowered to the last index it
-// vouches for: what it carries, or its previous entry when it carries
-// nothing. A later request carries the rest, so nothing committed waits
+// shape, with its cause unconfirmed (RELIABILITY.md).
+//
+// The request is copied (the in-memory transport hands over the leader's
+// own), and its commit index lowered to the last index it vouches for:
+// what it carries, or its previous entry when it carries nothing. A later request carries the rest, so nothing committed waits
 // longer than the next round trip. Heartbeats (no previous entry, no
 // commit index) do not come this way.
 func commitOnlyWhatItCarries(req *raft.AppendEntriesRequest) *raft.AppendEntriesRequest {
