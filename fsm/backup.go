@@ -52,7 +52,7 @@ func (f *FSM) InspectSnapshot(r io.Reader) (*SnapshotInfo, error) {
 	}
 	// Hashed as the FSM would hash the state once loaded, so that it
 	// compares with a live replica's data hash.
-	h, err := f.writeState(io.Discard, st.db.Txn(false))
+	h, err := f.writeState(io.Discard, st.db.Txn(false), false)
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +174,7 @@ func (f *FSM) PrepareRestoreWith(r io.Reader, w io.Writer, opts RestoreOptions) 
 	writeMeta(txn, m)
 	txn.Commit()
 
-	h, err := f.writeState(w, st.db.Txn(false))
+	h, err := f.writeState(w, st.db.Txn(false), false)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -69,7 +69,7 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 	w := bufio.NewWriterSize(sink, 256<<10)
-	if _, err := s.f.writeState(w, s.txn); err != nil {
+	if _, err := s.f.writeState(w, s.txn, false); err != nil {
 		_ = sink.Cancel()
 		return err
 	}
@@ -99,7 +99,8 @@ type Hashes struct {
 	// (SnapshotInfo.DataHash) until the next write.
 	Data [32]byte
 	// Tables hashes each non-empty table's rows on its own, so a
-	// divergence between replicas names the table it is in.
+	// divergence between replicas names the table it is in (StateHashes
+	// and StateHashesAt only; nil elsewhere).
 	Tables map[string][32]byte
 }
 
@@ -118,7 +119,7 @@ func (f *FSM) StateHash() (uint64, [32]byte, error) {
 // StateHashes is StateHash with the content hash.
 func (f *FSM) StateHashes() (uint64, Hashes, error) {
 	txn := f.db.Load().Txn(false)
-	h, err := f.writeState(io.Discard, txn)
+	h, err := f.writeState(io.Discard, txn, true)
 	return readMeta(txn).Index, h, err
 }
 
@@ -140,7 +141,7 @@ func (f *FSM) StateHashesAt(ctx context.Context, index uint64) (h Hashes, ok boo
 		txn := f.db.Load().Txn(false)
 		switch at := readMeta(txn).Index; {
 		case at == index:
-			h, err = f.writeState(io.Discard, txn)
+			h, err = f.writeState(io.Discard, txn, true)
 			return h, err == nil, err
 		case at > index:
 			return h, false, nil
@@ -155,13 +156,15 @@ func (f *FSM) StateHashesAt(ctx context.Context, index uint64) (h Hashes, ok boo
 
 // WriteSnapshot streams the current state to w in the snapshot format.
 func (f *FSM) WriteSnapshot(w io.Writer) error {
-	_, err := f.writeState(w, f.db.Load().Txn(false))
+	_, err := f.writeState(w, f.db.Load().Txn(false), false)
 	return err
 }
 
 // writeState writes the stream and its trailer, returning the trailer
-// (the state hash) and the content hash.
-func (f *FSM) writeState(w io.Writer, txn *memdb.Txn) (Hashes, error) {
+// (the state hash) and the content hash; and, if perTable, each table's
+// own hash (one more pass of SHA-256 over every row, which snapshots and
+// backups do not pay).
+func (f *FSM) writeState(w io.Writer, txn *memdb.Txn, perTable bool) (Hashes, error) {
 	h, content, data := sha256.New(), sha256.New(), sha256.New()
 	both := io.MultiWriter(content, data)
 	fw := &frameWriter{w: io.MultiWriter(w, h)}
@@ -179,16 +182,27 @@ func (f *FSM) writeState(w io.Writer, txn *memdb.Txn) (Hashes, error) {
 	}
 	fw.frame('H', hdr)
 	var rows uint64
-	perTable := make(map[string][32]byte, len(tables))
+	var tableSums map[string][32]byte
+	if perTable {
+		tableSums = make(map[string][32]byte, len(tables))
+	}
 	for _, t := range tables {
-		th := sha256.New()
+		var th hash.Hash
 		switch {
 		case t.Schema.Name == tableMeta:
-			fw.also = th
+			fw.also = nil
 		case clusterTable(t.Schema.Name):
-			fw.also = io.MultiWriter(th, content)
+			fw.also = content
 		default:
-			fw.also = io.MultiWriter(th, both)
+			fw.also = both
+		}
+		if perTable {
+			th = sha256.New()
+			if fw.also == nil {
+				fw.also = th
+			} else {
+				fw.also = io.MultiWriter(th, fw.also)
+			}
 		}
 		fw.frame('T', t.Schema.Name)
 		it, err := txn.Get(t.Schema.Name, "id")
@@ -199,13 +213,15 @@ func (f *FSM) writeState(w io.Writer, txn *memdb.Txn) (Hashes, error) {
 			fw.frame('R', raw)
 			rows++
 		}
-		var sum [32]byte
-		th.Sum(sum[:0])
-		perTable[t.Schema.Name] = sum
+		if perTable {
+			var sum [32]byte
+			th.Sum(sum[:0])
+			tableSums[t.Schema.Name] = sum
+		}
 	}
 	fw.also = nil
 	fw.frame('E', rows)
-	out := Hashes{Tables: perTable}
+	out := Hashes{Tables: tableSums}
 	h.Sum(out.State[:0])
 	content.Sum(out.Content[:0])
 	data.Sum(out.Data[:0])
