@@ -13,6 +13,25 @@ import (
 // much time has passed.
 const SoakEnv = "ARBITER_SOAK"
 
+// SoakCheckedEnv, set to 1, limits a soak to the workloads porcupine checks
+// against a model, so that all of its time goes to checked histories. The
+// others (the fenced sink, reservations, projection) verify their own
+// invariants; an unfiltered soak still draws them.
+const SoakCheckedEnv = "ARBITER_SOAK_CHECKED"
+
+// SoakOnlyChecked says whether SoakCheckedEnv asks for checked workloads
+// only. Any value but "", "0" and "1" is an error.
+func SoakOnlyChecked() (bool, error) {
+	switch v := os.Getenv(SoakCheckedEnv); v {
+	case "", "0":
+		return false, nil
+	case "1":
+		return true, nil
+	default:
+		return false, fmt.Errorf("%s=%q: want 1 or 0", SoakCheckedEnv, v)
+	}
+}
+
 // SoakDuration is how long to soak, or false when no soak was asked for.
 // A malformed value is an error, not a silent default.
 func SoakDuration() (time.Duration, bool, error) {

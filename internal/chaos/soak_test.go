@@ -16,6 +16,8 @@ import (
 // ones). Skipped unless ARBITER_SOAK is set:
 //
 //	ARBITER_SOAK=30m go test -run TestSoak -timeout 0 -v ./internal/chaos
+//
+// With ARBITER_SOAK_CHECKED=1 it draws only the workloads porcupine checks.
 func TestSoak(t *testing.T) {
 	d, soak, err := chaos.SoakDuration()
 	if err != nil {
@@ -23,6 +25,18 @@ func TestSoak(t *testing.T) {
 	}
 	if !soak {
 		t.Skipf("set %s to a duration to soak", chaos.SoakEnv)
+	}
+	pool := workloads
+	if only, err := chaos.SoakOnlyChecked(); err != nil {
+		t.Fatal(err)
+	} else if only {
+		pool = nil
+		for _, w := range workloads {
+			if _, ok := w.Model(); ok {
+				pool = append(pool, w)
+			}
+		}
+		t.Logf("soak: only the %d workloads with a model (%s=1)", len(pool), chaos.SoakCheckedEnv)
 	}
 	seed := seed.For(t)
 	rng := rand.New(rand.NewPCG(seed, 3))
@@ -33,7 +47,7 @@ func TestSoak(t *testing.T) {
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
 		histories++
-		w := workloads[rng.IntN(len(workloads))]
+		w := pool[rng.IntN(len(pool))]
 		nodes := 3 + 2*rng.IntN(2)
 		tcp := rng.IntN(2) == 1
 		hseed := rng.Uint64()
