@@ -4,8 +4,8 @@ import (
 	"runtime/debug"
 
 	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/internal/statestore"
 	"github.com/arbiterhq/arbiter/log"
-	memdb "github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/raft"
 )
 
@@ -143,7 +143,7 @@ func (f *FSM) applyEach(logs []*raft.Log) []any {
 // applyCommand decodes, checks and dispatches one command inside txn,
 // updating m. It returns the response, the effects to run once txn has
 // committed, and whether txn may commit.
-func (f *FSM) applyCommand(txn *memdb.Txn, m *meta, index uint64, data []byte) (*Response, []Effect, outcome) {
+func (f *FSM) applyCommand(txn *statestore.Txn, m *meta, index uint64, data []byte) (*Response, []Effect, outcome) {
 	refuse := func(e *errs.Error) (*Response, []Effect, outcome) {
 		return &Response{Index: index, Time: m.Now, Err: e}, nil, clean
 	}

@@ -5,7 +5,8 @@
 // cluster's id (CmdClusterID: set once, kept by a restore). It knows no
 // domain; domains bring their modules (see package domain).
 //
-// An FSM holds a go-memdb state store and a set of modules. Each module
+// An FSM holds a state store (internal/statestore: go-memdb schemas and
+// semantics over copy-on-write B-trees) and a set of modules. Each module
 // registers its tables, its command handlers and its query handlers; the FSM
 // decodes every committed log entry (a log.Command), advances its clock to
 // max(previous now, leader stamp), consults the idempotency ledger, runs the

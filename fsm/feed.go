@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 
 	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/internal/statestore"
 	"github.com/arbiterhq/arbiter/log"
-	memdb "github.com/hashicorp/go-memdb"
 )
 
 // The change feed: every committed mutation appends events with a monotonic
@@ -23,7 +23,7 @@ const (
 // MaxChangesPage bounds one page of the change feed.
 const MaxChangesPage = 1024
 
-func appendEvents(txn *memdb.Txn, m *meta, events []Event) error {
+func appendEvents(txn *statestore.Txn, m *meta, events []Event) error {
 	for _, e := range events {
 		m.LastSeq++
 		e.Seq, e.Index, e.Time = m.LastSeq, m.Index, m.Now
@@ -36,7 +36,7 @@ func appendEvents(txn *memdb.Txn, m *meta, events []Event) error {
 
 // pruneFeed deletes the oldest events beyond retain, at most budget of
 // them, and returns how many it deleted.
-func pruneFeed(txn *memdb.Txn, m *meta, retain uint64, budget int) int {
+func pruneFeed(txn *statestore.Txn, m *meta, retain uint64, budget int) int {
 	n := 0
 	for m.LastSeq-m.FirstSeq+1 > retain && n < budget {
 		if raw, err := txn.First(tableChanges, "id", m.FirstSeq); err == nil && raw != nil {

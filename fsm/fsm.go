@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/internal/statestore"
 	"github.com/arbiterhq/arbiter/log"
 	memdb "github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/raft"
@@ -46,7 +47,7 @@ type FSM struct {
 	eventValues   map[string]EventValue // by event kind
 	served        Capabilities
 
-	db      atomic.Pointer[memdb.MemDB]
+	db      atomic.Pointer[statestore.DB]
 	applied atomic.Uint64 // index of the last entry applied
 	panics  atomic.Uint64 // handler panics turned into internal errors
 	rewinds atomic.Uint64 // restores behind the applied index
@@ -164,8 +165,8 @@ func (f *FSM) register(m *Module) error {
 	return nil
 }
 
-func (f *FSM) emptyDB() (*memdb.MemDB, error) {
-	db, err := memdb.NewMemDB(f.schema)
+func (f *FSM) emptyDB() (*statestore.DB, error) {
+	db, err := statestore.NewDB(f.schema)
 	if err != nil {
 		return nil, fmt.Errorf("fsm: state store: %w", err)
 	}
@@ -185,7 +186,7 @@ func (f *FSM) IsInternal(t log.Type) bool {
 	return ok && c.Internal
 }
 
-func readMeta(txn *memdb.Txn) *meta {
+func readMeta(txn *statestore.Txn) *meta {
 	raw, err := txn.First(tableMeta, "id", tableMeta)
 	if err != nil || raw == nil {
 		// The meta row is inserted when a store is created or restored;
@@ -196,7 +197,7 @@ func readMeta(txn *memdb.Txn) *meta {
 	return &m
 }
 
-func writeMeta(txn *memdb.Txn, m *meta) {
+func writeMeta(txn *statestore.Txn, m *meta) {
 	// Insert of a row with a valid id into an existing table cannot fail.
 	_ = txn.Insert(tableMeta, m)
 }

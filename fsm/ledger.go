@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/internal/statestore"
 	"github.com/arbiterhq/arbiter/log"
-	memdb "github.com/hashicorp/go-memdb"
 )
 
 // The idempotency ledger maps (principal, scope, key) to the digest of the
@@ -24,7 +24,7 @@ import (
 // consultLedger answers a keyed command from the ledger when it can: a
 // replay for the same digest, idempotency_conflict for another. done is
 // false when the key is new and the command must run.
-func (f *FSM) consultLedger(txn *memdb.Txn, cmd *log.Command, m *meta) (*Response, bool) {
+func (f *FSM) consultLedger(txn *statestore.Txn, cmd *log.Command, m *meta) (*Response, bool) {
 	raw, err := txn.First(tableIdem, "id", ledgerID(cmd))
 	if err != nil || raw == nil {
 		return nil, false
@@ -39,7 +39,7 @@ func (f *FSM) consultLedger(txn *memdb.Txn, cmd *log.Command, m *meta) (*Respons
 	return &res, true
 }
 
-func recordLedger(txn *memdb.Txn, m *meta, cmd *log.Command, res *Response) error {
+func recordLedger(txn *statestore.Txn, m *meta, cmd *log.Command, res *Response) error {
 	row := &idemRow{
 		ID: ledgerID(cmd), Principal: cmd.Principal.ID, Scope: cmd.IdemScope, Key: cmd.IdemKey,
 		Digest: cmd.Digest(), Response: *res, CreatedAt: m.Now,
@@ -60,13 +60,13 @@ func ledgerID(cmd *log.Command) string {
 
 // pruneLedger deletes at most budget rows created at or before cutoff,
 // oldest first, and returns how many it deleted.
-func pruneLedger(txn *memdb.Txn, m *meta, cutoff int64, budget int) int {
+func pruneLedger(txn *statestore.Txn, m *meta, cutoff int64, budget int) int {
 	return deleteOldest(txn, m, budget, func(row *idemRow) bool { return row.CreatedAt <= cutoff })
 }
 
 // deleteOldest deletes the oldest ledger rows while keep says so, at most
 // budget of them.
-func deleteOldest(txn *memdb.Txn, m *meta, budget int, doomed func(*idemRow) bool) int {
+func deleteOldest(txn *statestore.Txn, m *meta, budget int, doomed func(*idemRow) bool) int {
 	if budget <= 0 {
 		return 0
 	}

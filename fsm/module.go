@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/internal/statestore"
 	"github.com/arbiterhq/arbiter/log"
 	memdb "github.com/hashicorp/go-memdb"
 )
@@ -55,7 +56,7 @@ type Effect struct {
 	Run  func() error
 }
 
-// Table is a memdb table plus the Go type of its rows, which snapshots need
+// Table is a table's go-memdb schema plus the Go type of its rows, which snapshots need
 // to decode them. Rows are stored as pointers returned by New.
 type Table struct {
 	Schema *memdb.TableSchema
@@ -91,7 +92,7 @@ type QuerySpec struct {
 }
 
 // Store is the read side of the state store, as handlers and queries use
-// it. *memdb.Txn, *Tx and ReadTx.Txn all provide it.
+// it. *statestore.Txn, *Tx and ReadTx.Txn all provide it.
 type Store interface {
 	First(table, index string, args ...any) (any, error)
 	Get(table, index string, args ...any) (memdb.ResultIterator, error)
@@ -109,7 +110,7 @@ type Tx struct {
 	Index     uint64
 	Principal log.Principal
 	Adapter   string // see log.Command.Adapter
-	txn       *memdb.Txn
+	txn       *statestore.Txn
 	wrote     bool
 	events    []Event
 	meta      *meta // the batch's bookkeeping row, written at commit
@@ -208,7 +209,7 @@ type ReadTx struct {
 	Index     uint64
 	Principal log.Principal
 	Adapter   string // see log.Command.Adapter
-	Txn       *memdb.Txn
+	Txn       *statestore.Txn
 }
 
 // EnabledVersion is Tx.EnabledVersion as of the state this query reads:

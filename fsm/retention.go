@@ -1,8 +1,6 @@
 package fsm
 
-import (
-	memdb "github.com/hashicorp/go-memdb"
-)
+import "github.com/arbiterhq/arbiter/internal/statestore"
 
 // Retention keeps the idempotency ledger and the change feed bounded at
 // any write rate. A tick only prunes a bounded page, so under heavy load
@@ -38,7 +36,7 @@ const (
 
 // keepUp prunes inside a command's transaction what the command's own
 // additions pushed past the retention (see Retention).
-func keepUp(txn *memdb.Txn, m *meta, eventsAdded int, ledgerAdded bool) {
+func keepUp(txn *statestore.Txn, m *meta, eventsAdded int, ledgerAdded bool) {
 	r := m.Retention
 	if r == nil {
 		return

@@ -12,8 +12,8 @@ import (
 	"io"
 
 	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/internal/statestore"
 	"github.com/arbiterhq/arbiter/log"
-	memdb "github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/raft"
 )
 
@@ -54,7 +54,7 @@ type snapHeader struct {
 
 type fsmSnapshot struct {
 	f   *FSM
-	txn *memdb.Txn
+	txn *statestore.Txn
 }
 
 // Snapshot captures the current state in O(1); Persist streams it. A
@@ -164,7 +164,7 @@ func (f *FSM) WriteSnapshot(w io.Writer) error {
 // (the state hash) and the content hash; and, if perTable, each table's
 // own hash (one more pass of SHA-256 over every row, which snapshots and
 // backups do not pay).
-func (f *FSM) writeState(w io.Writer, txn *memdb.Txn, perTable bool) (Hashes, error) {
+func (f *FSM) writeState(w io.Writer, txn *statestore.Txn, perTable bool) (Hashes, error) {
 	h, content, data := sha256.New(), sha256.New(), sha256.New()
 	both := io.MultiWriter(content, data)
 	fw := &frameWriter{w: io.MultiWriter(w, h)}
@@ -323,7 +323,7 @@ func (f *FSM) Rewinds() uint64 { return f.rewinds.Load() }
 // loadedState is a snapshot stream read to its end and checked: the
 // state it holds, built aside, and what it says about itself.
 type loadedState struct {
-	db     *memdb.MemDB
+	db     *statestore.DB
 	hdr    snapHeader
 	counts []TableRows // rows per table, in stream order
 	rows   uint64
@@ -355,7 +355,7 @@ func (f *FSM) readState(r io.Reader) (*loadedState, error) {
 	if hdr.Format != snapFormat {
 		return nil, fmt.Errorf("%w: unknown format %d", ErrSnapshot, hdr.Format)
 	}
-	db, err := memdb.NewMemDB(f.schema)
+	db, err := statestore.NewDB(f.schema)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrSnapshot, err)
 	}

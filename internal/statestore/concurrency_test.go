@@ -1,0 +1,84 @@
+package statestore_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/arbiterhq/arbiter/internal/statestore"
+)
+
+// TestReadersSeeWholeCommits: while one writer commits transactions of two
+// rows each (and deletes old pairs), readers on other goroutines walk the
+// committed state and must always see whole pairs. Run with -race, it
+// also checks that publishing copy-on-write trees races with no read.
+func TestReadersSeeWholeCommits(t *testing.T) {
+	db, err := statestore.NewDB(schema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const commits = 300
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	errc := make(chan error, 4)
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				r := db.Txn(false)
+				it, err := r.Get("rows", "group", "pair")
+				if err != nil {
+					errc <- err
+					return
+				}
+				n := 0
+				for obj := it.Next(); obj != nil; obj = it.Next() {
+					n++
+				}
+				if n%2 != 0 {
+					errc <- fmt.Errorf("a reader saw %d rows of pairs: half a commit", n)
+					return
+				}
+			}
+		}()
+	}
+	for i := range commits {
+		w := db.Txn(true)
+		for _, side := range []string{"l", "r"} {
+			if err := w.Insert("rows", &row{ID: fmt.Sprintf("%05d%s", i, side), Group: "pair"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i >= 10 { // keep the table small: drop the pair of ten commits ago
+			for _, side := range []string{"l", "r"} {
+				if err := w.Delete("rows", &row{ID: fmt.Sprintf("%05d%s", i-10, side)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		w.Commit()
+	}
+	close(done)
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Error(err)
+	}
+	it, err := db.Txn(false).Get("rows", "group", "pair")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for obj := it.Next(); obj != nil; obj = it.Next() {
+		n++
+	}
+	if n != 20 {
+		t.Fatalf("%d rows after the writes, want the last 10 pairs", n)
+	}
+}

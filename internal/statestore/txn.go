@@ -1,0 +1,335 @@
+package statestore
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	memdb "github.com/hashicorp/go-memdb"
+)
+
+// ErrNotFound is what Delete answers for a row that is not there: the
+// same value go-memdb answers, so callers may compare with either.
+var ErrNotFound = memdb.ErrNotFound
+
+var errEnded = errors.New("statestore: the transaction has ended")
+
+// Txn is a transaction: a consistent view of the state and, for a write
+// transaction, the changes it has made so far, which no other
+// transaction sees until Commit.
+type Txn struct {
+	db    *DB
+	write bool
+	ended bool
+	root  *root
+	// modified holds, per table position, this transaction's copies of
+	// the table's trees, made on its first write to the table.
+	modified [][]*tree
+}
+
+// Commit publishes a write transaction's changes at once and ends it. On
+// a read transaction, or one that has ended, it does nothing.
+func (txn *Txn) Commit() {
+	if !txn.write || txn.ended {
+		return
+	}
+	txn.ended = true
+	if txn.modified != nil {
+		next := &root{trees: make([][]*tree, len(txn.root.trees))}
+		copy(next.trees, txn.root.trees)
+		for pos, trees := range txn.modified {
+			if trees != nil {
+				next.trees[pos] = trees
+			}
+		}
+		txn.db.root.Store(next)
+	}
+	txn.modified = nil
+	txn.db.writer.Unlock()
+}
+
+// Abort drops a write transaction's changes and ends it. On a read
+// transaction, or one that has ended, it does nothing.
+func (txn *Txn) Abort() {
+	if !txn.write || txn.ended {
+		return
+	}
+	txn.ended = true
+	txn.modified = nil
+	txn.db.writer.Unlock()
+}
+
+// tree is index i of t as this transaction sees it now.
+func (txn *Txn) tree(t *table, i int) *tree {
+	if txn.modified != nil && txn.modified[t.pos] != nil {
+		return txn.modified[t.pos][i]
+	}
+	return txn.root.trees[t.pos][i]
+}
+
+// frozen is index i of t as of now, unaffected by this transaction's
+// later writes: what an iterator walks.
+func (txn *Txn) frozen(t *table, i int) *tree {
+	if txn.modified != nil && txn.modified[t.pos] != nil {
+		return txn.modified[t.pos][i].Copy()
+	}
+	// Committed trees never change.
+	return txn.root.trees[t.pos][i]
+}
+
+// writable is this transaction's own copies of t's trees.
+func (txn *Txn) writable(t *table) []*tree {
+	if txn.modified == nil {
+		txn.modified = make([][]*tree, len(txn.root.trees))
+	}
+	if txn.modified[t.pos] == nil {
+		own := make([]*tree, len(t.index))
+		for i, tr := range txn.root.trees[t.pos] {
+			own[i] = tr.Copy()
+		}
+		txn.modified[t.pos] = own
+	}
+	return txn.modified[t.pos]
+}
+
+// keysOf is obj's keys in every index of t, by index position, computed
+// before anything is written so that a row an indexer refuses changes
+// nothing. A missing value in an index that allows it gives no keys.
+func (t *table) keysOf(obj any) (idKey string, keys [][]string, err error) {
+	ok, idVal, err := t.id.FromObject(obj)
+	if err != nil {
+		return "", nil, fmt.Errorf("failed to build primary index: %v", err)
+	}
+	if !ok {
+		return "", nil, fmt.Errorf("object missing primary index")
+	}
+	idKey = string(idVal)
+	keys = make([][]string, len(t.index))
+	for i := range t.index {
+		ix := &t.index[i]
+		var vals [][]byte
+		switch indexer := ix.indexer.(type) {
+		case memdb.SingleIndexer:
+			var val []byte
+			ok, val, err = indexer.FromObject(obj)
+			vals = [][]byte{val}
+		case memdb.MultiIndexer:
+			ok, vals, err = indexer.FromObject(obj)
+		default:
+			return "", nil, fmt.Errorf("index '%s': indexer is neither single nor multi", ix.name)
+		}
+		if err != nil {
+			return "", nil, fmt.Errorf("failed to build index '%s': %v", ix.name, err)
+		}
+		if !ok {
+			if ix.allowMissing {
+				continue
+			}
+			return "", nil, fmt.Errorf("missing value for index '%s'", ix.name)
+		}
+		ks := make([]string, len(vals))
+		for j, v := range vals {
+			if ix.unique {
+				ks[j] = string(v)
+			} else {
+				ks[j] = string(v) + idKey
+			}
+		}
+		keys[i] = ks
+	}
+	return idKey, keys, nil
+}
+
+// Insert inserts obj into table, or replaces the row with its primary
+// key. A row must not be changed after it is inserted: copy it, change
+// the copy, insert the copy.
+func (txn *Txn) Insert(table string, obj any) error {
+	if !txn.write {
+		return fmt.Errorf("cannot insert in read-only transaction")
+	}
+	if txn.ended {
+		return errEnded
+	}
+	t, err := txn.db.table(table)
+	if err != nil {
+		return err
+	}
+	idKey, keys, err := t.keysOf(obj)
+	if err != nil {
+		return err
+	}
+	var stale [][]string
+	if existing, ok := txn.tree(t, t.idPos).Get(entry{key: idKey}); ok {
+		_, old, err := t.keysOf(existing.obj)
+		if err != nil {
+			return err
+		}
+		stale = old
+	}
+	trees := txn.writable(t)
+	for i, tr := range trees {
+		if stale != nil {
+			for _, k := range stale[i] {
+				if !contains(keys[i], k) {
+					tr.Delete(entry{key: k})
+				}
+			}
+		}
+		for _, k := range keys[i] {
+			tr.Set(entry{key: k, obj: obj})
+		}
+	}
+	return nil
+}
+
+func contains(keys []string, k string) bool {
+	for _, have := range keys {
+		if have == k {
+			return true
+		}
+	}
+	return false
+}
+
+// Delete deletes the row of table with obj's primary key, or answers
+// ErrNotFound.
+func (txn *Txn) Delete(table string, obj any) error {
+	if !txn.write {
+		return fmt.Errorf("cannot delete in read-only transaction")
+	}
+	if txn.ended {
+		return errEnded
+	}
+	t, err := txn.db.table(table)
+	if err != nil {
+		return err
+	}
+	ok, idVal, err := t.id.FromObject(obj)
+	if err != nil {
+		return fmt.Errorf("failed to build primary index: %v", err)
+	}
+	if !ok {
+		return fmt.Errorf("object missing primary index")
+	}
+	existing, found := txn.tree(t, t.idPos).Get(entry{key: string(idVal)})
+	if !found {
+		return ErrNotFound
+	}
+	_, keys, err := t.keysOf(existing.obj)
+	if err != nil {
+		return err
+	}
+	for i, tr := range txn.writable(t) {
+		for _, k := range keys[i] {
+			tr.Delete(entry{key: k})
+		}
+	}
+	return nil
+}
+
+// DeleteAll deletes every row Get(table, index, args...) finds and
+// answers how many.
+func (txn *Txn) DeleteAll(table, index string, args ...any) (int, error) {
+	if !txn.write {
+		return 0, fmt.Errorf("cannot delete in read-only transaction")
+	}
+	it, err := txn.Get(table, index, args...)
+	if err != nil {
+		return 0, err
+	}
+	var objs []any
+	for obj := it.Next(); obj != nil; obj = it.Next() {
+		objs = append(objs, obj)
+	}
+	for n, obj := range objs {
+		if err := txn.Delete(table, obj); err != nil {
+			return n, err
+		}
+	}
+	return len(objs), nil
+}
+
+// lookup resolves an index name (with go-memdb's "_prefix" suffix for a
+// prefix of the index's value) and arguments to the index's position and
+// the key or key prefix to look for; nil with no arguments.
+func (txn *Txn) lookup(table, index string, args []any) (t *table, pos int, val []byte, exact bool, err error) {
+	t, err = txn.db.table(table)
+	if err != nil {
+		return nil, 0, nil, false, err
+	}
+	name, prefixScan := strings.CutSuffix(index, "_prefix")
+	pos, ok := t.byName[name]
+	if !ok {
+		return nil, 0, nil, false, fmt.Errorf("invalid index '%s'", name)
+	}
+	ix := &t.index[pos]
+	if len(args) == 0 {
+		return t, pos, nil, false, nil
+	}
+	if prefixScan {
+		p, ok := ix.indexer.(memdb.PrefixIndexer)
+		if !ok {
+			return nil, 0, nil, false, fmt.Errorf("index '%s' does not support prefix scanning", name)
+		}
+		val, err = p.PrefixFromArgs(args...)
+	} else {
+		val, err = ix.indexer.FromArgs(args...)
+	}
+	if err != nil {
+		return nil, 0, nil, false, fmt.Errorf("index error: %v", err)
+	}
+	return t, pos, val, ix.unique && !prefixScan && val != nil, nil
+}
+
+// First is the first row the index gives for args: the row with that key
+// in a unique index, else the first whose key begins with it. Nil if
+// there is none.
+func (txn *Txn) First(table, index string, args ...any) (any, error) {
+	t, pos, val, exact, err := txn.lookup(table, index, args)
+	if err != nil {
+		return nil, err
+	}
+	tr := txn.tree(t, pos)
+	if exact {
+		if e, ok := tr.Get(entry{key: string(val)}); ok {
+			return e.obj, nil
+		}
+		return nil, nil
+	}
+	it := tr.Iter()
+	defer it.Release()
+	if it.Seek(entry{key: string(val)}) && strings.HasPrefix(it.Item().key, string(val)) {
+		return it.Item().obj, nil
+	}
+	return nil, nil
+}
+
+// Get iterates, in key order, the rows whose key in the index begins
+// with the key args give (every row with no args).
+func (txn *Txn) Get(table, index string, args ...any) (memdb.ResultIterator, error) {
+	t, pos, val, _, err := txn.lookup(table, index, args)
+	if err != nil {
+		return nil, err
+	}
+	return newIterator(txn.frozen(t, pos), string(val), prefixed), nil
+}
+
+// LowerBound iterates, in key order, the rows whose key in the index is
+// at least the key args give.
+func (txn *Txn) LowerBound(table, index string, args ...any) (memdb.ResultIterator, error) {
+	t, pos, val, _, err := txn.lookup(table, index, args)
+	if err != nil {
+		return nil, err
+	}
+	return newIterator(txn.frozen(t, pos), string(val), ascending), nil
+}
+
+// ReverseLowerBound iterates, in descending key order, the rows whose key
+// in the index is at most the key args give.
+func (txn *Txn) ReverseLowerBound(table, index string, args ...any) (memdb.ResultIterator, error) {
+	t, pos, val, _, err := txn.lookup(table, index, args)
+	if err != nil {
+		return nil, err
+	}
+	return newIterator(txn.frozen(t, pos), string(val), descending), nil
+}
