@@ -20,7 +20,7 @@ func Module() fsm.Module {
 	return fsm.Module{
 		Name: Name,
 		Tables: []fsm.Table{
-			{New: func() any { return new(Node) }, Schema: &memdb.TableSchema{
+			{New: func() any { return new(storedNode) }, Schema: &memdb.TableSchema{
 				Name: tableNodes,
 				Indexes: map[string]*memdb.IndexSchema{
 					"id": {Name: "id", Unique: true, Indexer: &memdb.StringFieldIndex{Field: "NodeID"}},
@@ -58,7 +58,7 @@ func nodeEventValue(rt *fsm.ReadTx, key string, index uint64) (json.RawMessage, 
 	if err != nil || n == nil || n.ModifiedIndex != index {
 		return nil, false, err
 	}
-	b, err := json.Marshal(n.clone())
+	b, err := json.Marshal(n)
 	if err != nil {
 		return nil, false, errs.Errorf(errs.CodeInternal, "node %q: %v", key, err)
 	}
@@ -94,7 +94,7 @@ func applyCreateNode(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if existing, err := getNode(tx, c.NodeID); err != nil {
 		return nil, err
 	} else if existing != nil {
-		return CreateResult{Created: false, Node: existing.clone()}, nil
+		return CreateResult{Created: false, Node: *existing}, nil
 	}
 	n := &Node{
 		NodeID: c.NodeID, Labels: labels, Properties: withoutNulls(c.Properties),
@@ -105,7 +105,7 @@ func applyCreateNode(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if size := objectSize(n.Properties); size > MaxPropertiesBytes {
 		return nil, errs.Errorf(errs.CodeInvalid, "properties would be %d bytes, more than %d", size, MaxPropertiesBytes)
 	}
-	if err := tx.Insert(tableNodes, n); err != nil {
+	if err := tx.Insert(tableNodes, storedOf(n)); err != nil {
 		return nil, errs.Errorf(errs.CodeInternal, "insert node: %v", err)
 	}
 	for _, l := range labels {
@@ -156,9 +156,10 @@ func applyCAS(tx *fsm.Tx, cmd *log.Command) (any, error) {
 		return nil, errs.Errorf(errs.CodeNotFound, "node %q does not exist", c.NodeID)
 	}
 	if len(c.failures(stored.Properties, tx.Now, 1)) > 0 {
-		return CASResult{Swapped: false, Node: stored.clone()}, nil
+		return CASResult{Swapped: false, Node: *stored}, nil
 	}
-	next := stored.clone()
+	// getNode's answer is a copy already, the caller's to change.
+	next := *stored
 	for k, v := range c.Updates { // order-free: each field is set or removed once
 		if bytes.Equal(v, null) {
 			delete(next.Properties, k)
@@ -178,7 +179,7 @@ func applyCAS(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	next.Labels = labels
 	next.Version++
 	next.ModifiedIndex = tx.Index
-	if err := tx.Insert(tableNodes, &next); err != nil {
+	if err := tx.Insert(tableNodes, storedOf(&next)); err != nil {
 		return nil, errs.Errorf(errs.CodeInternal, "update node: %v", err)
 	}
 	for _, l := range removed {
@@ -206,6 +207,7 @@ func rawAccess(p log.Principal, adapter string) error {
 	return errs.Errorf(errs.CodeForbidden, "the raw node API needs the admin role")
 }
 
+// getNode is a copy of the stored node id, the caller's to change, or nil.
 func getNode(txn fsm.Store, id string) (*Node, error) {
 	raw, err := txn.First(tableNodes, "id", id)
 	if err != nil {
@@ -214,5 +216,5 @@ func getNode(txn fsm.Store, id string) (*Node, error) {
 	if raw == nil {
 		return nil, nil
 	}
-	return raw.(*Node), nil
+	return raw.(*storedNode).node(), nil
 }

@@ -47,7 +47,7 @@ func runGetNode(rt *fsm.ReadTx, payload []byte) (any, error) {
 	if n == nil {
 		return nil, errs.Errorf(errs.CodeNotFound, "node %q does not exist", q.NodeID)
 	}
-	return n.clone(), nil
+	return *n, nil
 }
 
 func runNodesByLabel(rt *fsm.ReadTx, payload []byte) (any, error) {
@@ -97,7 +97,7 @@ func nodesByLabel(txn fsm.Store, q LabelQuery) (*Page, error) {
 		if n == nil {
 			return nil, errs.Errorf(errs.CodeInternal, "label %q indexes missing node %q", q.Label, row.NodeID)
 		}
-		page.Nodes = append(page.Nodes, n.clone())
+		page.Nodes = append(page.Nodes, *n)
 	}
 	return page, nil
 }

@@ -1,0 +1,119 @@
+package nodes
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// storedNode is a Node as the state store keeps it. The difference is
+// the properties: a sorted slice of fields instead of a map. A Go map
+// spends a group of eight slots on the one or two fields most nodes
+// carry, about 370 bytes a node; the slice spends 40 bytes a field.
+// It encodes exactly as Node does (a msgpack map), so snapshots, state
+// hashes and backups are the same bytes either way.
+type storedNode struct {
+	NodeID        string   `msgpack:"node_id"`
+	Labels        []string `msgpack:"labels"`
+	Properties    fields   `msgpack:"properties"`
+	Version       uint64   `msgpack:"version"`
+	CreatedIndex  uint64   `msgpack:"created_index"`
+	ModifiedIndex uint64   `msgpack:"modified_index"`
+}
+
+// field is one property: its name and canonical JSON value.
+type field struct {
+	Key   string
+	Value json.RawMessage
+}
+
+// fields are a node's properties sorted by name, each name once. Nil and
+// empty differ as a nil and an empty map did.
+type fields []field
+
+// storedOf is n as the store keeps it. It shares n's labels and values,
+// which nothing changes once the node is inserted.
+func storedOf(n *Node) *storedNode {
+	var props fields
+	if n.Properties != nil {
+		props = make(fields, 0, len(n.Properties))
+		for k, v := range n.Properties { // order-free: sorted below
+			props = append(props, field{Key: k, Value: v})
+		}
+		sort.Slice(props, func(i, j int) bool { return props[i].Key < props[j].Key })
+	}
+	return &storedNode{NodeID: n.NodeID, Labels: n.Labels, Properties: props,
+		Version: n.Version, CreatedIndex: n.CreatedIndex, ModifiedIndex: n.ModifiedIndex}
+}
+
+// node is a deep copy of s as a Node, the caller's to change.
+func (s *storedNode) node() *Node {
+	n := &Node{NodeID: s.NodeID, Labels: append([]string{}, s.Labels...),
+		Version: s.Version, CreatedIndex: s.CreatedIndex, ModifiedIndex: s.ModifiedIndex}
+	if s.Properties != nil {
+		n.Properties = make(map[string]json.RawMessage, len(s.Properties))
+		for _, f := range s.Properties {
+			n.Properties[f.Key] = append(json.RawMessage{}, f.Value...)
+		}
+	}
+	return n
+}
+
+// EncodeMsgpack writes the fields as a map of name to bytes, as a
+// map[string]json.RawMessage encodes.
+func (f fields) EncodeMsgpack(enc *msgpack.Encoder) error {
+	if f == nil {
+		return enc.EncodeNil()
+	}
+	if err := enc.EncodeMapLen(len(f)); err != nil {
+		return err
+	}
+	for _, kv := range f {
+		if err := enc.EncodeString(kv.Key); err != nil {
+			return err
+		}
+		if err := enc.EncodeBytes(kv.Value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// maxFieldsPreallocated bounds what a decoder allocates on the word of a
+// map header; a longer map grows as its entries actually arrive.
+const maxFieldsPreallocated = 64
+
+// DecodeMsgpack reads what EncodeMsgpack writes, in any key order, and
+// refuses a name given twice.
+func (f *fields) DecodeMsgpack(dec *msgpack.Decoder) error {
+	n, err := dec.DecodeMapLen()
+	if err != nil {
+		return err
+	}
+	if n < 0 {
+		*f = nil
+		return nil
+	}
+	out := make(fields, 0, min(n, maxFieldsPreallocated))
+	for range n {
+		k, err := dec.DecodeString()
+		if err != nil {
+			return err
+		}
+		v, err := dec.DecodeBytes()
+		if err != nil {
+			return err
+		}
+		out = append(out, field{Key: k, Value: v})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	for i := 1; i < len(out); i++ {
+		if out[i].Key == out[i-1].Key {
+			return fmt.Errorf("properties: field %q given twice", out[i].Key)
+		}
+	}
+	*f = out
+	return nil
+}
