@@ -249,6 +249,11 @@ func TestWriterReadOnlyRoot(t *testing.T) {
 func TestWritersOfOneRoot(t *testing.T) {
 	root := t.TempDir()
 	a, b := newWriter(root, nil), newWriter(root, nil)
+	// The two writers below contend for the lock without a pause, which
+	// polling does not make fair: on a loaded machine one can wait out
+	// lockWait (seen under -race in CI). What is tested is order, not
+	// that wait, so it is long here.
+	a.wait, b.wait = time.Minute, time.Minute
 	if err := a.write(pub(10, 1), false); err != nil {
 		t.Fatal(err)
 	}

@@ -42,12 +42,13 @@ prints ops/s and p50/p99/p999 latency per run (BENCHMARKS.md).`,
 	op := fs.String("op", "create", "create (CreateNodeIfAbsent of a new node), get (a linearizable read of one node), reserve (the concept reservation protocol on a new concept id), lease (acquire then release capacity on --cells cells), submit (SubmitWorkItem of a new item) or batch (SubmitWorkItems of --batch new items)")
 	cells := fs.Int("cells", 1, "with --op lease: cells per acquire (1..16)")
 	batch := fs.Int("batch", workitem.MaxBatch, "with --op batch: items per batch (1..128)")
+	valueBytes := fs.Int("value-bytes", 0, "with --op create: also give each node a string property \"value\" of this many bytes of JSON, quotes included (0: none; 2..60000)")
 	o := outputFlag(fs, "table")
 	cmd.RunE = func(*cobra.Command, []string) error {
 		if *addrs != "" && a.addr == "" {
 			a.addr = *addrs
 		}
-		return a.bench(benchOptions{clients: *clientList, duration: *duration, warmup: *warmup, prefix: *prefix, op: *op, cells: *cells, batch: *batch, out: o})
+		return a.bench(benchOptions{clients: *clientList, duration: *duration, warmup: *warmup, prefix: *prefix, op: *op, cells: *cells, batch: *batch, valueBytes: *valueBytes, out: o})
 	}
 	return cmd
 }
@@ -56,6 +57,7 @@ type benchOptions struct {
 	clients, prefix, op string
 	duration, warmup    time.Duration
 	cells, batch        int
+	valueBytes          int
 	out                 output
 }
 
@@ -88,7 +90,10 @@ func (a *app) bench(b benchOptions) error {
 	var makeOp func(run int, remotes []*cluster.Remote) loadgen.Op
 	switch b.op {
 	case "create":
-		makeOp = func(run int, remotes []*cluster.Remote) loadgen.Op { return createOp(b.prefix, run, remotes) }
+		if b.valueBytes != 0 && (b.valueBytes < 2 || b.valueBytes > maxBenchValueBytes) {
+			return usageErrorf("--value-bytes must be 0 or between 2 and %d", maxBenchValueBytes)
+		}
+		makeOp = func(run int, remotes []*cluster.Remote) loadgen.Op { return createOp(b.prefix, run, b.valueBytes, remotes) }
 	case "get":
 		makeOp = func(run int, remotes []*cluster.Remote) loadgen.Op { return getOp(b.prefix, run, remotes) }
 	case "reserve":
@@ -155,14 +160,28 @@ func (a *app) bench(b benchOptions) error {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// createOp creates a new node per call through each client's Remote.
-func createOp(prefix string, run int, remotes []*cluster.Remote) loadgen.Op {
+// maxBenchValueBytes keeps --value-bytes under the node's property bound
+// (nodes.MaxPropertiesBytes) with room for the other field.
+const maxBenchValueBytes = 60_000
+
+// createOp creates a new node per call through each client's Remote,
+// with a "value" property of valueBytes bytes of JSON when it is not 0
+// (BENCHMARKS.md's memory per record uses 256).
+func createOp(prefix string, run, valueBytes int, remotes []*cluster.Remote) loadgen.Op {
+	var value string
+	if valueBytes > 0 {
+		value = strings.Repeat("v", valueBytes-2) // plus its two quotes
+	}
 	return func(ctx context.Context, c, seq int) error {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
+		props := map[string]any{"owner": c}
+		if valueBytes > 0 {
+			props["value"] = value
+		}
 		out, err := nodes.NewClient(remotes[c], remotes[c]).CreateIfAbsent(ctx, nodes.CreateRequest{
 			NodeID: fmt.Sprintf("%s-r%d-c%d-%d", prefix, run, c, seq), Labels: []string{"bench"},
-			Properties: map[string]any{"owner": c},
+			Properties: props,
 		})
 		if err == nil && !out.Created {
 			err = fmt.Errorf("id was not new")

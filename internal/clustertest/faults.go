@@ -82,9 +82,7 @@ func (c *Cluster) Replace(i int, timeout time.Duration) {
 	if leader == i {
 		c.t.Fatalf("clustertest: Replace(%d) of the leader; transfer leadership first", i)
 	}
-	if err := c.Node(leader).Remove(ctx, cluster.RemoveRequest{ID: m.id}); err != nil {
-		c.t.Fatalf("clustertest: remove %s: %v", m.id, err)
-	}
+	leader = c.remove(ctx, i, leader)
 	c.Stop(i)
 	if err := os.RemoveAll(m.dataDir); err != nil {
 		c.t.Fatalf("clustertest: wipe %s: %v", m.id, err)
@@ -100,6 +98,51 @@ func (c *Cluster) Replace(i int, timeout time.Duration) {
 	}
 	// It joined as a non-voter; the fault is over once it votes again.
 	c.WaitVoters(timeout)
+}
+
+// remove removes member i through the leader and returns the leader that
+// removed it. A removal whose leader lost leadership while committing it
+// has an unknown outcome (the faults before it can leave a leader that
+// is about to be deposed): it is asked again of the next leader, unless
+// the configuration shows it committed after all. Removing the leader
+// itself is never asked: if i became leader meanwhile, leadership moves
+// first.
+func (c *Cluster) remove(ctx context.Context, i, leader int) int {
+	c.t.Helper()
+	id := c.members[i].id
+	for {
+		err := c.Node(leader).Remove(ctx, cluster.RemoveRequest{ID: id})
+		if err == nil {
+			return leader
+		}
+		if ctx.Err() != nil {
+			c.t.Fatalf("clustertest: remove %s: %v", id, err)
+		}
+		c.t.Logf("clustertest: remove %s through n%d: %v; asking again", id, leader+1, err)
+		time.Sleep(100 * time.Millisecond)
+		deadline, _ := ctx.Deadline()
+		leader = c.WaitLeader(time.Until(deadline))
+		if leader == i {
+			leader = c.TransferLeadership(time.Until(deadline))
+		}
+		if !c.isMember(leader, id) {
+			return leader
+		}
+	}
+}
+
+// isMember says whether node i's latest raft configuration names id.
+func (c *Cluster) isMember(i int, id string) bool {
+	f := c.Node(i).Raft().GetConfiguration()
+	if f.Error() != nil {
+		return true // unknown: asking again is safe, the leader refuses a non-member
+	}
+	for _, s := range f.Configuration().Servers {
+		if string(s.ID) == id {
+			return true
+		}
+	}
+	return false
 }
 
 // Snapshot makes node i take a snapshot now and returns the index it

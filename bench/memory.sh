@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Memory per record and restart time (issue 11), over a real process:
+#
+#   bench/memory.sh [records] [value-bytes] [log-store]
+#
+# starts one `arbiter serve` node (fsync off: loading is not what is
+# measured), creates [records] nodes (default 1,000,000), each with a
+# string property of [value-bytes] bytes of JSON (default 256), with
+# `arbiter bench --op create` at 64 clients, then reads the process's
+# RSS and Go heap from /metrics. It then stops the node (SIGTERM),
+# starts it again on the same data directory, times the start to
+# /readyz, and reads RSS and heap again: the restart figure is the one
+# to compare (no load-time garbage). Prints one line per stage.
+set -euo pipefail
+records=${1:-1000000}
+value=${2:-256}
+store=${3:-bolt}
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d /tmp/arbiter-memory-XXXXXX)
+pid=
+cleanup() {
+  [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+(cd "$root" && go build -o "$work/arbiter" ./cmd/arbiter)
+A=$work/arbiter
+url=http://127.0.0.1:8391
+
+start() { # [extra flags...]
+  "$A" serve --id m1 --data-dir "$work/data" --raft-addr 127.0.0.1:7391 --http-addr 127.0.0.1:8391 \
+    --unsafe-no-fsync --log-level warn "$@" >>"$work/serve.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 1 1200); do curl -sf "$url/readyz" >/dev/null 2>&1 && return 0; sleep 0.05; done
+  echo "timed out waiting for $url/readyz" >&2; cat "$work/serve.log" >&2; return 1
+}
+
+metric() { curl -sf "$url/metrics" | awk -v m="$1" '$1 == m {printf "%.0f", $2}'; }
+
+report() { # stage
+  local rss heap
+  rss=$(metric process_resident_memory_bytes)
+  heap=$(metric go_memstats_heap_inuse_bytes)
+  echo "$1: records=$records rss=$((rss / 1048576))MiB heap_inuse=$((heap / 1048576))MiB rss_per_record=$((rss / records))B heap_per_record=$((heap / records))B"
+}
+
+start --bootstrap --log-store "$store"
+loaded=0
+run=0
+while [ "$loaded" -lt "$records" ]; do
+  run=$((run + 1))
+  out=$("$A" bench --addr "$url" --op create --value-bytes "$value" --clients 64 --duration "${MEMORY_LOAD_RUN:-20s}" --warmup 0s \
+    --prefix "mem-$run" -o json)
+  ops=$(echo "$out" | grep -o '"ops": *[0-9]*' | head -1 | grep -o '[0-9]*$')
+  errors=$(echo "$out" | grep -o '"errors": *[0-9]*' | head -1 | grep -o '[0-9]*$')
+  if [ "${errors:-0}" != 0 ]; then echo "load: $errors errors: $out" >&2; exit 1; fi
+  loaded=$((loaded + ops))
+  echo "loaded $loaded"
+done
+records=$loaded
+report "after load"
+kill -TERM "$pid"; wait "$pid" || true
+began=$(date +%s%N)
+start
+ready=$(date +%s%N)
+echo "restart to /readyz: $(((ready - began) / 1000000)) ms (data dir $(du -sh "$work/data" | cut -f1))"
+sleep 2
+report "after restart"
