@@ -11,6 +11,9 @@
 # starts it again on the same data directory, times the start to
 # /readyz, and reads RSS and heap again: the restart figure is the one
 # to compare (no load-time garbage). Prints one line per stage.
+#
+# ARBITER_SERVE=<binary> serves with another build (an older commit, as
+# a baseline) while the load comes from this tree's `arbiter bench`.
 set -euo pipefail
 records=${1:-1000000}
 value=${2:-256}
@@ -26,10 +29,11 @@ cleanup() {
 trap cleanup EXIT
 (cd "$root" && go build -o "$work/arbiter" ./cmd/arbiter)
 A=$work/arbiter
+S=${ARBITER_SERVE:-$A}
 url=http://127.0.0.1:8391
 
 start() { # [extra flags...]
-  "$A" serve --id m1 --data-dir "$work/data" --raft-addr 127.0.0.1:7391 --http-addr 127.0.0.1:8391 \
+  "$S" serve --id m1 --data-dir "$work/data" --raft-addr 127.0.0.1:7391 --http-addr 127.0.0.1:8391 \
     --unsafe-no-fsync --log-level warn "$@" >>"$work/serve.log" 2>&1 &
   pid=$!
   for _ in $(seq 1 1200); do curl -sf "$url/readyz" >/dev/null 2>&1 && return 0; sleep 0.05; done
