@@ -12,7 +12,8 @@
 # /readyz, and reads RSS and heap again: the restart figure is the one
 # to compare (no load-time garbage). Prints one line per stage.
 #
-# ARBITER_SERVE=<binary> serves with another build (an older commit, as
+# MEMORY_KEEP=<dir> keeps the loaded data directory there (it must not
+# exist), to profile restarts by hand. ARBITER_SERVE=<binary> serves with another build (an older commit, as
 # a baseline) while the load comes from this tree's `arbiter bench`.
 set -euo pipefail
 records=${1:-1000000}
@@ -24,6 +25,7 @@ pid=
 cleanup() {
   [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
   wait 2>/dev/null || true
+  if [ -n "${MEMORY_KEEP:-}" ]; then mv "$work/data" "$MEMORY_KEEP"; fi
   rm -rf "$work"
 }
 trap cleanup EXIT

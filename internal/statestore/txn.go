@@ -94,7 +94,8 @@ func (txn *Txn) writable(t *table) []*tree {
 
 // keysOf is obj's keys in every index of t, by index position, computed
 // before anything is written so that a row an indexer refuses changes
-// nothing. A missing value in an index that allows it gives no keys.
+// nothing. A missing value in an index that allows it gives no keys. A
+// single-value index's key shares one allocation with the others'.
 func (t *table) keysOf(obj any) (idKey string, keys [][]string, err error) {
 	ok, idVal, err := t.id.FromObject(obj)
 	if err != nil {
@@ -105,39 +106,51 @@ func (t *table) keysOf(obj any) (idKey string, keys [][]string, err error) {
 	}
 	idKey = string(idVal)
 	keys = make([][]string, len(t.index))
+	single := make([]string, len(t.index))
 	for i := range t.index {
 		ix := &t.index[i]
-		var vals [][]byte
 		switch indexer := ix.indexer.(type) {
 		case memdb.SingleIndexer:
-			var val []byte
-			ok, val, err = indexer.FromObject(obj)
-			vals = [][]byte{val}
+			ok, val, err := indexer.FromObject(obj)
+			if err != nil {
+				return "", nil, fmt.Errorf("failed to build index '%s': %v", ix.name, err)
+			}
+			if ok {
+				single[i] = ix.key(val, idKey)
+				keys[i] = single[i : i+1 : i+1]
+			} else if !ix.allowMissing {
+				return "", nil, fmt.Errorf("missing value for index '%s'", ix.name)
+			}
 		case memdb.MultiIndexer:
-			ok, vals, err = indexer.FromObject(obj)
+			ok, vals, err := indexer.FromObject(obj)
+			if err != nil {
+				return "", nil, fmt.Errorf("failed to build index '%s': %v", ix.name, err)
+			}
+			if !ok {
+				if !ix.allowMissing {
+					return "", nil, fmt.Errorf("missing value for index '%s'", ix.name)
+				}
+				continue
+			}
+			keys[i] = make([]string, len(vals))
+			for j, v := range vals {
+				keys[i][j] = ix.key(v, idKey)
+			}
 		default:
 			return "", nil, fmt.Errorf("index '%s': indexer is neither single nor multi", ix.name)
 		}
-		if err != nil {
-			return "", nil, fmt.Errorf("failed to build index '%s': %v", ix.name, err)
-		}
-		if !ok {
-			if ix.allowMissing {
-				continue
-			}
-			return "", nil, fmt.Errorf("missing value for index '%s'", ix.name)
-		}
-		ks := make([]string, len(vals))
-		for j, v := range vals {
-			if ix.unique {
-				ks[j] = string(v)
-			} else {
-				ks[j] = string(v) + idKey
-			}
-		}
-		keys[i] = ks
 	}
 	return idKey, keys, nil
+}
+
+// key is the tree key of an index value: the value itself in a unique
+// index; followed by the row's primary key in a non-unique one, which
+// makes it distinct, as in go-memdb.
+func (ix *index) key(val []byte, idKey string) string {
+	if ix.unique {
+		return string(val)
+	}
+	return string(val) + idKey
 }
 
 // Insert inserts obj into table, or replaces the row with its primary
