@@ -77,3 +77,59 @@ func TestLaggingFollowerInstallsSnapshot(t *testing.T) {
 		t.Fatalf("write made while it was down: %v", err)
 	}
 }
+
+// A graceful Shutdown snapshots a log tail of at least SnapshotThreshold
+// entries, so the next start restores it rather than replaying it; a stop
+// that is not graceful (Close, like a crash) leaves the tail to replay.
+// Either way every write is there after the restart.
+func TestGracefulShutdownSnapshotsTheLogTail(t *testing.T) {
+	c := clustertest.New(t, clustertest.Options{Nodes: 1, Configure: func(i int, cfg *cluster.Config) {
+		cfg.SnapshotThreshold = 64
+		cfg.SnapshotInterval = time.Hour // raft never snapshots on its own here
+	}})
+	ctx := context.Background()
+	snapshotIndex := func() uint64 {
+		v, _ := strconv.ParseUint(c.Node(0).Raft().Stats()["last_snapshot_index"], 10, 64)
+		return v
+	}
+	write := func(from, to int) {
+		t.Helper()
+		c.WaitLeader(10 * time.Second)
+		for k := from; k < to; k++ {
+			if _, err := nodesOf(c, 0).CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: fmt.Sprintf("g-%03d", k)}); err != nil {
+				t.Fatalf("write %d: %v", k, err)
+			}
+		}
+	}
+	readAll := func(to int) {
+		t.Helper()
+		c.WaitLeader(10 * time.Second)
+		for k := 0; k < to; k++ {
+			// Linearizable: a restarted node applies its log tail only
+			// once it leads again, after WaitLeader may have returned.
+			if _, err := nodesOf(c, 0).Get(ctx, fmt.Sprintf("g-%03d", k), fsm.Linearizable); err != nil {
+				t.Fatalf("after the restart, g-%03d: %v", k, err)
+			}
+		}
+	}
+
+	write(0, 100)
+	c.Stop(0) // Close: not graceful
+	c.Restart(0)
+	if got := snapshotIndex(); got != 0 {
+		t.Fatalf("after a stop that was not graceful the node restored a snapshot at %d; want none (the control failed)", got)
+	}
+	readAll(100)
+
+	write(100, 200)
+	applied := c.Node(0).Raft().AppliedIndex()
+	if err := c.Node(0).Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	c.Stop(0)
+	c.Restart(0)
+	if got := snapshotIndex(); got < applied {
+		t.Fatalf("after a graceful shutdown at applied index %d the node restored a snapshot at %d; want one covering the whole log", applied, got)
+	}
+	readAll(200)
+}
