@@ -6,15 +6,23 @@
 # starts one `arbiter serve` node (fsync off: loading is not what is
 # measured), creates [records] nodes (default 1,000,000), each with a
 # string property of [value-bytes] bytes of JSON (default 256), with
-# `arbiter bench --op create` at 64 clients, then reads the process's
-# RSS and Go heap from /metrics. It then stops the node (SIGTERM),
-# starts it again on the same data directory, times the start to
-# /readyz, and reads RSS and heap again: the restart figure is the one
-# to compare (no load-time garbage). Prints one line per stage.
+# `arbiter bench --op create` at 64 clients, and reads the process's RSS
+# and Go heap from /metrics. It then stops the node with SIGTERM (a
+# graceful stop snapshots the log tail), starts it again on the same data
+# directory, times the start to /readyz and reads RSS and heap again five
+# seconds later: the restart figures are the ones to compare (no
+# load-time garbage, no log to replay). Prints one line per stage.
 #
-# MEMORY_KEEP=<dir> keeps the loaded data directory there (it must not
-# exist), to profile restarts by hand. ARBITER_SERVE=<binary> serves with another build (an older commit, as
-# a baseline) while the load comes from this tree's `arbiter bench`.
+# Environment:
+#   MEMORY_GOMEMLIMIT=<limit>  also start once more under that Go memory
+#                              limit (BENCHMARKS.md: 1000MiB keeps a
+#                              million records under 1 KB of RSS each)
+#   MEMORY_KEEP=<dir>          keep the loaded data directory there (it
+#                              must not exist), to profile restarts by hand
+#   ARBITER_SERVE=<binary>     serve with another build (an older commit,
+#                              as a baseline); the load still comes from
+#                              this tree's `arbiter bench`
+#   MEMORY_LOAD_RUN=<duration> length of each load run (default 20s)
 set -euo pipefail
 records=${1:-1000000}
 value=${2:-256}
@@ -34,8 +42,11 @@ A=$work/arbiter
 S=${ARBITER_SERVE:-$A}
 url=http://127.0.0.1:8391
 
-start() { # [extra flags...]
-  "$S" serve --id m1 --data-dir "$work/data" --raft-addr 127.0.0.1:7391 --http-addr 127.0.0.1:8391 \
+start() { # [NAME=value...] -- [serve flags...]
+  local envs=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
+  [ $# -gt 0 ] && shift
+  env "${envs[@]}" "$S" serve --id m1 --data-dir "$work/data" --raft-addr 127.0.0.1:7391 --http-addr 127.0.0.1:8391 \
     --unsafe-no-fsync --log-level warn "$@" >>"$work/serve.log" 2>&1 &
   pid=$!
   for _ in $(seq 1 1200); do curl -sf "$url/readyz" >/dev/null 2>&1 && return 0; sleep 0.05; done
@@ -51,7 +62,18 @@ report() { # stage
   echo "$1: records=$records rss=$((rss / 1048576))MiB heap_inuse=$((heap / 1048576))MiB rss_per_record=$((rss / records))B heap_per_record=$((heap / records))B"
 }
 
-start --bootstrap --log-store "$store"
+restart() { # label [NAME=value...]
+  local label=$1 began ready
+  shift
+  began=$(date +%s%N)
+  start "$@"
+  ready=$(date +%s%N)
+  echo "restart ($label) to /readyz: $(((ready - began) / 1000000)) ms (data dir $(du -sh "$work/data" | cut -f1))"
+  sleep 5
+  report "after restart ($label)"
+}
+
+start -- --bootstrap --log-store "$store"
 loaded=0
 run=0
 while [ "$loaded" -lt "$records" ]; do
@@ -66,10 +88,11 @@ while [ "$loaded" -lt "$records" ]; do
 done
 records=$loaded
 report "after load"
-kill -TERM "$pid"; wait "$pid" || true
 began=$(date +%s%N)
-start
-ready=$(date +%s%N)
-echo "restart to /readyz: $(((ready - began) / 1000000)) ms (data dir $(du -sh "$work/data" | cut -f1))"
-sleep 2
-report "after restart"
+kill -TERM "$pid"; wait "$pid" || true
+echo "graceful stop: $((($(date +%s%N) - began) / 1000000)) ms"
+restart "GOMEMLIMIT unset" GOMEMLIMIT=off
+if [ -n "${MEMORY_GOMEMLIMIT:-}" ]; then
+  kill -KILL "$pid"; wait "$pid" 2>/dev/null || true
+  restart "GOMEMLIMIT=$MEMORY_GOMEMLIMIT" GOMEMLIMIT="$MEMORY_GOMEMLIMIT"
+fi
