@@ -153,17 +153,23 @@ func (ix *index) key(val []byte, idKey string) string {
 	return string(val) + idKey
 }
 
+// writeTable is the table a write (an insert or a delete) names, if this
+// transaction may still write.
+func (txn *Txn) writeTable(table, write string) (*table, error) {
+	if !txn.write {
+		return nil, fmt.Errorf("cannot %s in read-only transaction", write)
+	}
+	if txn.ended {
+		return nil, errEnded
+	}
+	return txn.db.table(table)
+}
+
 // Insert inserts obj into table, or replaces the row with its primary
 // key. A row must not be changed after it is inserted: copy it, change
 // the copy, insert the copy.
 func (txn *Txn) Insert(table string, obj any) error {
-	if !txn.write {
-		return fmt.Errorf("cannot insert in read-only transaction")
-	}
-	if txn.ended {
-		return errEnded
-	}
-	t, err := txn.db.table(table)
+	t, err := txn.writeTable(table, "insert")
 	if err != nil {
 		return err
 	}
@@ -207,13 +213,7 @@ func contains(keys []string, k string) bool {
 // Delete deletes the row of table with obj's primary key, or answers
 // ErrNotFound.
 func (txn *Txn) Delete(table string, obj any) error {
-	if !txn.write {
-		return fmt.Errorf("cannot delete in read-only transaction")
-	}
-	if txn.ended {
-		return errEnded
-	}
-	t, err := txn.db.table(table)
+	t, err := txn.writeTable(table, "delete")
 	if err != nil {
 		return err
 	}
