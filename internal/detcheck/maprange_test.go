@@ -13,8 +13,8 @@ import (
 )
 
 // handlerPackages are the packages whose code runs inside Apply or a
-// query (the host and every domain with a module).
-var handlerPackages = []string{"fsm", "nodes", "authority", "capacity", "workitem", "workitem/extension", "allocation", "projection"}
+// query (the host, its state store and every domain with a module).
+var handlerPackages = []string{"fsm", "internal/statestore", "nodes", "authority", "capacity", "workitem", "workitem/extension", "allocation", "projection"}
 
 func TestNoOrderDependentMapRange(t *testing.T) {
 	root, err := filepath.Abs("../..")
