@@ -93,7 +93,9 @@ func (a *app) bench(b benchOptions) error {
 		if b.valueBytes != 0 && (b.valueBytes < 2 || b.valueBytes > maxBenchValueBytes) {
 			return usageErrorf("--value-bytes must be 0 or between 2 and %d", maxBenchValueBytes)
 		}
-		makeOp = func(run int, remotes []*cluster.Remote) loadgen.Op { return createOp(b.prefix, run, b.valueBytes, remotes) }
+		makeOp = func(run int, remotes []*cluster.Remote) loadgen.Op {
+			return createOp(b.prefix, run, b.valueBytes, remotes)
+		}
 	case "get":
 		makeOp = func(run int, remotes []*cluster.Remote) loadgen.Op { return getOp(b.prefix, run, remotes) }
 	case "reserve":
