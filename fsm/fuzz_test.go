@@ -193,8 +193,10 @@ func FuzzApply(f *testing.F) {
 // (set_index).
 func dispatchable(c log.Command) bool {
 	switch c.Type {
-	case fsm.CmdTick, fsm.CmdMemberUpsert, fsm.CmdMemberRemove:
+	case fsm.CmdMemberUpsert, fsm.CmdMemberRemove, fsm.CmdEnable, fsm.CmdClusterID:
 		return c.Version == 1
+	case fsm.CmdTick:
+		return c.Version == 1 || c.Version == 2
 	case nodes.CmdCreate, nodes.CmdCAS:
 		return c.Version == 1 || c.Version == nodes.IndexVersion
 	}
