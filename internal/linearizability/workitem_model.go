@@ -1,6 +1,7 @@
 package linearizability
 
 import (
+	"encoding/binary"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -303,12 +304,8 @@ func WorkItemModel() porcupine.Model {
 			next, ok := stepWI(s, input.(WIInput), got, unknown)
 			return ok, next
 		},
-		Equal: func(a, b any) bool { return describeWITenant(a.(wiTenant)) == describeWITenant(b.(wiTenant)) },
-		Hash: func(state any) uint64 {
-			h := fnv.New64a()
-			h.Write([]byte(describeWITenant(state.(wiTenant))))
-			return h.Sum64()
-		},
+		Equal: func(a, b any) bool { return a.(wiTenant).equal(b.(wiTenant)) },
+		Hash:  func(state any) uint64 { return state.(wiTenant).hash() },
 		DescribeOperation: func(input, output any) string {
 			return describeWIInput(input.(WIInput)) + " -> " + describeWIOutput(output)
 		},
@@ -346,14 +343,53 @@ func describeWIOutput(output any) string {
 	return o.Decision
 }
 
+// equal compares whole states, every field of every item. Porcupine's
+// cache takes equal states for one: a comparison that misses a field (it
+// once compared descriptions that showed one list page, 128 items) makes
+// the checker refuse linearizable histories.
+func (s wiTenant) equal(o wiTenant) bool {
+	return s.LastFence == o.LastFence && slices.Equal(s.Items, o.Items) && slices.Equal(s.Ledger, o.Ledger)
+}
+
+// hash agrees with equal: it covers every field equal compares.
+func (s wiTenant) hash() uint64 {
+	h := fnv.New64a()
+	var buf [8]byte
+	word := func(n uint64) { binary.LittleEndian.PutUint64(buf[:], n); h.Write(buf[:]) }
+	text := func(t string) { word(uint64(len(t))); h.Write([]byte(t)) }
+	word(s.LastFence)
+	word(uint64(len(s.Items)))
+	for _, it := range s.Items {
+		text(it.ID)
+		text(it.Dep)
+		text(it.Status)
+		word(uint64(it.Priority))
+		word(uint64(it.Attempt))
+		word(it.Fence)
+		if it.Ready {
+			word(1)
+		} else {
+			word(0)
+		}
+	}
+	for _, k := range s.Ledger {
+		text(k.Key)
+		word(uint64(k.Variant))
+		word(k.Seq)
+		word(uint64(k.InFlight))
+	}
+	return h.Sum64()
+}
+
+// describeWITenant spells the whole state for the visualization.
 func describeWITenant(s wiTenant) string {
 	var keys []string
 	for _, k := range s.Ledger {
 		keys = append(keys, fmt.Sprintf("%s/%d=%d,%d", k.Key, k.Variant, k.Seq, k.InFlight))
 	}
-	var fences []string
-	for _, it := range s.Items {
-		fences = append(fences, fmt.Sprint(it.Fence))
+	items := make([]string, len(s.Items))
+	for i, it := range s.Items {
+		items[i] = fmt.Sprintf("%s:%s:%d:%t:%d:%d:%s", it.ID, it.Status, it.Attempt, it.Ready, it.Fence, it.Priority, it.Dep)
 	}
-	return fmt.Sprintf("{items [%s] fences [%s] keys [%s] last fence %d}", s.list(), strings.Join(fences, ","), strings.Join(keys, " "), s.LastFence)
+	return fmt.Sprintf("{items (id:status:attempt:ready:fence:priority:dependency) [%s] keys [%s] last fence %d}", strings.Join(items, ";"), strings.Join(keys, " "), s.LastFence)
 }

@@ -288,3 +288,64 @@ func TestWorkItemModelAgreesWithService(t *testing.T) {
 		state = nextState
 	}
 }
+
+// TestWorkItemModelStatesBeyondOneListPage is the regression test of three
+// Illegal soak histories (2026-12-01): the model compared states by their
+// description, which showed only the first page of items, so two states
+// that differ past item 128 were one state to porcupine's cache, and a
+// linearizable history was refused. Here an unknown claim races a submit
+// past the first page: linearized before the submit it takes the old
+// item, after it the new one (higher priority). A later claim shows which
+// happened; both answers are linearizable.
+func TestWorkItemModelStatesBeyondOneListPage(t *testing.T) {
+	prefix := func() []porcupine.Operation {
+		var ops []porcupine.Operation
+		for i := range wiListPage {
+			key := fmt.Sprintf("done%d", i)
+			ops = append(ops,
+				wiOp(0, int64(4*i), int64(4*i+1), wiSub(key, 0, "", 5), wiAdmitted(uint64(i+1), 1)),
+				wiOp(0, int64(4*i+2), int64(4*i+3), wiCancelIn("i-"+key), wiSays(WIOK)))
+		}
+		return ops
+	}
+	t0 := int64(4 * wiListPage)
+	for _, later := range []string{"i-old", "i-new"} {
+		t.Run("the later claim takes "+later, func(t *testing.T) {
+			ops := append(prefix(),
+				wiOp(0, t0, t0+1, wiSub("old", 0, "", 5), wiAdmitted(wiListPage+1, 1)),
+				wiOp(1, t0+2, Pending, wiClaimIn(), UnknownOutput{}),
+				wiOp(0, t0+3, t0+4, wiSub("new", 1, "", 5), wiAdmitted(wiListPage+2, 2)),
+				wiOp(0, t0+5, t0+6, wiClaimIn(), wiClaimed(later, 1, 99)),
+			)
+			if res := checkWI(t, ops); res != porcupine.Ok {
+				t.Fatalf("a linearizable history is %s", res)
+			}
+		})
+	}
+	t.Run("two claims cannot take one item", func(t *testing.T) {
+		ops := append(prefix(),
+			wiOp(0, t0, t0+1, wiSub("old", 0, "", 5), wiAdmitted(wiListPage+1, 1)),
+			wiOp(0, t0+2, t0+3, wiClaimIn(), wiClaimed("i-old", 1, 98)),
+			wiOp(0, t0+5, t0+6, wiClaimIn(), wiClaimed("i-old", 1, 99)),
+		)
+		if res := checkWI(t, ops); res != porcupine.Illegal {
+			t.Fatalf("a history with one item claimed twice is %s", res)
+		}
+	})
+}
+
+func TestWorkItemModelEqualSeesEveryItem(t *testing.T) {
+	var a wiTenant
+	for i := range wiListPage + 1 {
+		a.Items = append(a.Items, wiItem{ID: fmt.Sprintf("i%d", i), Status: "pending", Ready: true})
+	}
+	b := a.clone()
+	b.Items[wiListPage].Status, b.Items[wiListPage].Attempt = "claimed", 1
+	m := WorkItemModel()
+	if m.Equal(a, b) {
+		t.Fatalf("states that differ in item %d are Equal", wiListPage+1)
+	}
+	if same := a.clone(); !m.Equal(a, same) || m.Hash(a) != m.Hash(same) {
+		t.Fatalf("a state and its copy are not Equal or hash apart")
+	}
+}
