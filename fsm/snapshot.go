@@ -476,14 +476,27 @@ func (fr *frameReader) next() (byte, []byte, error) {
 	if n > maxFrameBytes {
 		return 0, nil, fmt.Errorf("%w: frame of %d bytes exceeds %d", ErrSnapshot, n, maxFrameBytes)
 	}
-	// Read what arrives rather than allocate what the header claims: a
-	// truncated or hostile stream costs only the bytes it holds.
-	body, err := io.ReadAll(io.LimitReader(fr.r, int64(n)))
+	var body []byte
+	var err error
+	if n <= exactFrameBytes {
+		// Most frames are rows of a few hundred bytes: one allocation of
+		// the size the header gives.
+		body = make([]byte, n)
+		_, err = io.ReadFull(fr.r, body)
+	} else {
+		// Read what arrives rather than allocate what the header claims:
+		// a truncated or hostile stream costs only the bytes it holds.
+		body, err = io.ReadAll(io.LimitReader(fr.r, int64(n)))
+	}
 	if err != nil || uint32(len(body)) != n {
 		return 0, nil, fmt.Errorf("%w: truncated frame", ErrSnapshot)
 	}
 	return hdr[0], body, nil
 }
+
+// exactFrameBytes is the largest frame read into a buffer of the size its
+// header claims; larger ones grow as their bytes arrive.
+const exactFrameBytes = 64 << 10
 
 func (fr *frameReader) unread(kind byte, body []byte) {
 	fr.pendingKind, fr.pendingBody, fr.hasPending = kind, body, true
