@@ -3,6 +3,7 @@ package fsm
 import (
 	"encoding/json"
 
+	"github.com/arbiterhq/arbiter/internal/statestore"
 	memdb "github.com/hashicorp/go-memdb"
 )
 
@@ -93,26 +94,26 @@ func coreModule() Module {
 			{New: func() any { return new(meta) }, Schema: &memdb.TableSchema{
 				Name: tableMeta,
 				Indexes: map[string]*memdb.IndexSchema{
-					"id": {Name: "id", Unique: true, Indexer: &memdb.StringFieldIndex{Field: "ID"}},
+					"id": {Name: "id", Unique: true, Indexer: statestore.StringField("ID", func(m *meta) string { return m.ID })},
 				},
 			}},
 			{New: func() any { return new(idemRow) }, Schema: &memdb.TableSchema{
 				Name: tableIdem,
 				Indexes: map[string]*memdb.IndexSchema{
-					"id":      {Name: "id", Unique: true, Indexer: &memdb.StringFieldIndex{Field: "ID"}},
-					"created": {Name: "created", Indexer: &memdb.IntFieldIndex{Field: "CreatedAt"}},
+					"id":      {Name: "id", Unique: true, Indexer: statestore.StringField("ID", func(r *idemRow) string { return r.ID })},
+					"created": {Name: "created", Indexer: statestore.Int64Field("CreatedAt", func(r *idemRow) int64 { return r.CreatedAt })},
 				},
 			}},
 			{New: func() any { return new(Event) }, Schema: &memdb.TableSchema{
 				Name: tableChanges,
 				Indexes: map[string]*memdb.IndexSchema{
-					"id": {Name: "id", Unique: true, Indexer: &memdb.UintFieldIndex{Field: "Seq"}},
+					"id": {Name: "id", Unique: true, Indexer: statestore.Uint64Field("Seq", func(e *Event) uint64 { return e.Seq })},
 				},
 			}},
 			{New: func() any { return new(Member) }, Schema: &memdb.TableSchema{
 				Name: tableMembers,
 				Indexes: map[string]*memdb.IndexSchema{
-					"id": {Name: "id", Unique: true, Indexer: &memdb.StringFieldIndex{Field: "ID"}},
+					"id": {Name: "id", Unique: true, Indexer: statestore.StringField("ID", func(m *Member) string { return m.ID })},
 				},
 			}},
 		},

@@ -6,6 +6,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/internal/statestore"
 	"github.com/arbiterhq/arbiter/log"
 	memdb "github.com/hashicorp/go-memdb"
 )
@@ -23,16 +24,14 @@ func Module() fsm.Module {
 			{New: func() any { return new(storedNode) }, Schema: &memdb.TableSchema{
 				Name: tableNodes,
 				Indexes: map[string]*memdb.IndexSchema{
-					"id": {Name: "id", Unique: true, Indexer: &memdb.StringFieldIndex{Field: "NodeID"}},
+					"id": {Name: "id", Unique: true, Indexer: statestore.StringField("NodeID", func(n *storedNode) string { return n.NodeID })},
 				},
 			}},
 			{New: func() any { return new(labelRow) }, Schema: &memdb.TableSchema{
 				Name: tableLabels,
 				Indexes: map[string]*memdb.IndexSchema{
-					"id": {Name: "id", Unique: true, Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
-						&memdb.StringFieldIndex{Field: "Label"},
-						&memdb.StringFieldIndex{Field: "NodeID"},
-					}}},
+					"id": {Name: "id", Unique: true, Indexer: statestore.StringFields("Label", "NodeID",
+						func(l *labelRow) (string, string) { return l.Label, l.NodeID })},
 				},
 			}},
 		},

@@ -46,7 +46,6 @@ type table struct {
 	pos    int     // position in root.trees
 	index  []index // sorted by name; "id" is among them
 	byName map[string]int
-	id     memdb.SingleIndexer
 	idPos  int
 }
 
@@ -94,11 +93,9 @@ func NewDB(schema *memdb.DBSchema) (*DB, error) {
 			r.trees[pos][i] = newTree()
 		}
 		t.idPos = t.byName["id"]
-		id, ok := t.index[t.idPos].indexer.(memdb.SingleIndexer)
-		if !ok {
+		if _, ok := t.index[t.idPos].indexer.(memdb.SingleIndexer); !ok {
 			return nil, fmt.Errorf("statestore: table %q: the id index must have a single-value indexer", name)
 		}
-		t.id = id
 		db.tables[name] = t
 	}
 	db.root.Store(r)

@@ -2,6 +2,7 @@ package statestore_test
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/arbiterhq/arbiter/internal/statestore"
@@ -20,6 +21,7 @@ type row struct {
 	N     uint64
 	Tags  []string
 	Opt   string
+	C     int64
 }
 
 func schema() *memdb.DBSchema {
@@ -28,6 +30,7 @@ func schema() *memdb.DBSchema {
 			"id":    {Name: "id", Unique: true, Indexer: &memdb.StringFieldIndex{Field: "ID"}},
 			"group": {Name: "group", Indexer: &memdb.StringFieldIndex{Field: "Group"}},
 			"n":     {Name: "n", Indexer: &memdb.UintFieldIndex{Field: "N"}},
+			"c":     {Name: "c", Indexer: &memdb.IntFieldIndex{Field: "C"}},
 			"gn": {Name: "gn", Unique: true, Indexer: &memdb.CompoundIndex{Indexes: []memdb.Indexer{
 				&memdb.StringFieldIndex{Field: "Group"}, &memdb.StringFieldIndex{Field: "ID"}}}},
 			"tags": {Name: "tags", Indexer: &memdb.StringSliceFieldIndex{Field: "Tags"}, AllowMissing: true},
@@ -37,6 +40,21 @@ func schema() *memdb.DBSchema {
 			"id": {Name: "id", Unique: true, Indexer: &memdb.StringFieldIndex{Field: "ID"}},
 		}},
 	}}
+}
+
+// keyedSchema is schema with a statestore.Keyed indexer in place of every
+// go-memdb indexer that has one: the store computes those keys without
+// go-memdb, and must still agree with go-memdb run on schema().
+func keyedSchema() *memdb.DBSchema {
+	s := schema()
+	ix := s.Tables["rows"].Indexes
+	ix["id"].Indexer = statestore.StringField("ID", func(r *row) string { return r.ID })
+	ix["group"].Indexer = statestore.StringField("Group", func(r *row) string { return r.Group })
+	ix["n"].Indexer = statestore.Uint64Field("N", func(r *row) uint64 { return r.N })
+	ix["c"].Indexer = statestore.Int64Field("C", func(r *row) int64 { return r.C })
+	ix["gn"].Indexer = statestore.StringFields("Group", "ID", func(r *row) (string, string) { return r.Group, r.ID })
+	ix["opt"].Indexer = statestore.StringField("Opt", func(r *row) string { return r.Opt })
+	return s
 }
 
 // txn is what both stores' transactions answer.
@@ -87,6 +105,7 @@ func query(t *rapid.T, p pair) (string, string) {
 	group := rapid.SampledFrom([]string{"", "a", "b", "ab"}).Draw(t, "group")
 	id := rapid.SampledFrom([]string{"", "x", "x1", "y", "y2", "z"}).Draw(t, "id")
 	n := rapid.Uint64Range(0, 5).Draw(t, "n")
+	c := rapid.SampledFrom([]int64{math.MinInt64, -1, 0, 2}).Draw(t, "c")
 	type q struct {
 		index string
 		args  []any
@@ -96,6 +115,7 @@ func query(t *rapid.T, p pair) (string, string) {
 		{"group", []any{group}}, {"n", []any{n}}, {"gn", []any{group, id}},
 		{"gn_prefix", []any{group}}, {"gn_prefix", []any{group, id}},
 		{"tags", []any{id}}, {"opt", []any{group}}, {"nope", []any{id}},
+		{"c", []any{c}}, {"c", nil},
 	}
 	pick := rapid.SampledFrom(qs).Draw(t, "query")
 	kind := rapid.IntRange(0, 3).Draw(t, "kind")
@@ -121,6 +141,7 @@ func drawRow(t *rapid.T) *row {
 		N:     rapid.Uint64Range(0, 5).Draw(t, "row n"),
 		Tags:  rapid.SliceOfNDistinct(rapid.SampledFrom([]string{"x", "y", "z"}), 0, 3, rapid.ID[string]).Draw(t, "row tags"),
 		Opt:   rapid.SampledFrom([]string{"", "a", "b"}).Draw(t, "row opt"),
+		C:     rapid.SampledFrom([]int64{math.MinInt64, -2, -1, 0, 1, 2, math.MaxInt64}).Draw(t, "row c"),
 	}
 }
 
@@ -129,12 +150,17 @@ func drawRow(t *rapid.T) *row {
 // error, what iterators made before later writes yield, and what a read
 // transaction begun before a commit sees must agree.
 func TestAgreesWithGoMemdb(t *testing.T) {
+	t.Run("go-memdb indexers", func(t *testing.T) { agreesWithGoMemdb(t, schema()) })
+	t.Run("keyed indexers", func(t *testing.T) { agreesWithGoMemdb(t, keyedSchema()) })
+}
+
+func agreesWithGoMemdb(t *testing.T, storeSchema *memdb.DBSchema) {
 	rapid.Check(t, func(t *rapid.T) {
 		model, err := memdb.NewMemDB(schema())
 		if err != nil {
 			t.Fatal(err)
 		}
-		store, err := statestore.NewDB(schema())
+		store, err := statestore.NewDB(storeSchema)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,7 +214,7 @@ func TestAgreesWithGoMemdb(t *testing.T) {
 			r := pair{model.Txn(false), store.Txn(false)}
 			want, got := query(t, r)
 			check("read after the transaction", want, got)
-			for _, index := range []string{"id", "group", "n", "gn", "tags", "opt"} {
+			for _, index := range []string{"id", "group", "n", "c", "gn", "tags", "opt"} {
 				check("whole index "+index, ids(r.model.Get("rows", index)), ids(r.store.Get("rows", index)))
 			}
 		}

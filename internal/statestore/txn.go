@@ -97,19 +97,33 @@ func (txn *Txn) writable(t *table) []*tree {
 // nothing. A missing value in an index that allows it gives no keys. A
 // single-value index's key shares one allocation with the others'.
 func (t *table) keysOf(obj any) (idKey string, keys [][]string, err error) {
-	ok, idVal, err := t.id.FromObject(obj)
+	idKey, ok, err := t.index[t.idPos].keyOf(obj)
 	if err != nil {
 		return "", nil, fmt.Errorf("failed to build primary index: %v", err)
 	}
 	if !ok {
 		return "", nil, fmt.Errorf("object missing primary index")
 	}
-	idKey = string(idVal)
 	keys = make([][]string, len(t.index))
 	single := make([]string, len(t.index))
 	for i := range t.index {
 		ix := &t.index[i]
 		switch indexer := ix.indexer.(type) {
+		case *Keyed:
+			if i == t.idPos {
+				single[i], keys[i] = idKey, single[i:i+1:i+1]
+				continue
+			}
+			val, ok, err := ix.keyOf(obj)
+			if err != nil {
+				return "", nil, fmt.Errorf("failed to build index '%s': %v", ix.name, err)
+			}
+			if ok {
+				single[i] = ix.keyString(val, idKey)
+				keys[i] = single[i : i+1 : i+1]
+			} else if !ix.allowMissing {
+				return "", nil, fmt.Errorf("missing value for index '%s'", ix.name)
+			}
 		case memdb.SingleIndexer:
 			ok, val, err := indexer.FromObject(obj)
 			if err != nil {
@@ -151,6 +165,33 @@ func (ix *index) key(val []byte, idKey string) string {
 		return string(val)
 	}
 	return string(val) + idKey
+}
+
+// keyString is key for a value that is a string already (a Keyed
+// index's), which a unique index uses as it is.
+func (ix *index) keyString(val, idKey string) string {
+	if ix.unique {
+		return val
+	}
+	return val + idKey
+}
+
+// keyOf is obj's value in a single-value index, as a string: from a
+// Keyed index without reflection, else (or for a row of another type
+// than the Keyed index takes) from the go-memdb indexer, whose answer
+// the Keyed one must equal.
+func (ix *index) keyOf(obj any) (string, bool, error) {
+	if k, ok := ix.indexer.(*Keyed); ok {
+		if key, has, err := k.Key(obj); err == nil {
+			return key, has, nil
+		}
+	}
+	single, ok := ix.indexer.(memdb.SingleIndexer)
+	if !ok {
+		return "", false, fmt.Errorf("index '%s' is not a single-value index", ix.name)
+	}
+	has, val, err := single.FromObject(obj)
+	return string(val), has, err
 }
 
 // writeTable is the table a write (an insert or a delete) names, if this
@@ -217,14 +258,14 @@ func (txn *Txn) Delete(table string, obj any) error {
 	if err != nil {
 		return err
 	}
-	ok, idVal, err := t.id.FromObject(obj)
+	idKey, ok, err := t.index[t.idPos].keyOf(obj)
 	if err != nil {
 		return fmt.Errorf("failed to build primary index: %v", err)
 	}
 	if !ok {
 		return fmt.Errorf("object missing primary index")
 	}
-	existing, found := txn.tree(t, t.idPos).Get(entry{key: string(idVal)})
+	existing, found := txn.tree(t, t.idPos).Get(entry{key: idKey})
 	if !found {
 		return ErrNotFound
 	}
