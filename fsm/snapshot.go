@@ -361,41 +361,12 @@ func (f *FSM) readState(r io.Reader) (*loadedState, error) {
 	}
 	txn := db.Txn(true)
 	defer txn.Abort()
-	for i, name := range hdr.Tables {
-		if i > 0 && hdr.Tables[i-1] >= name {
-			return nil, fmt.Errorf("%w: tables not in name order at %q", ErrSnapshot, name)
-		}
-		t, ok := f.table(name)
-		if !ok {
-			return nil, fmt.Errorf("%w: unknown table %q (this binary does not serve the domain that owns it)", ErrSnapshot, name)
-		}
-		var got string
-		if err := fr.expect('T', &got); err != nil {
-			return nil, err
-		}
-		if got != name {
-			return nil, fmt.Errorf("%w: table %q where %q was announced", ErrSnapshot, got, name)
-		}
-		st.counts = append(st.counts, TableRows{Name: name})
-		for {
-			kind, body, err := fr.next()
-			if err != nil {
-				return nil, err
-			}
-			if kind != 'R' {
-				fr.unread(kind, body)
-				break
-			}
-			row := t.New()
-			if err := log.Unmarshal(body, row); err != nil {
-				return nil, fmt.Errorf("%w: table %s row: %v", ErrSnapshot, name, err)
-			}
-			if err := txn.Insert(name, row); err != nil {
-				return nil, fmt.Errorf("%w: table %s row: %v", ErrSnapshot, name, err)
-			}
-			st.counts[len(st.counts)-1].Rows++
-			st.rows++
-		}
+	load := startLoading(txn, st)
+	if err := f.readTables(fr, hdr.Tables, load); err != nil {
+		load.fail(err)
+	}
+	if err := load.wait(); err != nil {
+		return nil, err
 	}
 	var count uint64
 	if err := fr.expect('E', &count); err != nil {

@@ -1,0 +1,72 @@
+package fsm_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/internal/fsmtest"
+	"github.com/arbiterhq/arbiter/log"
+	"github.com/arbiterhq/arbiter/nodes"
+	memdb "github.com/hashicorp/go-memdb"
+	"github.com/hashicorp/raft"
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// brittleRow encodes as any row and panics when it is decoded: a module
+// decoder with a bug that a hostile snapshot row reaches.
+type brittleRow struct {
+	ID string `msgpack:"id"`
+}
+
+func (*brittleRow) DecodeMsgpack(*msgpack.Decoder) error { panic("decoder bug") }
+
+const cmdBrittle log.Type = 92
+
+func brittle() fsm.Module {
+	return fsm.Module{
+		Name: "brittle",
+		Tables: []fsm.Table{{New: func() any { return new(brittleRow) }, Schema: &memdb.TableSchema{
+			Name:    "brittle",
+			Indexes: map[string]*memdb.IndexSchema{"id": {Name: "id", Unique: true, Indexer: &memdb.StringFieldIndex{Field: "ID"}}},
+		}}},
+		Commands: []fsm.CommandSpec{{Type: cmdBrittle, Name: "brittle_insert", MaxVersion: 1,
+			Apply: func(tx *fsm.Tx, cmd *log.Command) (any, error) {
+				return nil, tx.Insert("brittle", &brittleRow{ID: fmt.Sprint(tx.Index)})
+			}}},
+	}
+}
+
+// TestRestoreRefusesARowWhoseDecoderPanics: rows are decoded on other
+// goroutines than Restore's; a decoder's panic there is an ErrSnapshot
+// refusal that changes nothing, not a crash of the process.
+func TestRestoreRefusesARowWhoseDecoderPanics(t *testing.T) {
+	newBrittle := func() *fsm.FSM {
+		f, err := fsm.New(fsm.Config{Modules: []fsm.Module{nodes.Module(), brittle()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	src := newBrittle()
+	var batch []*raft.Log
+	for i := range 600 { // more rows than one batch, before and after the brittle table
+		batch = append(batch, entry(t, uint64(i+1), nodes.CmdCreate, nodes.CreateCommand{NodeID: fmt.Sprintf("n%03d", i)}))
+	}
+	batch = append(batch, entry(t, 601, cmdBrittle, struct{}{}))
+	src.ApplyBatch(batch)
+	stream := fsmtest.Snapshot(t, src)
+
+	dst := newBrittle()
+	dst.ApplyBatch([]*raft.Log{entry(t, 1, nodes.CmdCreate, nodes.CreateCommand{NodeID: "kept"})})
+	before := fsmtest.Snapshot(t, dst)
+	err := restore(dst, stream)
+	if !errors.Is(err, fsm.ErrSnapshot) || !strings.Contains(err.Error(), "panicked") {
+		t.Fatalf("restore of a row whose decoder panics: %v", err)
+	}
+	if after := fsmtest.Snapshot(t, dst); string(after) != string(before) {
+		t.Fatal("the refused restore changed the state")
+	}
+}

@@ -1,0 +1,177 @@
+package fsm
+
+import (
+	"fmt"
+
+	"github.com/arbiterhq/arbiter/internal/statestore"
+	"github.com/arbiterhq/arbiter/log"
+)
+
+// readTables reads the stream's tables, which the header announced,
+// handing their rows to load in batches.
+func (f *FSM) readTables(fr *frameReader, tables []string, load *loader) error {
+	for i, name := range tables {
+		if i > 0 && tables[i-1] >= name {
+			return fmt.Errorf("%w: tables not in name order at %q", ErrSnapshot, name)
+		}
+		t, ok := f.table(name)
+		if !ok {
+			return fmt.Errorf("%w: unknown table %q (this binary does not serve the domain that owns it)", ErrSnapshot, name)
+		}
+		var got string
+		if err := fr.expect('T', &got); err != nil {
+			return err
+		}
+		if got != name {
+			return fmt.Errorf("%w: table %q where %q was announced", ErrSnapshot, got, name)
+		}
+		load.table(name)
+		b := &rowBatch{table: t}
+		for {
+			kind, body, err := fr.next()
+			if err != nil {
+				load.send(b)
+				return err
+			}
+			if kind != 'R' {
+				fr.unread(kind, body)
+				break
+			}
+			b.bodies = append(b.bodies, body)
+			if len(b.bodies) == rowBatchSize {
+				if !load.send(b) {
+					return nil // the loader failed: it has the error
+				}
+				b = &rowBatch{table: t}
+			}
+		}
+		if !load.send(b) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// rowBatchSize is how many rows a batch holds, and batchesAhead how many
+// batches may be read ahead of the one being inserted: the bound on what
+// a restore holds beyond the state it builds.
+const (
+	rowBatchSize = 256
+	batchesAhead = 8
+)
+
+// A loader decodes rows on other goroutines while the stream is read and
+// inserts them in stream order on one more, so a restore uses more than
+// one core: decoding is half its work. The rows, the order they are
+// inserted in and the first error in stream order are what reading,
+// decoding and inserting one row after the other would give.
+type loader struct {
+	batches chan *rowBatch // in stream order; nil marks a failure
+	failed  chan struct{}  // closed when the inserter stops on an error
+	done    chan struct{}  // closed when the inserter has returned
+	err     error          // the first error, set before done closes
+}
+
+// rowBatch is consecutive rows of one table: their frames, and once
+// decoded (decoded is closed), the rows or the error of the first row
+// that did not decode.
+type rowBatch struct {
+	table   Table
+	bodies  [][]byte
+	rows    []any
+	err     error
+	decoded chan struct{}
+	// name starts a table: the inserter counts its rows from here.
+	name string
+}
+
+func startLoading(txn *statestore.Txn, st *loadedState) *loader {
+	l := &loader{batches: make(chan *rowBatch, batchesAhead), failed: make(chan struct{}), done: make(chan struct{})}
+	go l.insert(txn, st)
+	return l
+}
+
+// table marks the start of a table's rows.
+func (l *loader) table(name string) {
+	l.send(&rowBatch{name: name})
+}
+
+// send queues b for decoding and insertion; false if the loader failed.
+func (l *loader) send(b *rowBatch) bool {
+	if b.name == "" && len(b.bodies) == 0 {
+		return true
+	}
+	b.decoded = make(chan struct{})
+	select {
+	case l.batches <- b:
+	case <-l.failed:
+		return false
+	}
+	go b.decode()
+	return true
+}
+
+func (b *rowBatch) decode() {
+	defer close(b.decoded)
+	b.rows = make([]any, 0, len(b.bodies))
+	defer func() {
+		// A decoder that panics on a hostile row must not take the
+		// process down from a goroutine no caller can recover on.
+		if r := recover(); r != nil {
+			b.err = fmt.Errorf("%w: table %s row: decoder panicked: %v", ErrSnapshot, b.table.Schema.Name, r)
+		}
+	}()
+	for _, body := range b.bodies {
+		row := b.table.New()
+		if err := log.Unmarshal(body, row); err != nil {
+			b.err = fmt.Errorf("%w: table %s row: %v", ErrSnapshot, b.table.Schema.Name, err)
+			return
+		}
+		b.rows = append(b.rows, row)
+	}
+	b.bodies = nil
+}
+
+// fail queues a read error after the batches read before it.
+func (l *loader) fail(err error) {
+	b := &rowBatch{err: err, decoded: make(chan struct{})}
+	close(b.decoded)
+	select {
+	case l.batches <- b:
+	case <-l.failed:
+	}
+}
+
+// wait ends the stream of batches and returns the first error.
+func (l *loader) wait() error {
+	close(l.batches)
+	<-l.done
+	return l.err
+}
+
+func (l *loader) insert(txn *statestore.Txn, st *loadedState) {
+	defer close(l.done)
+	for b := range l.batches {
+		<-b.decoded
+		if b.name != "" {
+			st.counts = append(st.counts, TableRows{Name: b.name})
+			continue
+		}
+		for _, row := range b.rows {
+			if err := txn.Insert(b.table.Schema.Name, row); err != nil {
+				b.err = fmt.Errorf("%w: table %s row: %v", ErrSnapshot, b.table.Schema.Name, err)
+				break
+			}
+			st.counts[len(st.counts)-1].Rows++
+			st.rows++
+		}
+		if b.err != nil {
+			l.err = b.err
+			close(l.failed)
+			for b := range l.batches {
+				<-b.decoded // let the decoders end before the caller moves on
+			}
+			return
+		}
+	}
+}
