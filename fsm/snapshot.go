@@ -209,10 +209,7 @@ func (f *FSM) writeState(w io.Writer, txn *statestore.Txn, perTable bool) (Hashe
 		if err != nil {
 			return Hashes{}, fmt.Errorf("fsm: snapshot table %s: %w", t.Schema.Name, err)
 		}
-		for raw := it.Next(); raw != nil && fw.err == nil; raw = it.Next() {
-			fw.frame('R', raw)
-			rows++
-		}
+		rows += fw.rows(it)
 		if perTable {
 			var sum [32]byte
 			th.Sum(sum[:0])
@@ -250,14 +247,30 @@ func (fw *frameWriter) frame(kind byte, v any) {
 	if fw.err != nil {
 		return
 	}
+	body, err := encodeFrame(v)
+	if err != nil {
+		fw.err = err
+		return
+	}
+	fw.body(kind, body)
+}
+
+// encodeFrame is the body of a frame that holds v.
+func encodeFrame(v any) ([]byte, error) {
 	body, err := log.Marshal(v)
 	if err != nil {
-		fw.err = fmt.Errorf("fsm: snapshot encode: %w", err)
-		return
+		return nil, fmt.Errorf("fsm: snapshot encode: %w", err)
 	}
 	if len(body) > maxFrameBytes {
 		// A stream no replica could read back is refused here, not later.
-		fw.err = fmt.Errorf("fsm: snapshot row of %d bytes exceeds %d", len(body), maxFrameBytes)
+		return nil, fmt.Errorf("fsm: snapshot row of %d bytes exceeds %d", len(body), maxFrameBytes)
+	}
+	return body, nil
+}
+
+// body writes a frame of an encoded body.
+func (fw *frameWriter) body(kind byte, body []byte) {
+	if fw.err != nil {
 		return
 	}
 	var hdr [5]byte

@@ -175,3 +175,85 @@ func (l *loader) insert(txn *statestore.Txn, st *loadedState) {
 		}
 	}
 }
+
+// rows writes a row frame for every row it yields and returns how many
+// it wrote. Encoding (msgpack through reflection, then the canonical
+// form) is most of a snapshot's work: one goroutine walks the index and
+// hands out batches of rows, each batch is encoded on its own goroutine,
+// and the frames are written here in index order, at most batchesAhead
+// batches behind the walk. The bytes are those of encoding one row after
+// the other; the first error in index order is the one kept.
+func (fw *frameWriter) rows(it interface{ Next() any }) uint64 {
+	queue := make(chan *encodeBatch, batchesAhead)
+	stop := make(chan struct{})
+	go func() {
+		defer close(queue)
+		for {
+			b := &encodeBatch{encoded: make(chan struct{})}
+			for raw := it.Next(); raw != nil; raw = it.Next() {
+				if b.rows = append(b.rows, raw); len(b.rows) == rowBatchSize {
+					break
+				}
+			}
+			if len(b.rows) == 0 {
+				return
+			}
+			select {
+			case queue <- b:
+			case <-stop:
+				return
+			}
+			go b.encode()
+			if len(b.rows) < rowBatchSize {
+				return
+			}
+		}
+	}()
+	var n uint64
+	stopped := false
+	for b := range queue {
+		<-b.encoded
+		if fw.err == nil && b.err != nil {
+			fw.err = b.err
+		}
+		if fw.err != nil {
+			if !stopped {
+				close(stop)
+				stopped = true
+			}
+			continue // drain what was queued
+		}
+		for _, body := range b.bodies {
+			fw.body('R', body)
+			n++
+		}
+	}
+	return n
+}
+
+// encodeBatch is consecutive rows of one index and, once encoded is
+// closed, their frame bodies, or the error of the first that failed.
+type encodeBatch struct {
+	rows    []any
+	bodies  [][]byte
+	err     error
+	encoded chan struct{}
+}
+
+func (b *encodeBatch) encode() {
+	defer close(b.encoded)
+	defer func() {
+		if r := recover(); r != nil {
+			b.err = fmt.Errorf("fsm: snapshot encode: encoder panicked: %v", r)
+		}
+	}()
+	b.bodies = make([][]byte, 0, len(b.rows))
+	for _, row := range b.rows {
+		body, err := encodeFrame(row)
+		if err != nil {
+			b.err = err
+			return
+		}
+		b.bodies = append(b.bodies, body)
+	}
+}
