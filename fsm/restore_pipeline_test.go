@@ -3,6 +3,7 @@ package fsm_test
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
@@ -68,5 +69,31 @@ func TestRestoreRefusesARowWhoseDecoderPanics(t *testing.T) {
 	}
 	if after := fsmtest.Snapshot(t, dst); string(after) != string(before) {
 		t.Fatal("the refused restore changed the state")
+	}
+}
+
+// unencodableRow panics when it is encoded: a module row type with a bug.
+type unencodableRow struct {
+	ID string `msgpack:"id"`
+}
+
+func (*unencodableRow) EncodeMsgpack(*msgpack.Encoder) error { panic("encoder bug") }
+
+// TestSnapshotOfARowWhoseEncoderPanicsFails: rows are encoded on other
+// goroutines than WriteSnapshot's; an encoder's panic there fails the
+// snapshot with an error instead of crashing the process.
+func TestSnapshotOfARowWhoseEncoderPanicsFails(t *testing.T) {
+	m := brittle()
+	m.Tables[0].New = func() any { return new(unencodableRow) }
+	m.Commands[0].Apply = func(tx *fsm.Tx, cmd *log.Command) (any, error) {
+		return nil, tx.Insert("brittle", &unencodableRow{ID: fmt.Sprint(tx.Index)})
+	}
+	f, err := fsm.New(fsm.Config{Modules: []fsm.Module{nodes.Module(), m}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.ApplyBatch([]*raft.Log{entry(t, 1, cmdBrittle, struct{}{})})
+	if err := f.WriteSnapshot(io.Discard); err == nil || !strings.Contains(err.Error(), "panicked") {
+		t.Fatalf("snapshot of a row whose encoder panics: %v", err)
 	}
 }
