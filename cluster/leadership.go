@@ -29,6 +29,7 @@ func (n *Node) watchLeadership(notify <-chan bool) {
 				n.logger.Info("lost leadership")
 				continue
 			}
+			n.restoreTimeouts()
 			ctx, cancel := context.WithCancel(n.ctx)
 			stop = cancel
 			n.logger.Info("became leader", "term", n.raft.CurrentTerm())

@@ -72,6 +72,11 @@ type Node struct {
 	// readyTerm is the term in which this node, as leader, has committed
 	// its first entry; linearizable reads are served only in that term.
 	readyTerm atomic.Uint64
+	// hurried is set while the node, the sole voter, waits for its own
+	// election with shortened timeouts (hurrySoleVoter); hurryMu orders
+	// shortening them and restoring them.
+	hurried atomic.Bool
+	hurryMu sync.Mutex
 	// confirmer shares leadership confirmations among concurrent
 	// linearizable reads (confirm.go).
 	confirmer leaderConfirmer
@@ -206,6 +211,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	n.hurrySoleVoter()
 	n.startHTTP(ln)
 	// From here the server owns the listener: closing the server, not the
 	// listener, makes Serve return ErrServerClosed instead of an error.
