@@ -110,7 +110,9 @@ type Config struct {
 	// ChangeFeedRetain is how many change-feed events are kept.
 	ChangeFeedRetain uint64
 
-	// Raft timing.
+	// Raft timing. A node that is the only voter of its cluster runs with
+	// LeaderLeaseTimeout as its heartbeat and election timeouts until it
+	// leads (it has nobody to wait for), then with these.
 	HeartbeatTimeout   time.Duration
 	ElectionTimeout    time.Duration
 	LeaderLeaseTimeout time.Duration
