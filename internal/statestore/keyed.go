@@ -82,28 +82,25 @@ func StringFields[R any](first, second string, of func(*R) (string, string)) *Ke
 // Uint64Field indexes rows of type *R by a uint64 field: the keys of
 // memdb.UintFieldIndex{Field: field} (eight bytes, big-endian).
 func Uint64Field[R any](field string, of func(*R) uint64) *Keyed {
-	return &Keyed{Indexer: &memdb.UintFieldIndex{Field: field}, Key: func(row any) (string, bool, error) {
-		r, err := rowOf[R](row)
-		if err != nil {
-			return "", false, err
-		}
-		var b [8]byte
-		binary.BigEndian.PutUint64(b[:], of(r))
-		return string(b[:]), true, nil
-	}}
+	return bigEndian(&memdb.UintFieldIndex{Field: field}, of)
 }
 
 // Int64Field indexes rows of type *R by an int64 field: the keys of
 // memdb.IntFieldIndex{Field: field} (eight bytes, big-endian, the sign
 // bit flipped so that keys sort as the numbers do).
 func Int64Field[R any](field string, of func(*R) int64) *Keyed {
-	return &Keyed{Indexer: &memdb.IntFieldIndex{Field: field}, Key: func(row any) (string, bool, error) {
+	return bigEndian(&memdb.IntFieldIndex{Field: field}, func(r *R) uint64 { return uint64(of(r)) ^ 1<<63 })
+}
+
+// bigEndian is an index whose key is of's eight bytes, big-endian.
+func bigEndian[R any](indexer memdb.Indexer, of func(*R) uint64) *Keyed {
+	return &Keyed{Indexer: indexer, Key: func(row any) (string, bool, error) {
 		r, err := rowOf[R](row)
 		if err != nil {
 			return "", false, err
 		}
 		var b [8]byte
-		binary.BigEndian.PutUint64(b[:], uint64(of(r))^(1<<63))
+		binary.BigEndian.PutUint64(b[:], of(r))
 		return string(b[:]), true, nil
 	}}
 }

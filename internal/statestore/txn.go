@@ -109,28 +109,15 @@ func (t *table) keysOf(obj any) (idKey string, keys [][]string, err error) {
 	for i := range t.index {
 		ix := &t.index[i]
 		switch indexer := ix.indexer.(type) {
-		case *Keyed:
-			if i == t.idPos {
-				single[i], keys[i] = idKey, single[i:i+1:i+1]
-				continue
-			}
-			val, ok, err := ix.keyOf(obj)
-			if err != nil {
-				return "", nil, fmt.Errorf("failed to build index '%s': %v", ix.name, err)
+		case memdb.SingleIndexer: // a Keyed index is one too
+			val, ok := idKey, true
+			if i != t.idPos {
+				if val, ok, err = ix.keyOf(obj); err != nil {
+					return "", nil, fmt.Errorf("failed to build index '%s': %v", ix.name, err)
+				}
 			}
 			if ok {
 				single[i] = ix.keyString(val, idKey)
-				keys[i] = single[i : i+1 : i+1]
-			} else if !ix.allowMissing {
-				return "", nil, fmt.Errorf("missing value for index '%s'", ix.name)
-			}
-		case memdb.SingleIndexer:
-			ok, val, err := indexer.FromObject(obj)
-			if err != nil {
-				return "", nil, fmt.Errorf("failed to build index '%s': %v", ix.name, err)
-			}
-			if ok {
-				single[i] = ix.key(val, idKey)
 				keys[i] = single[i : i+1 : i+1]
 			} else if !ix.allowMissing {
 				return "", nil, fmt.Errorf("missing value for index '%s'", ix.name)
