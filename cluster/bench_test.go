@@ -8,19 +8,29 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
+	arblog "github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/nodes"
 )
 
 // BenchmarkEmbeddedCreates measures what an embedding host's proposals
 // get: create-if-absent of new node ids by 64 goroutines on the leader of
 // a 3-node cluster in one process, without HTTP, raft over loopback TCP,
-// the default log store with fsync on (issue 11's target: 20,000
-// creates/s). Every node and the goroutines share the machine's cores.
+// fsync on (issue 11's target: 20,000 creates/s), with each log store.
+// Every node and the goroutines share the machine's cores.
 //
 //	go test -run '^$' -bench EmbeddedCreates -benchtime 20000x ./cluster
 func BenchmarkEmbeddedCreates(b *testing.B) {
-	c := clustertest.New(b, clustertest.Options{Nodes: 3, TCP: true})
+	for _, store := range []string{arblog.StoreBolt, arblog.StoreWAL} {
+		b.Run(store, func(b *testing.B) { embeddedCreates(b, store) })
+	}
+}
+
+func embeddedCreates(b *testing.B, store string) {
+	c := clustertest.New(b, clustertest.Options{Nodes: 3, TCP: true, Configure: func(_ int, cfg *cluster.Config) {
+		cfg.LogStore = store
+	}})
 	leader := c.WaitLeader(10 * time.Second)
 	n := c.Node(leader)
 	client := nodes.NewClient(n, n)

@@ -21,7 +21,8 @@ import (
 type Config struct {
 	// ID is this node's raft server id, unique in the cluster forever.
 	ID string
-	// DataDir holds raft.db (log and stable store) and snapshots/.
+	// DataDir holds the log and stable store (wal/ or raft.db, see
+	// LogStore), member.json and snapshots/.
 	DataDir string
 	// RaftAddr is the host:port the raft transport listens on. Port 0 picks
 	// a free port. RaftAdvertise, if set, is the address peers dial instead.
@@ -131,6 +132,9 @@ type Config struct {
 	// (log.DefaultStore). A data directory keeps the store it was created
 	// with, whatever this says.
 	LogStore string
+	// WALSegmentBytes is the size of a raft-wal segment file (0: 64 MiB).
+	// The WAL drops compacted entries a whole sealed segment at a time.
+	WALSegmentBytes int
 
 	// MaxRestoreBytes bounds a backup uploaded to POST
 	// /v1/cluster/restore.

@@ -301,9 +301,10 @@ func (n *Node) openStores() error {
 		return nil
 	}
 	s, err := arblog.OpenStores(n.cfg.DataDir, arblog.StoreOptions{
-		Kind:         n.cfg.LogStore,
-		NoSyncUnsafe: n.cfg.NoSyncUnsafe,
-		LogOutput:    slogWriter{n.logger.With("component", "snapshots")},
+		Kind:            n.cfg.LogStore,
+		NoSyncUnsafe:    n.cfg.NoSyncUnsafe,
+		WALSegmentBytes: n.cfg.WALSegmentBytes,
+		LogOutput:       slogWriter{n.logger.With("component", "snapshots")},
 	})
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)

@@ -10,16 +10,29 @@ import (
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
+	arblog "github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/nodes"
 )
 
 // A follower that was down while the leader compacted its log catches up
 // by installing the leader's snapshot, then restarts from its own snapshot
 // plus the log after it; every replica ends with the same state.
+//
+// It runs on each log store: raft-wal, which cannot hold a gap, must be
+// emptied by raft when a snapshot is installed (Consul's known raft-wal
+// trouble was a follower catching up after a long disconnect).
 func TestLaggingFollowerInstallsSnapshot(t *testing.T) {
+	for _, store := range []string{arblog.StoreWAL, arblog.StoreBolt} {
+		t.Run(store, func(t *testing.T) { laggingFollowerInstallsSnapshot(t, store) })
+	}
+}
+
+func laggingFollowerInstallsSnapshot(t *testing.T, store string) {
 	c := clustertest.New(t, clustertest.Options{Nodes: 3, Configure: func(i int, cfg *cluster.Config) {
 		cfg.SnapshotThreshold = 32
 		cfg.TrailingLogs = 8
+		cfg.LogStore = store
+		cfg.WALSegmentBytes = 4 << 10 // small segments: the compaction reaches the missing entries
 	}})
 	ctx := context.Background()
 	leader := c.WaitLeader(10 * time.Second)

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"testing"
 
+	arblog "github.com/arbiterhq/arbiter/log"
 	"github.com/hashicorp/raft"
 )
 
@@ -51,4 +52,31 @@ func tenEntries(t *testing.T) *raft.InmemStore {
 		}
 	}
 	return store
+}
+
+// TestRaftSeesTheWALAsMonotonic: raft-wal refuses an append that leaves a
+// gap, so after installing a snapshot raft must empty it rather than
+// leave a gap, which it does only for a store that says it is monotonic.
+// Every wrapper between raft and the store (the log cache, the watch)
+// must pass that on: a follower on the WAL that installs a snapshot
+// could otherwise never append again.
+func TestRaftSeesTheWALAsMonotonic(t *testing.T) {
+	for _, tc := range []struct {
+		kind      string
+		monotonic bool
+	}{{arblog.StoreWAL, true}, {arblog.StoreBolt, false}} {
+		stores, err := arblog.OpenStores(t.TempDir(), arblog.StoreOptions{Kind: tc.kind})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := newTruncationWatch(stores.Log, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		var asRaft raft.LogStore = w
+		m, ok := asRaft.(raft.MonotonicLogStore)
+		if got := ok && m.IsMonotonic(); got != tc.monotonic {
+			t.Errorf("%s: raft sees monotonic %t, want %t", tc.kind, got, tc.monotonic)
+		}
+		if err := stores.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -41,6 +41,10 @@ type StoreOptions struct {
 	// NoSyncUnsafe turns off fsync of the log. A crash may then lose
 	// acknowledged writes. For benchmarks and tests only.
 	NoSyncUnsafe bool
+	// WALSegmentBytes is the size of a raft-wal segment file (0: raft-wal's
+	// default, 64 MiB). The WAL drops compacted entries a whole sealed
+	// segment at a time, so smaller segments give disk back sooner.
+	WALSegmentBytes int
 	// LogCacheSize is how many recent entries stay in memory (default 512).
 	LogCacheSize int
 	// SnapshotRetain is how many snapshots stay on disk (default 2).
@@ -64,6 +68,9 @@ const (
 	boltFile = "raft.db"
 	walDir   = "wal"
 )
+
+// walDefaultSegmentBytes is raft-wal's own default segment size.
+const walDefaultSegmentBytes = 64 << 20
 
 // OpenStores opens (creating if needed) the log and stable store and
 // snapshots/ in dir.
@@ -187,7 +194,11 @@ func openWAL(dir string, opt StoreOptions) (*Stores, error) {
 	if opt.NoSyncUnsafe {
 		filer = segment.NewFiler(path, noSyncFS{walfs.New()})
 	}
-	w, err := wal.Open(path, wal.WithMetaStore(meta), wal.WithSegmentFiler(filer))
+	segmentSize := wal.WithSegmentSize(opt.WALSegmentBytes)
+	if opt.WALSegmentBytes <= 0 {
+		segmentSize = wal.WithSegmentSize(walDefaultSegmentBytes)
+	}
+	w, err := wal.Open(path, wal.WithMetaStore(meta), wal.WithSegmentFiler(filer), segmentSize)
 	if err != nil {
 		_ = meta.Close()
 		return nil, fmt.Errorf("log: open %s: %w", path, err)
