@@ -3,15 +3,21 @@
 # create-if-absent on this machine: 3 loopback nodes each, fsync on, the
 # same load generator, runs interleaved (etcd, arbiter, etcd, arbiter, ...)
 # so that both see the same machine noise. After each run it prints the
-# CPU the three servers spent per operation.
+# CPU the three servers spent per operation. At the end it prints the
+# medians of the rounds as a table (bench/compareplot), and draws them as an
+# SVG chart when COMPARE_SVG names a file.
 #
 #   bench/compare.sh [rounds] [duration] [clients]
 #   bench/compare.sh 3 10s 1,16,64
+#   COMPARE_SVG=docs/compare-etcd.svg bench/compare.sh 3 8s 1,4,16,64,256
+#
+# etcd is the version bench/etcd/go.mod names (3.7.3).
 set -euo pipefail
 rounds=${1:-3}
 duration=${2:-10s}
 clients=${3:-1,16,64}
 root=$(cd "$(dirname "$0")/.." && pwd)
+svg=${COMPARE_SVG:+$(realpath -m "$COMPARE_SVG")}
 work=$(mktemp -d /tmp/arbiter-compare-XXXXXX)
 bin=$work/bin
 mkdir -p "$bin"
@@ -26,6 +32,7 @@ trap cleanup EXIT
 echo "building into $bin"
 (cd "$root" && go build -o "$bin/arbiter" ./cmd/arbiter)
 (cd "$root/bench/etcd" && go build -o "$bin/" ./cmd/...)
+(cd "$root" && go build -o "$bin/compareplot" ./bench/compareplot)
 
 wait_http() { # url
   for _ in $(seq 1 200); do curl -sf "$1" >/dev/null 2>&1 && return 0; sleep 0.1; done
@@ -111,9 +118,12 @@ arbiter_pids="${pids[*]:3:3}"
 echo "3 etcd members and 3 arbiter nodes are up; $rounds rounds of $duration per client count"
 for r in $(seq 1 "$rounds"); do
   for c in ${clients//,/ }; do
-    echo "== round $r, $c clients: etcd"
-    measured "$etcd_pids" "$bin/etcdload" --endpoints 127.0.0.1:23791,127.0.0.1:23792,127.0.0.1:23793 --clients "$c" --duration "$duration"
-    echo "== round $r, $c clients: arbiter"
-    measured "$arbiter_pids" "$bin/arbiter" bench --addr http://127.0.0.1:28001,http://127.0.0.1:28002,http://127.0.0.1:28003 --clients "$c" --duration "$duration"
+    echo "== round $r, $c clients: etcd" | tee -a "$work/log"
+    measured "$etcd_pids" "$bin/etcdload" --endpoints 127.0.0.1:23791,127.0.0.1:23792,127.0.0.1:23793 --clients "$c" --duration "$duration" | tee -a "$work/log"
+    echo "== round $r, $c clients: arbiter" | tee -a "$work/log"
+    measured "$arbiter_pids" "$bin/arbiter" bench --addr http://127.0.0.1:28001,http://127.0.0.1:28002,http://127.0.0.1:28003 --clients "$c" --duration "$duration" | tee -a "$work/log"
   done
 done
+echo "== medians of the rounds"
+"$bin/compareplot" ${svg:+-svg "$svg"} <"$work/log"
+if [ -n "$svg" ]; then echo "chart written to $svg"; fi
