@@ -10,12 +10,22 @@ import (
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/domain/builtin"
 	"github.com/arbiterhq/arbiter/errs"
+	arblog "github.com/arbiterhq/arbiter/log"
 )
 
 // The offline tools refuse bad input and a running node's data directory,
-// and change nothing then: a running node keeps serving.
+// and change nothing then: a running node keeps serving. Both log stores:
+// raft-wal's meta store alone would make a tool wait forever on a running
+// node's lock (log.OpenStores takes its own lock with a timeout).
 func TestOfflineToolsRefuseBadInput(t *testing.T) {
+	for _, store := range []string{arblog.StoreBolt, arblog.StoreWAL} {
+		t.Run(store, func(t *testing.T) { offlineToolsRefuseBadInput(t, store) })
+	}
+}
+
+func offlineToolsRefuseBadInput(t *testing.T, store string) {
 	cfg := standaloneConfig(t, "solo")
+	cfg.LogStore = store
 	cfg.Bootstrap = true
 	n := startNode(t, cfg, 10*time.Second)
 	mustCreate(t, "http://"+n.APIAddr(), map[string]any{"node_id": "kept"})

@@ -17,5 +17,8 @@
 // default for a new data directory, or hashicorp/raft-wal, each behind a
 // raft.LogCache; a directory keeps the kind it was created with) and the
 // file snapshot store, with fsync on unless the caller explicitly asks for
-// the unsafe no-sync mode.
+// the unsafe no-sync mode. A directory in use by another opener is refused
+// after a second on either kind (bolt's own open timeout; for the WAL, the
+// lock file wal.lock), so an offline tool pointed at a running node's
+// directory says so instead of waiting.
 package log

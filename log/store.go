@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/arbiterhq/arbiter/internal/flock"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	wal "github.com/hashicorp/raft-wal"
@@ -181,10 +182,24 @@ func openBolt(dir string, opt StoreOptions) (*Stores, error) {
 	return &Stores{Log: db, Stable: db, Kind: StoreBolt, close: db.Close}, nil
 }
 
+// walLockFile is the WAL's lock, next to wal/ in the data directory.
+// raft-wal opens its meta store (bbolt) without a timeout, so a second
+// opener of a directory in use (an offline tool on a running node's
+// directory) would wait on bbolt's flock forever; it takes this lock first
+// and is refused after walLockWait, as the bolt store is.
+const (
+	walLockFile = "wal.lock"
+	walLockWait = time.Second
+)
+
 func openWAL(dir string, opt StoreOptions) (*Stores, error) {
 	path := filepath.Join(dir, walDir)
 	if err := os.MkdirAll(path, 0o750); err != nil {
 		return nil, fmt.Errorf("log: create %s: %w", path, err)
+	}
+	release, err := flock.Acquire(filepath.Join(dir, walLockFile), walLockWait)
+	if err != nil {
+		return nil, fmt.Errorf("log: open %s: %w (is another process using it?)", path, err)
 	}
 	// raft-wal v0.4.0's Close leaves its meta store (a bbolt file) open,
 	// and so locked: a node reopened in the same process would wait on
@@ -201,9 +216,10 @@ func openWAL(dir string, opt StoreOptions) (*Stores, error) {
 	w, err := wal.Open(path, wal.WithMetaStore(meta), wal.WithSegmentFiler(filer), segmentSize)
 	if err != nil {
 		_ = meta.Close()
+		_ = release()
 		return nil, fmt.Errorf("log: open %s: %w", path, err)
 	}
-	closeAll := func() error { return errors.Join(w.Close(), meta.Close()) }
+	closeAll := func() error { return errors.Join(w.Close(), meta.Close(), release()) }
 	return &Stores{Log: w, Stable: w, Kind: StoreWAL, close: closeAll}, nil
 }
 

@@ -1,9 +1,11 @@
 package log_test
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/arbiterhq/arbiter/log"
 	"github.com/hashicorp/raft"
@@ -75,5 +77,47 @@ func TestStoreKinds(t *testing.T) {
 	}
 	if _, err := log.OpenStores(both, log.StoreOptions{}); err == nil {
 		t.Error("a directory holding both stores was accepted")
+	}
+}
+
+// A data directory whose stores are open is refused to a second opener
+// within a bound, on either kind (an offline tool run on a running node's
+// directory must be told so, not wait forever), and opens again once the
+// first holder closes it.
+func TestSecondOpenerIsRefused(t *testing.T) {
+	for _, kind := range []string{log.StoreWAL, log.StoreBolt} {
+		t.Run(kind, func(t *testing.T) {
+			dir := t.TempDir()
+			first, err := log.OpenStores(dir, log.StoreOptions{Kind: kind, LogOutput: io.Discard})
+			if err != nil {
+				t.Fatal(err)
+			}
+			second := make(chan error, 1)
+			go func() {
+				s, err := log.OpenStores(dir, log.StoreOptions{Kind: kind, LogOutput: io.Discard})
+				if err == nil {
+					_ = s.Close()
+				}
+				second <- err
+			}()
+			select {
+			case err := <-second:
+				if err == nil {
+					t.Fatal("a second opener of a directory in use succeeded")
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("a second opener of a directory in use still waits after 30 s")
+			}
+			if err := first.Close(); err != nil {
+				t.Fatal(err)
+			}
+			again, err := log.OpenStores(dir, log.StoreOptions{Kind: kind, LogOutput: io.Discard})
+			if err != nil {
+				t.Fatalf("reopen after the first holder closed: %v", err)
+			}
+			if err := again.Close(); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
