@@ -31,6 +31,9 @@ type fsmClock struct {
 	applied atomic.Pointer[clockReading] // the last entry this node applied
 	wall    func() time.Time             // the wall clock, for the first entry only
 	mono    func() time.Time             // the monotonic clock (time.Now; tests replace it)
+	// wallStamps stamps every command from the wall clock (the testing
+	// hook Config.StampsFromWallClock: the old, skew-prone rule).
+	wallStamps bool
 
 	mu     sync.Mutex
 	issued clockReading // the last stamp this node issued
@@ -58,7 +61,7 @@ func (c *fsmClock) observe(now int64) {
 // stamp is the FSM time a leader proposes for a new command.
 func (c *fsmClock) stamp() int64 {
 	applied := c.applied.Load()
-	if applied == nil || applied.now == 0 {
+	if applied == nil || applied.now == 0 || c.wallStamps {
 		return c.wall().UnixMilli()
 	}
 	c.mu.Lock()

@@ -158,10 +158,15 @@ type Config struct {
 	// stale_snapshot.go): for the control that shows the fault harness's
 	// rewind check fires. Never in production.
 	StaleSnapshotGuardOff bool
-	Transport             raft.Transport
-	InitialServers        []raft.Server
-	PeerClient            *http.Client
-	Stores                *Stores
+	// StampsFromWallClock makes a leader stamp commands with its wall
+	// clock, as nodes did before FSM time followed the monotonic clock:
+	// for the control that shows the fault harness's clock check fires
+	// when a skewed leader moves FSM time. Never in production.
+	StampsFromWallClock bool
+	Transport           raft.Transport
+	InitialServers      []raft.Server
+	PeerClient          *http.Client
+	Stores              *Stores
 }
 
 // Stores lets tests supply raft stores; Close is called on shutdown.

@@ -114,6 +114,7 @@ func New(cfg Config) (*Node, error) {
 	if cfg.WallClock != nil {
 		n.clock.wall = cfg.WallClock
 	}
+	n.clock.wallStamps = cfg.StampsFromWallClock
 	n.principals.Store(cfg.Principals)
 	n.peers = peerClient(cfg)
 	n.metrics = newMetrics(n)

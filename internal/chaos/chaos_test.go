@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/domain"
 	"github.com/arbiterhq/arbiter/domain/builtin"
 	"github.com/arbiterhq/arbiter/fsm"
@@ -143,6 +144,26 @@ func TestHarnessCatchesAFaultThatCutsNothing(t *testing.T) {
 		t.Fatalf("the takeover check did not fire; the harness reported %q", failures)
 	}
 }
+
+// A leader that stamps commands from its wall clock, five hours ahead,
+// moves FSM time by five hours, and every lease would expire at once: the
+// clock check must catch it. (With the monotonic stamps of production the
+// same fault passes in every TestFaults run.)
+func TestHarnessCatchesAWallClockLeader(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault harness; skipped with -short")
+	}
+	failures := runCapturing(t, chaos.Config{Workload: wallClockNodes{}, Seed: seed.For(t), Faults: []chaos.Fault{chaos.SkewedLeader(5 * time.Hour)}})
+	if !containsAll(failures, "FSM time ran ahead of real time") {
+		t.Fatalf("the clock check did not fire; the harness reported %q", failures)
+	}
+}
+
+// wallClockNodes is the node primitives on nodes that stamp commands from
+// their wall clocks (cluster.Config.StampsFromWallClock).
+type wallClockNodes struct{ chaos.Nodes }
+
+func (wallClockNodes) Configure(_ testing.TB, _ int, cfg *cluster.Config) { cfg.StampsFromWallClock = true }
 
 // A replica that diverges is caught: one node's module writes its own
 // index where its peers write theirs, for the same command.

@@ -175,6 +175,7 @@ var Faults = []Fault{
 		return func() {}
 	}},
 	{"snapshot-install", injectSnapshotInstall},
+	{"clock-skew-leader", func(e *Env) func() { return skewLeader(e, drawSkew(e)) }},
 }
 
 // injectSnapshotInstall stops a follower, waits until the leader has

@@ -140,6 +140,7 @@ func RunOn(t testing.TB, c *clustertest.Cluster, cfg Config) Report {
 		t.Fatalf("chaos: %s: no %d writes before the first fault; %s", cfg.Workload.Name(), cfg.Warmup, rec.summary())
 	}
 	report := Report{}
+	clock := watchClock(c)
 	for _, f := range cfg.Faults {
 		report.Faults = append(report.Faults, f.Name)
 		env.Mark("inject %s", f.Name)
@@ -150,6 +151,7 @@ func RunOn(t testing.TB, c *clustertest.Cluster, cfg Config) Report {
 		env.Mark("healed %s", f.Name)
 		rec.phase.Add(1)
 		c.WaitLeader(timeout)
+		clock.check(f.Name, t.Errorf)
 		if !env.WaitWrites(cfg.WritesAfterHeal) {
 			t.Errorf("chaos: %s: fewer than %d writes within %v after %s healed: the cluster did not recover; %s",
 				cfg.Workload.Name(), cfg.WritesAfterHeal, progressBound, f.Name, rec.summary())
@@ -157,12 +159,13 @@ func RunOn(t testing.TB, c *clustertest.Cluster, cfg Config) Report {
 		}
 	}
 	stop()
+	clock.check("the last fault", t.Errorf)
 
 	counts := h.Counts()
 	report.Operations = counts.Returned + counts.Unknown + counts.Dropped
 	report.Decided, report.Unknown, report.Dropped = counts.Returned, counts.Unknown, counts.Dropped
 	report.Writes = rec.effective.Load()
-	report.Summary = rec.summary()
+	report.Summary = rec.summary() + "; " + clock.String()
 	if s, ok := cfg.Workload.(interface{ Summary() string }); ok {
 		report.Summary += "; " + s.Summary()
 	}

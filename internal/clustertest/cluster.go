@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -83,6 +84,7 @@ type member struct {
 	tcp      *raft.NetworkTransport // TCP mode without TLS: over a faultStream
 	node     *cluster.Node          // nil while stopped
 	tick     time.Duration          // its configured TickInterval
+	skew     atomic.Int64           // its wall clock's offset from time.Now, ns (SkewClock)
 }
 
 // New starts a cluster and waits for a leader.
@@ -215,6 +217,7 @@ func (c *Cluster) config(i int, bootstrap bool) cluster.Config {
 	cfg.TickInterval = 100 * time.Millisecond
 	cfg.ApplyTimeout = 5 * time.Second
 	cfg.PeerClient = c.net.client(i)
+	cfg.WallClock = func() time.Time { return time.Now().Add(time.Duration(m.skew.Load())) }
 	cfg.Domains = builtin.Domains()
 	if c.opts.Domains != nil {
 		cfg.Domains = c.opts.Domains(i)

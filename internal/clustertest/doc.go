@@ -14,7 +14,8 @@
 // keeps its raft and API addresses (its data directory records them).
 //
 // Faults: Partition, Isolate and Heal; CutOneWay; Delay; Pause and Resume;
-// Stop and Restart; TransferLeadership; Replace (a membership change);
+// Stop and Restart; TransferLeadership and TransferLeadershipTo;
+// SkewClock (a wall clock hours off); Replace (a membership change);
 // Snapshot. DataDir lets a test work on a stopped node's files (a
 // recovery, say). internal/chaos composes them into the named faults of the
 // fault harness.

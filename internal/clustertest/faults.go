@@ -164,3 +164,39 @@ func (c *Cluster) RaftStat(i int, key string) uint64 {
 	v, _ := strconv.ParseUint(n.Raft().Stats()[key], 10, 64)
 	return v
 }
+
+// SkewClock sets node i's wall clock to d ahead of the real one (behind
+// for a negative d); 0 ends the skew. It takes effect at once, on a
+// running node, and survives restarts. Options.Configure may replace the
+// wall clock, and then SkewClock does nothing.
+func (c *Cluster) SkewClock(i int, d time.Duration) { c.members[i].skew.Store(int64(d)) }
+
+// TransferLeadershipTo hands leadership to node i and returns once every
+// reachable node agrees that i leads. Like TransferLeadership it asks
+// again after a transfer that ended with another leader; it fails the
+// test if i does not lead within timeout.
+func (c *Cluster) TransferLeadershipTo(i int, timeout time.Duration) {
+	c.t.Helper()
+	deadline := time.Now().Add(timeout)
+	target := c.members[i]
+	for attempt := 1; ; attempt++ {
+		l := c.WaitLeader(time.Until(deadline))
+		if l == i {
+			return
+		}
+		c.mu.Lock()
+		addr := target.raftAddr
+		c.mu.Unlock()
+		err := c.Node(l).Raft().LeadershipTransferToServer(raft.ServerID(target.id), raft.ServerAddress(addr)).Error()
+		if err == nil && c.Eventually(min(3*time.Second, time.Until(deadline)), func() bool { return c.Leader() == i }) {
+			c.WaitLeader(time.Until(deadline))
+			if c.Leader() == i {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("clustertest: n%d does not lead after %d leadership transfers to it in %v (last: %v)", i+1, attempt, timeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
