@@ -163,7 +163,9 @@ func TestHarnessCatchesAWallClockLeader(t *testing.T) {
 // their wall clocks (cluster.Config.StampsFromWallClock).
 type wallClockNodes struct{ chaos.Nodes }
 
-func (wallClockNodes) Configure(_ testing.TB, _ int, cfg *cluster.Config) { cfg.StampsFromWallClock = true }
+func (wallClockNodes) Configure(_ testing.TB, _ int, cfg *cluster.Config) {
+	cfg.StampsFromWallClock = true
+}
 
 // A replica that diverges is caught: one node's module writes its own
 // index where its peers write theirs, for the same command.
