@@ -121,3 +121,54 @@ func TestSecondOpenerIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// Raft truncates a follower's log tail when a new leader's entries
+// conflict with it ("clearing log suffix"). raft-wal v0.4.0 marked the
+// truncated tail segment sealed without writing its index block, so the
+// next open failed every read with "sealed segment has no index block"
+// (hashicorp/raft-wal#31, fixed in v0.4.1): the node could not restart.
+// Each store must reopen after a tail truncation with the kept entries
+// readable and the truncated ones gone, and take new entries after them.
+func TestStoresReopenAfterATailTruncation(t *testing.T) {
+	for _, kind := range []string{log.StoreWAL, log.StoreBolt} {
+		t.Run(kind, func(t *testing.T) {
+			dir := t.TempDir()
+			opt := log.StoreOptions{Kind: kind, LogOutput: io.Discard}
+			s, err := log.OpenStores(dir, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var entries []*raft.Log
+			for i := uint64(1); i <= 10; i++ {
+				entries = append(entries, &raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: []byte{byte(i)}})
+			}
+			if err := s.Log.StoreLogs(entries); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Log.DeleteRange(8, 10); err != nil { // a deposed leader's tail
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s, err = log.OpenStores(dir, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			for i := uint64(1); i <= 7; i++ {
+				var got raft.Log
+				if err := s.Log.GetLog(i, &got); err != nil || got.Data[0] != byte(i) {
+					t.Fatalf("entry %d after reopening: %+v %v", i, got, err)
+				}
+			}
+			if last, err := s.Log.LastIndex(); err != nil || last != 7 {
+				t.Fatalf("last index after reopening = %d, %v; want 7", last, err)
+			}
+			next := &raft.Log{Index: 8, Term: 2, Type: raft.LogCommand, Data: []byte("new")}
+			if err := s.Log.StoreLog(next); err != nil {
+				t.Fatalf("append after the truncation: %v", err)
+			}
+		})
+	}
+}
