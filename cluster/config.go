@@ -132,8 +132,10 @@ type Config struct {
 	// (log.DefaultStore). A data directory keeps the store it was created
 	// with, whatever this says.
 	LogStore string
-	// WALSegmentBytes is the size of a raft-wal segment file (0: 64 MiB).
-	// The WAL drops compacted entries a whole sealed segment at a time.
+	// WALSegmentBytes is the size of a raft-wal segment file (0: 64 MiB;
+	// log.MinWALSegmentBytes to log.MaxWALSegmentBytes). Each segment is
+	// preallocated when it is made, and the WAL drops compacted entries a
+	// whole sealed segment at a time.
 	WALSegmentBytes int
 
 	// MaxRestoreBytes bounds a backup uploaded to POST
@@ -227,6 +229,9 @@ func (c *Config) Validate() error {
 	case "", arblog.StoreWAL, arblog.StoreBolt:
 	default:
 		bad("LogStore %q: want %s or %s", c.LogStore, arblog.StoreWAL, arblog.StoreBolt)
+	}
+	if c.WALSegmentBytes != 0 && (c.WALSegmentBytes < arblog.MinWALSegmentBytes || c.WALSegmentBytes > arblog.MaxWALSegmentBytes) {
+		bad("%s %d: want 0 (64 MiB) or %d to %d bytes", nm("WALSegmentBytes"), c.WALSegmentBytes, arblog.MinWALSegmentBytes, arblog.MaxWALSegmentBytes)
 	}
 	if c.Transport == nil {
 		checkHostPort(bad, nm("RaftAddr"), c.RaftAddr, false)

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/arbiterhq/arbiter/internal/flock"
@@ -29,8 +30,11 @@ const (
 	// StoreBolt is hashicorp/raft-boltdb/v2: one bbolt file, raft.db,
 	// whose commit costs two fsyncs.
 	StoreBolt = "bolt"
-	// DefaultStore is the kind of a new data directory.
-	DefaultStore = StoreBolt
+	// DefaultStore is the kind of a new data directory: the WAL, which
+	// commits a batch with one fsync where bolt needs two (BENCHMARKS.md,
+	// "Embedded proposers"). A directory made by an older build keeps
+	// bolt.
+	DefaultStore = StoreWAL
 )
 
 // StoreOptions configure OpenStores.
@@ -72,6 +76,14 @@ const (
 
 // walDefaultSegmentBytes is raft-wal's own default segment size.
 const walDefaultSegmentBytes = 64 << 20
+
+// The bounds of StoreOptions.WALSegmentBytes. A segment of 4 KiB holds
+// only a few entries and rotates on almost every batch (tests use it to
+// make compaction free segments); raft-wal refuses files of 2 GiB or more.
+const (
+	MinWALSegmentBytes = 4 << 10
+	MaxWALSegmentBytes = 1 << 30
+)
 
 // OpenStores opens (creating if needed) the log and stable store and
 // snapshots/ in dir.
@@ -193,6 +205,9 @@ const (
 )
 
 func openWAL(dir string, opt StoreOptions) (*Stores, error) {
+	if n := opt.WALSegmentBytes; n != 0 && (n < MinWALSegmentBytes || n > MaxWALSegmentBytes) {
+		return nil, fmt.Errorf("log: WAL segment size %d: want 0 (64 MiB) or %d to %d bytes", n, MinWALSegmentBytes, MaxWALSegmentBytes)
+	}
 	path := filepath.Join(dir, walDir)
 	if err := os.MkdirAll(path, 0o750); err != nil {
 		return nil, fmt.Errorf("log: create %s: %w", path, err)
@@ -201,22 +216,29 @@ func openWAL(dir string, opt StoreOptions) (*Stores, error) {
 	if err != nil {
 		return nil, fmt.Errorf("log: open %s: %w (is another process using it?)", path, err)
 	}
-	// raft-wal v0.4.0's Close leaves its meta store (a bbolt file) open,
-	// and so locked: a node reopened in the same process would wait on
-	// the lock forever. The store is made here and closed here.
+	// raft-wal's Close leaves its meta store (a bbolt file) open, and so
+	// locked: a node reopened in the same process would wait on the lock
+	// forever. The store is made here and closed here.
 	meta := &metadb.BoltMetaDB{}
 	filer := segment.NewFiler(path, walfs.New())
 	if opt.NoSyncUnsafe {
 		filer = segment.NewFiler(path, noSyncFS{walfs.New()})
 	}
 	segmentSize := wal.WithSegmentSize(opt.WALSegmentBytes)
-	if opt.WALSegmentBytes <= 0 {
+	if opt.WALSegmentBytes == 0 {
 		segmentSize = wal.WithSegmentSize(walDefaultSegmentBytes)
 	}
 	w, err := wal.Open(path, wal.WithMetaStore(meta), wal.WithSegmentFiler(filer), segmentSize)
 	if err != nil {
 		_ = meta.Close()
 		_ = release()
+		if errors.Is(err, syscall.ENOSPC) {
+			size := opt.WALSegmentBytes
+			if size == 0 {
+				size = walDefaultSegmentBytes
+			}
+			return nil, fmt.Errorf("log: open %s: %w (a WAL segment file is preallocated at %d bytes: free disk space, or choose smaller segments)", path, err, size)
+		}
 		return nil, fmt.Errorf("log: open %s: %w", path, err)
 	}
 	closeAll := func() error { return errors.Join(w.Close(), meta.Close(), release()) }

@@ -67,6 +67,7 @@ it records and refuses other --id, addresses (unless --change-address) or a
 	tlsClientCA := fs.String("tls-client-ca", "", "CA (PEM) that signs client certificates (optional; never the peer CA: its certificates are nodes)")
 	peerTokenFile := fs.String("peer-token-file", "", "file holding a secret of 16 characters or more shared by the nodes, instead of TLS (loopback only; needed with --principals and no TLS, even for one node)")
 	fs.StringVar(&cfg.LogStore, "log-store", "", "raft log store of a new data directory: wal or bolt (default "+arblog.DefaultStore+"); an existing one keeps its own")
+	fs.IntVar(&cfg.WALSegmentBytes, "wal-segment-bytes", 0, "size of a WAL segment file, preallocated when it is made (0: 64 MiB; 4 KiB to 1 GiB); compacted entries are freed a whole segment at a time")
 	fs.Uint64Var(&cfg.SnapshotThreshold, "snapshot-threshold", cfg.SnapshotThreshold, "snapshot once the log holds this many entries past the last snapshot")
 	fs.DurationVar(&cfg.SnapshotInterval, "snapshot-interval", cfg.SnapshotInterval, "how often raft checks --snapshot-threshold (a random wait between this and twice this; at least 5ms)")
 	fs.Uint64Var(&cfg.TrailingLogs, "trailing-logs", cfg.TrailingLogs, "log entries kept behind a snapshot, so a follower that lags by fewer catches up without a snapshot install")
@@ -300,6 +301,7 @@ var serveFlagNames = map[string]string{
 	"ChangeFeedRetain":     "--change-feed-retain",
 	"TrailingLogs":         "--trailing-logs",
 	"LogStore":             "--log-store",
+	"WALSegmentBytes":      "--wal-segment-bytes",
 	"Logger":               "--log-level/--log-format",
 	"NoSyncUnsafe":         "--unsafe-no-fsync",
 }
