@@ -11,7 +11,9 @@
 #   bench/compare.sh 3 10s 1,16,64
 #   COMPARE_SVG=docs/compare-etcd.svg bench/compare.sh 3 8s 1,4,16,64,256
 #
-# etcd is the version bench/etcd/go.mod names (3.7.3).
+# etcd is the version bench/etcd/go.mod names (3.7.3). ARBITER_ARGS adds
+# flags to every arbiter serve (ARBITER_ARGS="--log-store bolt": the other
+# log store).
 set -euo pipefail
 rounds=${1:-3}
 duration=${2:-10s}
@@ -53,12 +55,12 @@ start_etcd() {
 }
 
 start_arbiter() {
-  "$bin/arbiter" serve --id a1 --data-dir "$work/arb1" --raft-addr 127.0.0.1:27001 --http-addr 127.0.0.1:28001 --bootstrap --log-level warn >"$work/arb1.log" 2>&1 &
+  "$bin/arbiter" serve --id a1 --data-dir "$work/arb1" --raft-addr 127.0.0.1:27001 --http-addr 127.0.0.1:28001 --bootstrap --log-level warn ${ARBITER_ARGS:-} >"$work/arb1.log" 2>&1 &
   pids+=($!)
   wait_http http://127.0.0.1:28001/readyz
   for i in 2 3; do
     "$bin/arbiter" serve --id "a$i" --data-dir "$work/arb$i" --raft-addr "127.0.0.1:2700$i" --http-addr "127.0.0.1:2800$i" \
-      --join http://127.0.0.1:28001 --log-level warn >"$work/arb$i.log" 2>&1 &
+      --join http://127.0.0.1:28001 --log-level warn ${ARBITER_ARGS:-} >"$work/arb$i.log" 2>&1 &
     pids+=($!)
   done
   for i in 2 3; do wait_http "http://127.0.0.1:2800$i/readyz"; done
