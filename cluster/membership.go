@@ -49,6 +49,11 @@ type JoinRequest struct {
 	ChangeAddress bool `json:"change_address,omitempty"`
 	// Fresh says the process asking has no raft state (a first join).
 	Fresh bool `json:"fresh,omitempty"`
+	// Refresh says a member asks only that its own metadata be brought up
+	// to date (a restart, a new binary): it never adds a member. A member
+	// removed while its request was on its way is told so (404) instead of
+	// being added back with the addresses it had.
+	Refresh bool `json:"refresh,omitempty"`
 }
 
 func (r JoinRequest) member() fsm.Member {
@@ -71,6 +76,8 @@ func (r JoinRequest) validate() error {
 		return errs.New(errs.CodeInvalid, "replace and change_address are exclusive: a replacement is a new process, a change of address the same one")
 	case r.ChangeAddress && r.Fresh:
 		return errs.New(errs.CodeInvalid, "change_address from a process without state: there is no membership to move")
+	case r.Refresh && (r.Fresh || r.Replace):
+		return errs.New(errs.CodeInvalid, "refresh updates an existing member's metadata: it cannot come from a process without state or ask for a replacement")
 	}
 	return r.Serves.Validate()
 }
@@ -135,6 +142,9 @@ func (n *Node) addMember(ctx context.Context, req JoinRequest) error {
 	case existing == nil:
 		if req.ChangeAddress {
 			return errs.Errorf(errs.CodeNotFound, "%s is not a member of this cluster (it was removed): there is no membership to move; to join again, start it with an empty data directory", req.ID)
+		}
+		if req.Refresh {
+			return errs.Errorf(errs.CodeNotFound, "%s is not a member of this cluster (it was removed): there is no metadata to refresh; to join again, start it with an empty data directory", req.ID)
 		}
 		return n.addLearner(ctx, req)
 	case string(existing.Address) == req.RaftAddr && (have.APIAddr == "" || have.APIAddr == req.APIAddr):
@@ -333,7 +343,7 @@ func raftError(op string, err error) error {
 // missing credential: asking again would not change it), or ctx ends.
 func (n *Node) joinCluster(ctx context.Context) error {
 	req := n.joinRequest()
-	req.Fresh, req.Replace = true, n.cfg.Replace
+	req.Fresh, req.Replace, req.Refresh = true, n.cfg.Replace, false
 	var last error
 	for attempt := 0; ; attempt++ {
 		for _, base := range n.cfg.Join {
@@ -403,7 +413,7 @@ func (n *Node) registerSelf() {
 				cancel()
 				if err == nil {
 					n.logger.Info("the leader moved this member to its new addresses", "via", api, "raft_addr", req.RaftAddr, "api_addr", req.APIAddr)
-					req.ChangeAddress = false
+					req.ChangeAddress, req.Refresh = false, true
 					break
 				}
 				if n.ctx.Err() == nil {
@@ -418,6 +428,10 @@ func (n *Node) registerSelf() {
 				if err == nil {
 					return
 				}
+				if errs.CodeOf(err) == errs.CodeNotFound {
+					n.logger.Warn("this node is no longer a member of the cluster: it was removed", "error", err)
+					return
+				}
 				if n.ctx.Err() == nil {
 					n.logger.Debug("registering member metadata failed", "error", err)
 				}
@@ -429,9 +443,11 @@ func (n *Node) registerSelf() {
 	}
 }
 
-// joinRequest is this node's own metadata, as a join asks for it.
+// joinRequest is this node's own metadata, as a member refreshes it (a
+// first join clears Refresh).
 func (n *Node) joinRequest() JoinRequest {
-	return JoinRequest{ID: n.cfg.ID, RaftAddr: n.raftAddr, APIAddr: n.apiAddr, Serves: n.fsm.Served(), ChangeAddress: n.moving.Load()}
+	moving := n.moving.Load()
+	return JoinRequest{ID: n.cfg.ID, RaftAddr: n.raftAddr, APIAddr: n.apiAddr, Serves: n.fsm.Served(), ChangeAddress: moving, Refresh: !moving}
 }
 
 func (n *Node) inConfiguration() bool {

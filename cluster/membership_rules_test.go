@@ -32,8 +32,8 @@ func memberOf(st cluster.Status, id string) *cluster.MemberStatus {
 // The leader's rules for joins: an id that is a member with other
 // addresses, an API address of another member and a process without data
 // with a voter's id and address are refused (409) and change nothing; a
-// move of a non-member is not_found; replace and change_address together
-// are invalid. A member that never starts joins as a non-voter: with one
+// move or a metadata refresh of a non-member is not_found; replace and
+// change_address together, and refresh with fresh, are invalid. A member that never starts joins as a non-voter: with one
 // voter down the cluster still commits, it is never promoted, and it is
 // removed. A replacement removes the old member (which, still running,
 // finds itself replaced and stops) and joins as a non-voter, then votes.
@@ -70,6 +70,12 @@ func TestJoinRules(t *testing.T) {
 	refused("a move of a non-member", cluster.JoinRequest{ID: "nobody", RaftAddr: deadAddr(t), APIAddr: deadAddr(t), ChangeAddress: true},
 		404, errs.CodeNotFound)
 	refused("replace and change_address", cluster.JoinRequest{ID: fn.ID(), RaftAddr: deadAddr(t), APIAddr: deadAddr(t), Replace: true, ChangeAddress: true},
+		422, errs.CodeInvalid)
+	// What a removed member's registration, still on its way, looks like:
+	// it must not add the member back.
+	refused("a refresh from a non-member", cluster.JoinRequest{ID: "removed-meanwhile", RaftAddr: deadAddr(t), APIAddr: deadAddr(t), Refresh: true},
+		404, errs.CodeNotFound, "not a member", "removed")
+	refused("refresh from a process without data", cluster.JoinRequest{ID: fn.ID(), RaftAddr: fn.RaftAddr(), APIAddr: fn.APIAddr(), Refresh: true, Fresh: true},
 		422, errs.CodeInvalid)
 
 	// A member that never starts.

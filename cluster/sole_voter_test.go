@@ -6,6 +6,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
+	"github.com/hashicorp/raft"
 )
 
 // TestSoleVoterElectsItselfWithoutAHeartbeatTimeout: with a 30 s heartbeat
@@ -20,8 +21,15 @@ func TestSoleVoterElectsItselfWithoutAHeartbeatTimeout(t *testing.T) {
 	check := func(when string) {
 		t.Helper()
 		c.WaitLeader(15 * time.Second) // fails the test if no leader by then
-		rc := c.Node(0).Raft().ReloadableConfig()
-		if rc.HeartbeatTimeout != heartbeat || rc.ElectionTimeout != heartbeat {
+		// The timeouts are put back by the leadership watcher, just after
+		// raft reports the node leads: give it a moment, far below the
+		// 30 s a not-hurried node would have waited.
+		var rc raft.ReloadableConfig
+		restored := c.Eventually(5*time.Second, func() bool {
+			rc = c.Node(0).Raft().ReloadableConfig()
+			return rc.HeartbeatTimeout == heartbeat && rc.ElectionTimeout == heartbeat
+		})
+		if !restored {
 			t.Fatalf("%s, the leader runs with heartbeat %v and election %v; want the configured %v",
 				when, rc.HeartbeatTimeout, rc.ElectionTimeout, heartbeat)
 		}
