@@ -116,20 +116,33 @@ func (n *Node) finishApply(ctx context.Context, p pendingApply) (*fsm.Response, 
 		return nil, p.err
 	}
 	err := waitFuture(ctx, p.future)
+	if err != nil {
+		return nil, applyError(err)
+	}
+	n.metrics.applyLatency.Observe(time.Since(p.start).Seconds())
+	res, ok := p.future.Response().(*fsm.Response)
+	if !ok {
+		return nil, errs.Errorf(errs.CodeInternal, "FSM returned %T", p.future.Response())
+	}
+	return res, nil
+}
+
+// applyError classifies the error of a raft Apply future. Only errors
+// raft returns before the entry is in the leader's log say it was not
+// applied: ErrNotLeader, ErrEnqueueTimeout and
+// ErrLeadershipTransferInProgress (raft v1.7.3 refuses new entries while
+// it hands leadership over, raft.go leaderLoop). Those are retryable, so
+// a write during a leadership transfer goes to the next leader instead
+// of failing with an unknown outcome. Everything else, once the entry may
+// be in the log, is an unknown outcome.
+func applyError(err error) error {
 	switch {
-	case err == nil:
-		n.metrics.applyLatency.Observe(time.Since(p.start).Seconds())
-		res, ok := p.future.Response().(*fsm.Response)
-		if !ok {
-			return nil, errs.Errorf(errs.CodeInternal, "FSM returned %T", p.future.Response())
-		}
-		return res, nil
-	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrEnqueueTimeout):
-		return nil, errs.Errorf(errs.CodeUnavailable, "not applied: %v", err)
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrEnqueueTimeout), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		return errs.Errorf(errs.CodeUnavailable, "not applied: %v", err)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return nil, errs.Unknown("gave up waiting for the command to commit: %v", err)
+		return errs.Unknown("gave up waiting for the command to commit: %v", err)
 	default: // leadership lost, shutdown, aborted by restore
-		return nil, errs.Unknown("command may or may not be applied: %v", err)
+		return errs.Unknown("command may or may not be applied: %v", err)
 	}
 }
 
