@@ -219,29 +219,32 @@ func openWAL(dir string, opt StoreOptions) (*Stores, error) {
 	// raft-wal's Close leaves its meta store (a bbolt file) open, and so
 	// locked: a node reopened in the same process would wait on the lock
 	// forever. The store is made here and closed here.
-	meta := &metadb.BoltMetaDB{}
 	filer := segment.NewFiler(path, walfs.New())
 	if opt.NoSyncUnsafe {
 		filer = segment.NewFiler(path, noSyncFS{walfs.New()})
 	}
-	segmentSize := wal.WithSegmentSize(opt.WALSegmentBytes)
-	if opt.WALSegmentBytes == 0 {
-		segmentSize = wal.WithSegmentSize(walDefaultSegmentBytes)
+	size := opt.WALSegmentBytes
+	if size == 0 {
+		size = walDefaultSegmentBytes
 	}
-	w, err := wal.Open(path, wal.WithMetaStore(meta), wal.WithSegmentFiler(filer), segmentSize)
+	open := func() (*wal.WAL, *metadb.BoltMetaDB, error) {
+		meta := &metadb.BoltMetaDB{}
+		w, err := wal.Open(path, wal.WithMetaStore(meta), wal.WithSegmentFiler(filer), wal.WithSegmentSize(size))
+		if err != nil {
+			_ = meta.Close()
+			return nil, nil, err
+		}
+		return w, meta, nil
+	}
+	w, err := newHealingWAL(path, size, open)
 	if err != nil {
-		_ = meta.Close()
 		_ = release()
 		if errors.Is(err, syscall.ENOSPC) {
-			size := opt.WALSegmentBytes
-			if size == 0 {
-				size = walDefaultSegmentBytes
-			}
 			return nil, fmt.Errorf("log: open %s: %w (a WAL segment file is preallocated at %d bytes: free disk space, or choose smaller segments)", path, err, size)
 		}
 		return nil, fmt.Errorf("log: open %s: %w", path, err)
 	}
-	closeAll := func() error { return errors.Join(w.Close(), meta.Close(), release()) }
+	closeAll := func() error { return errors.Join(w.Close(), release()) }
 	return &Stores{Log: w, Stable: w, Kind: StoreWAL, close: closeAll}, nil
 }
 

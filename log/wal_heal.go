@@ -1,0 +1,231 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/coreos/etcd/pkg/fileutil"
+	"github.com/hashicorp/raft"
+	wal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/metadb"
+	"github.com/hashicorp/raft-wal/types"
+)
+
+// healingWAL is raft-wal with one repair. raft-wal (v0.4.1) rotates to a
+// new segment in the background once the tail fills, committing the new
+// segment to its meta store first and creating (preallocating) the file
+// after. When that creation fails (a full disk: ENOSPC preallocating the
+// file) it logs "rotate error" and keeps the old, sealed tail in memory;
+// from then on every append fails with types.ErrSealed, for good, even
+// once space returns. A leader then wins every election and steps down at
+// once, its first entry unwritable. Opening the directory again recovers
+// (it finds the new segment in the meta store and creates or recovers the
+// file), so on ErrSealed this wrapper reopens the WAL and writes again.
+//
+// It reopens only when a file of a segment's size can be preallocated in
+// the directory: while the disk is still full, the append fails as before
+// (raft steps down or refuses the entries, nothing is acknowledged) and
+// the next one tries again. Reads are never interrupted except for the
+// moment of the reopen itself, which holds the lock every call takes.
+type healingWAL struct {
+	path        string
+	segmentSize int
+	open        func() (*wal.WAL, *metadb.BoltMetaDB, error)
+
+	mu   sync.RWMutex
+	w    *wal.WAL
+	meta *metadb.BoltMetaDB
+	// broken is set when a reopen failed: every call returns it until a
+	// later append reopens the WAL.
+	broken error
+
+	// Reopens counts the repairs (for tests and the node's log).
+	reopens atomic.Uint64
+}
+
+// errWALClosed is what every call of a closed healingWAL returns.
+var errWALClosed = errors.New("log: the WAL is closed")
+
+func newHealingWAL(path string, segmentSize int, open func() (*wal.WAL, *metadb.BoltMetaDB, error)) (*healingWAL, error) {
+	w, meta, err := open()
+	if err != nil {
+		return nil, err
+	}
+	return &healingWAL{path: path, segmentSize: segmentSize, open: open, w: w, meta: meta}, nil
+}
+
+// current is the open WAL, or the reason there is none.
+func (h *healingWAL) current() (*wal.WAL, func(), error) {
+	h.mu.RLock()
+	if h.w == nil {
+		err := h.broken
+		h.mu.RUnlock()
+		return nil, nil, err
+	}
+	return h.w, h.mu.RUnlock, nil
+}
+
+func (h *healingWAL) FirstIndex() (uint64, error) {
+	w, done, err := h.current()
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	return w.FirstIndex()
+}
+
+func (h *healingWAL) LastIndex() (uint64, error) {
+	w, done, err := h.current()
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	return w.LastIndex()
+}
+
+func (h *healingWAL) GetLog(index uint64, l *raft.Log) error {
+	w, done, err := h.current()
+	if err != nil {
+		return err
+	}
+	defer done()
+	return w.GetLog(index, l)
+}
+
+func (h *healingWAL) StoreLog(l *raft.Log) error { return h.StoreLogs([]*raft.Log{l}) }
+
+// StoreLogs appends, reopening the WAL once if it is stuck on a sealed
+// segment (see healingWAL).
+func (h *healingWAL) StoreLogs(logs []*raft.Log) error {
+	err := h.storeLogs(logs)
+	if err == nil || !(errors.Is(err, types.ErrSealed) || h.isBroken()) {
+		return err
+	}
+	if herr := h.heal(err); herr != nil {
+		return herr
+	}
+	return h.storeLogs(logs)
+}
+
+func (h *healingWAL) storeLogs(logs []*raft.Log) error {
+	w, done, err := h.current()
+	if err != nil {
+		return err
+	}
+	defer done()
+	return w.StoreLogs(logs)
+}
+
+func (h *healingWAL) isBroken() bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.w == nil && h.broken != nil && !errors.Is(h.broken, errWALClosed)
+}
+
+// heal reopens the WAL after cause, if a new segment fits on the disk.
+func (h *healingWAL) heal(cause error) error {
+	if err := h.probeSegmentSpace(); err != nil {
+		return fmt.Errorf("%w (the WAL could not start a new segment and cannot until %d bytes are free: %v)", cause, h.segmentSize, err)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if errors.Is(h.broken, errWALClosed) {
+		return h.broken
+	}
+	if h.w != nil {
+		h.broken = errors.Join(h.w.Close(), h.meta.Close())
+		h.w, h.meta = nil, nil
+		if h.broken != nil {
+			h.broken = fmt.Errorf("log: close the WAL to reopen it after %v: %w", cause, h.broken)
+			return h.broken
+		}
+	}
+	w, meta, err := h.open()
+	if err != nil {
+		h.broken = fmt.Errorf("log: reopen the WAL after %v: %w", cause, err)
+		return h.broken
+	}
+	h.w, h.meta, h.broken = w, meta, nil
+	h.reopens.Add(1)
+	return nil
+}
+
+// probeSegmentSpace preallocates, then removes, a file of a segment's
+// size next to the segments: whether the segment a reopen may create fits.
+func (h *healingWAL) probeSegmentSpace() error {
+	f, err := os.CreateTemp(h.path, ".space-probe-*")
+	if err != nil {
+		return err
+	}
+	name := f.Name()
+	defer os.Remove(name)
+	defer f.Close()
+	// The call raft-wal's file system makes to preallocate a segment.
+	return fileutil.Preallocate(f, int64(h.segmentSize), true)
+}
+
+func (h *healingWAL) DeleteRange(min, max uint64) error {
+	w, done, err := h.current()
+	if err != nil {
+		return err
+	}
+	defer done()
+	return w.DeleteRange(min, max)
+}
+
+func (h *healingWAL) Set(key, val []byte) error {
+	w, done, err := h.current()
+	if err != nil {
+		return err
+	}
+	defer done()
+	return w.Set(key, val)
+}
+
+func (h *healingWAL) Get(key []byte) ([]byte, error) {
+	w, done, err := h.current()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return w.Get(key)
+}
+
+func (h *healingWAL) SetUint64(key []byte, val uint64) error {
+	w, done, err := h.current()
+	if err != nil {
+		return err
+	}
+	defer done()
+	return w.SetUint64(key, val)
+}
+
+func (h *healingWAL) GetUint64(key []byte) (uint64, error) {
+	w, done, err := h.current()
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	return w.GetUint64(key)
+}
+
+// IsMonotonic tells raft that this store cannot hold a gap: after it
+// installs a snapshot, raft deletes the whole log (raft.MonotonicLogStore).
+func (h *healingWAL) IsMonotonic() bool { return true }
+
+// Close closes the WAL and its meta store.
+func (h *healingWAL) Close() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var err error
+	if h.w != nil {
+		err = errors.Join(h.w.Close(), h.meta.Close())
+	}
+	h.w, h.meta, h.broken = nil, nil, errWALClosed
+	return err
+}
+
+var _ raft.MonotonicLogStore = (*healingWAL)(nil)
