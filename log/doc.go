@@ -13,8 +13,8 @@
 // remaining input could hold, floating point numbers (no float may reach
 // authoritative state) and extension types.
 //
-// OpenStores opens the raft log and stable store (raft-boltdb/v2, the
-// default for a new data directory, or hashicorp/raft-wal, each behind a
+// OpenStores opens the raft log and stable store (hashicorp/raft-wal,
+// the default for a new data directory, or raft-boltdb/v2, each behind a
 // raft.LogCache; a directory keeps the kind it was created with) and the
 // file snapshot store, with fsync on unless the caller explicitly asks for
 // the unsafe no-sync mode. A directory in use by another opener is refused

@@ -30,11 +30,11 @@ const (
 	// StoreBolt is hashicorp/raft-boltdb/v2: one bbolt file, raft.db,
 	// whose commit costs two fsyncs.
 	StoreBolt = "bolt"
-	// DefaultStore is the kind of a new data directory. Bolt, still: a
-	// WAL node that restarts after its disk filled can fail to lead (its
-	// first entry's write fails again; TestDiskFullFailsClosed/wal), so
-	// the faster WAL stays a choice until that is understood.
-	DefaultStore = StoreBolt
+	// DefaultStore is the kind of a new data directory: the WAL, which
+	// commits a batch with one fsync where bolt needs two (BENCHMARKS.md,
+	// "Embedded proposers"). A directory made by an older build keeps
+	// bolt.
+	DefaultStore = StoreWAL
 )
 
 // StoreOptions configure OpenStores.
