@@ -1,6 +1,7 @@
 package log_test
 
 import (
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -168,6 +169,45 @@ func TestStoresReopenAfterATailTruncation(t *testing.T) {
 			next := &raft.Log{Index: 8, Term: 2, Type: raft.LogCommand, Data: []byte("new")}
 			if err := s.Log.StoreLog(next); err != nil {
 				t.Fatalf("append after the truncation: %v", err)
+			}
+		})
+	}
+}
+
+// Entries below the first index are gone, on both stores: raft decides
+// to send a snapshot instead of entries by GetLog's answer. raft-wal alone
+// still returns the compacted entries of a segment it kept.
+func TestCompactedEntriesAreNotFound(t *testing.T) {
+	for _, kind := range []string{log.StoreWAL, log.StoreBolt} {
+		t.Run(kind, func(t *testing.T) {
+			// A cache of one entry, so that reads reach the store.
+			s, err := log.OpenStores(t.TempDir(), log.StoreOptions{Kind: kind, LogOutput: io.Discard, LogCacheSize: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			var entries []*raft.Log
+			for i := uint64(1); i <= 10; i++ {
+				entries = append(entries, &raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: []byte{byte(i)}})
+			}
+			if err := s.Log.StoreLogs(entries); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Log.DeleteRange(1, 5); err != nil { // a compaction after a snapshot at 5
+				t.Fatal(err)
+			}
+			if first, err := s.Log.FirstIndex(); err != nil || first != 6 {
+				t.Fatalf("first index = %d, %v; want 6", first, err)
+			}
+			for i := uint64(1); i <= 10; i++ {
+				var got raft.Log
+				err := s.Log.GetLog(i, &got)
+				switch {
+				case i <= 5 && !errors.Is(err, raft.ErrLogNotFound):
+					t.Errorf("compacted entry %d: %+v, %v; want raft.ErrLogNotFound", i, got, err)
+				case i > 5 && (err != nil || got.Index != i || got.Data[0] != byte(i)):
+					t.Errorf("entry %d: %+v, %v", i, got, err)
+				}
 			}
 		})
 	}

@@ -14,7 +14,20 @@ import (
 	"github.com/hashicorp/raft-wal/types"
 )
 
-// healingWAL is raft-wal with one repair. raft-wal (v0.4.1) rotates to a
+// healingWAL is raft-wal (v0.4.1; v0.4.2 changes only its metrics) with
+// two repairs.
+//
+// Compacted entries are not found. raft-wal drops a compacted prefix a
+// whole segment at a time, and its GetLog still returns the entries of a
+// segment it kept that lie below FirstIndex. raft's leader then sends
+// those entries instead of a snapshot to a follower whose log starts
+// later (one that installed a snapshot): the follower cannot find the
+// entry before them, refuses, and is sent the same again, for good (seen
+// in the fault harness over TCP: the follower never caught up, and a
+// configuration change waiting for it never committed). GetLog answers
+// raft.ErrLogNotFound below FirstIndex, as raft-boltdb does.
+//
+// A failed rotation is undone. raft-wal rotates to a
 // new segment in the background once the tail fills, committing the new
 // segment to its meta store first and creating (preallocating) the file
 // after. When that creation fails (a full disk: ENOSPC preallocating the
@@ -86,13 +99,27 @@ func (h *healingWAL) LastIndex() (uint64, error) {
 	return w.LastIndex()
 }
 
+// GetLog reads entry index, which must not be below FirstIndex. The
+// first index is read after the entry: it never decreases, so an entry
+// compacted before or during the read is caught.
 func (h *healingWAL) GetLog(index uint64, l *raft.Log) error {
 	w, done, err := h.current()
 	if err != nil {
 		return err
 	}
 	defer done()
-	return w.GetLog(index, l)
+	if err := w.GetLog(index, l); err != nil {
+		return err
+	}
+	first, err := w.FirstIndex()
+	if err != nil {
+		return err
+	}
+	if index < first {
+		*l = raft.Log{}
+		return raft.ErrLogNotFound
+	}
+	return nil
 }
 
 func (h *healingWAL) StoreLog(l *raft.Log) error { return h.StoreLogs([]*raft.Log{l}) }
