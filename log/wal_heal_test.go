@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/arbiterhq/arbiter/internal/tinydisk"
 	"github.com/arbiterhq/arbiter/log"
 	"github.com/hashicorp/raft"
 )
@@ -21,15 +21,7 @@ import (
 // a restart, and every entry acknowledged must read back after a reopen.
 // raft-wal alone stays stuck on the sealed segment until it is reopened.
 func TestWALResumesAfterARotationFailedOnAFullDisk(t *testing.T) {
-	disk := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", disk).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a small tmpfs to fill (needs root): %v: %s", err, strings.TrimSpace(string(out)))
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", disk).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", disk, err, out)
-		}
-	})
+	disk := tinydisk.Mount(t, "1m")
 	const segment = 64 << 10
 	dir := filepath.Join(disk, "data")
 	opt := log.StoreOptions{Kind: log.StoreWAL, WALSegmentBytes: segment, LogOutput: io.Discard}
@@ -55,7 +47,7 @@ func TestWALResumesAfterARotationFailedOnAFullDisk(t *testing.T) {
 	// Leave less free than a segment, more than the tail needs to fill:
 	// the tail seals, and the next segment cannot be made.
 	filler := filepath.Join(disk, "filler")
-	fillLeaving(t, filler, 24<<10)
+	tinydisk.Fill(t, filler, 24<<10)
 
 	failed := 0
 	for i := 0; i < 200 && failed < 3; i++ {
@@ -92,31 +84,4 @@ func TestWALResumesAfterARotationFailedOnAFullDisk(t *testing.T) {
 		}
 	}
 	t.Logf("%d entries read back; %d appends failed on the full disk after %d", last, failed, full)
-}
-
-// fillLeaving writes path until the file system is full, then gives back
-// free bytes.
-func fillLeaving(t *testing.T, path string, free int64) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	chunk := make([]byte, 4<<10)
-	var n int64
-	for range 1 << 10 { // at most 4 MiB: the 1 MiB tmpfs fills first
-		w, err := f.Write(chunk)
-		n += int64(w)
-		if errors.Is(err, syscall.ENOSPC) {
-			if err := f.Truncate(max(n-free, 0)); err != nil {
-				t.Fatal(err)
-			}
-			return
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Fatal("the file system never filled")
 }

@@ -8,12 +8,13 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/arbiterhq/arbiter/internal/tinydisk"
 )
 
 // A disk that fills up. One `arbiter serve` process keeps its data on a
@@ -43,18 +44,7 @@ func TestDiskFullFailsClosed(t *testing.T) {
 }
 
 func diskFullFailsClosed(t *testing.T, storeArgs ...string) {
-	disk := filepath.Join(t.TempDir(), "disk")
-	if err := os.MkdirAll(disk, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", disk).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a small tmpfs to fill (needs root): %v: %s", err, strings.TrimSpace(string(out)))
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", disk).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", disk, err, out)
-		}
-	})
+	disk := tinydisk.Mount(t, "8m")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -91,7 +81,7 @@ func diskFullFailsClosed(t *testing.T, storeArgs ...string) {
 	}
 
 	filler := filepath.Join(disk, "filler")
-	fill(t, filler)
+	tinydisk.Fill(t, filler, 0)
 	refused := 0
 	for i := 0; i < 40 && refused < 5; i++ {
 		err := create(fmt.Sprintf("full-%d", i), 3*time.Second)
@@ -129,24 +119,4 @@ func diskFullFailsClosed(t *testing.T, storeArgs ...string) {
 		}
 	}
 	t.Logf("%d acknowledged writes, all read back after the restart; %d writes failed on the full disk", len(acked), refused)
-}
-
-// fill writes path until the file system is full.
-func fill(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	chunk := make([]byte, 64<<10)
-	for range 1 << 14 { // at most 1 GiB: a tmpfs of 8 MiB fills long before
-		if _, err := f.Write(chunk); err != nil {
-			if errors.Is(err, syscall.ENOSPC) {
-				return
-			}
-			t.Fatalf("filling %s: %v", path, err)
-		}
-	}
-	t.Fatalf("%s never filled", path)
 }
