@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"sync/atomic"
 
 	"github.com/coreos/etcd/pkg/fileutil"
 	"github.com/hashicorp/raft"
@@ -54,9 +53,6 @@ type healingWAL struct {
 	// broken is set when a reopen failed: every call returns it until a
 	// later append reopens the WAL.
 	broken error
-
-	// Reopens counts the repairs (for tests and the node's log).
-	reopens atomic.Uint64
 }
 
 // errWALClosed is what every call of a closed healingWAL returns.
@@ -70,56 +66,50 @@ func newHealingWAL(path string, segmentSize int, open func() (*wal.WAL, *metadb.
 	return &healingWAL{path: path, segmentSize: segmentSize, open: open, w: w, meta: meta}, nil
 }
 
-// current is the open WAL, or the reason there is none.
-func (h *healingWAL) current() (*wal.WAL, func(), error) {
+// with runs f on the open WAL, under the read lock a reopen waits for,
+// or returns why there is none.
+func with[T any](h *healingWAL, f func(*wal.WAL) (T, error)) (T, error) {
 	h.mu.RLock()
+	defer h.mu.RUnlock()
 	if h.w == nil {
-		err := h.broken
-		h.mu.RUnlock()
-		return nil, nil, err
+		var zero T
+		return zero, h.broken
 	}
-	return h.w, h.mu.RUnlock, nil
+	return f(h.w)
+}
+
+// do is with for calls that return only an error.
+func (h *healingWAL) do(f func(*wal.WAL) error) error {
+	_, err := with(h, func(w *wal.WAL) (struct{}, error) { return struct{}{}, f(w) })
+	return err
 }
 
 func (h *healingWAL) FirstIndex() (uint64, error) {
-	w, done, err := h.current()
-	if err != nil {
-		return 0, err
-	}
-	defer done()
-	return w.FirstIndex()
+	return with(h, func(w *wal.WAL) (uint64, error) { return w.FirstIndex() })
 }
 
 func (h *healingWAL) LastIndex() (uint64, error) {
-	w, done, err := h.current()
-	if err != nil {
-		return 0, err
-	}
-	defer done()
-	return w.LastIndex()
+	return with(h, func(w *wal.WAL) (uint64, error) { return w.LastIndex() })
 }
 
 // GetLog reads entry index, which must not be below FirstIndex. The
 // first index is read after the entry: it never decreases, so an entry
 // compacted before or during the read is caught.
 func (h *healingWAL) GetLog(index uint64, l *raft.Log) error {
-	w, done, err := h.current()
-	if err != nil {
-		return err
-	}
-	defer done()
-	if err := w.GetLog(index, l); err != nil {
-		return err
-	}
-	first, err := w.FirstIndex()
-	if err != nil {
-		return err
-	}
-	if index < first {
-		*l = raft.Log{}
-		return raft.ErrLogNotFound
-	}
-	return nil
+	return h.do(func(w *wal.WAL) error {
+		if err := w.GetLog(index, l); err != nil {
+			return err
+		}
+		first, err := w.FirstIndex()
+		if err != nil {
+			return err
+		}
+		if index < first {
+			*l = raft.Log{}
+			return raft.ErrLogNotFound
+		}
+		return nil
+	})
 }
 
 func (h *healingWAL) StoreLog(l *raft.Log) error { return h.StoreLogs([]*raft.Log{l}) }
@@ -138,12 +128,7 @@ func (h *healingWAL) StoreLogs(logs []*raft.Log) error {
 }
 
 func (h *healingWAL) storeLogs(logs []*raft.Log) error {
-	w, done, err := h.current()
-	if err != nil {
-		return err
-	}
-	defer done()
-	return w.StoreLogs(logs)
+	return h.do(func(w *wal.WAL) error { return w.StoreLogs(logs) })
 }
 
 func (h *healingWAL) isBroken() bool {
@@ -176,7 +161,6 @@ func (h *healingWAL) heal(cause error) error {
 		return h.broken
 	}
 	h.w, h.meta, h.broken = w, meta, nil
-	h.reopens.Add(1)
 	return nil
 }
 
@@ -195,48 +179,23 @@ func (h *healingWAL) probeSegmentSpace() error {
 }
 
 func (h *healingWAL) DeleteRange(min, max uint64) error {
-	w, done, err := h.current()
-	if err != nil {
-		return err
-	}
-	defer done()
-	return w.DeleteRange(min, max)
+	return h.do(func(w *wal.WAL) error { return w.DeleteRange(min, max) })
 }
 
 func (h *healingWAL) Set(key, val []byte) error {
-	w, done, err := h.current()
-	if err != nil {
-		return err
-	}
-	defer done()
-	return w.Set(key, val)
+	return h.do(func(w *wal.WAL) error { return w.Set(key, val) })
 }
 
 func (h *healingWAL) Get(key []byte) ([]byte, error) {
-	w, done, err := h.current()
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	return w.Get(key)
+	return with(h, func(w *wal.WAL) ([]byte, error) { return w.Get(key) })
 }
 
 func (h *healingWAL) SetUint64(key []byte, val uint64) error {
-	w, done, err := h.current()
-	if err != nil {
-		return err
-	}
-	defer done()
-	return w.SetUint64(key, val)
+	return h.do(func(w *wal.WAL) error { return w.SetUint64(key, val) })
 }
 
 func (h *healingWAL) GetUint64(key []byte) (uint64, error) {
-	w, done, err := h.current()
-	if err != nil {
-		return 0, err
-	}
-	defer done()
-	return w.GetUint64(key)
+	return with(h, func(w *wal.WAL) (uint64, error) { return w.GetUint64(key) })
 }
 
 // IsMonotonic tells raft that this store cannot hold a gap: after it
