@@ -64,6 +64,40 @@ func BenchmarkApplyBatch64(b *testing.B) {
 	}
 }
 
+// BenchmarkApplyBatch64Spread is ApplyBatch64 as a cluster under
+// `arbiter bench --clients 64` sees it: each batch's ids spread over 64
+// clients' sequences, on a state that already holds 200,000 nodes, so
+// every create lands in its own part of each tree and the trees are as
+// deep as a loaded node's.
+func BenchmarkApplyBatch64Spread(b *testing.B) {
+	f, err := fsm.New(fsm.Config{Modules: []fsm.Module{nodes.Module()}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	const clients, preload = 64, 200_000
+	id := func(i int) string { return fmt.Sprintf("bench-1764000000000-r0-c%d-%d", i%clients, i/clients) }
+	entry := func(i int) *raft.Log {
+		return &raft.Log{Index: uint64(i + 1), Type: raft.LogCommand, Data: createCommand(b, id(i))}
+	}
+	batch := make([]*raft.Log, 0, 64)
+	for i := 0; i < preload; i++ {
+		if batch = append(batch, entry(i)); len(batch) == cap(batch) {
+			f.ApplyBatch(batch)
+			batch = batch[:0]
+		}
+	}
+	f.ApplyBatch(batch)
+	entries := make([]*raft.Log, b.N)
+	for i := range entries {
+		entries[i] = entry(preload + i)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < len(entries); i += 64 {
+		f.ApplyBatch(entries[i:min(i+64, len(entries))])
+	}
+}
+
 func BenchmarkEncodeCommand(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
