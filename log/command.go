@@ -116,14 +116,12 @@ func Encode(c Command) ([]byte, error) {
 	if err := c.check(); err != nil {
 		return nil, err
 	}
-	body, err := Marshal(&c)
-	if err != nil {
-		return nil, err
+	out := appendCommand(make([]byte, 1, 64+len(c.Payload)), &c)
+	out[0] = formatV1
+	if len(out) > MaxCommandBytes {
+		return nil, fmt.Errorf("%w: command of %d bytes exceeds %d", ErrMalformed, len(out), MaxCommandBytes)
 	}
-	if 1+len(body) > MaxCommandBytes {
-		return nil, fmt.Errorf("%w: command of %d bytes exceeds %d", ErrMalformed, 1+len(body), MaxCommandBytes)
-	}
-	return append([]byte{formatV1}, body...), nil
+	return out, nil
 }
 
 // Decode parses log bytes written by Encode. It never panics and never
@@ -139,7 +137,9 @@ func Decode(b []byte) (Command, error) {
 	if b[0] != formatV1 {
 		return c, fmt.Errorf("%w: unknown command format 0x%02x", ErrMalformed, b[0])
 	}
-	if err := Unmarshal(b[1:], &c); err != nil {
+	if fast, ok := decodeCommand(b[1:]); ok {
+		c = fast
+	} else if err := Unmarshal(b[1:], &c); err != nil {
 		return Command{}, err
 	}
 	if err := c.check(); err != nil {
