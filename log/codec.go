@@ -31,7 +31,20 @@ type pooledEncoder struct {
 // (see Canonical), integers compact, struct fields in declaration order.
 // Equal values give equal bytes. Floats cannot be encoded: no float may
 // reach replicated state.
+//
+// A value that is an Appender writes itself; MarshalReflective is the
+// definition it must match.
 func Marshal(v any) ([]byte, error) {
+	if a, ok := v.(Appender); ok {
+		return a.AppendMsgpack(nil)
+	}
+	return MarshalReflective(v)
+}
+
+// MarshalReflective is Marshal through msgpack's reflection and the
+// canonical pass, whether or not v is an Appender: what an Appender's
+// test compares it with.
+func MarshalReflective(v any) ([]byte, error) {
 	pe := encPool.Get().(*pooledEncoder)
 	defer encPool.Put(pe)
 	pe.buf.Reset()

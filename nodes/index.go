@@ -128,6 +128,9 @@ type casCommandV1 struct {
 
 // decodeCreate decodes a node_create payload by its version's schema.
 func decodeCreate(cmd *log.Command) (CreateCommand, error) {
+	if c, ok := decodeCreateDirect(cmd.Payload, cmd.Version >= IndexVersion); ok {
+		return c, nil
+	}
 	return decodeByVersion(cmd, func(c createCommandV1) CreateCommand {
 		return CreateCommand{NodeID: c.NodeID, Labels: c.Labels, Properties: c.Properties, SetNow: c.SetNow}
 	})

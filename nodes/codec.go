@@ -1,0 +1,135 @@
+package nodes
+
+import (
+	"encoding/json"
+
+	"github.com/arbiterhq/arbiter/log"
+)
+
+// Every create and CAS encodes its result in Apply, on every replica, and
+// msgpack's reflection plus the canonical pass was a tenth of a create's
+// apply. These write the same bytes directly (log.Appender); the
+// property test in codec_test.go holds them to log.MarshalReflective.
+
+// AppendMsgpack writes the result as log.MarshalReflective does.
+func (r CreateResult) AppendMsgpack(b []byte) ([]byte, error) {
+	// Keys in canonical order: shorter first.
+	b = r.Node.appendMsgpack(append(b, 0x82, 0xa4, 'n', 'o', 'd', 'e'))
+	return log.AppendBool(log.AppendString(b, "created"), r.Created), nil
+}
+
+// AppendMsgpack writes the result as log.MarshalReflective does.
+func (r CASResult) AppendMsgpack(b []byte) ([]byte, error) {
+	b = r.Node.appendMsgpack(append(b, 0x82, 0xa4, 'n', 'o', 'd', 'e'))
+	return log.AppendBool(log.AppendString(b, "swapped"), r.Swapped), nil
+}
+
+// AppendMsgpack writes the node as log.MarshalReflective does.
+func (n Node) AppendMsgpack(b []byte) ([]byte, error) { return n.appendMsgpack(b), nil }
+
+func (n *Node) appendMsgpack(b []byte) []byte {
+	b = log.AppendMapLen(b, 6)
+	b = log.AppendString(b, "labels")
+	if n.Labels == nil {
+		b = log.AppendNil(b)
+	} else {
+		b = log.AppendStrings(b, n.Labels)
+	}
+	b = log.AppendString(log.AppendString(b, "node_id"), n.NodeID)
+	b = log.AppendUint(log.AppendString(b, "version"), n.Version)
+	b = appendProperties(log.AppendString(b, "properties"), n.Properties)
+	b = log.AppendUint(log.AppendString(b, "created_index"), n.CreatedIndex)
+	return log.AppendUint(log.AppendString(b, "modified_index"), n.ModifiedIndex)
+}
+
+// appendProperties writes a property map with its keys in canonical
+// order; each value is canonical JSON, written as msgpack bin.
+func appendProperties(b []byte, props map[string]json.RawMessage) []byte {
+	if props == nil {
+		return log.AppendNil(b)
+	}
+	var small [8]string
+	keys := small[:0]
+	for k := range props { // order-free: sorted below
+		keys = append(keys, k)
+	}
+	log.SortKeys(keys)
+	b = log.AppendMapLen(b, len(keys))
+	for _, k := range keys {
+		b = log.AppendBin(log.AppendString(b, k), props[k])
+	}
+	return b
+}
+
+// decodeCreateDirect reads a node_create payload in the canonical form
+// log.Marshal writes, without reflection, for a command of version 2 or
+// later when v2 is set (which alone may carry set_index). It answers false
+// for any other form, which decodeByVersion then decodes, or refuses, as
+// it always has; FuzzDecodeCreateAgrees holds the two to the same answer.
+func decodeCreateDirect(b []byte, v2 bool) (CreateCommand, bool) {
+	var c CreateCommand
+	r := log.NewReader(b)
+	var k log.Keys
+	for n := r.MapLen(); n > 0 && r.OK(); n-- {
+		switch k.Next(r) {
+		case "labels":
+			if !r.Nil() {
+				c.Labels = r.Strs()
+			}
+		case "node_id":
+			c.NodeID = r.Str()
+		case "set_now":
+			c.SetNow = readOffsets(r)
+		case "set_index":
+			if !v2 {
+				r.Decline()
+			}
+			c.SetIndex = r.Strs()
+		case "properties":
+			if !r.Nil() {
+				c.Properties = readProperties(r)
+			}
+		default:
+			r.Decline()
+		}
+	}
+	if !r.Done() {
+		return CreateCommand{}, false
+	}
+	return c, true
+}
+
+// readProperties reads a map of property values, each canonical JSON as
+// a bin, or nil.
+func readProperties(r *log.Reader) map[string]json.RawMessage {
+	n := r.MapLen()
+	props := make(map[string]json.RawMessage, n)
+	var k log.Keys
+	for ; n > 0 && r.OK(); n-- {
+		key := k.Next(r)
+		if r.Nil() {
+			props[key] = nil
+		} else {
+			props[key] = r.Bin()
+		}
+	}
+	return props
+}
+
+// readOffsets reads set_now: a non-empty map of field to milliseconds
+// (an empty one is omitted when encoded, and left to the reflective
+// decoder when it is not).
+func readOffsets(r *log.Reader) map[string]int64 {
+	n := r.MapLen()
+	if n == 0 {
+		r.Decline()
+		return nil
+	}
+	offsets := make(map[string]int64, n)
+	var k log.Keys
+	for ; n > 0 && r.OK(); n-- {
+		key := k.Next(r)
+		offsets[key] = r.Int()
+	}
+	return offsets
+}

@@ -1,0 +1,135 @@
+package nodes
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/arbiterhq/arbiter/log"
+	"github.com/google/go-cmp/cmp"
+	"pgregory.net/rapid"
+)
+
+// name draws strings on both sides of msgpack's fixstr and str8 limits.
+func name() *rapid.Generator[string] {
+	return rapid.OneOf(rapid.StringN(0, 3, -1), rapid.StringN(30, 33, -1), rapid.StringN(254, 257, -1))
+}
+
+func genNode(t *rapid.T) Node {
+	n := Node{
+		NodeID:        name().Draw(t, "id"),
+		Version:       rapid.Uint64().Draw(t, "version"),
+		CreatedIndex:  rapid.OneOf(rapid.Uint64(), rapid.Uint64Range(0, 300)).Draw(t, "created"),
+		ModifiedIndex: rapid.OneOf(rapid.Uint64(), rapid.Uint64Range(0, 70000)).Draw(t, "modified"),
+	}
+	if rapid.Bool().Draw(t, "has labels") {
+		n.Labels = rapid.SliceOfN(name(), 0, 17).Draw(t, "labels")
+	}
+	if rapid.Bool().Draw(t, "has properties") {
+		value := rapid.OneOf(
+			rapid.Just(json.RawMessage(nil)),
+			rapid.Custom(func(t *rapid.T) json.RawMessage {
+				return json.RawMessage(rapid.SliceOfN(rapid.Byte(), 0, 300).Draw(t, "json"))
+			}))
+		n.Properties = rapid.MapOfN(name(), value, 0, 20).Draw(t, "properties")
+	}
+	return n
+}
+
+// The direct encoders write exactly what reflection and the canonical
+// pass write.
+func TestResultsAppendWhatMarshalWrites(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := genNode(t)
+		flag := rapid.Bool().Draw(t, "flag")
+		for _, v := range []any{n, CreateResult{Created: flag, Node: n, Replayed: true, TimeMs: 5}, CASResult{Swapped: flag, Node: n, Failed: []Failure{{}}}} {
+			want, err := log.MarshalReflective(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := v.(log.Appender).AppendMsgpack(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("%T\n got %x\nwant %x", v, got, want)
+			}
+		}
+	})
+}
+
+func genCreate(t *rapid.T) CreateCommand {
+	n := genNode(t)
+	c := CreateCommand{NodeID: n.NodeID, Labels: n.Labels, Properties: n.Properties}
+	if rapid.Bool().Draw(t, "has set_now") {
+		c.SetNow = rapid.MapOfN(name(), rapid.Int64(), 0, 5).Draw(t, "set_now")
+	}
+	if rapid.Bool().Draw(t, "has set_index") {
+		c.SetIndex = rapid.SliceOfN(name(), 0, 5).Draw(t, "set_index")
+	}
+	return c
+}
+
+// The direct decoder takes what log.Marshal writes (but the empty lists
+// and maps it leaves to the reflective decoder) and agrees with it.
+func TestDecodeCreateDirectTakesWhatMarshalWrites(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		c := genCreate(t)
+		b, err := log.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, version := range []uint16{1, IndexVersion} {
+			fast, ok := decodeCreateDirect(b, version >= IndexVersion)
+			slow, err := decodeByVersion(&log.Command{Version: version, Payload: b}, func(c createCommandV1) CreateCommand {
+				return CreateCommand{NodeID: c.NodeID, Labels: c.Labels, Properties: c.Properties, SetNow: c.SetNow}
+			})
+			leftToReflection := (c.Labels != nil && len(c.Labels) == 0) || (c.SetNow != nil && len(c.SetNow) == 0)
+			switch {
+			case version == 1 && len(c.SetIndex) > 0:
+				if ok || err == nil {
+					t.Fatalf("version 1 with set_index: direct took it %v, reflective error %v", ok, err)
+				}
+			case !ok && !leftToReflection:
+				t.Fatalf("version %d: declined %x", version, b)
+			case ok && err != nil:
+				t.Fatalf("version %d: direct took %x, reflective refuses: %v", version, b, err)
+			case ok:
+				if diff := cmp.Diff(slow, fast); diff != "" {
+					t.Fatalf("version %d: decoders disagree (-reflective +direct):\n%s", version, diff)
+				}
+			}
+		}
+	})
+}
+
+// Whatever the direct decoder takes, the reflective one takes with an
+// equal result.
+func FuzzDecodeCreateAgrees(f *testing.F) {
+	for _, c := range []CreateCommand{
+		{NodeID: "n", Labels: []string{"a", "b"}, Properties: map[string]json.RawMessage{"owner": json.RawMessage(`"x"`), "gone": nil}},
+		{NodeID: "m", SetNow: map[string]int64{"at": -5}, IndexFields: IndexFields{SetIndex: []string{"seq"}}, Properties: map[string]json.RawMessage{}},
+	} {
+		f.Add(log.MustMarshal(c), true)
+		f.Add(log.MustMarshal(c), false)
+	}
+	f.Fuzz(func(t *testing.T, b []byte, v2 bool) {
+		fast, ok := decodeCreateDirect(b, v2)
+		if !ok {
+			return
+		}
+		version := uint16(1)
+		if v2 {
+			version = IndexVersion
+		}
+		slow, err := decodeByVersion(&log.Command{Version: version, Payload: b}, func(c createCommandV1) CreateCommand {
+			return CreateCommand{NodeID: c.NodeID, Labels: c.Labels, Properties: c.Properties, SetNow: c.SetNow}
+		})
+		if err != nil {
+			t.Fatalf("direct decoder took %x, the reflective one refuses it: %v", b, err)
+		}
+		if diff := cmp.Diff(slow, fast); diff != "" {
+			t.Fatalf("decoders disagree on %x (-reflective +direct):\n%s", b, diff)
+		}
+	})
+}
