@@ -1,0 +1,43 @@
+package fsm
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/log"
+	"pgregory.net/rapid"
+)
+
+func genResponse(t *rapid.T) Response {
+	r := Response{
+		Index:    rapid.OneOf(rapid.Uint64(), rapid.Uint64Range(0, 70000)).Draw(t, "index"),
+		Time:     rapid.OneOf(rapid.Int64(), rapid.Int64Range(-100, 1<<42)).Draw(t, "time"),
+		Result:   rapid.OneOf(rapid.Just([]byte(nil)), rapid.Just([]byte{}), rapid.SliceOfN(rapid.Byte(), 1, 300)).Draw(t, "result"),
+		Replayed: rapid.Bool().Draw(t, "replayed"),
+	}
+	if rapid.Bool().Draw(t, "has error") {
+		r.Err = &errs.Error{Code: errs.CodeConflict, Message: rapid.String().Draw(t, "message"),
+			Detail: map[string]any{"b": "x", "a": int64(3)}, OutcomeUnknown: rapid.Bool().Draw(t, "unknown")}
+	}
+	return r
+}
+
+// Response's direct encoder writes what reflection and the canonical pass
+// write.
+func TestResponseAppendsWhatMarshalWrites(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		r := genResponse(t)
+		want, err := log.MarshalReflective(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := r.AppendMsgpack(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("\n got %x\nwant %x", got, want)
+		}
+	})
+}
