@@ -12,6 +12,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -59,6 +60,7 @@ it records and refuses other --id, addresses (unless --change-address) or a
 	logFormat := fs.String("log-format", "text", "text (key=value lines) or json (one object per line)")
 	noSync := fs.Bool("unsafe-no-fsync", false, "do not fsync the raft log (benchmarks only: a crash may lose acknowledged writes)")
 	joinTimeout := fs.Duration("join-timeout", time.Minute, "how long to keep trying to join")
+	gcPercent := fs.Int("gc-percent", defaultGCPercent, "Go's GC target, as GOGC (which wins when set): how far the heap grows past the live heap before a collection, in percent; higher spends less CPU on GC and holds more memory (cap it with GOMEMLIMIT)")
 	pprofAddr := fs.String("pprof-addr", "", "if set, serve Go's pprof profiles on this host:port (keep it private)")
 	principalsFile := fs.String("principals", "", "JSON file of principals (turns authentication on; reloaded on SIGHUP); without TLS, nodes also need --peer-token-file")
 	tlsCert := fs.String("tls-cert", "", "this node's certificate (PEM); with --tls-key and --tls-peer-ca, raft and the API use TLS (arbiter cert node makes one)")
@@ -89,7 +91,7 @@ it records and refuses other --id, addresses (unless --change-address) or a
 			noFlags: cmd.Flags().NFlag() == 0, bootstrap: *bootstrap, join: *join, logLevel: *logLevel, logFormat: *logFormat,
 			noSync: *noSync, joinTimeout: *joinTimeout, pprofAddr: *pprofAddr, principalsFile: *principalsFile,
 			tlsCert: *tlsCert, tlsKey: *tlsKey, tlsPeerCA: *tlsPeerCA, tlsClientCA: *tlsClientCA, peerTokenFile: *peerTokenFile,
-			stderr: a.stderr,
+			gcPercent: *gcPercent, gogc: a.getenv("GOGC"), stderr: a.stderr,
 		})
 	}
 	return cmd
@@ -101,7 +103,24 @@ type serveOptions struct {
 	join, logLevel, logFormat, pprofAddr, principalsFile   string
 	tlsCert, tlsKey, tlsPeerCA, tlsClientCA, peerTokenFile string
 	joinTimeout                                            time.Duration
+	gcPercent                                              int
+	gogc                                                   string // the GOGC environment variable
 	stderr                                                 io.Writer
+}
+
+// defaultGCPercent is serve's GC target. Go's own, 100, let the three
+// members of a loaded cluster spend about a sixth of their CPU marking;
+// at 200 a create cost 0.89x the server CPU and a cluster took 1.09x the
+// creates a second (BENCHMARKS.md, "GC target"), for a heap that may grow
+// to three times the live one instead of two, unless GOMEMLIMIT caps it.
+const defaultGCPercent = 200
+
+// setGCPercent sets the GC target to percent, unless GOGC is set: the
+// runtime has read that already, and an operator's explicit choice wins.
+func setGCPercent(percent int, gogc string) {
+	if gogc == "" {
+		debug.SetGCPercent(percent)
+	}
 }
 
 func serve(cfg cluster.Config, o serveOptions) error {
@@ -114,6 +133,10 @@ func serve(cfg cluster.Config, o serveOptions) error {
 		return fmt.Errorf("--log-format: %w", err)
 	}
 	cfg.Logger = logger
+	if o.gcPercent < 1 {
+		return usageErrorf("--gc-percent must be 1 or more (GOGC=off turns the collector off)")
+	}
+	setGCPercent(o.gcPercent, o.gogc)
 	cfg.NoSyncUnsafe = o.noSync
 	cfg.FlagNames = serveFlagNames
 	if o.join != "" {
