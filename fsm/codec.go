@@ -35,3 +35,34 @@ func (r Response) AppendMsgpack(b []byte) ([]byte, error) {
 	}
 	return log.AppendInt(append(b, 0xa2, 't', 'm'), r.Time), nil
 }
+
+// AppendMsgpack writes e as log.MarshalReflective does: every snapshot
+// writes each event of the feed this way.
+func (e *Event) AppendMsgpack(b []byte) ([]byte, error) {
+	n := 5 // seq, index, time, kind, key; the rest when set
+	for _, set := range [...]bool{e.Tenant != "", len(e.Payload) > 0, len(e.Value) > 0, e.Overwritten} {
+		if set {
+			n++
+		}
+	}
+	b = log.AppendMapLen(b, n)
+	// Keys in canonical order: shorter first, then bytewise.
+	b = log.AppendString(append(b, 0xa3, 'k', 'e', 'y'), e.Key)
+	b = log.AppendUint(append(b, 0xa3, 's', 'e', 'q'), e.Seq)
+	b = log.AppendString(append(b, 0xa4, 'k', 'i', 'n', 'd'), e.Kind)
+	b = log.AppendInt(append(b, 0xa4, 't', 'i', 'm', 'e'), e.Time)
+	b = log.AppendUint(append(b, 0xa5, 'i', 'n', 'd', 'e', 'x'), e.Index)
+	if len(e.Value) > 0 {
+		b = log.AppendBin(log.AppendString(b, "value"), e.Value)
+	}
+	if e.Tenant != "" {
+		b = log.AppendString(log.AppendString(b, "tenant"), e.Tenant)
+	}
+	if len(e.Payload) > 0 {
+		b = log.AppendBin(log.AppendString(b, "payload"), e.Payload)
+	}
+	if e.Overwritten {
+		b = log.AppendBool(log.AppendString(b, "overwritten"), true)
+	}
+	return b, nil
+}

@@ -133,3 +133,58 @@ func readOffsets(r *log.Reader) map[string]int64 {
 	}
 	return offsets
 }
+
+// AppendMsgpack writes the stored node as log.MarshalReflective does:
+// every snapshot writes each node this way, and reflection plus the
+// canonical pass were most of a snapshot's work.
+func (s *storedNode) AppendMsgpack(b []byte) ([]byte, error) {
+	b = log.AppendMapLen(b, 6)
+	b = log.AppendString(b, "labels")
+	if s.Labels == nil {
+		b = log.AppendNil(b)
+	} else {
+		b = log.AppendStrings(b, s.Labels)
+	}
+	b = log.AppendString(log.AppendString(b, "node_id"), s.NodeID)
+	b = log.AppendUint(log.AppendString(b, "version"), s.Version)
+	b = s.Properties.appendMsgpack(log.AppendString(b, "properties"))
+	b = log.AppendUint(log.AppendString(b, "created_index"), s.CreatedIndex)
+	return log.AppendUint(log.AppendString(b, "modified_index"), s.ModifiedIndex), nil
+}
+
+// appendMsgpack writes the fields as a map in canonical key order (by
+// length, then bytewise), where they are kept sorted bytewise: the two
+// agree unless names of different lengths are out of length order.
+func (f fields) appendMsgpack(b []byte) []byte {
+	if f == nil {
+		return log.AppendNil(b)
+	}
+	b = log.AppendMapLen(b, len(f))
+	inOrder := true
+	for i := 1; i < len(f) && inOrder; i++ {
+		inOrder = len(f[i-1].Key) <= len(f[i].Key)
+	}
+	if inOrder {
+		for _, kv := range f {
+			b = log.AppendBin(log.AppendString(b, kv.Key), kv.Value)
+		}
+		return b
+	}
+	keys := make([]string, len(f))
+	byKey := make(map[string]json.RawMessage, len(f))
+	for i, kv := range f {
+		keys[i] = kv.Key
+		byKey[kv.Key] = kv.Value
+	}
+	log.SortKeys(keys)
+	for _, k := range keys {
+		b = log.AppendBin(log.AppendString(b, k), byKey[k])
+	}
+	return b
+}
+
+// AppendMsgpack writes the label row as log.MarshalReflective does.
+func (l *labelRow) AppendMsgpack(b []byte) ([]byte, error) {
+	b = log.AppendString(append(b, 0x82, 0xa5, 'l', 'a', 'b', 'e', 'l'), l.Label)
+	return log.AppendString(log.AppendString(b, "node_id"), l.NodeID), nil
+}
