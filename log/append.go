@@ -60,18 +60,23 @@ func SortKeys(keys []string) {
 // AppendStrings appends a list of strings (nil as an empty array: use
 // AppendNil for a nil list that is not omitted).
 func AppendStrings(b []byte, ss []string) []byte {
-	switch n := len(ss); {
-	case n <= 15:
-		b = append(b, 0x90|byte(n))
-	case n <= math.MaxUint16:
-		b = binary.BigEndian.AppendUint16(append(b, 0xdc), uint16(n))
-	default:
-		b = binary.BigEndian.AppendUint32(append(b, 0xdd), uint32(n))
-	}
+	b = AppendArrayLen(b, len(ss))
 	for _, s := range ss {
 		b = AppendString(b, s)
 	}
 	return b
+}
+
+// AppendArrayLen appends the header of an array of n elements.
+func AppendArrayLen(b []byte, n int) []byte {
+	switch {
+	case n <= 15:
+		return append(b, 0x90|byte(n))
+	case n <= math.MaxUint16:
+		return binary.BigEndian.AppendUint16(append(b, 0xdc), uint16(n))
+	default:
+		return binary.BigEndian.AppendUint32(append(b, 0xdd), uint32(n))
+	}
 }
 
 // AppendString appends s in its shortest string header.

@@ -36,7 +36,9 @@ type pooledEncoder struct {
 // definition it must match.
 func Marshal(v any) ([]byte, error) {
 	if a, ok := v.(Appender); ok {
-		return a.AppendMsgpack(nil)
+		// Room for a typical result or row at once, not five doublings
+		// from nothing.
+		return a.AppendMsgpack(make([]byte, 0, 128))
 	}
 	return MarshalReflective(v)
 }
