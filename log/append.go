@@ -1,7 +1,9 @@
 package log
 
 import (
+	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -144,4 +146,22 @@ func AppendInt(b []byte, n int64) []byte {
 	default:
 		return binary.BigEndian.AppendUint64(append(b, 0xd3), uint64(n))
 	}
+}
+
+// CheckAppender reports, as an error naming both encodings, whether v's
+// AppendMsgpack writes other bytes than MarshalReflective: the property
+// every Appender's test asserts over generated values.
+func CheckAppender(v Appender) error {
+	want, err := MarshalReflective(v)
+	if err != nil {
+		return fmt.Errorf("%T: MarshalReflective: %w", v, err)
+	}
+	got, err := v.AppendMsgpack(nil)
+	if err != nil {
+		return fmt.Errorf("%T: AppendMsgpack: %w", v, err)
+	}
+	if !bytes.Equal(got, want) {
+		return fmt.Errorf("%T: AppendMsgpack wrote\n%x\nMarshalReflective writes\n%x", v, got, want)
+	}
+	return nil
 }

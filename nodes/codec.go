@@ -28,18 +28,26 @@ func (r CASResult) AppendMsgpack(b []byte) ([]byte, error) {
 func (n Node) AppendMsgpack(b []byte) ([]byte, error) { return n.appendMsgpack(b), nil }
 
 func (n *Node) appendMsgpack(b []byte) []byte {
+	return appendNode(b, n.NodeID, n.Labels, n.Version, n.CreatedIndex, n.ModifiedIndex,
+		func(b []byte) []byte { return appendProperties(b, n.Properties) })
+}
+
+// appendNode writes a node's map, Node's or storedNode's: the same keys,
+// in canonical order (shorter first, then bytewise), with the properties
+// written by props.
+func appendNode(b []byte, id string, labels []string, version, created, modified uint64, props func([]byte) []byte) []byte {
 	b = log.AppendMapLen(b, 6)
 	b = log.AppendString(b, "labels")
-	if n.Labels == nil {
+	if labels == nil {
 		b = log.AppendNil(b)
 	} else {
-		b = log.AppendStrings(b, n.Labels)
+		b = log.AppendStrings(b, labels)
 	}
-	b = log.AppendString(log.AppendString(b, "node_id"), n.NodeID)
-	b = log.AppendUint(log.AppendString(b, "version"), n.Version)
-	b = appendProperties(log.AppendString(b, "properties"), n.Properties)
-	b = log.AppendUint(log.AppendString(b, "created_index"), n.CreatedIndex)
-	return log.AppendUint(log.AppendString(b, "modified_index"), n.ModifiedIndex)
+	b = log.AppendString(log.AppendString(b, "node_id"), id)
+	b = log.AppendUint(log.AppendString(b, "version"), version)
+	b = props(log.AppendString(b, "properties"))
+	b = log.AppendUint(log.AppendString(b, "created_index"), created)
+	return log.AppendUint(log.AppendString(b, "modified_index"), modified)
 }
 
 // appendProperties writes a property map with its keys in canonical
@@ -138,18 +146,7 @@ func readOffsets(r *log.Reader) map[string]int64 {
 // every snapshot writes each node this way, and reflection plus the
 // canonical pass were most of a snapshot's work.
 func (s *storedNode) AppendMsgpack(b []byte) ([]byte, error) {
-	b = log.AppendMapLen(b, 6)
-	b = log.AppendString(b, "labels")
-	if s.Labels == nil {
-		b = log.AppendNil(b)
-	} else {
-		b = log.AppendStrings(b, s.Labels)
-	}
-	b = log.AppendString(log.AppendString(b, "node_id"), s.NodeID)
-	b = log.AppendUint(log.AppendString(b, "version"), s.Version)
-	b = s.Properties.appendMsgpack(log.AppendString(b, "properties"))
-	b = log.AppendUint(log.AppendString(b, "created_index"), s.CreatedIndex)
-	return log.AppendUint(log.AppendString(b, "modified_index"), s.ModifiedIndex), nil
+	return appendNode(b, s.NodeID, s.Labels, s.Version, s.CreatedIndex, s.ModifiedIndex, s.Properties.appendMsgpack), nil
 }
 
 // appendMsgpack writes the fields as a map in canonical key order (by
