@@ -2,6 +2,7 @@ package nodes
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/arbiterhq/arbiter/log"
 )
@@ -146,7 +147,22 @@ func readOffsets(r *log.Reader) map[string]int64 {
 // every snapshot writes each node this way, and reflection plus the
 // canonical pass were most of a snapshot's work.
 func (s *storedNode) AppendMsgpack(b []byte) ([]byte, error) {
+	b = slices.Grow(b, s.encodedSizeBound())
 	return appendNode(b, s.NodeID, s.Labels, s.Version, s.CreatedIndex, s.ModifiedIndex, s.Properties.appendMsgpack), nil
+}
+
+// encodedSizeBound is at least the node's encoded size: the keys and
+// headers of appendNode (under 96 bytes), and per string or bin at most
+// 5 bytes of header.
+func (s *storedNode) encodedSizeBound() int {
+	n := 96 + 5 + len(s.NodeID) + 5
+	for _, l := range s.Labels {
+		n += 5 + len(l)
+	}
+	for _, f := range s.Properties {
+		n += 10 + len(f.Key) + len(f.Value)
+	}
+	return n
 }
 
 // appendMsgpack writes the fields as a map in canonical key order (by

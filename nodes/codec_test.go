@@ -130,10 +130,15 @@ func FuzzDecodeCreateAgrees(f *testing.F) {
 func TestStoredRowsAppendWhatMarshalWrites(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		n := genNode(t)
-		for _, v := range []log.Appender{storedOf(&n), &labelRow{Label: name().Draw(t, "label"), NodeID: n.NodeID}} {
+		stored := storedOf(&n)
+		for _, v := range []log.Appender{stored, &labelRow{Label: name().Draw(t, "label"), NodeID: n.NodeID}} {
 			if err := log.CheckAppender(v); err != nil {
 				t.Fatal(err)
 			}
+		}
+		// The buffer it reserves holds the whole node.
+		if b, _ := stored.AppendMsgpack(nil); len(b) > stored.encodedSizeBound() {
+			t.Fatalf("encoded %d bytes, more than the %d bound", len(b), stored.encodedSizeBound())
 		}
 	})
 }
