@@ -176,7 +176,8 @@ func (f *FSM) writeState(w io.Writer, txn *statestore.Txn, perTable bool) (Hashe
 		buf = bufio.NewWriterSize(w, 256<<10)
 		out = buf
 	}
-	fw := &frameWriter{w: io.MultiWriter(out, h)}
+	fw := newFrameWriter(out, h)
+	defer fw.stop()
 	fw.raw(snapMagic)
 	m := readMeta(txn)
 	hdr := snapHeader{Format: snapFormat, Index: m.Index, Now: m.Now}
@@ -197,22 +198,23 @@ func (f *FSM) writeState(w io.Writer, txn *statestore.Txn, perTable bool) (Hashe
 	}
 	for _, t := range tables {
 		var th hash.Hash
+		var also io.Writer
 		switch {
 		case t.Schema.Name == tableMeta:
-			fw.also = nil
 		case clusterTable(t.Schema.Name):
-			fw.also = content
+			also = content
 		default:
-			fw.also = both
+			also = both
 		}
 		if perTable {
 			th = sha256.New()
-			if fw.also == nil {
-				fw.also = th
+			if also == nil {
+				also = th
 			} else {
-				fw.also = io.MultiWriter(th, fw.also)
+				also = io.MultiWriter(th, also)
 			}
 		}
+		fw.hashInto(also)
 		fw.frame('T', t.Schema.Name)
 		it, err := txn.Get(t.Schema.Name, "id")
 		if err != nil {
@@ -220,13 +222,15 @@ func (f *FSM) writeState(w io.Writer, txn *statestore.Txn, perTable bool) (Hashe
 		}
 		rows += fw.rows(it)
 		if perTable {
+			fw.settle()
 			var sum [32]byte
 			th.Sum(sum[:0])
 			tableSums[t.Schema.Name] = sum
 		}
 	}
-	fw.also = nil
+	fw.hashInto(nil)
 	fw.frame('E', rows)
+	fw.stop()
 	sums := Hashes{Tables: tableSums}
 	h.Sum(sums.State[:0])
 	content.Sum(sums.Content[:0])
@@ -240,19 +244,122 @@ func (f *FSM) writeState(w io.Writer, txn *statestore.Txn, perTable bool) (Hashe
 	return sums, fw.err
 }
 
+// frameWriter writes a stream's frames to w and hashes them on a
+// goroutine of its own: a stream's hashes (the whole stream, then per
+// table the content, data and table hashes) are three or four passes of
+// SHA-256 over every byte, which on the writer's goroutine was about as
+// much work as the writing itself. The bytes are copied into chunks of
+// at most hashChunkBytes, at most hashChunksAhead of them waiting.
 type frameWriter struct {
-	w    io.Writer
-	also io.Writer // if set, receives the frames too (the content hash)
-	err  error
+	w   io.Writer
+	err error
+
+	h      io.Writer // every byte
+	also   io.Writer // if set, the bytes of the current table too
+	chunk  []byte
+	chunks chan hashChunk
+	free   chan []byte   // hashed chunks, to fill again
+	hashed chan struct{} // closed when the hashing goroutine ends
+	done   bool
+}
+
+const (
+	hashChunkBytes  = 256 << 10
+	hashChunksAhead = 4
+)
+
+// hashChunk is bytes to hash into h and also, or, with ack set, a
+// barrier: ack is closed once everything before it is hashed.
+type hashChunk struct {
+	b    []byte
+	also io.Writer
+	ack  chan struct{}
+}
+
+func newFrameWriter(w, h io.Writer) *frameWriter {
+	fw := &frameWriter{w: w, h: h, chunks: make(chan hashChunk, hashChunksAhead),
+		free: make(chan []byte, hashChunksAhead+2), hashed: make(chan struct{})}
+	go func() {
+		defer close(fw.hashed)
+		for c := range fw.chunks {
+			if c.ack != nil {
+				close(c.ack)
+				continue
+			}
+			_, _ = h.Write(c.b) // a hash never fails to write
+			if c.also != nil {
+				_, _ = c.also.Write(c.b)
+			}
+			select {
+			case fw.free <- c.b[:0]:
+			default:
+			}
+		}
+	}()
+	return fw
 }
 
 func (fw *frameWriter) raw(b []byte) {
-	if fw.err == nil {
-		_, fw.err = fw.w.Write(b)
+	if fw.err != nil {
+		return
 	}
-	if fw.err == nil && fw.also != nil {
-		_, fw.err = fw.also.Write(b)
+	_, fw.err = fw.w.Write(b)
+	if fw.chunk == nil {
+		fw.chunk = fw.emptyChunk()
 	}
+	for len(b) > 0 { // a frame may be larger than a chunk
+		n := min(len(b), cap(fw.chunk)-len(fw.chunk))
+		fw.chunk = append(fw.chunk, b[:n]...)
+		b = b[n:]
+		if len(fw.chunk) == cap(fw.chunk) {
+			fw.handOver()
+		}
+	}
+}
+
+// handOver passes the bytes copied so far to the hashing goroutine.
+func (fw *frameWriter) handOver() {
+	if len(fw.chunk) > 0 {
+		fw.chunks <- hashChunk{b: fw.chunk, also: fw.also}
+		fw.chunk = fw.emptyChunk()
+	}
+}
+
+// emptyChunk is a hashed chunk to fill again, or a new one.
+func (fw *frameWriter) emptyChunk() []byte {
+	select {
+	case b := <-fw.free:
+		return b
+	default:
+		return make([]byte, 0, hashChunkBytes)
+	}
+}
+
+// hashInto makes also, from the next byte on, receive the bytes the
+// stream hash does (nil: none).
+func (fw *frameWriter) hashInto(also io.Writer) {
+	fw.handOver()
+	fw.also = also
+}
+
+// settle waits until every byte written so far is hashed.
+func (fw *frameWriter) settle() {
+	fw.handOver()
+	ack := make(chan struct{})
+	fw.chunks <- hashChunk{ack: ack}
+	<-ack
+}
+
+// stop hashes what is left and ends the hashing goroutine; the hashes
+// are final once it returns. It may be called more than once.
+func (fw *frameWriter) stop() {
+	if fw.done {
+		return
+	}
+	fw.done = true
+	fw.handOver()
+	close(fw.chunks)
+	<-fw.hashed
 }
 
 func (fw *frameWriter) frame(kind byte, v any) {
