@@ -13,6 +13,15 @@
 // remaining input could hold, floating point numbers (no float may reach
 // authoritative state) and extension types.
 //
+// The hottest types skip reflection. An Appender writes its own msgpack,
+// byte for byte what MarshalReflective (reflection, then the canonical
+// pass) writes, which CheckAppender verifies in each one's property test;
+// Marshal uses it. A Reader reads only the canonical form and declines
+// anything else, which then goes to Unmarshal: the reflective decoder
+// stays the one definition of what decodes and of every error, and each
+// direct decoder has a fuzz test that it only ever agrees with it. The
+// envelope itself is coded this way (envelope.go).
+//
 // OpenStores opens the raft log and stable store (hashicorp/raft-wal,
 // the default for a new data directory, or raft-boltdb/v2, each behind a
 // raft.LogCache; a directory keeps the kind it was created with) and the
