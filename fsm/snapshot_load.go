@@ -123,6 +123,10 @@ func (b *rowBatch) decode() {
 	}()
 	for _, body := range b.bodies {
 		row := b.table.New()
+		if d, ok := row.(log.DirectDecoder); ok && d.DecodeDirect(body) {
+			b.rows = append(b.rows, row)
+			continue
+		}
 		if err := log.Unmarshal(body, row); err != nil {
 			b.err = fmt.Errorf("%w: table %s row: %v", ErrSnapshot, b.table.Schema.Name, err)
 			return

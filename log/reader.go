@@ -6,6 +6,13 @@ import (
 	"math"
 )
 
+// DirectDecoder is a type with a direct decoder. DecodeDirect, called on
+// a zero value, reads b into it and reports whether it took b; when it
+// does not, it leaves the value as it was, for the reflective decoder.
+type DirectDecoder interface {
+	DecodeDirect(b []byte) bool
+}
+
 // Reader reads the canonical msgpack Marshal writes, for the direct
 // decoders of the hottest payloads (see decodeCommand). It takes only
 // that form: its first surprise (a form Marshal does not write, a key out
@@ -250,4 +257,47 @@ func (r *Reader) Int() int64 {
 		return 0
 	}
 	return int64(u)
+}
+
+// Uint64 reads an unsigned integer in its shortest form.
+func (r *Reader) Uint64() uint64 {
+	c := r.byte1()
+	var v, min uint64
+	switch {
+	case !r.ok:
+		return 0
+	case c <= 0x7f:
+		return uint64(c)
+	case c == 0xcc:
+		v, min = uint64(r.byte1()), 0x80
+	case c == 0xcd:
+		v, min = uint64(r.size(2)), 1<<8
+	case c == 0xce:
+		v, min = uint64(r.size(4)), 1<<16
+	case c == 0xcf:
+		if s := r.take(8); s != nil {
+			v = binary.BigEndian.Uint64(s)
+		}
+		min = 1 << 32
+	default:
+		r.ok = false
+		return 0
+	}
+	if !r.ok || v < min {
+		r.ok = false
+		return 0
+	}
+	return v
+}
+
+// Bool reads a boolean.
+func (r *Reader) Bool() bool {
+	switch r.byte1() {
+	case 0xc3:
+		return true
+	case 0xc2:
+	default:
+		r.ok = false
+	}
+	return false
 }

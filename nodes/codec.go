@@ -3,6 +3,7 @@ package nodes
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 
 	"github.com/arbiterhq/arbiter/log"
 )
@@ -200,4 +201,77 @@ func (f fields) appendMsgpack(b []byte) []byte {
 func (l *labelRow) AppendMsgpack(b []byte) ([]byte, error) {
 	b = log.AppendString(append(b, 0x82, 0xa5, 'l', 'a', 'b', 'e', 'l'), l.Label)
 	return log.AppendString(log.AppendString(b, "node_id"), l.NodeID), nil
+}
+
+// DecodeDirect reads a stored node in the canonical form its
+// AppendMsgpack writes (log.DirectDecoder), for restores and restarts;
+// FuzzDecodeRowsAgree holds it to the reflective decoder.
+func (s *storedNode) DecodeDirect(b []byte) bool {
+	var out storedNode
+	r := log.NewReader(b)
+	var k log.Keys
+	for n := r.MapLen(); n > 0 && r.OK(); n-- {
+		switch k.Next(r) {
+		case "labels":
+			if !r.Nil() {
+				out.Labels = r.Strs()
+			}
+		case "node_id":
+			out.NodeID = r.Str()
+		case "version":
+			out.Version = r.Uint64()
+		case "properties":
+			if !r.Nil() {
+				out.Properties = readFields(r)
+			}
+		case "created_index":
+			out.CreatedIndex = r.Uint64()
+		case "modified_index":
+			out.ModifiedIndex = r.Uint64()
+		default:
+			r.Decline()
+		}
+	}
+	if !r.Done() {
+		return false
+	}
+	*s = out
+	return true
+}
+
+// readFields reads a property map into fields, sorted by name as
+// fields.DecodeMsgpack sorts them. Canonical keys are distinct.
+func readFields(r *log.Reader) fields {
+	n := r.MapLen()
+	out := make(fields, 0, min(n, maxFieldsPreallocated))
+	var k log.Keys
+	for ; n > 0 && r.OK(); n-- {
+		key := k.Next(r)
+		out = append(out, field{Key: key, Value: r.Bin()})
+	}
+	slices.SortFunc(out, func(a, b field) int { return strings.Compare(a.Key, b.Key) })
+	return out
+}
+
+// DecodeDirect reads a label row in the canonical form its
+// AppendMsgpack writes (log.DirectDecoder).
+func (l *labelRow) DecodeDirect(b []byte) bool {
+	var out labelRow
+	r := log.NewReader(b)
+	var k log.Keys
+	for n := r.MapLen(); n > 0 && r.OK(); n-- {
+		switch k.Next(r) {
+		case "label":
+			out.Label = r.Str()
+		case "node_id":
+			out.NodeID = r.Str()
+		default:
+			r.Decline()
+		}
+	}
+	if !r.Done() {
+		return false
+	}
+	*l = out
+	return true
 }

@@ -142,3 +142,73 @@ func TestStoredRowsAppendWhatMarshalWrites(t *testing.T) {
 		}
 	})
 }
+
+// The stored rows' direct decoders take what Marshal writes (but empty
+// label lists and nil property values, left to reflection) and agree
+// with the reflective decoder.
+func TestDecodeRowsTakeWhatMarshalWrites(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := genNode(t)
+		stored := storedOf(&n)
+		b := log.MustMarshal(stored)
+		var fast, slow storedNode
+		ok := fast.DecodeDirect(b)
+		if err := log.Unmarshal(b, &slow); err != nil {
+			t.Fatal(err)
+		}
+		leftToReflection := n.Labels != nil && len(n.Labels) == 0
+		for _, v := range n.Properties {
+			leftToReflection = leftToReflection || v == nil
+		}
+		switch {
+		case !ok && !leftToReflection:
+			t.Fatalf("declined %x", b)
+		case ok:
+			if diff := cmp.Diff(slow, fast, cmp.AllowUnexported(storedNode{}, field{})); diff != "" {
+				t.Fatalf("decoders disagree (-reflective +direct):\n%s", diff)
+			}
+		}
+		label := labelRow{Label: name().Draw(t, "label"), NodeID: n.NodeID}
+		var got labelRow
+		if !got.DecodeDirect(log.MustMarshal(&label)) || got != label {
+			t.Fatalf("label row %+v decoded as %+v", label, got)
+		}
+	})
+}
+
+// Whatever a row's direct decoder takes, the reflective one takes with an
+// equal result; what it declines it leaves untouched.
+func FuzzDecodeRowsAgree(f *testing.F) {
+	n := Node{NodeID: "n", Labels: []string{"a"}, Version: 3, CreatedIndex: 9, ModifiedIndex: 300,
+		Properties: map[string]json.RawMessage{"owner": json.RawMessage(`"x"`), "a-much-longer-property-name-here": json.RawMessage("1")}}
+	f.Add(log.MustMarshal(storedOf(&n)), false)
+	f.Add(log.MustMarshal(&labelRow{Label: "l", NodeID: "n"}), true)
+	f.Fuzz(func(t *testing.T, b []byte, label bool) {
+		if label {
+			var fast, slow labelRow
+			if !fast.DecodeDirect(b) {
+				if fast != (labelRow{}) {
+					t.Fatalf("declined %x but changed the row: %+v", b, fast)
+				}
+				return
+			}
+			if err := log.Unmarshal(b, &slow); err != nil || slow != fast {
+				t.Fatalf("direct decoder took %x as %+v; reflective: %+v, %v", b, fast, slow, err)
+			}
+			return
+		}
+		var fast, slow storedNode
+		if !fast.DecodeDirect(b) {
+			if diff := cmp.Diff(storedNode{}, fast, cmp.AllowUnexported(storedNode{}, field{})); diff != "" {
+				t.Fatalf("declined %x but changed the node:\n%s", b, diff)
+			}
+			return
+		}
+		if err := log.Unmarshal(b, &slow); err != nil {
+			t.Fatalf("direct decoder took %x, the reflective one refuses it: %v", b, err)
+		}
+		if diff := cmp.Diff(slow, fast, cmp.AllowUnexported(storedNode{}, field{})); diff != "" {
+			t.Fatalf("decoders disagree on %x (-reflective +direct):\n%s", b, diff)
+		}
+	})
+}
