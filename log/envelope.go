@@ -5,7 +5,7 @@ package log
 // reflection and then the canonical pass cost about a sixth of a create's
 // apply, so Command has a direct codec here. It is not a second format:
 //
-//   - appendCommand writes exactly the bytes Marshal(&c) writes (a
+//   - appendCommand writes exactly the bytes MarshalReflective(&c) writes (a
 //     property test compares them for generated commands);
 //   - decodeCommand accepts only that canonical form, and declines
 //     (returns false) anything else, which then goes through the

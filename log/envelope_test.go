@@ -53,7 +53,7 @@ func genCommand(t *rapid.T) Command {
 func TestAppendCommandWritesWhatMarshalWrites(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		c := genCommand(t)
-		want, err := Marshal(&c)
+		want, err := MarshalReflective(&c)
 		if err != nil {
 			t.Fatal(err)
 		}
