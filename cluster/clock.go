@@ -58,6 +58,11 @@ func (c *fsmClock) observe(now int64) {
 	c.applied.Store(&clockReading{now: now, at: at})
 }
 
+// read reports whether this node has applied an entry, or restored a
+// snapshot, since it started: until then it knows no FSM time to count
+// from, and stamp would fall back on the wall clock.
+func (c *fsmClock) read() bool { return c.applied.Load() != nil }
+
 // stamp is the FSM time a leader proposes for a new command.
 func (c *fsmClock) stamp() int64 {
 	applied := c.applied.Load()

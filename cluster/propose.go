@@ -95,6 +95,18 @@ func (n *Node) startApply(ctx context.Context, cmd arblog.Command) pendingApply 
 			return pendingApply{err: errNotEnabled(cmd)}
 		}
 	}
+	if !n.clock.read() {
+		// A leader elected soon after it started may not have applied its
+		// log yet: stamping now would take its wall clock, hours off
+		// perhaps, as FSM time (TestFaults/reservation, clock-skew-leader
+		// right after stop-restart-leader). The barrier applies
+		// everything before it; only a cluster whose log holds no command
+		// at all still stamps from the wall clock, as its first entry must.
+		if err := n.raft.Barrier(n.cfg.ApplyTimeout).Error(); err != nil {
+			// Nothing was proposed: the command certainly did not apply.
+			return pendingApply{err: errs.Errorf(errs.CodeUnavailable, "not applied: the leader could not apply its log first: %v", err)}
+		}
+	}
 	cmd.Stamp = n.clock.stamp()
 	data, err := arblog.Encode(cmd)
 	if err != nil {
