@@ -73,9 +73,8 @@ func (e *Event) AppendMsgpack(b []byte) ([]byte, error) {
 func (e *Event) DecodeDirect(b []byte) bool {
 	var out Event
 	r := log.NewReader(b)
-	var k log.Keys
-	for n := r.MapLen(); n > 0 && r.OK(); n-- {
-		switch k.Next(r) {
+	r.Map(func(key string) {
+		switch key {
 		case "key":
 			out.Key = r.Str()
 		case "seq":
@@ -97,7 +96,7 @@ func (e *Event) DecodeDirect(b []byte) bool {
 		default:
 			r.Decline()
 		}
-	}
+	})
 	if !r.Done() {
 		return false
 	}

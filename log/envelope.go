@@ -66,9 +66,8 @@ func appendPrincipal(b []byte, p *Principal) []byte {
 func decodeCommand(b []byte) (Command, bool) {
 	var c Command
 	r := NewReader(b)
-	var k Keys
-	for n := r.MapLen(); n > 0 && r.OK(); n-- {
-		switch k.Next(r) {
+	r.Map(func(key string) {
+		switch key {
 		case "a":
 			c.Adapter = r.Str()
 		case "d":
@@ -88,7 +87,7 @@ func decodeCommand(b []byte) (Command, bool) {
 		default:
 			r.Decline()
 		}
-	}
+	})
 	if !r.Done() {
 		return Command{}, false
 	}
@@ -97,9 +96,8 @@ func decodeCommand(b []byte) (Command, bool) {
 
 func decodePrincipal(r *Reader) Principal {
 	var p Principal
-	var k Keys
-	for n := r.MapLen(); n > 0 && r.OK(); n-- {
-		switch k.Next(r) {
+	r.Map(func(key string) {
+		switch key {
 		case "id":
 			p.ID = r.Str()
 		case "roles":
@@ -109,6 +107,6 @@ func decodePrincipal(r *Reader) Principal {
 		default:
 			r.Decline()
 		}
-	}
+	})
 	return p
 }

@@ -38,9 +38,8 @@ func ExampleReader() {
 	b, _ := log.Marshal(lease{Holder: "worker-7", Fence: 300})
 	var l lease
 	r := log.NewReader(b)
-	var keys log.Keys
-	for n := r.MapLen(); n > 0 && r.OK(); n-- {
-		switch keys.Next(r) {
+	r.Map(func(key string) {
+		switch key {
 		case "fence":
 			l.Fence = uint64(r.Int())
 		case "holder":
@@ -48,7 +47,7 @@ func ExampleReader() {
 		default:
 			r.Decline()
 		}
-	}
+	})
 	fmt.Println(r.Done(), l.Holder, l.Fence)
 	// Output: true worker-7 300
 }

@@ -111,22 +111,28 @@ func (r *Reader) MapLen() int {
 	return n
 }
 
-// Keys checks one map's keys as they are read: each a string in its
-// shortest form, sorting after the one before by encoded bytes (the
-// canonical order), which rules out duplicates too.
-type Keys struct{ prev []byte }
+// Map reads a map, handing each key to field, which must read that
+// key's value or Decline an unknown key. The keys are checked as they
+// come: each a string in its shortest form, sorting after the one before
+// by encoded bytes (the canonical order), which rules out duplicates too.
+// The first decline ends the map.
+func (r *Reader) Map(field func(key string)) { r.Entries(r.MapLen(), field) }
 
-// Next reads the next key of the map.
-func (k *Keys) Next(r *Reader) string {
-	start := r.pos
-	s := r.str(true)
-	enc := r.b[start:r.pos]
-	if !r.ok || bytes.Compare(k.prev, enc) >= 0 {
-		r.ok = false
-		return ""
+// Entries reads the n entries of a map whose header MapLen has read (a
+// decoder that sizes what it fills by n), as Map does.
+func (r *Reader) Entries(n int, field func(key string)) {
+	var prev []byte
+	for ; n > 0 && r.ok; n-- {
+		start := r.pos
+		key := r.str(true)
+		enc := r.b[start:r.pos]
+		if !r.ok || bytes.Compare(prev, enc) >= 0 {
+			r.ok = false
+			return
+		}
+		prev = enc
+		field(key)
 	}
-	k.prev = enc
-	return s
 }
 
 // Str reads a string.

@@ -79,9 +79,8 @@ func appendProperties(b []byte, props map[string]json.RawMessage) []byte {
 func decodeCreateDirect(b []byte, v2 bool) (CreateCommand, bool) {
 	var c CreateCommand
 	r := log.NewReader(b)
-	var k log.Keys
-	for n := r.MapLen(); n > 0 && r.OK(); n-- {
-		switch k.Next(r) {
+	r.Map(func(key string) {
+		switch key {
 		case "labels":
 			if !r.Nil() {
 				c.Labels = r.Strs()
@@ -102,7 +101,7 @@ func decodeCreateDirect(b []byte, v2 bool) (CreateCommand, bool) {
 		default:
 			r.Decline()
 		}
-	}
+	})
 	if !r.Done() {
 		return CreateCommand{}, false
 	}
@@ -114,15 +113,13 @@ func decodeCreateDirect(b []byte, v2 bool) (CreateCommand, bool) {
 func readProperties(r *log.Reader) map[string]json.RawMessage {
 	n := r.MapLen()
 	props := make(map[string]json.RawMessage, n)
-	var k log.Keys
-	for ; n > 0 && r.OK(); n-- {
-		key := k.Next(r)
+	r.Entries(n, func(key string) {
 		if r.Nil() {
 			props[key] = nil
 		} else {
 			props[key] = r.Bin()
 		}
-	}
+	})
 	return props
 }
 
@@ -136,11 +133,9 @@ func readOffsets(r *log.Reader) map[string]int64 {
 		return nil
 	}
 	offsets := make(map[string]int64, n)
-	var k log.Keys
-	for ; n > 0 && r.OK(); n-- {
-		key := k.Next(r)
+	r.Entries(n, func(key string) {
 		offsets[key] = r.Int()
-	}
+	})
 	return offsets
 }
 
@@ -209,9 +204,8 @@ func (l *labelRow) AppendMsgpack(b []byte) ([]byte, error) {
 func (s *storedNode) DecodeDirect(b []byte) bool {
 	var out storedNode
 	r := log.NewReader(b)
-	var k log.Keys
-	for n := r.MapLen(); n > 0 && r.OK(); n-- {
-		switch k.Next(r) {
+	r.Map(func(key string) {
+		switch key {
 		case "labels":
 			if !r.Nil() {
 				out.Labels = r.Strs()
@@ -231,7 +225,7 @@ func (s *storedNode) DecodeDirect(b []byte) bool {
 		default:
 			r.Decline()
 		}
-	}
+	})
 	if !r.Done() {
 		return false
 	}
@@ -244,11 +238,9 @@ func (s *storedNode) DecodeDirect(b []byte) bool {
 func readFields(r *log.Reader) fields {
 	n := r.MapLen()
 	out := make(fields, 0, min(n, maxFieldsPreallocated))
-	var k log.Keys
-	for ; n > 0 && r.OK(); n-- {
-		key := k.Next(r)
+	r.Entries(n, func(key string) {
 		out = append(out, field{Key: key, Value: r.Bin()})
-	}
+	})
 	slices.SortFunc(out, func(a, b field) int { return strings.Compare(a.Key, b.Key) })
 	return out
 }
@@ -258,9 +250,8 @@ func readFields(r *log.Reader) fields {
 func (l *labelRow) DecodeDirect(b []byte) bool {
 	var out labelRow
 	r := log.NewReader(b)
-	var k log.Keys
-	for n := r.MapLen(); n > 0 && r.OK(); n-- {
-		switch k.Next(r) {
+	r.Map(func(key string) {
+		switch key {
 		case "label":
 			out.Label = r.Str()
 		case "node_id":
@@ -268,7 +259,7 @@ func (l *labelRow) DecodeDirect(b []byte) bool {
 		default:
 			r.Decline()
 		}
-	}
+	})
 	if !r.Done() {
 		return false
 	}
