@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -19,6 +20,7 @@ import (
 // a 3-node cluster in one process, without HTTP, raft over loopback TCP,
 // fsync on (issue 11's target: 20,000 creates/s), with each log store.
 // Every node and the goroutines share the machine's cores.
+// EMBEDDED_GOROUTINES=N runs N proposers instead of 64.
 //
 //	go test -run '^$' -bench EmbeddedCreates -benchtime 20000x ./cluster
 func BenchmarkEmbeddedCreates(b *testing.B) {
@@ -30,13 +32,14 @@ func BenchmarkEmbeddedCreates(b *testing.B) {
 func embeddedCreates(b *testing.B, store string) {
 	c := clustertest.New(b, clustertest.Options{Nodes: 3, TCP: true, Configure: func(_ int, cfg *cluster.Config) {
 		cfg.LogStore = store
+		cfg.NoSyncUnsafe = false // clustertest turns fsync off; a host keeps it on
 	}})
 	leader := c.WaitLeader(10 * time.Second)
 	n := c.Node(leader)
 	client := nodes.NewClient(n, n)
 	ctx := context.Background()
 	var next, failed atomic.Int64
-	b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0))) // 64 goroutines in all
+	b.SetParallelism(max(1, benchGoroutines()/runtime.GOMAXPROCS(0))) // 64 goroutines in all
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
@@ -51,4 +54,14 @@ func embeddedCreates(b *testing.B, store string) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "creates/s")
+}
+
+// benchGoroutines is EMBEDDED_GOROUTINES, or 64: the proposers of
+// BenchmarkEmbeddedCreates, to see how its rate follows the concurrency.
+func benchGoroutines() int {
+	var n int
+	if _, err := fmt.Sscan(os.Getenv("EMBEDDED_GOROUTINES"), &n); err == nil && n > 0 {
+		return n
+	}
+	return 64
 }
