@@ -127,25 +127,34 @@ func Encode(c Command) ([]byte, error) {
 // Decode parses log bytes written by Encode. It never panics and never
 // allocates beyond a small multiple of len(b).
 func Decode(b []byte) (Command, error) {
-	var c Command
 	if len(b) == 0 {
-		return c, fmt.Errorf("%w: empty command", ErrMalformed)
+		return Command{}, fmt.Errorf("%w: empty command", ErrMalformed)
 	}
 	if len(b) > MaxCommandBytes {
-		return c, fmt.Errorf("%w: command of %d bytes exceeds %d", ErrMalformed, len(b), MaxCommandBytes)
+		return Command{}, fmt.Errorf("%w: command of %d bytes exceeds %d", ErrMalformed, len(b), MaxCommandBytes)
 	}
 	if b[0] != formatV1 {
-		return c, fmt.Errorf("%w: unknown command format 0x%02x", ErrMalformed, b[0])
+		return Command{}, fmt.Errorf("%w: unknown command format 0x%02x", ErrMalformed, b[0])
 	}
-	if fast, ok := decodeCommand(b[1:]); ok {
-		c = fast
-	} else if err := Unmarshal(b[1:], &c); err != nil {
-		return Command{}, err
+	c, ok := decodeCommand(b[1:])
+	if !ok {
+		var err error
+		if c, err = decodeReflective(b[1:]); err != nil {
+			return Command{}, err
+		}
 	}
 	if err := c.check(); err != nil {
 		return Command{}, err
 	}
 	return c, nil
+}
+
+// decodeReflective decodes any form Unmarshal takes: the reference for
+// decodeCommand, on its own so that Decode's result stays off the heap.
+func decodeReflective(b []byte) (Command, error) {
+	var c Command
+	err := Unmarshal(b, &c)
+	return c, err
 }
 
 func (c *Command) check() error {
@@ -155,10 +164,11 @@ func (c *Command) check() error {
 	if len(c.Principal.Tenants) > MaxPrincipalList || len(c.Principal.Roles) > MaxPrincipalList {
 		return fmt.Errorf("%w: principal lists more than %d tenants or roles", ErrMalformed, MaxPrincipalList)
 	}
-	fields := append([]string{c.Principal.ID, c.IdemScope, c.IdemKey, c.Adapter}, c.Principal.Tenants...)
-	for _, s := range append(fields, c.Principal.Roles...) {
-		if len(s) > MaxKeyBytes || !utf8.ValidString(s) {
-			return fmt.Errorf("%w: principal or idempotency field longer than %d bytes or not UTF-8", ErrMalformed, MaxKeyBytes)
+	for _, list := range [...][]string{{c.Principal.ID, c.IdemScope, c.IdemKey, c.Adapter}, c.Principal.Tenants, c.Principal.Roles} {
+		for _, s := range list {
+			if len(s) > MaxKeyBytes || !utf8.ValidString(s) {
+				return fmt.Errorf("%w: principal or idempotency field longer than %d bytes or not UTF-8", ErrMalformed, MaxKeyBytes)
+			}
 		}
 	}
 	if c.IdemScope != "" && c.IdemKey == "" {

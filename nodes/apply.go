@@ -96,7 +96,7 @@ func applyCreateNode(tx *fsm.Tx, cmd *log.Command) (any, error) {
 		return CreateResult{Created: false, Node: *existing}, nil
 	}
 	n := &Node{
-		NodeID: c.NodeID, Labels: labels, Properties: withoutNulls(c.Properties),
+		NodeID: c.NodeID, Labels: labels, Properties: deleteNulls(c.Properties),
 		Version: 1, CreatedIndex: tx.Index, ModifiedIndex: tx.Index,
 	}
 	applySetNow(n.Properties, c.SetNow, tx.Now)
@@ -113,7 +113,10 @@ func applyCreateNode(tx *fsm.Tx, cmd *log.Command) (any, error) {
 		}
 	}
 	tx.Emit("node_create", n.NodeID, "")
-	return CreateResult{Created: true, Node: n.clone()}, nil
+	// No copy: the FSM encodes a result at once (fsm.Response.Result),
+	// and nothing else holds n. Its labels and properties are never nil
+	// (normalizeLabels, deleteNulls), so it encodes as a clone would.
+	return CreateResult{Created: true, Node: *n}, nil
 }
 
 // applyCAS checks every condition against the stored node and, only if all

@@ -89,7 +89,7 @@ func (req CreateRequest) command() (*CreateCommand, error) {
 	if err != nil {
 		return nil, err
 	}
-	props = withoutNulls(props)
+	props = deleteNulls(props)
 	if err := checkFields("properties", props, len(props)); err != nil {
 		return nil, err
 	}

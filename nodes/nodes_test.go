@@ -296,3 +296,27 @@ func TestChangeValuesPageIsBounded(t *testing.T) {
 		t.Fatalf("%d events of 62 KB in %d page(s): the bound did not end a page", n, pages)
 	}
 }
+
+// A create's result holds its labels and properties as empty containers,
+// never nil, whatever the command left out: results are recorded in the
+// idempotency ledger, part of the replicated state, so their bytes must
+// not change from one version to the next.
+func TestCreateResultHasNoNilContainers(t *testing.T) {
+	l := newLocal(t)
+	for i, c := range []nodes.CreateCommand{
+		{NodeID: "bare"},
+		{NodeID: "nulls", Properties: map[string]json.RawMessage{"gone": json.RawMessage("null")}},
+		{NodeID: "empty", Labels: []string{}, Properties: map[string]json.RawMessage{}},
+		{NodeID: "stamped", SetNow: map[string]int64{"at": 0}},
+	} {
+		res := propose(t, l, nodes.CmdCreate, fmt.Sprint("k", i), c)
+		if res.Err != nil {
+			t.Fatalf("%s: %v", c.NodeID, res.Err)
+		}
+		var out nodes.CreateResult
+		decode(t, res.Result, &out)
+		if !out.Created || out.Node.Labels == nil || out.Node.Properties == nil {
+			t.Fatalf("%s: result %+v: labels or properties encoded as nil", c.NodeID, out)
+		}
+	}
+}

@@ -3,7 +3,9 @@ package nodes
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -42,7 +44,7 @@ func storedOf(n *Node) *storedNode {
 		for k, v := range n.Properties { // order-free: sorted below
 			props = append(props, field{Key: k, Value: v})
 		}
-		sort.Slice(props, func(i, j int) bool { return props[i].Key < props[j].Key })
+		slices.SortFunc(props, func(a, b field) int { return strings.Compare(a.Key, b.Key) })
 	}
 	return &storedNode{NodeID: n.NodeID, Labels: n.Labels, Properties: props,
 		Version: n.Version, CreatedIndex: n.CreatedIndex, ModifiedIndex: n.ModifiedIndex}

@@ -3,6 +3,7 @@ package nodes
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"slices"
 	"sort"
 
@@ -214,24 +215,37 @@ func checkFields(what string, fields map[string]json.RawMessage, maxFields int) 
 	if len(fields) > maxFields {
 		return errs.Errorf(errs.CodeInvalid, "%s: %d fields, more than %d", what, len(fields), maxFields)
 	}
-	// In key order: the first bad field names the error, and the error is
-	// part of the response, which must be the same on every replica.
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		v := fields[k]
-		if err := bounds.Identifier(what+" field", k); err != nil {
-			return err
-		}
-		if !canon.IsCanonical(v) {
-			return errs.Errorf(errs.CodeInvalid, "%s field %q: value is not canonical JSON", what, k)
-		}
+	if err := firstBadField(what, fields); err != nil {
+		return err
 	}
 	if n := objectSize(fields); n > MaxPropertiesBytes {
 		return errs.Errorf(errs.CodeInvalid, "%s: %d bytes encoded, more than %d", what, n, MaxPropertiesBytes)
+	}
+	return nil
+}
+
+// firstBadField is the error of the first bad field in key order, or nil.
+// The error is part of the response, which must be the same on every
+// replica, so only a map with a bad field is sorted to find the first:
+// a valid one (nearly every one) is checked in any order, without sorting.
+func firstBadField(what string, fields map[string]json.RawMessage) error {
+	valid := true
+	for k, v := range fields { // order-free: only whether any field is bad
+		if !bounds.IsIdentifier(k) || !canon.IsCanonical(v) {
+			valid = false
+			break
+		}
+	}
+	if valid {
+		return nil
+	}
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		if err := bounds.Identifier(what+" field", k); err != nil {
+			return err
+		}
+		if !canon.IsCanonical(fields[k]) {
+			return errs.Errorf(errs.CodeInvalid, "%s field %q: value is not canonical JSON", what, k)
+		}
 	}
 	return nil
 }
@@ -269,15 +283,19 @@ func CanonicalFields(what string, in map[string]any) (map[string]json.RawMessage
 	return out, nil
 }
 
-// withoutNulls returns fields minus those whose value is null.
-func withoutNulls(fields map[string]json.RawMessage) map[string]json.RawMessage {
-	out := make(map[string]json.RawMessage, len(fields))
-	for k, v := range fields { // order-free: a filtered copy
-		if !bytes.Equal(v, null) {
-			out[k] = v
+// deleteNulls deletes the fields whose value is null, in place, and
+// returns the map: never nil, so a node without properties stores and
+// encodes an empty map, as it always has.
+func deleteNulls(fields map[string]json.RawMessage) map[string]json.RawMessage {
+	if fields == nil {
+		return map[string]json.RawMessage{}
+	}
+	for k, v := range fields { // order-free: each null is deleted
+		if bytes.Equal(v, null) {
+			delete(fields, k)
 		}
 	}
-	return out
+	return fields
 }
 
 // clone returns a deep copy, so stored nodes are never shared or mutated.

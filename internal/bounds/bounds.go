@@ -19,6 +19,20 @@ func Identifier(field, s string) error {
 	return OptionalIdentifier(field, s)
 }
 
+// IsIdentifier reports whether Identifier accepts s, without building an
+// error: for the hot paths that name an error only once they know of one.
+func IsIdentifier(s string) bool {
+	if s == "" || len(s) > MaxIdentifierBytes || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
+}
+
 // OptionalIdentifier is Identifier that also accepts the empty string.
 func OptionalIdentifier(field, s string) error {
 	if len(s) > MaxIdentifierBytes {
