@@ -19,19 +19,10 @@ func Identifier(field, s string) error {
 	return OptionalIdentifier(field, s)
 }
 
-// IsIdentifier reports whether Identifier accepts s, without building an
-// error: for the hot paths that name an error only once they know of one.
-func IsIdentifier(s string) bool {
-	if s == "" || len(s) > MaxIdentifierBytes || !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			return false
-		}
-	}
-	return true
-}
+// IsIdentifier reports whether Identifier accepts s. It names no field,
+// so a hot path that names one only in an error builds no name for the
+// identifiers that pass.
+func IsIdentifier(s string) bool { return Identifier("identifier", s) == nil }
 
 // OptionalIdentifier is Identifier that also accepts the empty string.
 func OptionalIdentifier(field, s string) error {
