@@ -253,6 +253,7 @@ func (f *FSM) writeState(w io.Writer, txn *statestore.Txn, perTable bool) (Hashe
 type frameWriter struct {
 	w   io.Writer
 	err error
+	hdr [5]byte // the frame header being written
 
 	h      io.Writer // every byte
 	also   io.Writer // if set, the bytes of the current table too
@@ -376,15 +377,20 @@ func (fw *frameWriter) frame(kind byte, v any) {
 
 // encodeFrame is the body of a frame that holds v.
 func encodeFrame(v any) ([]byte, error) {
-	body, err := log.Marshal(v)
+	return appendFrameBody(nil, v)
+}
+
+// appendFrameBody appends the body of a frame that holds v to b.
+func appendFrameBody(b []byte, v any) ([]byte, error) {
+	out, err := log.AppendMarshal(b, v)
 	if err != nil {
-		return nil, fmt.Errorf("fsm: snapshot encode: %w", err)
+		return b, fmt.Errorf("fsm: snapshot encode: %w", err)
 	}
-	if len(body) > maxFrameBytes {
+	if n := len(out) - len(b); n > maxFrameBytes {
 		// A stream no replica could read back is refused here, not later.
-		return nil, fmt.Errorf("fsm: snapshot row of %d bytes exceeds %d", len(body), maxFrameBytes)
+		return b, fmt.Errorf("fsm: snapshot row of %d bytes exceeds %d", n, maxFrameBytes)
 	}
-	return body, nil
+	return out, nil
 }
 
 // body writes a frame of an encoded body.
@@ -392,10 +398,11 @@ func (fw *frameWriter) body(kind byte, body []byte) {
 	if fw.err != nil {
 		return
 	}
-	var hdr [5]byte
-	hdr[0] = kind
-	binary.BigEndian.PutUint32(hdr[1:], uint32(len(body)))
-	fw.raw(hdr[:])
+	// In the writer, not on the stack: passed to an io.Writer, a local
+	// array escapes, one allocation per row.
+	fw.hdr[0] = kind
+	binary.BigEndian.PutUint32(fw.hdr[1:], uint32(len(body)))
+	fw.raw(fw.hdr[:])
 	fw.raw(body)
 }
 

@@ -181,19 +181,26 @@ func (l *loader) insert(txn *statestore.Txn, st *loadedState) {
 }
 
 // rows writes a row frame for every row it yields and returns how many
-// it wrote. Encoding (msgpack through reflection, then the canonical
-// form) is most of a snapshot's work: one goroutine walks the index and
-// hands out batches of rows, each batch is encoded on its own goroutine,
-// and the frames are written here in index order, at most batchesAhead
-// batches behind the walk. The bytes are those of encoding one row after
-// the other; the first error in index order is the one kept.
+// it wrote. Encoding is most of a snapshot's work: one goroutine walks
+// the index and hands out batches of rows, each batch is encoded on its
+// own goroutine, and the frames are written here in index order, at most
+// batchesAhead batches behind the walk. The bytes are those of encoding
+// one row after the other; the first error in index order is the one
+// kept.
+//
+// A batch encodes its rows into one buffer, and a written batch is
+// handed back to be filled again: a stream of a million rows reuses a
+// dozen buffers instead of leaving a million bodies (its whole size) to
+// the collector, which under a memory limit near the live heap ran
+// without pause for as long as the stream did.
 func (fw *frameWriter) rows(it interface{ Next() any }) uint64 {
 	queue := make(chan *encodeBatch, batchesAhead)
+	free := make(chan *encodeBatch, batchesAhead+2)
 	stop := make(chan struct{})
 	go func() {
 		defer close(queue)
 		for {
-			b := &encodeBatch{encoded: make(chan struct{})}
+			b := reuseBatch(free)
 			for raw := it.Next(); raw != nil; raw = it.Next() {
 				if b.rows = append(b.rows, raw); len(b.rows) == rowBatchSize {
 					break
@@ -227,21 +234,49 @@ func (fw *frameWriter) rows(it interface{ Next() any }) uint64 {
 			}
 			continue // drain what was queued
 		}
-		for _, body := range b.bodies {
-			fw.body('R', body)
+		start := 0
+		for _, end := range b.ends {
+			fw.body('R', b.buf[start:end])
+			start = end
 			n++
+		}
+		if cap(b.buf) <= maxReusedBatchBytes {
+			select {
+			case free <- b:
+			default:
+			}
 		}
 	}
 	return n
 }
 
+// maxReusedBatchBytes is the largest batch buffer handed back for reuse:
+// rows are a few hundred bytes, and the rare batch of large rows is not
+// worth keeping.
+const maxReusedBatchBytes = 1 << 20
+
 // encodeBatch is consecutive rows of one index and, once encoded is
-// closed, their frame bodies, or the error of the first that failed.
+// closed, their frame bodies one after the other in buf (body i ends at
+// ends[i]), or the error of the first that failed.
 type encodeBatch struct {
 	rows    []any
-	bodies  [][]byte
+	buf     []byte
+	ends    []int
 	err     error
 	encoded chan struct{}
+}
+
+// reuseBatch is an empty batch: a written one from free, or a new one.
+func reuseBatch(free chan *encodeBatch) *encodeBatch {
+	select {
+	case b := <-free:
+		clear(b.rows) // no hold on rows a later state dropped
+		b.rows, b.buf, b.ends = b.rows[:0], b.buf[:0], b.ends[:0]
+		b.encoded = make(chan struct{})
+		return b
+	default:
+		return &encodeBatch{rows: make([]any, 0, rowBatchSize), ends: make([]int, 0, rowBatchSize), encoded: make(chan struct{})}
+	}
 }
 
 func (b *encodeBatch) encode() {
@@ -251,13 +286,12 @@ func (b *encodeBatch) encode() {
 			b.err = fmt.Errorf("fsm: snapshot encode: encoder panicked: %v", r)
 		}
 	}()
-	b.bodies = make([][]byte, 0, len(b.rows))
 	for _, row := range b.rows {
-		body, err := encodeFrame(row)
-		if err != nil {
+		var err error
+		if b.buf, err = appendFrameBody(b.buf, row); err != nil {
 			b.err = err
 			return
 		}
-		b.bodies = append(b.bodies, body)
+		b.ends = append(b.ends, len(b.buf))
 	}
 }

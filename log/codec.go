@@ -43,6 +43,20 @@ func Marshal(v any) ([]byte, error) {
 	return MarshalReflective(v)
 }
 
+// AppendMarshal appends Marshal(v) to b: an Appender writes into b's
+// spare room, so a caller that encodes many values into one reused
+// buffer (a snapshot's rows) makes no garbage per value.
+func AppendMarshal(b []byte, v any) ([]byte, error) {
+	if a, ok := v.(Appender); ok {
+		return a.AppendMsgpack(b)
+	}
+	body, err := MarshalReflective(v)
+	if err != nil {
+		return b, err
+	}
+	return append(b, body...), nil
+}
+
 // MarshalReflective is Marshal through msgpack's reflection and the
 // canonical pass, whether or not v is an Appender: what an Appender's
 // test compares it with.
