@@ -22,6 +22,11 @@ type Keyed struct {
 	// Key is the row's key in the index, as FromObject gives it; ok is
 	// false when the row has no value (FromObject's false).
 	Key func(row any) (key string, ok bool, err error)
+	// Arg, if set, is the key FromArgs gives args, for the arguments it
+	// knows (ok); for any others the indexer's FromArgs answers, errors
+	// included. A create looks its node up by id before it writes: the
+	// indexer's FromArgs allocated twice for that.
+	Arg func(args []any) (key string, ok bool)
 }
 
 // FromObject is the wrapped indexer's.
@@ -56,7 +61,20 @@ func StringField[R any](field string, of func(*R) string) *Keyed {
 			return "", false, nil // go-memdb: an empty string is no value
 		}
 		return v + "\x00", true, nil
-	}}
+	}, Arg: stringArg}
+}
+
+// stringArg is memdb.StringFieldIndex's FromArgs for its one form of
+// arguments, a single string.
+func stringArg(args []any) (string, bool) {
+	if len(args) != 1 {
+		return "", false
+	}
+	s, ok := args[0].(string)
+	if !ok {
+		return "", false
+	}
+	return s + "\x00", true
 }
 
 // StringFields indexes rows of type *R by two string fields: the keys of

@@ -7,6 +7,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/internal/statestore"
 	memdb "github.com/hashicorp/go-memdb"
+	"pgregory.net/rapid"
 )
 
 func TestVerifyKeysAcceptsKeyersThatAgree(t *testing.T) {
@@ -34,6 +35,29 @@ func TestVerifyKeysCatchesAKeyerThatDisagrees(t *testing.T) {
 		err := statestore.VerifyKeys(table, &row{ID: "x", Group: "a", N: 1, C: 3})
 		if err == nil || !strings.Contains(err.Error(), "Key gives") {
 			t.Errorf("%s: a keyer that disagrees passes: %v", name, err)
+		}
+	}
+}
+
+// TestStringFieldArgIsFromArgs: the lookup key StringField builds
+// without go-memdb is FromArgs' for every single string, and it declines
+// every other form of arguments, which FromArgs then answers (refuses).
+func TestStringFieldArgIsFromArgs(t *testing.T) {
+	k := statestore.StringField("ID", func(r *row) string { return r.ID })
+	rapid.Check(t, func(t *rapid.T) {
+		s := rapid.String().Draw(t, "s")
+		key, ok := k.Arg([]any{s})
+		want, err := k.FromArgs(s)
+		if !ok || err != nil || key != string(want) {
+			t.Fatalf("Arg(%q) = %q, %t; FromArgs = %q, %v", s, key, ok, want, err)
+		}
+	})
+	for _, args := range [][]any{{}, {"a", "b"}, {1}, {[]byte("a")}, {nil}} {
+		if key, ok := k.Arg(args); ok {
+			t.Errorf("Arg(%#v) = %q: FromArgs refuses these arguments", args, key)
+		}
+		if _, err := k.FromArgs(args...); err == nil {
+			t.Errorf("FromArgs(%#v) accepts what Arg declines", args)
 		}
 	}
 }

@@ -97,12 +97,8 @@ func (txn *Txn) writable(t *table) []*tree {
 // nothing. A missing value in an index that allows it gives no keys. A
 // single-value index's key shares one allocation with the others'.
 func (t *table) keysOf(obj any) (idKey string, keys [][]string, err error) {
-	idKey, ok, err := t.index[t.idPos].keyOf(obj)
-	if err != nil {
-		return "", nil, fmt.Errorf("failed to build primary index: %v", err)
-	}
-	if !ok {
-		return "", nil, fmt.Errorf("object missing primary index")
+	if idKey, err = t.primaryKey(obj); err != nil {
+		return "", nil, err
 	}
 	keys = make([][]string, len(t.index))
 	single := make([]string, len(t.index))
@@ -142,6 +138,18 @@ func (t *table) keysOf(obj any) (idKey string, keys [][]string, err error) {
 		}
 	}
 	return idKey, keys, nil
+}
+
+// primaryKey is obj's key in t's primary index.
+func (t *table) primaryKey(obj any) (string, error) {
+	idKey, ok, err := t.index[t.idPos].keyOf(obj)
+	if err != nil {
+		return "", fmt.Errorf("failed to build primary index: %v", err)
+	}
+	if !ok {
+		return "", fmt.Errorf("object missing primary index")
+	}
+	return idKey, nil
 }
 
 // key is the tree key of an index value: the value itself in a unique
@@ -205,6 +213,16 @@ func (txn *Txn) Insert(table string, obj any) error {
 	if err != nil {
 		return err
 	}
+	if len(t.index) == 1 {
+		// Only a primary index (most tables): its key is the whole write,
+		// and no keys need collecting for other trees, nor deleting.
+		idKey, err := t.primaryKey(obj)
+		if err != nil {
+			return err
+		}
+		txn.writable(t)[0].Set(entry{key: idKey, obj: obj})
+		return nil
+	}
 	idKey, keys, err := t.keysOf(obj)
 	if err != nil {
 		return err
@@ -252,12 +270,15 @@ func (txn *Txn) Delete(table string, obj any) error {
 	if err != nil {
 		return err
 	}
-	idKey, ok, err := t.index[t.idPos].keyOf(obj)
+	idKey, err := t.primaryKey(obj)
 	if err != nil {
-		return fmt.Errorf("failed to build primary index: %v", err)
+		return err
 	}
-	if !ok {
-		return fmt.Errorf("object missing primary index")
+	if len(t.index) == 1 {
+		if _, found := txn.writable(t)[0].Delete(entry{key: idKey}); !found {
+			return ErrNotFound
+		}
+		return nil
 	}
 	existing, found := txn.tree(t, t.idPos).Get(entry{key: idKey})
 	if !found {
@@ -299,54 +320,61 @@ func (txn *Txn) DeleteAll(table, index string, args ...any) (int, error) {
 
 // lookup resolves an index name (with go-memdb's "_prefix" suffix for a
 // prefix of the index's value) and arguments to the index's position and
-// the key or key prefix to look for; nil with no arguments.
-func (txn *Txn) lookup(table, index string, args []any) (t *table, pos int, val []byte, exact bool, err error) {
+// the key or key prefix to look for; "" with no arguments. exact says
+// the key is a whole key of a unique index.
+func (txn *Txn) lookup(table, index string, args []any) (t *table, pos int, key string, exact bool, err error) {
 	t, err = txn.db.table(table)
 	if err != nil {
-		return nil, 0, nil, false, err
+		return nil, 0, "", false, err
 	}
 	name, prefixScan := strings.CutSuffix(index, "_prefix")
 	pos, ok := t.byName[name]
 	if !ok {
-		return nil, 0, nil, false, fmt.Errorf("invalid index '%s'", name)
+		return nil, 0, "", false, fmt.Errorf("invalid index '%s'", name)
 	}
 	ix := &t.index[pos]
 	if len(args) == 0 {
-		return t, pos, nil, false, nil
+		return t, pos, "", false, nil
 	}
+	if k, ok := ix.indexer.(*Keyed); ok && !prefixScan && k.Arg != nil {
+		if key, ok := k.Arg(args); ok {
+			return t, pos, key, ix.unique, nil
+		}
+	}
+	var val []byte
 	if prefixScan {
 		p, ok := ix.indexer.(memdb.PrefixIndexer)
 		if !ok {
-			return nil, 0, nil, false, fmt.Errorf("index '%s' does not support prefix scanning", name)
+			return nil, 0, "", false, fmt.Errorf("index '%s' does not support prefix scanning", name)
 		}
 		val, err = p.PrefixFromArgs(args...)
 	} else {
 		val, err = ix.indexer.FromArgs(args...)
 	}
 	if err != nil {
-		return nil, 0, nil, false, fmt.Errorf("index error: %v", err)
+		return nil, 0, "", false, fmt.Errorf("index error: %v", err)
 	}
-	return t, pos, val, ix.unique && !prefixScan && val != nil, nil
+	return t, pos, string(val), ix.unique && !prefixScan && val != nil, nil
 }
 
 // First is the first row the index gives for args: the row with that key
 // in a unique index, else the first whose key begins with it. Nil if
 // there is none.
 func (txn *Txn) First(table, index string, args ...any) (any, error) {
-	t, pos, val, exact, err := txn.lookup(table, index, args)
+	t, pos, key, exact, err := txn.lookup(table, index, args)
 	if err != nil {
 		return nil, err
 	}
 	tr := txn.tree(t, pos)
 	if exact {
-		if e, ok := tr.Get(entry{key: string(val)}); ok {
+		if e, ok := tr.Get(entry{key: key}); ok {
 			return e.obj, nil
 		}
 		return nil, nil
 	}
 	it := tr.Iter()
 	defer it.Release()
-	if it.Seek(entry{key: string(val)}) && strings.HasPrefix(it.Item().key, string(val)) {
+	if it.Seek(entry{key: key}) && strings.HasPrefix(it.Item().key, key) {
 		return it.Item().obj, nil
 	}
 	return nil, nil
@@ -355,29 +383,29 @@ func (txn *Txn) First(table, index string, args ...any) (any, error) {
 // Get iterates, in key order, the rows whose key in the index begins
 // with the key args give (every row with no args).
 func (txn *Txn) Get(table, index string, args ...any) (memdb.ResultIterator, error) {
-	t, pos, val, _, err := txn.lookup(table, index, args)
+	t, pos, key, _, err := txn.lookup(table, index, args)
 	if err != nil {
 		return nil, err
 	}
-	return newIterator(txn.frozen(t, pos), string(val), prefixed), nil
+	return newIterator(txn.frozen(t, pos), key, prefixed), nil
 }
 
 // LowerBound iterates, in key order, the rows whose key in the index is
 // at least the key args give.
 func (txn *Txn) LowerBound(table, index string, args ...any) (memdb.ResultIterator, error) {
-	t, pos, val, _, err := txn.lookup(table, index, args)
+	t, pos, key, _, err := txn.lookup(table, index, args)
 	if err != nil {
 		return nil, err
 	}
-	return newIterator(txn.frozen(t, pos), string(val), ascending), nil
+	return newIterator(txn.frozen(t, pos), key, ascending), nil
 }
 
 // ReverseLowerBound iterates, in descending key order, the rows whose key
 // in the index is at most the key args give.
 func (txn *Txn) ReverseLowerBound(table, index string, args ...any) (memdb.ResultIterator, error) {
-	t, pos, val, _, err := txn.lookup(table, index, args)
+	t, pos, key, _, err := txn.lookup(table, index, args)
 	if err != nil {
 		return nil, err
 	}
-	return newIterator(txn.frozen(t, pos), string(val), descending), nil
+	return newIterator(txn.frozen(t, pos), key, descending), nil
 }
