@@ -57,7 +57,8 @@ type Reader interface {
 }
 
 // Submit proposes a command built from payload and decodes the result into
-// out (a pointer), turning a domain failure into the returned error.
+// out (a pointer to a zero value: a log.DirectDecoder decodes itself),
+// turning a domain failure into the returned error.
 func Submit(ctx context.Context, p Proposer, cmd log.Command, payload, out any) (*Response, error) {
 	body, err := log.Marshal(payload)
 	if err != nil {
@@ -75,6 +76,9 @@ func Submit(ctx context.Context, p Proposer, cmd log.Command, payload, out any) 
 		return res, res.Err
 	}
 	if out != nil {
+		if d, ok := out.(log.DirectDecoder); ok && d.DecodeDirect(res.Result) {
+			return res, nil
+		}
 		if err := log.Unmarshal(res.Result, out); err != nil {
 			return res, errs.Errorf(errs.CodeInternal, "decode result: %v", err)
 		}

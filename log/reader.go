@@ -85,6 +85,17 @@ func (r *Reader) Nil() bool {
 	return false
 }
 
+// EmptyArray consumes an empty msgpack array if one is next: what Strs
+// declines, for a decoder whose reflective twin reads it as an empty,
+// non-nil slice.
+func (r *Reader) EmptyArray() bool {
+	if r.ok && r.pos < len(r.b) && r.b[r.pos] == 0x90 {
+		r.pos++
+		return true
+	}
+	return false
+}
+
 // MapLen reads a map header in its shortest form. Each entry takes two
 // bytes at least: a longer claim is declined before anything is sized by
 // it.

@@ -198,6 +198,84 @@ func (l *labelRow) AppendMsgpack(b []byte) ([]byte, error) {
 	return log.AppendString(log.AppendString(b, "node_id"), l.NodeID), nil
 }
 
+// DecodeDirect reads a create result in the canonical form its
+// AppendMsgpack writes (log.DirectDecoder): the proposer of every create
+// decodes one (fsm.Submit), and msgpack's reflection was 3% of the CPU
+// of embedded proposers. FuzzDecodeResultsAgree holds it to the
+// reflective decoder.
+func (res *CreateResult) DecodeDirect(b []byte) bool {
+	var out CreateResult
+	r := log.NewReader(b)
+	r.Map(func(key string) {
+		switch key {
+		case "node":
+			readNode(r, &out.Node)
+		case "created":
+			out.Created = r.Bool()
+		default:
+			r.Decline()
+		}
+	})
+	if !r.Done() {
+		return false
+	}
+	*res = out
+	return true
+}
+
+// DecodeDirect reads a CAS result as CreateResult.DecodeDirect reads a
+// create's.
+func (res *CASResult) DecodeDirect(b []byte) bool {
+	var out CASResult
+	r := log.NewReader(b)
+	r.Map(func(key string) {
+		switch key {
+		case "node":
+			readNode(r, &out.Node)
+		case "swapped":
+			out.Swapped = r.Bool()
+		default:
+			r.Decline()
+		}
+	})
+	if !r.Done() {
+		return false
+	}
+	*res = out
+	return true
+}
+
+// readNode reads a node's map as appendNode writes it. An empty label
+// list is an empty slice, as reflection reads it.
+func readNode(r *log.Reader, n *Node) {
+	r.Map(func(key string) {
+		switch key {
+		case "labels":
+			switch {
+			case r.Nil():
+			case r.EmptyArray():
+				n.Labels = []string{}
+			default:
+				n.Labels = r.Strs()
+			}
+		case "node_id":
+			n.NodeID = r.Str()
+		case "version":
+			n.Version = r.Uint64()
+		case "properties":
+			if !r.Nil() {
+				n.Properties = readProperties(r)
+			}
+		case "created_index":
+			n.CreatedIndex = r.Uint64()
+		case "modified_index":
+			n.ModifiedIndex = r.Uint64()
+		default:
+			r.Decline()
+		}
+	})
+}
+
 // DecodeDirect reads a stored node in the canonical form its
 // AppendMsgpack writes (log.DirectDecoder), for restores and restarts;
 // FuzzDecodeRowsAgree holds it to the reflective decoder.

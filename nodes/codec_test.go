@@ -212,3 +212,79 @@ func FuzzDecodeRowsAgree(f *testing.F) {
 		}
 	})
 }
+
+// Whatever a result's direct decoder takes, the reflective one takes with
+// an equal result; what it declines it leaves untouched.
+func FuzzDecodeResultsAgree(f *testing.F) {
+	n := Node{NodeID: "n", Labels: []string{"a"}, Version: 3, CreatedIndex: 9, ModifiedIndex: 300,
+		Properties: map[string]json.RawMessage{"owner": json.RawMessage(`"x"`), "fence": json.RawMessage("1")}}
+	bare := Node{NodeID: "m", Labels: []string{}, Properties: map[string]json.RawMessage{}, Version: 1}
+	for _, node := range []Node{n, bare} {
+		f.Add(log.MustMarshal(CreateResult{Created: true, Node: node}), false)
+		f.Add(log.MustMarshal(CASResult{Swapped: true, Node: node}), true)
+	}
+	f.Fuzz(func(t *testing.T, b []byte, cas bool) {
+		if cas {
+			var fast, slow CASResult
+			checkResultDecoders(t, b, &fast, &slow, fast.DecodeDirect(b))
+			return
+		}
+		var fast, slow CreateResult
+		checkResultDecoders(t, b, &fast, &slow, fast.DecodeDirect(b))
+	})
+}
+
+// checkResultDecoders: a declined fast is still zero; a taken one equals
+// what the reflective decoder reads into slow.
+func checkResultDecoders[R any](t *testing.T, b []byte, fast, slow *R, took bool) {
+	t.Helper()
+	var zero R
+	if !took {
+		if diff := cmp.Diff(zero, *fast); diff != "" {
+			t.Fatalf("declined %x but changed the result:\n%s", b, diff)
+		}
+		return
+	}
+	if err := log.Unmarshal(b, slow); err != nil {
+		t.Fatalf("direct decoder took %x, the reflective one refuses it: %v", b, err)
+	}
+	if diff := cmp.Diff(*slow, *fast); diff != "" {
+		t.Fatalf("decoders disagree on %x (-reflective +direct):\n%s", b, diff)
+	}
+}
+
+// The result decoders take every result Apply writes (but nil property
+// values, which results never hold) and read it back as it was.
+func TestDecodeResultsTakeWhatMarshalWrites(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := genNode(t)
+		for k, v := range n.Properties {
+			if v == nil {
+				delete(n.Properties, k)
+			}
+		}
+		want := CreateResult{Created: rapid.Bool().Draw(t, "created"), Node: n}
+		var got CreateResult
+		if !got.DecodeDirect(log.MustMarshal(want)) {
+			t.Fatalf("declined %+v", want)
+		}
+		var slow CreateResult
+		if err := log.Unmarshal(log.MustMarshal(want), &slow); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(slow, got); diff != "" {
+			t.Fatalf("create result (-reflective +direct):\n%s", diff)
+		}
+		cas := CASResult{Swapped: rapid.Bool().Draw(t, "swapped"), Node: n}
+		var gotCAS, slowCAS CASResult
+		if !gotCAS.DecodeDirect(log.MustMarshal(cas)) {
+			t.Fatalf("declined %+v", cas)
+		}
+		if err := log.Unmarshal(log.MustMarshal(cas), &slowCAS); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(slowCAS, gotCAS); diff != "" {
+			t.Fatalf("CAS result (-reflective +direct):\n%s", diff)
+		}
+	})
+}
