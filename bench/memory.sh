@@ -26,7 +26,7 @@
 set -euo pipefail
 records=${1:-1000000}
 value=${2:-256}
-store=${3:-bolt}
+store=${3:-wal} # the default of a new data directory (log.DefaultStore)
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d /tmp/arbiter-memory-XXXXXX)
 pid=
