@@ -204,45 +204,38 @@ func (l *labelRow) AppendMsgpack(b []byte) ([]byte, error) {
 // of embedded proposers. FuzzDecodeResultsAgree holds it to the
 // reflective decoder.
 func (res *CreateResult) DecodeDirect(b []byte) bool {
-	var out CreateResult
-	r := log.NewReader(b)
-	r.Map(func(key string) {
-		switch key {
-		case "node":
-			readNode(r, &out.Node)
-		case "created":
-			out.Created = r.Bool()
-		default:
-			r.Decline()
-		}
-	})
-	if !r.Done() {
-		return false
+	node, created, ok := readResult(b, "created")
+	if ok {
+		*res = CreateResult{Created: created, Node: node}
 	}
-	*res = out
-	return true
+	return ok
 }
 
 // DecodeDirect reads a CAS result as CreateResult.DecodeDirect reads a
 // create's.
 func (res *CASResult) DecodeDirect(b []byte) bool {
-	var out CASResult
+	node, swapped, ok := readResult(b, "swapped")
+	if ok {
+		*res = CASResult{Swapped: swapped, Node: node}
+	}
+	return ok
+}
+
+// readResult reads a result's map: its node, and the flag that flagKey
+// names (the key after "node" in canonical order).
+func readResult(b []byte, flagKey string) (node Node, flag, ok bool) {
 	r := log.NewReader(b)
 	r.Map(func(key string) {
 		switch key {
 		case "node":
-			readNode(r, &out.Node)
-		case "swapped":
-			out.Swapped = r.Bool()
+			readNode(r, &node)
+		case flagKey:
+			flag = r.Bool()
 		default:
 			r.Decline()
 		}
 	})
-	if !r.Done() {
-		return false
-	}
-	*res = out
-	return true
+	return node, flag, r.Done()
 }
 
 // readNode reads a node's map as appendNode writes it. An empty label
