@@ -162,7 +162,11 @@ func (l *loader) insert(txn *statestore.Txn, st *loadedState) {
 			continue
 		}
 		for _, row := range b.rows {
-			if err := txn.Insert(b.table.Schema.Name, row); err != nil {
+			// A stream holds each table's rows in primary-key order
+			// (writeState walks the "id" index), which Load appends
+			// without searching; a stream in another order loads the
+			// same state, only slower.
+			if err := txn.Load(b.table.Schema.Name, row); err != nil {
 				b.err = fmt.Errorf("%w: table %s row: %v", ErrSnapshot, b.table.Schema.Name, err)
 				break
 			}
