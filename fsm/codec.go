@@ -73,8 +73,8 @@ func (e *Event) AppendMsgpack(b []byte) ([]byte, error) {
 func (e *Event) DecodeDirect(b []byte) bool {
 	var out Event
 	r := log.NewReader(b)
-	r.Map(func(key string) {
-		switch key {
+	r.Map(func(key []byte) {
+		switch string(key) {
 		case "key":
 			out.Key = r.Str()
 		case "seq":

@@ -66,8 +66,8 @@ func appendPrincipal(b []byte, p *Principal) []byte {
 func decodeCommand(b []byte) (Command, bool) {
 	var c Command
 	r := NewReader(b)
-	r.Map(func(key string) {
-		switch key {
+	r.Map(func(key []byte) {
+		switch string(key) {
 		case "a":
 			c.Adapter = r.Str()
 		case "d":
@@ -96,8 +96,8 @@ func decodeCommand(b []byte) (Command, bool) {
 
 func decodePrincipal(r *Reader) Principal {
 	var p Principal
-	r.Map(func(key string) {
-		switch key {
+	r.Map(func(key []byte) {
+		switch string(key) {
 		case "id":
 			p.ID = r.Str()
 		case "roles":

@@ -38,8 +38,8 @@ func ExampleReader() {
 	b, _ := log.Marshal(lease{Holder: "worker-7", Fence: 300})
 	var l lease
 	r := log.NewReader(b)
-	r.Map(func(key string) {
-		switch key {
+	r.Map(func(key []byte) {
+		switch string(key) {
 		case "fence":
 			l.Fence = uint64(r.Int())
 		case "holder":

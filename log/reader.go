@@ -122,21 +122,32 @@ func (r *Reader) MapLen() int {
 	return n
 }
 
-// Map reads a map, handing each key to field, which must read that
-// key's value or Decline an unknown key. The keys are checked as they
-// come: each a string in its shortest form, sorting after the one before
-// by encoded bytes (the canonical order), which rules out duplicates too.
-// The first decline ends the map.
-func (r *Reader) Map(field func(key string)) { r.Entries(r.MapLen(), field) }
+// Map reads a map whose keys name fields (a struct's encoding), handing
+// each key to field, which must read that key's value or Decline an
+// unknown key. The keys are checked as they come: each a string in its
+// shortest form, sorting after the one before by encoded bytes (the
+// canonical order), which rules out duplicates too. The first decline
+// ends the map.
+//
+// key is the buffer's own bytes, valid only during the call: compare it
+// with switch string(key), which copies nothing, where a string key
+// would cost an allocation per field of every row a restore reads.
+func (r *Reader) Map(field func(key []byte)) { r.entries(r.MapLen(), field) }
 
 // Entries reads the n entries of a map whose header MapLen has read (a
-// decoder that sizes what it fills by n), as Map does.
+// decoder that sizes what it fills by n), as Map does, handing each key
+// as a string of its own, which the decoder may keep: for maps whose
+// keys are data (property names), not field names.
 func (r *Reader) Entries(n int, field func(key string)) {
+	r.entries(n, func(key []byte) { field(string(key)) })
+}
+
+func (r *Reader) entries(n int, field func(key []byte)) {
 	var prev []byte
 	for ; n > 0 && r.ok; n-- {
 		start := r.pos
-		key := r.str(true)
-		enc := r.b[start:r.pos]
+		key := r.strBytes(true)
+		enc := r.b[start:r.pos] // the header too: canonical order is by encoded bytes
 		if !r.ok || bytes.Compare(prev, enc) >= 0 {
 			r.ok = false
 			return
@@ -150,7 +161,10 @@ func (r *Reader) Entries(n int, field func(key string)) {
 func (r *Reader) Str() string { return r.str(false) }
 
 // str reads a string, in its shortest header only if shortest.
-func (r *Reader) str(shortest bool) string {
+func (r *Reader) str(shortest bool) string { return string(r.strBytes(shortest)) }
+
+// strBytes is str's bytes, the buffer's own.
+func (r *Reader) strBytes(shortest bool) []byte {
 	c := r.byte1()
 	n := 0
 	switch {
@@ -165,7 +179,7 @@ func (r *Reader) str(shortest bool) string {
 	default:
 		r.ok = false
 	}
-	return string(r.take(n))
+	return r.take(n)
 }
 
 // Bin reads a bin value into a copy, which outlives the buffer read.

@@ -79,8 +79,8 @@ func appendProperties(b []byte, props map[string]json.RawMessage) []byte {
 func decodeCreateDirect(b []byte, v2 bool) (CreateCommand, bool) {
 	var c CreateCommand
 	r := log.NewReader(b)
-	r.Map(func(key string) {
-		switch key {
+	r.Map(func(key []byte) {
+		switch string(key) {
 		case "labels":
 			if !r.Nil() {
 				c.Labels = r.Strs()
@@ -225,11 +225,11 @@ func (res *CASResult) DecodeDirect(b []byte) bool {
 // names (the key after "node" in canonical order).
 func readResult(b []byte, flagKey string) (node Node, flag, ok bool) {
 	r := log.NewReader(b)
-	r.Map(func(key string) {
-		switch key {
-		case "node":
+	r.Map(func(key []byte) {
+		switch { // comparisons, not switch string(key): flagKey is no constant
+		case string(key) == "node":
 			readNode(r, &node)
-		case flagKey:
+		case string(key) == flagKey:
 			flag = r.Bool()
 		default:
 			r.Decline()
@@ -241,8 +241,8 @@ func readResult(b []byte, flagKey string) (node Node, flag, ok bool) {
 // readNode reads a node's map as appendNode writes it. An empty label
 // list is an empty slice, as reflection reads it.
 func readNode(r *log.Reader, n *Node) {
-	r.Map(func(key string) {
-		switch key {
+	r.Map(func(key []byte) {
+		switch string(key) {
 		case "labels":
 			switch {
 			case r.Nil():
@@ -275,8 +275,8 @@ func readNode(r *log.Reader, n *Node) {
 func (s *storedNode) DecodeDirect(b []byte) bool {
 	var out storedNode
 	r := log.NewReader(b)
-	r.Map(func(key string) {
-		switch key {
+	r.Map(func(key []byte) {
+		switch string(key) {
 		case "labels":
 			if !r.Nil() {
 				out.Labels = r.Strs()
@@ -321,8 +321,8 @@ func readFields(r *log.Reader) fields {
 func (l *labelRow) DecodeDirect(b []byte) bool {
 	var out labelRow
 	r := log.NewReader(b)
-	r.Map(func(key string) {
-		switch key {
+	r.Map(func(key []byte) {
+		switch string(key) {
 		case "label":
 			out.Label = r.Str()
 		case "node_id":
