@@ -574,34 +574,50 @@ type frameReader struct {
 }
 
 func (fr *frameReader) next() (byte, []byte, error) {
+	kind, body, _, err := fr.nextIn(nil)
+	return kind, body, err
+}
+
+// nextIn is next, reading a body of up to exactFrameBytes into arena's
+// spare capacity when it fits there (a restore's rows: one buffer per
+// batch instead of one allocation per row). It answers arena grown by
+// the body it holds; such a body is valid only while arena is not
+// reused.
+func (fr *frameReader) nextIn(arena []byte) (byte, []byte, []byte, error) {
 	if fr.hasPending {
 		fr.hasPending = false
-		return fr.pendingKind, fr.pendingBody, nil
+		return fr.pendingKind, fr.pendingBody, arena, nil
 	}
 	var hdr [5]byte
 	if _, err := io.ReadFull(fr.r, hdr[:]); err != nil {
-		return 0, nil, fmt.Errorf("%w: truncated frame header", ErrSnapshot)
+		return 0, nil, arena, fmt.Errorf("%w: truncated frame header", ErrSnapshot)
 	}
 	n := binary.BigEndian.Uint32(hdr[1:])
 	if n > maxFrameBytes {
-		return 0, nil, fmt.Errorf("%w: frame of %d bytes exceeds %d", ErrSnapshot, n, maxFrameBytes)
+		return 0, nil, arena, fmt.Errorf("%w: frame of %d bytes exceeds %d", ErrSnapshot, n, maxFrameBytes)
 	}
 	var body []byte
 	var err error
-	if n <= exactFrameBytes {
+	switch size := int(n); {
+	case size <= exactFrameBytes && size <= cap(arena)-len(arena):
+		// Capped, so that nothing appended to one body reaches the next.
+		body = arena[len(arena) : len(arena)+size : len(arena)+size]
+		arena = arena[:len(arena)+size]
+		_, err = io.ReadFull(fr.r, body)
+	case size <= exactFrameBytes:
 		// Most frames are rows of a few hundred bytes: one allocation of
 		// the size the header gives.
 		body = make([]byte, n)
 		_, err = io.ReadFull(fr.r, body)
-	} else {
+	default:
 		// Read what arrives rather than allocate what the header claims:
 		// a truncated or hostile stream costs only the bytes it holds.
 		body, err = io.ReadAll(io.LimitReader(fr.r, int64(n)))
 	}
 	if err != nil || uint32(len(body)) != n {
-		return 0, nil, fmt.Errorf("%w: truncated frame", ErrSnapshot)
+		return 0, nil, arena, fmt.Errorf("%w: truncated frame", ErrSnapshot)
 	}
-	return hdr[0], body, nil
+	return hdr[0], body, arena, nil
 }
 
 // exactFrameBytes is the largest frame read into a buffer of the size its

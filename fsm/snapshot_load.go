@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/arbiterhq/arbiter/internal/statestore"
@@ -26,15 +27,18 @@ func (f *FSM) readTables(fr *frameReader, tables []string, load *loader) error {
 			return fmt.Errorf("%w: table %q where %q was announced", ErrSnapshot, got, name)
 		}
 		load.table(name)
-		b := &rowBatch{table: t}
+		b := load.batch(t)
 		for {
-			kind, body, err := fr.next()
+			kind, body, arena, err := fr.nextIn(b.arena)
+			b.arena = arena
 			if err != nil {
 				load.send(b)
 				return err
 			}
 			if kind != 'R' {
-				fr.unread(kind, body)
+				// Out of the arena, which the batch's decoder hands back
+				// for reuse while the frame may still be pending.
+				fr.unread(kind, bytes.Clone(body))
 				break
 			}
 			b.bodies = append(b.bodies, body)
@@ -42,7 +46,7 @@ func (f *FSM) readTables(fr *frameReader, tables []string, load *loader) error {
 				if !load.send(b) {
 					return nil // the loader failed: it has the error
 				}
-				b = &rowBatch{table: t}
+				b = load.batch(t)
 			}
 		}
 		if !load.send(b) {
@@ -60,6 +64,13 @@ const (
 	batchesAhead = 8
 )
 
+// rowArenaBytes is the buffer a batch reads its rows' frames into: 256
+// rows of about 500 bytes. A row that no longer fits gets an allocation
+// of its own, as every row did before: a restore of a million rows made
+// a million bodies (the whole stream) for the collector, where it now
+// reuses a dozen arenas.
+const rowArenaBytes = 128 << 10
+
 // A loader decodes rows on other goroutines while the stream is read and
 // inserts them in stream order on one more, so a restore uses more than
 // one core: decoding is half its work. The rows, the order they are
@@ -70,6 +81,11 @@ type loader struct {
 	failed  chan struct{}  // closed when the inserter stops on an error
 	done    chan struct{}  // closed when the inserter has returned
 	err     error          // the first error, set before done closes
+	// arenas holds the arenas of decoded batches, for later batches to
+	// read into: every decoder copies what it keeps out of a body (the
+	// direct ones by construction, reflective msgpack because it reads
+	// through an io.Reader), so a decoded batch's bodies are dead.
+	arenas chan []byte
 }
 
 // rowBatch is consecutive rows of one table: their frames, and once
@@ -77,7 +93,9 @@ type loader struct {
 // that did not decode.
 type rowBatch struct {
 	table   Table
-	bodies  [][]byte
+	bodies  [][]byte // most in arena
+	arena   []byte
+	arenas  chan<- []byte // where arena goes once the rows are decoded
 	rows    []any
 	err     error
 	decoded chan struct{}
@@ -86,7 +104,8 @@ type rowBatch struct {
 }
 
 func startLoading(txn *statestore.Txn, st *loadedState) *loader {
-	l := &loader{batches: make(chan *rowBatch, batchesAhead), failed: make(chan struct{}), done: make(chan struct{})}
+	l := &loader{batches: make(chan *rowBatch, batchesAhead), failed: make(chan struct{}), done: make(chan struct{}),
+		arenas: make(chan []byte, batchesAhead+2)}
 	go l.insert(txn, st)
 	return l
 }
@@ -94,6 +113,17 @@ func startLoading(txn *statestore.Txn, st *loadedState) *loader {
 // table marks the start of a table's rows.
 func (l *loader) table(name string) {
 	l.send(&rowBatch{name: name})
+}
+
+// batch is an empty batch of t's rows, with an arena to read them into.
+func (l *loader) batch(t Table) *rowBatch {
+	b := &rowBatch{table: t, arenas: l.arenas}
+	select {
+	case b.arena = <-l.arenas:
+	default:
+		b.arena = make([]byte, 0, rowArenaBytes)
+	}
+	return b
 }
 
 // send queues b for decoding and insertion; false if the loader failed.
@@ -134,6 +164,13 @@ func (b *rowBatch) decode() {
 		b.rows = append(b.rows, row)
 	}
 	b.bodies = nil
+	if b.arenas != nil {
+		select {
+		case b.arenas <- b.arena[:0]:
+		default: // enough arenas wait already
+		}
+	}
+	b.arena = nil
 }
 
 // fail queues a read error after the batches read before it.
