@@ -95,6 +95,9 @@ type QuerySpec struct {
 // it. *statestore.Txn, *Tx and ReadTx.Txn all provide it.
 type Store interface {
 	First(table, index string, args ...any) (any, error)
+	// FirstString is First(table, index, value), without allocating for
+	// a string-keyed unique index (a row by its id).
+	FirstString(table, index, value string) (any, error)
 	Get(table, index string, args ...any) (memdb.ResultIterator, error)
 	LowerBound(table, index string, args ...any) (memdb.ResultIterator, error)
 	ReverseLowerBound(table, index string, args ...any) (memdb.ResultIterator, error)
@@ -152,6 +155,10 @@ var _ Store = (*Tx)(nil)
 
 func (tx *Tx) First(table, index string, args ...any) (any, error) {
 	return tx.txn.First(table, index, args...)
+}
+
+func (tx *Tx) FirstString(table, index, value string) (any, error) {
+	return tx.txn.FirstString(table, index, value)
 }
 
 func (tx *Tx) Get(table, index string, args ...any) (memdb.ResultIterator, error) {

@@ -37,10 +37,22 @@ type pooledEncoder struct {
 func Marshal(v any) ([]byte, error) {
 	if a, ok := v.(Appender); ok {
 		// Room for a typical result or row at once, not five doublings
-		// from nothing.
-		return a.AppendMsgpack(make([]byte, 0, 128))
+		// from nothing; room for this one if it says how much it needs.
+		size := 128
+		if s, ok := v.(SizeBounder); ok {
+			size = s.EncodedSizeBound()
+		}
+		return a.AppendMsgpack(make([]byte, 0, size))
 	}
 	return MarshalReflective(v)
+}
+
+// SizeBounder is an Appender that knows a bound on its encoded size, so
+// that Marshal allocates its buffer once instead of growing it (every
+// create's result, on every replica). A bound that is too small costs a
+// copy, never a wrong encoding.
+type SizeBounder interface {
+	EncodedSizeBound() int
 }
 
 // AppendMarshal appends Marshal(v) to b: an Appender writes into b's

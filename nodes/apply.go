@@ -77,7 +77,8 @@ func applyCreateNode(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err := validateNodeID(c.NodeID); err != nil {
 		return nil, err
 	}
-	labels, err := normalizeLabels(c.Labels)
+	// c is this apply's own decoding: its labels may be sorted in place.
+	labels, err := sortLabels(c.Labels)
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +212,7 @@ func rawAccess(p log.Principal, adapter string) error {
 
 // getNode is a copy of the stored node id, the caller's to change, or nil.
 func getNode(txn fsm.Store, id string) (*Node, error) {
-	raw, err := txn.First(tableNodes, "id", id)
+	raw, err := txn.FirstString(tableNodes, "id", id)
 	if err != nil {
 		return nil, errs.Errorf(errs.CodeInternal, "read node: %v", err)
 	}

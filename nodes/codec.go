@@ -13,6 +13,12 @@ import (
 // apply. These write the same bytes directly (log.Appender); the
 // property test in codec_test.go holds them to log.MarshalReflective.
 
+// EncodedSizeBound is at least the result's encoded size (log.SizeBounder).
+func (r CreateResult) EncodedSizeBound() int { return 16 + r.Node.encodedSizeBound() }
+
+// EncodedSizeBound is at least the result's encoded size (log.SizeBounder).
+func (r CASResult) EncodedSizeBound() int { return 16 + r.Node.encodedSizeBound() }
+
 // AppendMsgpack writes the result as log.MarshalReflective does.
 func (r CreateResult) AppendMsgpack(b []byte) ([]byte, error) {
 	// Keys in canonical order: shorter first.
@@ -151,12 +157,27 @@ func (s *storedNode) AppendMsgpack(b []byte) ([]byte, error) {
 // headers of appendNode (under 96 bytes), and per string or bin at most
 // 5 bytes of header.
 func (s *storedNode) encodedSizeBound() int {
-	n := 96 + 5 + len(s.NodeID) + 5
-	for _, l := range s.Labels {
-		n += 5 + len(l)
-	}
+	n := nodeSizeBound(s.NodeID, s.Labels)
 	for _, f := range s.Properties {
 		n += 10 + len(f.Key) + len(f.Value)
+	}
+	return n
+}
+
+// encodedSizeBound is storedNode's for a Node.
+func (n *Node) encodedSizeBound() int {
+	size := nodeSizeBound(n.NodeID, n.Labels)
+	for k, v := range n.Properties { // order-free: a sum
+		size += 10 + len(k) + len(v)
+	}
+	return size
+}
+
+// nodeSizeBound bounds a node's encoding without its properties.
+func nodeSizeBound(id string, labels []string) int {
+	n := 96 + 5 + len(id) + 5
+	for _, l := range labels {
+		n += 5 + len(l)
 	}
 	return n
 }

@@ -45,6 +45,12 @@ func TestResultsAppendWhatMarshalWrites(t *testing.T) {
 			if err := log.CheckAppender(v); err != nil {
 				t.Fatal(err)
 			}
+			// Marshal's buffer, sized by the bound, holds the whole result.
+			if s, ok := v.(log.SizeBounder); ok {
+				if b, _ := v.AppendMsgpack(nil); len(b) > s.EncodedSizeBound() {
+					t.Fatalf("%T encoded %d bytes, more than the %d bound", v, len(b), s.EncodedSizeBound())
+				}
+			}
 		}
 	})
 }

@@ -191,12 +191,24 @@ func validateNodeID(id string) error {
 	return bounds.Identifier("node_id", id)
 }
 
-// normalizeLabels validates labels and returns them sorted.
+// normalizeLabels validates labels and returns them sorted, in a new
+// slice.
 func normalizeLabels(labels []string) ([]string, error) {
 	if len(labels) > MaxLabels {
 		return nil, errs.Errorf(errs.CodeInvalid, "%d labels, more than %d", len(labels), MaxLabels)
 	}
-	out := append([]string{}, labels...)
+	return sortLabels(append([]string{}, labels...))
+}
+
+// sortLabels is normalizeLabels sorting labels in place: for a command's
+// own decoded labels, which nothing else holds. Never nil.
+func sortLabels(out []string) ([]string, error) {
+	if len(out) > MaxLabels {
+		return nil, errs.Errorf(errs.CodeInvalid, "%d labels, more than %d", len(out), MaxLabels)
+	}
+	if out == nil {
+		out = []string{}
+	}
 	sort.Strings(out)
 	for i, l := range out {
 		if err := bounds.Identifier("label", l); err != nil {

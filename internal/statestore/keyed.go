@@ -27,6 +27,10 @@ type Keyed struct {
 	// included. A create looks its node up by id before it writes: the
 	// indexer's FromArgs allocated twice for that.
 	Arg func(args []any) (key string, ok bool)
+	// terminated says the key for one string argument s is s + "\x00"
+	// (StringField's): FirstString then looks it up without building a
+	// string.
+	terminated bool
 }
 
 // FromObject is the wrapped indexer's.
@@ -61,7 +65,7 @@ func StringField[R any](field string, of func(*R) string) *Keyed {
 			return "", false, nil // go-memdb: an empty string is no value
 		}
 		return v + "\x00", true, nil
-	}, Arg: stringArg}
+	}, Arg: stringArg, terminated: true}
 }
 
 // stringArg is memdb.StringFieldIndex's FromArgs for its one form of

@@ -130,8 +130,14 @@ func query(t *rapid.T, p pair) (string, string) {
 		{"tags", []any{id}}, {"opt", []any{group}}, {"nope", []any{id}},
 		{"c", []any{c}}, {"c", nil},
 	}
+	kind := rapid.IntRange(0, 4).Draw(t, "kind")
+	if kind == 4 {
+		// FirstString by one string must answer what First answers, on
+		// an index it looks up itself (a keyed unique one) or not.
+		index := rapid.SampledFrom([]string{"id", "id_prefix", "group", "opt", "gn", "nope"}).Draw(t, "first string index")
+		return one(p.model.First("rows", index, id)), one(p.store.(*statestore.Txn).FirstString("rows", index, id))
+	}
 	pick := rapid.SampledFrom(qs).Draw(t, "query")
-	kind := rapid.IntRange(0, 3).Draw(t, "kind")
 	run := func(x txn) string {
 		switch kind {
 		case 0:

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unsafe"
 
 	memdb "github.com/hashicorp/go-memdb"
+	"github.com/tidwall/btree"
 )
 
 // ErrNotFound is what Delete answers for a row that is not there: the
@@ -25,6 +27,22 @@ type Txn struct {
 	// modified holds, per table position, this transaction's copies of
 	// the table's trees, made on its first write to the table.
 	modified [][]*tree
+	// hints hold, per table position, where in the primary tree the last
+	// lookup or write went. A create looks its row up, then inserts it:
+	// with the hint the insert finds the path the lookup walked instead
+	// of searching it again. A hint is only a guess: a wrong one costs a
+	// search, never a wrong answer (btree.PathHint).
+	hints []btree.PathHint
+	// scratch holds FirstString's key while it is looked up.
+	scratch []byte
+}
+
+// hint is table t's primary-tree hint.
+func (txn *Txn) hint(t *table) *btree.PathHint {
+	if txn.hints == nil {
+		txn.hints = make([]btree.PathHint, len(txn.root.trees))
+	}
+	return &txn.hints[t.pos]
 }
 
 // Commit publishes a write transaction's changes at once and ends it. On
@@ -209,7 +227,7 @@ func (txn *Txn) writeTable(table, write string) (*table, error) {
 // replaces, so an insert walks that tree once, not once to look and once
 // to write (a create's hottest path in the FSM).
 func (txn *Txn) Insert(table string, obj any) error {
-	return txn.insert(table, obj, (*tree).Set)
+	return txn.insert(table, obj, (*tree).SetHint)
 }
 
 // Load is Insert for loading rows in ascending primary-key order, as a
@@ -221,12 +239,14 @@ func (txn *Txn) Insert(table string, obj any) error {
 // committed version, each Load also copies the tree's rightmost path the
 // first time.
 func (txn *Txn) Load(table string, obj any) error {
-	return txn.insert(table, obj, (*tree).Load)
+	return txn.insert(table, obj, loadIgnoringHint)
 }
 
-// insert is Insert with set writing the primary tree: (*tree).Set, or
-// (*tree).Load for rows in key order.
-func (txn *Txn) insert(table string, obj any, set func(*tree, entry) (entry, bool)) error {
+func loadIgnoringHint(tr *tree, e entry, _ *btree.PathHint) (entry, bool) { return tr.Load(e) }
+
+// insert is Insert with set writing the primary tree: (*tree).SetHint,
+// or loadIgnoringHint for rows in key order.
+func (txn *Txn) insert(table string, obj any, set func(*tree, entry, *btree.PathHint) (entry, bool)) error {
 	t, err := txn.writeTable(table, "insert")
 	if err != nil {
 		return err
@@ -238,7 +258,7 @@ func (txn *Txn) insert(table string, obj any, set func(*tree, entry) (entry, boo
 		if err != nil {
 			return err
 		}
-		set(txn.writable(t)[0], entry{key: idKey, obj: obj})
+		set(txn.writable(t)[0], entry{key: idKey, obj: obj}, txn.hint(t))
 		return nil
 	}
 	idKey, keys, err := t.keysOf(obj)
@@ -246,7 +266,7 @@ func (txn *Txn) insert(table string, obj any, set func(*tree, entry) (entry, boo
 		return err
 	}
 	trees := txn.writable(t)
-	prev, replaced := set(trees[t.idPos], entry{key: idKey, obj: obj})
+	prev, replaced := set(trees[t.idPos], entry{key: idKey, obj: obj}, txn.hint(t))
 	if replaced {
 		_, stale, err := t.keysOf(prev.obj)
 		if err != nil {
@@ -394,6 +414,39 @@ func (txn *Txn) First(table, index string, args ...any) (any, error) {
 	defer it.Release()
 	if it.Seek(entry{key: key}) && strings.HasPrefix(it.Item().key, key) {
 		return it.Item().obj, nil
+	}
+	return nil, nil
+}
+
+// FirstString is First(table, index, value) for a lookup by one string,
+// the most common one (a node by its id), without the two allocations
+// First makes for it (the argument as an interface, and the key). It
+// answers what First answers.
+func (txn *Txn) FirstString(table, index, value string) (any, error) {
+	t, err := txn.db.table(table)
+	if err != nil {
+		return nil, err
+	}
+	pos, ok := t.byName[index]
+	if !ok {
+		return txn.First(table, index, value) // the same error, or a prefix scan
+	}
+	ix := &t.index[pos]
+	k, ok := ix.indexer.(*Keyed)
+	if !ok || !k.terminated || !ix.unique {
+		return txn.First(table, index, value)
+	}
+	txn.scratch = append(append(txn.scratch[:0], value...), 0)
+	// The key lives only for this lookup: Get compares with it and keeps
+	// nothing, so it may share scratch's bytes, which the next lookup
+	// overwrites.
+	key := unsafe.String(unsafe.SliceData(txn.scratch), len(txn.scratch))
+	var hint *btree.PathHint
+	if pos == t.idPos {
+		hint = txn.hint(t)
+	}
+	if e, found := txn.tree(t, pos).GetHint(entry{key: key}, hint); found {
+		return e.obj, nil
 	}
 	return nil, nil
 }
