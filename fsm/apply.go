@@ -147,7 +147,9 @@ func (f *FSM) applyCommand(txn *statestore.Txn, m *meta, index uint64, data []by
 	refuse := func(e *errs.Error) (*Response, []Effect, outcome) {
 		return &Response{Index: index, Time: m.Now, Err: e}, nil, clean
 	}
-	cmd, err := log.Decode(data)
+	// The payload shares the entry's bytes, which raft never changes:
+	// handlers decode their values out of it and keep nothing of it.
+	cmd, err := log.DecodeView(data)
 	if err != nil {
 		return refuse(errs.Errorf(errs.CodeInvalid, "undecodable command: %v", err))
 	}

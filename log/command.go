@@ -126,7 +126,17 @@ func Encode(c Command) ([]byte, error) {
 
 // Decode parses log bytes written by Encode. It never panics and never
 // allocates beyond a small multiple of len(b).
-func Decode(b []byte) (Command, error) {
+func Decode(b []byte) (Command, error) { return decode(b, false) }
+
+// DecodeView is Decode with the payload sharing b's bytes instead of a
+// copy of them: for the FSM, which decodes every entry it applies once
+// and keeps nothing of the payload past the apply (every module decodes
+// its own values out of it), while raft never changes an entry's bytes.
+// A caller must neither change b while it uses the command nor keep the
+// payload longer than b.
+func DecodeView(b []byte) (Command, error) { return decode(b, true) }
+
+func decode(b []byte, view bool) (Command, error) {
 	if len(b) == 0 {
 		return Command{}, fmt.Errorf("%w: empty command", ErrMalformed)
 	}
@@ -136,7 +146,7 @@ func Decode(b []byte) (Command, error) {
 	if b[0] != formatV1 {
 		return Command{}, fmt.Errorf("%w: unknown command format 0x%02x", ErrMalformed, b[0])
 	}
-	c, ok := decodeCommand(b[1:])
+	c, ok := decodeCommand(b[1:], view)
 	if !ok {
 		var err error
 		if c, err = decodeReflective(b[1:]); err != nil {

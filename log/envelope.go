@@ -63,7 +63,7 @@ func appendPrincipal(b []byte, p *Principal) []byte {
 // answers false, having decided nothing, for anything else: keys out of
 // order or unknown, a nil payload, an empty principal list, a type or
 // version that is not a shortest unsigned integer, trailing bytes.
-func decodeCommand(b []byte) (Command, bool) {
+func decodeCommand(b []byte, view bool) (Command, bool) {
 	var c Command
 	r := NewReader(b)
 	r.Map(func(key []byte) {
@@ -71,7 +71,11 @@ func decodeCommand(b []byte) (Command, bool) {
 		case "a":
 			c.Adapter = r.Str()
 		case "d":
-			c.Payload = r.Bin()
+			if view {
+				c.Payload = r.BinView()
+			} else {
+				c.Payload = r.Bin()
+			}
 		case "p":
 			c.Principal = decodePrincipal(r)
 		case "s":

@@ -69,7 +69,8 @@ func TestDecodeCommandTakesWhatEncodeWrites(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		c := genCommand(t)
 		b := appendCommand(nil, &c)
-		fast, ok := decodeCommand(b)
+		view := rapid.Bool().Draw(t, "view")
+		fast, ok := decodeCommand(b, view)
 		if c.Payload == nil {
 			if ok {
 				t.Fatal("took a nil payload, which it leaves to the reflective decoder")
@@ -86,6 +87,20 @@ func TestDecodeCommandTakesWhatEncodeWrites(t *testing.T) {
 		if diff := cmp.Diff(slow, fast); diff != "" {
 			t.Fatalf("decoders disagree (-reflective +direct):\n%s", diff)
 		}
+		// A copied payload owns its bytes; a view shares b's, and an
+		// append to it cannot write over what follows it in b.
+		before := bytes.Clone(b)
+		payload := bytes.Clone(fast.Payload)
+		_ = append(fast.Payload, 0xff)
+		if !bytes.Equal(b, before) {
+			t.Fatalf("an append to the payload (view %v) wrote into the command's bytes", view)
+		}
+		for i := range b {
+			b[i] ^= 0x5a
+		}
+		if changed := !bytes.Equal(fast.Payload, payload); changed != (view && len(payload) > 0) {
+			t.Fatalf("view %v: the payload changed with the command's bytes: %v", view, changed)
+		}
 	})
 }
 
@@ -101,7 +116,10 @@ func FuzzDecodeCommandAgrees(f *testing.F) {
 	}
 	f.Add([]byte{0x82, 0xa1, 'd', 0xc4, 0x00, 0xa1, 'd', 0xc4, 0x00})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		fast, ok := decodeCommand(b)
+		fast, ok := decodeCommand(b, false)
+		if view, viewOK := decodeCommand(b, true); viewOK != ok || !cmp.Equal(view, fast) {
+			t.Fatalf("the view decoder answers %v %+v, the copying one %v %+v", viewOK, view, ok, fast)
+		}
 		if !ok {
 			return
 		}

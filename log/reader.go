@@ -189,7 +189,26 @@ func (r *Reader) Bin() []byte {
 		r.ok = false
 		return nil
 	}
-	return bytes.Clone(r.take(r.size(1 << (c - 0xc4))))
+	return bytes.Clone(r.binView(c))
+}
+
+// binView is Bin without the copy: the bytes of the buffer, capped so
+// that an append to them cannot write over what follows.
+func (r *Reader) binView(c byte) []byte {
+	b := r.take(r.size(1 << (c - 0xc4)))
+	return b[:len(b):len(b)]
+}
+
+// BinView is Bin sharing the reader's buffer instead of copying it: for
+// a caller that keeps the bytes no longer than the buffer lives
+// unchanged.
+func (r *Reader) BinView() []byte {
+	c := r.byte1()
+	if c < 0xc4 || c > 0xc6 {
+		r.ok = false
+		return nil
+	}
+	return r.binView(c)
 }
 
 // Strs reads a non-empty array of strings. An empty one is declined:
