@@ -91,10 +91,10 @@ func applyCreateNode(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err := c.IndexFields.check(cmd.Version, c.Properties, fieldsOf(c.SetNow)); err != nil {
 		return nil, err
 	}
-	if existing, err := getNode(tx, c.NodeID); err != nil {
+	if existing, err := getStored(tx, c.NodeID); err != nil {
 		return nil, err
 	} else if existing != nil {
-		return CreateResult{Created: false, Node: *existing}, nil
+		return storedResult{created: false, node: existing}, nil
 	}
 	n := &Node{
 		NodeID: c.NodeID, Labels: labels, Properties: deleteNulls(c.Properties),
@@ -105,7 +105,8 @@ func applyCreateNode(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if size := objectSize(n.Properties); size > MaxPropertiesBytes {
 		return nil, errs.Errorf(errs.CodeInvalid, "properties would be %d bytes, more than %d", size, MaxPropertiesBytes)
 	}
-	if err := tx.Insert(tableNodes, storedOf(n)); err != nil {
+	stored := storedOf(n)
+	if err := tx.Insert(tableNodes, stored); err != nil {
 		return nil, errs.Errorf(errs.CodeInternal, "insert node: %v", err)
 	}
 	for _, l := range labels {
@@ -114,10 +115,9 @@ func applyCreateNode(tx *fsm.Tx, cmd *log.Command) (any, error) {
 		}
 	}
 	tx.Emit("node_create", n.NodeID, "")
-	// No copy: the FSM encodes a result at once (fsm.Response.Result),
-	// and nothing else holds n. Its labels and properties are never nil
-	// (normalizeLabels, deleteNulls), so it encodes as a clone would.
-	return CreateResult{Created: true, Node: *n}, nil
+	// Rows are never changed once inserted, and the FSM encodes a result
+	// at once (fsm.Response.Result): the stored row itself is the result.
+	return storedResult{created: true, node: stored}, nil
 }
 
 // applyCAS checks every condition against the stored node and, only if all
@@ -212,6 +212,15 @@ func rawAccess(p log.Principal, adapter string) error {
 
 // getNode is a copy of the stored node id, the caller's to change, or nil.
 func getNode(txn fsm.Store, id string) (*Node, error) {
+	s, err := getStored(txn, id)
+	if s == nil || err != nil {
+		return nil, err
+	}
+	return s.node(), nil
+}
+
+// getStored is the stored node id, which nobody may change, or nil.
+func getStored(txn fsm.Store, id string) (*storedNode, error) {
 	raw, err := txn.FirstString(tableNodes, "id", id)
 	if err != nil {
 		return nil, errs.Errorf(errs.CodeInternal, "read node: %v", err)
@@ -219,5 +228,5 @@ func getNode(txn fsm.Store, id string) (*Node, error) {
 	if raw == nil {
 		return nil, nil
 	}
-	return raw.(*storedNode).node(), nil
+	return raw.(*storedNode), nil
 }

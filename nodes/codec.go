@@ -32,6 +32,40 @@ func (r CASResult) AppendMsgpack(b []byte) ([]byte, error) {
 	return log.AppendBool(log.AppendString(b, "swapped"), r.Swapped), nil
 }
 
+// storedResult is a create's result as Apply returns it: written
+// straight from the stored node, with the bytes of
+// CreateResult{Created: created, Node: *node.node()}, without making that
+// Node (a map of its properties, copies of its labels and values) only
+// to encode it at once. TestStoredResultWritesCreateResult holds the two
+// to the same bytes.
+type storedResult struct {
+	created bool
+	node    *storedNode
+}
+
+// EncodedSizeBound is at least the result's encoded size (log.SizeBounder).
+func (r storedResult) EncodedSizeBound() int { return 16 + r.node.encodedSizeBound() }
+
+// AppendMsgpack writes the result as log.MarshalReflective writes its
+// CreateResult.
+func (r storedResult) AppendMsgpack(b []byte) ([]byte, error) {
+	s := r.node
+	for _, f := range s.Properties {
+		if f.Value == nil {
+			// Never stored (deleteNulls), but node() would make it an
+			// empty value: write what it would.
+			return CreateResult{Created: r.created, Node: *s.node()}.AppendMsgpack(b)
+		}
+	}
+	labels := s.Labels
+	if labels == nil {
+		labels = []string{} // as node() gives them
+	}
+	b = append(b, 0x82, 0xa4, 'n', 'o', 'd', 'e')
+	b = appendNode(b, s.NodeID, labels, s.Version, s.CreatedIndex, s.ModifiedIndex, s.Properties.appendMsgpack)
+	return log.AppendBool(log.AppendString(b, "created"), r.created), nil
+}
+
 // AppendMsgpack writes the node as log.MarshalReflective does.
 func (n Node) AppendMsgpack(b []byte) ([]byte, error) { return n.appendMsgpack(b), nil }
 

@@ -1,6 +1,7 @@
 package nodes
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 
@@ -51,6 +52,30 @@ func TestResultsAppendWhatMarshalWrites(t *testing.T) {
 					t.Fatalf("%T encoded %d bytes, more than the %d bound", v, len(b), s.EncodedSizeBound())
 				}
 			}
+		}
+	})
+}
+
+// A create's result, written from the stored node, has the bytes of
+// the CreateResult a client decodes, for stored labels nil or not.
+func TestStoredResultWritesCreateResult(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := genNode(t)
+		stored := storedOf(&n)
+		if rapid.Bool().Draw(t, "nil labels") {
+			stored.Labels = nil
+		}
+		created := rapid.Bool().Draw(t, "created")
+		got, err := log.Marshal(storedResult{created: created, node: stored})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := log.MustMarshal(CreateResult{Created: created, Node: *stored.node()})
+		if !bytes.Equal(got, want) {
+			t.Fatalf("stored result\n got %x\nwant %x", got, want)
+		}
+		if bound := (storedResult{node: stored}).EncodedSizeBound(); len(got) > bound {
+			t.Fatalf("encoded %d bytes, more than the %d bound", len(got), bound)
 		}
 	})
 }
