@@ -82,3 +82,50 @@ func TestReadersSeeWholeCommits(t *testing.T) {
 		t.Fatalf("%d rows after the writes, want the last 10 pairs", n)
 	}
 }
+
+// TestOneReadTxnSharedByGoroutines: a read transaction changes nothing in
+// itself, so goroutines may share one; FirstString on it must not race
+// (run with -race) and must find what was committed before it began.
+func TestOneReadTxnSharedByGoroutines(t *testing.T) {
+	db, err := statestore.NewDB(keyedSchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := db.Txn(true)
+	for i := range 50 {
+		if err := w.Insert("rows", &row{ID: fmt.Sprintf("r%02d", i), Group: "g"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Commit()
+	r := db.Txn(false)
+	var wg sync.WaitGroup
+	errc := make(chan error, 4)
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				id := fmt.Sprintf("r%02d", (i+g)%60)
+				obj, err := r.FirstString("rows", "id", id)
+				if err != nil {
+					errc <- err
+					return
+				}
+				if found := obj != nil; found != ((i+g)%60 < 50) {
+					errc <- fmt.Errorf("%s: found %v", id, found)
+					return
+				}
+				if obj != nil && obj.(*row).ID != id {
+					errc <- fmt.Errorf("%s: found %s", id, obj.(*row).ID)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Fatal(err)
+	}
+}

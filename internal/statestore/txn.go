@@ -33,7 +33,8 @@ type Txn struct {
 	// of searching it again. A hint is only a guess: a wrong one costs a
 	// search, never a wrong answer (btree.PathHint).
 	hints []btree.PathHint
-	// scratch holds FirstString's key while it is looked up.
+	// scratch holds a write transaction's FirstString key while it is
+	// looked up.
 	scratch []byte
 }
 
@@ -419,9 +420,10 @@ func (txn *Txn) First(table, index string, args ...any) (any, error) {
 }
 
 // FirstString is First(table, index, value) for a lookup by one string,
-// the most common one (a node by its id), without the two allocations
-// First makes for it (the argument as an interface, and the key). It
-// answers what First answers.
+// the most common one (a node by its id): in a write transaction without
+// the two allocations First makes for it (the argument as an interface,
+// and the key), in a read transaction without the first. It answers what
+// First answers.
 func (txn *Txn) FirstString(table, index, value string) (any, error) {
 	t, err := txn.db.table(table)
 	if err != nil {
@@ -436,14 +438,22 @@ func (txn *Txn) FirstString(table, index, value string) (any, error) {
 	if !ok || !k.terminated || !ix.unique {
 		return txn.First(table, index, value)
 	}
-	txn.scratch = append(append(txn.scratch[:0], value...), 0)
-	// The key lives only for this lookup: Get compares with it and keeps
-	// nothing, so it may share scratch's bytes, which the next lookup
-	// overwrites.
-	key := unsafe.String(unsafe.SliceData(txn.scratch), len(txn.scratch))
+	var key string
 	var hint *btree.PathHint
-	if pos == t.idPos {
-		hint = txn.hint(t)
+	if txn.write {
+		// A write transaction is its writer's alone (it holds the write
+		// lock), so it may keep a scratch buffer and hints; a read
+		// transaction changes nothing in itself, so that goroutines may
+		// share one. The key lives only for this lookup: Get compares
+		// with it and keeps nothing, so it may share scratch's bytes,
+		// which the next lookup overwrites.
+		txn.scratch = append(append(txn.scratch[:0], value...), 0)
+		key = unsafe.String(unsafe.SliceData(txn.scratch), len(txn.scratch))
+		if pos == t.idPos {
+			hint = txn.hint(t)
+		}
+	} else {
+		key = value + "\x00"
 	}
 	if e, found := txn.tree(t, pos).GetHint(entry{key: key}, hint); found {
 		return e.obj, nil
