@@ -88,7 +88,7 @@ func applyCreateNode(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err := checkTimeFields(c.SetNow, nil, nil, c.Properties); err != nil {
 		return nil, err
 	}
-	if err := c.IndexFields.check(cmd.Version, c.Properties, fieldsOf(c.SetNow)); err != nil {
+	if err := c.IndexFields.check(cmd.Version, c.Properties, c.SetNow); err != nil {
 		return nil, err
 	}
 	if existing, err := getStored(tx, c.NodeID); err != nil {
@@ -142,7 +142,7 @@ func applyCAS(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err := c.TimeFields.check(c.Updates); err != nil {
 		return nil, err
 	}
-	if err := c.IndexFields.check(cmd.Version, c.Updates, fieldsOf(c.SetNow)); err != nil {
+	if err := c.IndexFields.check(cmd.Version, c.Updates, c.SetNow); err != nil {
 		return nil, err
 	}
 	if err := c.LabelEdits.check(); err != nil {

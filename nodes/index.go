@@ -45,8 +45,9 @@ func (f *IndexFields) version() uint16 {
 
 // check validates SetIndex for a command of version v: identifiers, no
 // field named twice, none also written by the command in another way
-// (taken), and none in a version 1 command.
-func (f *IndexFields) check(v uint16, taken ...map[string]json.RawMessage) error {
+// (written, or set to the time by setNow), and none in a version 1
+// command.
+func (f *IndexFields) check(v uint16, written map[string]json.RawMessage, setNow map[string]int64) error {
 	if len(f.SetIndex) == 0 {
 		return nil
 	}
@@ -63,10 +64,10 @@ func (f *IndexFields) check(v uint16, taken ...map[string]json.RawMessage) error
 		if slices.Contains(f.SetIndex[:i], k) {
 			return errs.Errorf(errs.CodeInvalid, "set_index names %q twice", k)
 		}
-		for _, m := range taken {
-			if _, both := m[k]; both {
-				return errs.Errorf(errs.CodeInvalid, "field %q is both set to the index and written otherwise", k)
-			}
+		_, updated := written[k]
+		_, timed := setNow[k]
+		if updated || timed {
+			return errs.Errorf(errs.CodeInvalid, "field %q is both set to the index and written otherwise", k)
 		}
 	}
 	return nil
@@ -77,15 +78,6 @@ func (f *IndexFields) apply(props map[string]json.RawMessage, index uint64) {
 	for _, k := range f.SetIndex {
 		props[k] = json.RawMessage(strconv.FormatUint(index, 10))
 	}
-}
-
-// fieldsOf is the set of SetNow's fields, to check SetIndex against.
-func fieldsOf[V any](m map[string]V) map[string]json.RawMessage {
-	out := make(map[string]json.RawMessage, len(m))
-	for k := range m { // order-free: builds a set
-		out[k] = nil
-	}
-	return out
 }
 
 // writes counts what the CAS changes; a CAS that changes nothing is
