@@ -5,7 +5,9 @@
 // It answers go-memdb's transaction API (First, Get, LowerBound,
 // ReverseLowerBound, Insert, Delete, DeleteAll, Commit, Abort) with
 // go-memdb's semantics, and takes go-memdb's schemas and indexers as they
-// are, so modules describe their tables exactly as before. What differs
+// are, so modules describe their tables exactly as before. Two additions
+// serve the FSM's hot paths: FirstString (First by one string, without
+// allocating) and Load (Insert for rows that come in key order). What differs
 // is the structure underneath. go-memdb keeps every index in an immutable
 // radix tree whose every node and leaf carries its own watch channel:
 // about 870 bytes per row of a table with two indexes, half of the state's
