@@ -95,8 +95,9 @@ type QuerySpec struct {
 // it. *statestore.Txn, *Tx and ReadTx.Txn all provide it.
 type Store interface {
 	First(table, index string, args ...any) (any, error)
-	// FirstString is First(table, index, value), without allocating for
-	// a string-keyed unique index (a row by its id).
+	// FirstString is First(table, index, value), allocating less for a
+	// string-keyed unique index (a row by its id; nothing at all in a
+	// write transaction).
 	FirstString(table, index, value string) (any, error)
 	Get(table, index string, args ...any) (memdb.ResultIterator, error)
 	LowerBound(table, index string, args ...any) (memdb.ResultIterator, error)

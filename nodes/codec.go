@@ -13,23 +13,26 @@ import (
 // apply. These write the same bytes directly (log.Appender); the
 // property test in codec_test.go holds them to log.MarshalReflective.
 
-// EncodedSizeBound is at least the result's encoded size (log.SizeBounder).
-func (r CreateResult) EncodedSizeBound() int { return 16 + r.Node.encodedSizeBound() }
-
-// EncodedSizeBound is at least the result's encoded size (log.SizeBounder).
+// EncodedSizeBound is at least the result's encoded size (log.SizeBounder):
+// Apply encodes a CAS's result at once. (A create's is a storedResult.)
 func (r CASResult) EncodedSizeBound() int { return 16 + r.Node.encodedSizeBound() }
 
 // AppendMsgpack writes the result as log.MarshalReflective does.
 func (r CreateResult) AppendMsgpack(b []byte) ([]byte, error) {
-	// Keys in canonical order: shorter first.
-	b = r.Node.appendMsgpack(append(b, 0x82, 0xa4, 'n', 'o', 'd', 'e'))
-	return log.AppendBool(log.AppendString(b, "created"), r.Created), nil
+	return appendResult(b, r.Node.appendMsgpack, "created", r.Created), nil
 }
 
 // AppendMsgpack writes the result as log.MarshalReflective does.
 func (r CASResult) AppendMsgpack(b []byte) ([]byte, error) {
-	b = r.Node.appendMsgpack(append(b, 0x82, 0xa4, 'n', 'o', 'd', 'e'))
-	return log.AppendBool(log.AppendString(b, "swapped"), r.Swapped), nil
+	return appendResult(b, r.Node.appendMsgpack, "swapped", r.Swapped), nil
+}
+
+// appendResult writes a create's or a CAS's result: the node, written by
+// node, and the outcome flag (a key of 7 bytes, after "node" in
+// canonical order: shorter first).
+func appendResult(b []byte, node func([]byte) []byte, flag string, outcome bool) []byte {
+	b = node(append(b, 0x82, 0xa4, 'n', 'o', 'd', 'e'))
+	return log.AppendBool(log.AppendString(b, flag), outcome)
 }
 
 // storedResult is a create's result as Apply returns it: written
@@ -61,9 +64,10 @@ func (r storedResult) AppendMsgpack(b []byte) ([]byte, error) {
 	if labels == nil {
 		labels = []string{} // as node() gives them
 	}
-	b = append(b, 0x82, 0xa4, 'n', 'o', 'd', 'e')
-	b = appendNode(b, s.NodeID, labels, s.Version, s.CreatedIndex, s.ModifiedIndex, s.Properties.appendMsgpack)
-	return log.AppendBool(log.AppendString(b, "created"), r.created), nil
+	node := func(b []byte) []byte {
+		return appendNode(b, s.NodeID, labels, s.Version, s.CreatedIndex, s.ModifiedIndex, s.Properties.appendMsgpack)
+	}
+	return appendResult(b, node, "created", r.created), nil
 }
 
 // AppendMsgpack writes the node as log.MarshalReflective does.

@@ -194,10 +194,7 @@ func validateNodeID(id string) error {
 // normalizeLabels validates labels and returns them sorted, in a new
 // slice.
 func normalizeLabels(labels []string) ([]string, error) {
-	if len(labels) > MaxLabels {
-		return nil, errs.Errorf(errs.CodeInvalid, "%d labels, more than %d", len(labels), MaxLabels)
-	}
-	return sortLabels(append([]string{}, labels...))
+	return sortLabels(slices.Clone(labels))
 }
 
 // sortLabels is normalizeLabels sorting labels in place: for a command's
