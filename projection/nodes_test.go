@@ -184,6 +184,23 @@ func (pc *pcluster) pollSeq(i int, id string, stop *atomic.Bool, wg *sync.WaitGr
 	return &seen
 }
 
+// waitEvent waits until node i's writer has reported publication seq.
+func (pc *pcluster) waitEvent(i int, seq uint64) {
+	pc.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		for _, e := range pc.ev.of(i) {
+			if e.Kind != projection.EventGranted && e.PublicationSeq == seq {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			pc.t.Fatalf("node %d never reported publication %d", i, seq)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func mustParse(t *testing.T, b []byte) (*projection.Publication, uint64) {
 	t.Helper()
 	p, err := projection.ParsePublication(b)
@@ -224,6 +241,9 @@ func TestRestartNeverRegresses(t *testing.T) {
 	// the log after it (publication 2) are replayed; nothing is written.
 	_, p1 := mustParse(t, first)
 	_, p2 := mustParse(t, second)
+	// A writer reports a write once its file is in place: wait for n3's
+	// report of publication 2 too, or it may land after before is taken.
+	pc.waitEvent(2, p2)
 	before := len(pc.ev.of(2))
 	pc.Stop(2)
 	pc.Restart(2)
