@@ -24,10 +24,13 @@ const (
 const MaxChangesPage = 1024
 
 func appendEvents(txn *statestore.Txn, m *meta, events []Event) error {
-	for _, e := range events {
+	for i := range events {
+		// The command's own list of events holds the rows: nothing else
+		// keeps it, and a row is never changed once inserted.
+		e := &events[i]
 		m.LastSeq++
 		e.Seq, e.Index, e.Time = m.LastSeq, m.Index, m.Now
-		if err := txn.Insert(tableChanges, &e); err != nil {
+		if err := txn.Insert(tableChanges, e); err != nil {
 			return err
 		}
 	}

@@ -82,13 +82,13 @@ func applyCreateNode(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkFields("properties", c.Properties, len(c.Properties)); err != nil {
+	if err := c.Properties.check("properties", len(c.Properties)); err != nil {
 		return nil, err
 	}
-	if err := checkTimeFields(c.SetNow, nil, nil, c.Properties); err != nil {
+	if err := checkTimeFields(c.SetNow, nil, nil, c.Properties.has); err != nil {
 		return nil, err
 	}
-	if err := c.IndexFields.check(cmd.Version, c.Properties, c.SetNow); err != nil {
+	if err := c.IndexFields.check(cmd.Version, c.Properties.has, c.SetNow); err != nil {
 		return nil, err
 	}
 	if existing, err := getStored(tx, c.NodeID); err != nil {
@@ -96,25 +96,28 @@ func applyCreateNode(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	} else if existing != nil {
 		return storedResult{created: false, node: existing}, nil
 	}
-	n := &Node{
-		NodeID: c.NodeID, Labels: labels, Properties: deleteNulls(c.Properties),
-		Version: 1, CreatedIndex: tx.Index, ModifiedIndex: tx.Index,
+	// c's properties are this apply's own decoding too: changed in place.
+	props := c.Properties.withoutNulls()
+	for k, v := range setNowValues(c.SetNow, tx.Now) {
+		props.set(k, v)
 	}
-	applySetNow(n.Properties, c.SetNow, tx.Now)
-	c.IndexFields.apply(n.Properties, tx.Index)
-	if size := objectSize(n.Properties); size > MaxPropertiesBytes {
+	for k, v := range c.IndexFields.values(tx.Index) {
+		props.set(k, v)
+	}
+	if size := props.objectSize(); size > MaxPropertiesBytes {
 		return nil, errs.Errorf(errs.CodeInvalid, "properties would be %d bytes, more than %d", size, MaxPropertiesBytes)
 	}
-	stored := storedOf(n)
+	stored := &storedNode{NodeID: c.NodeID, Labels: labels, Properties: props,
+		Version: 1, CreatedIndex: tx.Index, ModifiedIndex: tx.Index}
 	if err := tx.Insert(tableNodes, stored); err != nil {
 		return nil, errs.Errorf(errs.CodeInternal, "insert node: %v", err)
 	}
 	for _, l := range labels {
-		if err := tx.Insert(tableLabels, &labelRow{Label: l, NodeID: n.NodeID}); err != nil {
+		if err := tx.Insert(tableLabels, &labelRow{Label: l, NodeID: c.NodeID}); err != nil {
 			return nil, errs.Errorf(errs.CodeInternal, "insert label: %v", err)
 		}
 	}
-	tx.Emit("node_create", n.NodeID, "")
+	tx.Emit("node_create", c.NodeID, "")
 	// Rows are never changed once inserted, and the FSM encodes a result
 	// at once (fsm.Response.Result): the stored row itself is the result.
 	return storedResult{created: true, node: stored}, nil
@@ -142,7 +145,7 @@ func applyCAS(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err := c.TimeFields.check(c.Updates); err != nil {
 		return nil, err
 	}
-	if err := c.IndexFields.check(cmd.Version, c.Updates, c.SetNow); err != nil {
+	if err := c.IndexFields.check(cmd.Version, inMap(c.Updates), c.SetNow); err != nil {
 		return nil, err
 	}
 	if err := c.LabelEdits.check(); err != nil {
@@ -170,8 +173,12 @@ func applyCAS(tx *fsm.Tx, cmd *log.Command) (any, error) {
 			next.Properties[k] = v
 		}
 	}
-	applySetNow(next.Properties, c.SetNow, tx.Now)
-	c.IndexFields.apply(next.Properties, tx.Index)
+	for k, v := range setNowValues(c.SetNow, tx.Now) {
+		next.Properties[k] = v
+	}
+	for k, v := range c.IndexFields.values(tx.Index) {
+		next.Properties[k] = v
+	}
 	if n := objectSize(next.Properties); n > MaxPropertiesBytes {
 		return nil, errs.Errorf(errs.CodeInvalid, "properties after update would be %d bytes, more than %d", n, MaxPropertiesBytes)
 	}

@@ -93,10 +93,10 @@ func (req CreateRequest) command() (*CreateCommand, error) {
 	if err := checkFields("properties", props, len(props)); err != nil {
 		return nil, err
 	}
-	if err := checkTimeFields(req.SetNow, nil, nil, props); err != nil {
+	if err := checkTimeFields(req.SetNow, nil, nil, inMap(props)); err != nil {
 		return nil, err
 	}
-	if err := req.IndexFields.check(req.version(), props, req.SetNow); err != nil {
+	if err := req.IndexFields.check(req.version(), inMap(props), req.SetNow); err != nil {
 		return nil, err
 	}
 	return &CreateCommand{NodeID: req.NodeID, Labels: labels, Properties: props, SetNow: req.SetNow, IndexFields: req.IndexFields}, nil
@@ -145,7 +145,7 @@ func (req CASRequest) command() (*CASCommand, error) {
 	if err := req.TimeFields.check(updates); err != nil {
 		return nil, err
 	}
-	if err := req.IndexFields.check(req.version(), updates, req.SetNow); err != nil {
+	if err := req.IndexFields.check(req.version(), inMap(updates), req.SetNow); err != nil {
 		return nil, err
 	}
 	if err := req.LabelEdits.check(); err != nil {

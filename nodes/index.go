@@ -2,6 +2,7 @@ package nodes
 
 import (
 	"encoding/json"
+	"iter"
 	"slices"
 	"strconv"
 
@@ -47,7 +48,7 @@ func (f *IndexFields) version() uint16 {
 // field named twice, none also written by the command in another way
 // (written, or set to the time by setNow), and none in a version 1
 // command.
-func (f *IndexFields) check(v uint16, written map[string]json.RawMessage, setNow map[string]int64) error {
+func (f *IndexFields) check(v uint16, written func(field string) bool, setNow map[string]int64) error {
 	if len(f.SetIndex) == 0 {
 		return nil
 	}
@@ -64,19 +65,21 @@ func (f *IndexFields) check(v uint16, written map[string]json.RawMessage, setNow
 		if slices.Contains(f.SetIndex[:i], k) {
 			return errs.Errorf(errs.CodeInvalid, "set_index names %q twice", k)
 		}
-		_, updated := written[k]
-		_, timed := setNow[k]
-		if updated || timed {
+		if _, timed := setNow[k]; timed || written(k) {
 			return errs.Errorf(errs.CodeInvalid, "field %q is both set to the index and written otherwise", k)
 		}
 	}
 	return nil
 }
 
-// apply writes index into every SetIndex field of props.
-func (f *IndexFields) apply(props map[string]json.RawMessage, index uint64) {
-	for _, k := range f.SetIndex {
-		props[k] = json.RawMessage(strconv.FormatUint(index, 10))
+// values are the fields set_index writes: each the entry's index.
+func (f *IndexFields) values(index uint64) iter.Seq2[string, json.RawMessage] {
+	return func(yield func(string, json.RawMessage) bool) {
+		for _, k := range f.SetIndex {
+			if !yield(k, json.RawMessage(strconv.FormatUint(index, 10))) {
+				return
+			}
+		}
 	}
 }
 
@@ -119,10 +122,17 @@ type casCommandV1 struct {
 }
 
 // decodeCreate decodes a node_create payload by its version's schema.
-func decodeCreate(cmd *log.Command) (CreateCommand, error) {
+func decodeCreate(cmd *log.Command) (createArgs, error) {
 	if c, ok := decodeCreateDirect(cmd.Payload, cmd.Version >= IndexVersion); ok {
 		return c, nil
 	}
+	c, err := decodeCreateReflective(cmd)
+	return argsOf(c), err
+}
+
+// decodeCreateReflective decodes what decodeCreateDirect declines (and,
+// in the tests, what it takes, to hold the two to the same answer).
+func decodeCreateReflective(cmd *log.Command) (CreateCommand, error) {
 	return decodeByVersion(cmd, func(c createCommandV1) CreateCommand {
 		return CreateCommand{NodeID: c.NodeID, Labels: c.Labels, Properties: c.Properties, SetNow: c.SetNow}
 	})

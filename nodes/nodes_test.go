@@ -13,6 +13,7 @@ import (
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/nodes"
+	"github.com/google/go-cmp/cmp"
 )
 
 func newNodes(t *testing.T) (*fsmtest.Local, *nodes.Client) {
@@ -294,6 +295,37 @@ func TestChangeValuesPageIsBounded(t *testing.T) {
 	}
 	if pages < 2 {
 		t.Fatalf("%d events of 62 KB in %d page(s): the bound did not end a page", n, pages)
+	}
+}
+
+// A create stores no null property (null means absent), writes set_now's
+// fields, and keeps the rest as the command gave them: in the result and
+// in the store. The client drops nulls before it sends, so only a raw
+// command (another client's, or an older one's) carries them.
+func TestCreateCommandStoresNoNulls(t *testing.T) {
+	l := newLocal(t)
+	l.SetClock(1_000)
+	res := propose(t, l, nodes.CmdCreate, "", nodes.CreateCommand{NodeID: "n", SetNow: map[string]int64{"at": 5},
+		Properties: map[string]json.RawMessage{
+			"b": json.RawMessage("null"), "a": json.RawMessage("1"), "c": json.RawMessage(`"x"`), "aa": json.RawMessage("null"),
+		}})
+	if res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	var created nodes.CreateResult
+	decode(t, res.Result, &created)
+	want := map[string]json.RawMessage{"a": json.RawMessage("1"), "at": json.RawMessage("1005"), "c": json.RawMessage(`"x"`)}
+	if diff := cmp.Diff(want, created.Node.Properties); diff != "" {
+		t.Fatalf("created properties (-want +got):\n%s", diff)
+	}
+	out, err := l.Query(bg, fsm.Query{Type: nodes.QueryGet, Payload: log.MustMarshal(nodes.GetQuery{NodeID: "n"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored nodes.Node
+	decode(t, out, &stored)
+	if diff := cmp.Diff(want, stored.Properties); diff != "" {
+		t.Fatalf("stored properties (-want +got):\n%s", diff)
 	}
 }
 

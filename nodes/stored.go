@@ -1,6 +1,7 @@
 package nodes
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -38,16 +39,63 @@ type fields []field
 // storedOf is n as the store keeps it. It shares n's labels and values,
 // which nothing changes once the node is inserted.
 func storedOf(n *Node) *storedNode {
-	var props fields
-	if n.Properties != nil {
-		props = make(fields, 0, len(n.Properties))
-		for k, v := range n.Properties { // order-free: sorted below
-			props = append(props, field{Key: k, Value: v})
-		}
-		slices.SortFunc(props, func(a, b field) int { return strings.Compare(a.Key, b.Key) })
-	}
-	return &storedNode{NodeID: n.NodeID, Labels: n.Labels, Properties: props,
+	return &storedNode{NodeID: n.NodeID, Labels: n.Labels, Properties: sortedFields(n.Properties),
 		Version: n.Version, CreatedIndex: n.CreatedIndex, ModifiedIndex: n.ModifiedIndex}
+}
+
+// sortedFields is m as fields, sharing its values; nil for a nil map.
+func sortedFields(m map[string]json.RawMessage) fields {
+	if m == nil {
+		return nil
+	}
+	f := make(fields, 0, len(m))
+	for k, v := range m { // order-free: sorted below
+		f = append(f, field{Key: k, Value: v})
+	}
+	f.sort()
+	return f
+}
+
+func (f fields) sort() {
+	slices.SortFunc(f, func(a, b field) int { return strings.Compare(a.Key, b.Key) })
+}
+
+// find is where field k is, or would be inserted, and whether it is there.
+func (f fields) find(k string) (int, bool) {
+	return slices.BinarySearchFunc(f, k, func(kv field, k string) int { return strings.Compare(kv.Key, k) })
+}
+
+// has answers whether field k is there.
+func (f fields) has(k string) bool {
+	_, found := f.find(k)
+	return found
+}
+
+// set sets field k to v, in its place by name.
+func (f *fields) set(k string, v json.RawMessage) {
+	i, found := f.find(k)
+	if found {
+		(*f)[i].Value = v
+		return
+	}
+	*f = slices.Insert(*f, i, field{Key: k, Value: v})
+}
+
+// withoutNulls is f without the fields whose value is null, filtered in
+// place: never nil, so that a node made without properties stores and
+// encodes an empty map, as deleteNulls makes for one.
+func (f fields) withoutNulls() fields {
+	if f == nil {
+		return fields{}
+	}
+	kept := f[:0]
+	for _, kv := range f {
+		if !bytes.Equal(kv.Value, null) {
+			kept = append(kept, kv)
+		}
+	}
+	clear(f[len(kept):])
+	return kept
 }
 
 // node is a deep copy of s as a Node, the caller's to change.

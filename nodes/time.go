@@ -2,6 +2,7 @@ package nodes
 
 import (
 	"encoding/json"
+	"iter"
 	"slices"
 	"strconv"
 
@@ -31,10 +32,12 @@ func (t *TimeFields) check(updates map[string]json.RawMessage) error {
 	if len(t.SetNow)+len(t.Due)+len(t.NotDue) > MaxFieldsPerCAS {
 		return errs.Errorf(errs.CodeInvalid, "more than %d time fields", MaxFieldsPerCAS)
 	}
-	return checkTimeFields(t.SetNow, t.Due, t.NotDue, updates)
+	return checkTimeFields(t.SetNow, t.Due, t.NotDue, inMap(updates))
 }
 
-func checkTimeFields(setNow map[string]int64, due, notDue []string, updates map[string]json.RawMessage) error {
+// checkTimeFields checks set_now's fields, which written must not name,
+// and the due fields.
+func checkTimeFields(setNow map[string]int64, due, notDue []string, written func(field string) bool) error {
 	keys := make([]string, 0, len(setNow))
 	for k := range setNow {
 		keys = append(keys, k)
@@ -47,7 +50,7 @@ func checkTimeFields(setNow map[string]int64, due, notDue []string, updates map[
 		if off := setNow[k]; off < 0 || off > MaxNowOffsetMs {
 			return errs.Errorf(errs.CodeInvalid, "set_now field %q: offset %d outside 0..%d ms", k, off, MaxNowOffsetMs)
 		}
-		if _, both := updates[k]; both {
+		if written(k) {
 			return errs.Errorf(errs.CodeInvalid, "field %q is both updated and set to the time", k)
 		}
 	}
@@ -61,10 +64,24 @@ func checkTimeFields(setNow map[string]int64, due, notDue []string, updates map[
 	return nil
 }
 
-// applySetNow writes FSM time plus offsets into props.
-func applySetNow(props map[string]json.RawMessage, setNow map[string]int64, now int64) {
-	for k, off := range setNow {
-		props[k] = json.RawMessage(strconv.FormatInt(now+off, 10))
+// setNowValues are the fields set_now writes: FSM time plus each offset,
+// in no order.
+func setNowValues(setNow map[string]int64, now int64) iter.Seq2[string, json.RawMessage] {
+	return func(yield func(string, json.RawMessage) bool) {
+		for k, off := range setNow { // order-free: each field is written once
+			if !yield(k, json.RawMessage(strconv.FormatInt(now+off, 10))) {
+				return
+			}
+		}
+	}
+}
+
+// inMap answers for m what the checks of set_now and set_index ask: whether
+// a field is written otherwise.
+func inMap(m map[string]json.RawMessage) func(string) bool {
+	return func(k string) bool {
+		_, ok := m[k]
+		return ok
 	}
 }
 

@@ -249,29 +249,66 @@ func firstBadField(what string, fields map[string]json.RawMessage) error {
 		return nil
 	}
 	for _, k := range slices.Sorted(maps.Keys(fields)) {
-		if err := bounds.Identifier(what+" field", k); err != nil {
+		if err := checkField(what, k, fields[k]); err != nil {
 			return err
 		}
-		if !canon.IsCanonical(fields[k]) {
-			return errs.Errorf(errs.CodeInvalid, "%s field %q: value is not canonical JSON", what, k)
+	}
+	return nil
+}
+
+// checkField is the error of field k with value v, or nil.
+func checkField(what, k string, v json.RawMessage) error {
+	if bounds.IsIdentifier(k) && canon.IsCanonical(v) {
+		return nil // without making the error's words, which allocates
+	}
+	if err := bounds.Identifier(what+" field", k); err != nil {
+		return err
+	}
+	if !canon.IsCanonical(v) {
+		return errs.Errorf(errs.CodeInvalid, "%s field %q: value is not canonical JSON", what, k)
+	}
+	return nil
+}
+
+// check is checkFields for fields sorted by name, with the same errors:
+// their first bad field is the first in key order already.
+func (f fields) check(what string, maxFields int) error {
+	if len(f) > maxFields {
+		return errs.Errorf(errs.CodeInvalid, "%s: %d fields, more than %d", what, len(f), maxFields)
+	}
+	for _, kv := range f {
+		if err := checkField(what, kv.Key, kv.Value); err != nil {
+			return err
 		}
+	}
+	if n := f.objectSize(); n > MaxPropertiesBytes {
+		return errs.Errorf(errs.CodeInvalid, "%s: %d bytes encoded, more than %d", what, n, MaxPropertiesBytes)
 	}
 	return nil
 }
 
 // objectSize is the length of the canonical JSON object holding fields.
 func objectSize(fields map[string]json.RawMessage) int {
-	n := 2 // braces
-	first := true
+	// The braces, then each field.
+	n := 2
 	for k, v := range fields { // order-free: a sum
-		if !first {
-			n++ // comma
-		}
-		first = false
-		n += canon.QuotedLen(k) + 1 + len(v)
+		n += fieldSize(k, v)
 	}
-	return n
+	return n - min(len(fields), 1) // a comma after every field but the last
 }
+
+// objectSize is the length of the canonical JSON object holding f.
+func (f fields) objectSize() int {
+	n := 2 // braces
+	for _, kv := range f {
+		n += fieldSize(kv.Key, kv.Value)
+	}
+	return n - min(len(f), 1)
+}
+
+// fieldSize is the length of a field in a canonical JSON object, with the
+// comma that follows it.
+func fieldSize(k string, v json.RawMessage) int { return canon.QuotedLen(k) + 1 + len(v) + 1 }
 
 // CanonicalFields turns caller-supplied JSON-compatible values into the
 // canonical form a command carries. A nil Go value becomes JSON null.
