@@ -190,16 +190,23 @@ func (a *app) endpointHealthCommand() *cobra.Command {
 has applied everything it knows to be committed and has not halted. It exits
 1 unless every endpoint is healthy. With --wait it asks again until they are,
 or until the wait is over: run it after starting nodes, before the first
-command that needs the cluster.`,
+command that needs the cluster.
+
+--cluster asks the members the cluster lists, and a node still joining is
+not one of them yet: add --members N to wait, too, until it lists N.`,
 		Args: cobra.NoArgs,
 	}
 	a.connFlags(cmd.Flags())
 	o := outputFlag(cmd.Flags(), "table")
 	all := cmd.Flags().Bool("cluster", false, "ask every member of the cluster, not only --addr")
+	members := cmd.Flags().Int("members", 0, "with --cluster: healthy only once the cluster lists at least this many members")
 	wait := waitFlag(cmd.Flags())
 	cmd.RunE = func(*cobra.Command, []string) error {
 		if err := o.check(); err != nil {
 			return err
+		}
+		if *members < 0 || *members > 0 && !*all {
+			return usageErrorf("--members takes a count of members, with --cluster")
 		}
 		deadline := time.Now().Add(*wait)
 		for {
@@ -208,12 +215,17 @@ command that needs the cluster.`,
 			for _, r := range rows {
 				healthy = healthy && r.Healthy
 			}
+			missing := err == nil && len(rows) < *members
+			healthy = healthy && !missing
 			if healthy || time.Now().After(deadline) {
 				if err != nil {
 					return err
 				}
 				if err := o.print(a.stdout, rows, func(w io.Writer) error { return healthTable(w, rows) }); err != nil {
 					return err
+				}
+				if missing {
+					return fmt.Errorf("the cluster lists %d members with an API address, fewer than --members %d (a node still joining is not a member yet)", len(rows), *members)
 				}
 				if !healthy {
 					return errors.New("not every endpoint is healthy")
