@@ -63,7 +63,9 @@ func (a *app) memberListCommand() *cobra.Command {
 (entries behind, seconds since it last answered: its arbiter_raft_peer_*
 metrics) and each member for its own status, 3 s at most each. A member that
 does not answer, has halted, follows another leader or has not answered the
-leader for 3 s is not healthy, and the PROBLEM column says why.`,
+leader for 3 s is not healthy, and the PROBLEM column says why. While the node
+asked knows no leader (one restarted a moment ago may have applied nothing
+yet), the next endpoint of --addr that knows one answers instead.`,
 		Args: cobra.NoArgs,
 	}
 	a.connFlags(cmd.Flags())
@@ -93,6 +95,18 @@ func (a *app) members(ctx context.Context) (*memberList, error) {
 	st, err := remote.Status(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if st.LeaderID == "" {
+		// A node that knows no leader, such as one restarted a moment ago
+		// and not yet contacted, may have applied none of its log: every
+		// member would show without an API address. Another endpoint of
+		// --addr that knows a leader answers instead.
+		for _, base := range a.addrs() {
+			if p := a.probe(ctx, base); p.status != nil && p.status.LeaderID != "" {
+				st = p.status
+				break
+			}
+		}
 	}
 	// The leader's configuration is the newest: a follower may not have
 	// applied the last membership change yet.
