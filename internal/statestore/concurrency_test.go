@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/arbiterhq/arbiter/internal/statestore"
 )
@@ -127,5 +128,52 @@ func TestOneReadTxnSharedByGoroutines(t *testing.T) {
 	close(errc)
 	for err := range errc {
 		t.Fatal(err)
+	}
+}
+
+// TestReaderWaitsForAnInPlaceWrite: a write transaction on a state nobody
+// has read changes its trees in place, so a reader that begins meanwhile
+// must wait for the commit and see all of it, never the half written so
+// far. The pause only lets a reader that does not wait read too early.
+func TestReaderWaitsForAnInPlaceWrite(t *testing.T) {
+	db, err := statestore.NewDB(schema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := db.Txn(true)
+	if err := w.Insert("rows", &row{ID: "a", Group: "pair"}); err != nil {
+		t.Fatal(err)
+	}
+	seen := make(chan int)
+	go func() {
+		it, err := db.Txn(false).Get("rows", "group", "pair")
+		if err != nil {
+			seen <- -1
+			return
+		}
+		n := 0
+		for obj := it.Next(); obj != nil; obj = it.Next() {
+			n++
+		}
+		seen <- n
+	}()
+	time.Sleep(50 * time.Millisecond)
+	if err := w.Insert("rows", &row{ID: "b", Group: "pair"}); err != nil {
+		t.Fatal(err)
+	}
+	w.Commit()
+	if n := <-seen; n != 2 {
+		t.Fatalf("a reader begun during the write saw %d rows, want the whole commit's 2", n)
+	}
+	// A reader now holds the state: the next writer copies, and the
+	// reader keeps what it saw.
+	r := db.Txn(false)
+	w = db.Txn(true)
+	if err := w.Delete("rows", &row{ID: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	w.Commit()
+	if obj, err := r.First("rows", "id", "a"); err != nil || obj == nil {
+		t.Fatalf("the held reader lost row a: %v %v", obj, err)
 	}
 }

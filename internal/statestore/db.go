@@ -38,6 +38,9 @@ type DB struct {
 	tables map[string]*table
 	root   atomic.Pointer[root]
 	writer sync.Mutex // held by the one open write transaction
+	// undo is the write transactions' undo log, kept between them so that
+	// its buffer is allocated once (see Txn.undo).
+	undo []undo
 }
 
 // table is a table's compiled schema.
@@ -57,10 +60,49 @@ type index struct {
 }
 
 // root is one committed version of the state: per table (by position),
-// per index (by position), a tree. A root and its trees are never
-// changed once published.
+// per index (by position), a tree.
+//
+// A root that a read transaction has begun on (observed) never changes,
+// nor do its trees. One that nobody has read may be claimed by a write
+// transaction, which then changes the trees it may (private) in place
+// instead of copying what it touches, and publishes the same trees as
+// the next root. A reader that finds its root claimed waits until the
+// next one is published (superseded) and reads that one. Each side sets
+// its own flag before it reads the other's (both are sequentially
+// consistent atomics), so at least one of them sees the other: either the
+// writer sees the reader and copies, or the reader sees the claim and
+// waits.
 type root struct {
 	trees [][]*tree
+	// private says, per table, that no observed root holds its trees: a
+	// writer may change them in place. A tree object shared with an
+	// observed root must be copied (in constant time) first; nodes shared
+	// with one are copied as they are touched in either case, because a
+	// copied tree's nodes carry another copy's id (btree's isoid).
+	private []bool
+	// changes counts, per table, the commits that wrote to it: what
+	// Changes answers.
+	changes    []uint64
+	observed   atomic.Bool
+	claimed    atomic.Bool
+	superseded chan struct{} // closed once the next root is published
+}
+
+func newRoot(trees [][]*tree, private []bool, changes []uint64) *root {
+	return &root{trees: trees, private: private, changes: changes, superseded: make(chan struct{})}
+}
+
+// Changes is how many commits have written to table: a caller that keeps
+// something it read from the table knows it is still current while this
+// stays the same, without beginning a read transaction (which would make
+// the next write copy what it changes: see root). -1 for a table the
+// schema does not have.
+func (db *DB) Changes(table string) int64 {
+	t, ok := db.tables[table]
+	if !ok {
+		return -1
+	}
+	return int64(db.root.Load().changes[t.pos])
 }
 
 // NewDB makes an empty store for schema, which must pass go-memdb's
@@ -76,7 +118,7 @@ func NewDB(schema *memdb.DBSchema) (*DB, error) {
 	}
 	sort.Strings(names)
 	db := &DB{tables: make(map[string]*table, len(names))}
-	r := &root{trees: make([][]*tree, len(names))}
+	r := newRoot(make([][]*tree, len(names)), make([]bool, len(names)), make([]uint64, len(names)))
 	for pos, name := range names {
 		ts := schema.Tables[name]
 		t := &table{name: name, pos: pos, byName: map[string]int{}}
@@ -92,6 +134,7 @@ func NewDB(schema *memdb.DBSchema) (*DB, error) {
 			t.byName[n] = i
 			r.trees[pos][i] = newTree()
 		}
+		r.private[pos] = true
 		t.idPos = t.byName["id"]
 		if _, ok := t.index[t.idPos].indexer.(memdb.SingleIndexer); !ok {
 			return nil, fmt.Errorf("statestore: table %q: the id index must have a single-value indexer", name)
@@ -104,12 +147,25 @@ func NewDB(schema *memdb.DBSchema) (*DB, error) {
 
 // Txn begins a transaction. A write transaction waits for the previous
 // one to end; it must end with Commit or Abort. A read transaction sees
-// the last committed state and needs no ending.
+// the last committed state and needs no ending. It may wait for a write
+// transaction that is changing that state's trees in place (at most until
+// it ends); the goroutine that holds a write transaction must therefore
+// not begin a read transaction before the write one ends.
 func (db *DB) Txn(write bool) *Txn {
 	if write {
 		db.writer.Lock()
+		return &Txn{db: db, write: true, root: db.root.Load(), undo: db.undo[:0]}
 	}
-	return &Txn{db: db, write: write, root: db.root.Load()}
+	for {
+		r := db.root.Load()
+		if !r.observed.Load() {
+			r.observed.Store(true)
+		}
+		if !r.claimed.Load() {
+			return &Txn{db: db, root: r}
+		}
+		<-r.superseded
+	}
 }
 
 func (db *DB) table(name string) (*table, error) {

@@ -16,13 +16,19 @@
 // costs its key bytes and a few words per index.
 //
 // Isolation is go-memdb's: one write transaction at a time (Txn(true)
-// blocks until the previous one ends); readers never block and see the
-// state as of the last commit when they began; an iterator sees the index
-// as of the moment it was made, even inside a write transaction that goes
-// on writing. Watch channels are not supported: WatchCh returns nil.
+// blocks until the previous one ends); readers see the state as of the
+// last commit when they began; an iterator sees the index as of the
+// moment it was made, even inside a write transaction that goes on
+// writing. Watch channels are not supported: WatchCh returns nil.
 //
-// What a write changes is copied, never changed in place: a write
-// transaction copies the committed tree of an index the first time it
-// writes to it (in constant time; the nodes it then touches are copied
-// as it goes), and Commit publishes the new trees at once.
+// What a reader may see is never changed: a write transaction copies the
+// committed tree of an index the first time it writes to it (in constant
+// time; the nodes it then touches are copied as it goes), and Commit
+// publishes the new trees at once. What nobody has read since the last
+// commit is changed in place instead (the copies were most of a create's
+// allocations with ids spread over the tree), with an undo log for Abort.
+// A reader that begins meanwhile waits for that write transaction to end,
+// so the goroutine holding a write transaction must not begin a read one.
+// Changes counts a table's commits, for callers that keep what they read
+// of a table without reading it again (the FSM's members).
 package statestore

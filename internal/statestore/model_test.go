@@ -167,7 +167,11 @@ func drawRow(t *rapid.T) *row {
 // TestAgreesWithGoMemdb runs random transactions of inserts, deletes and
 // reads against go-memdb and the store side by side: every answer, every
 // error, what iterators made before later writes yield, and what a read
-// transaction begun before a commit sees must agree.
+// transaction begun before a commit sees must agree. Read transactions
+// begin before some write transactions only, and some are held across
+// many: a write transaction changes in place what nobody reads, and must
+// never change what a held one sees, nor leave a trace when it aborts.
+// The undo log's bound is drawn small too, so that transactions fork.
 func TestAgreesWithGoMemdb(t *testing.T) {
 	t.Run("go-memdb indexers", func(t *testing.T) { agreesWithGoMemdb(t, schema()) })
 	t.Run("keyed indexers", func(t *testing.T) { agreesWithGoMemdb(t, keyedSchema()) })
@@ -188,9 +192,19 @@ func agreesWithGoMemdb(t *testing.T, storeSchema *memdb.DBSchema) {
 				t.Fatalf("%s: go-memdb %s, statestore %s", what, want, got)
 			}
 		}
+		defer statestore.SetMaxUndo(rapid.SampledFrom([]int{1, 3, 1 << 12}).Draw(t, "undo bound"))()
+		var held []pair // read transactions held across write transactions
 		for range rapid.IntRange(1, 12).Draw(t, "transactions") {
-			before := pair{model.Txn(false), store.Txn(false)}
-			beforeWant, beforeGot := ids(before.model.Get("rows", "id")), ids(before.store.Get("rows", "id"))
+			if rapid.IntRange(0, 3).Draw(t, "hold a reader") == 0 {
+				held = append(held, pair{model.Txn(false), store.Txn(false)})
+			}
+			readBefore := rapid.Bool().Draw(t, "read before")
+			var before pair
+			var beforeWant, beforeGot string
+			if readBefore {
+				before = pair{model.Txn(false), store.Txn(false)}
+				beforeWant, beforeGot = ids(before.model.Get("rows", "id")), ids(before.store.Get("rows", "id"))
+			}
 			w := pair{model.Txn(true), store.Txn(true)}
 			var open []pair // iterators made mid-transaction, drained at its end
 			var openIters [][2]memdb.ResultIterator
@@ -233,9 +247,17 @@ func agreesWithGoMemdb(t *testing.T, storeSchema *memdb.DBSchema) {
 				w.model.Abort()
 				w.store.Abort()
 			}
-			check("read transaction begun before the commit",
-				beforeWant+" "+ids(before.model.Get("rows", "id")),
-				beforeGot+" "+ids(before.store.Get("rows", "id")))
+			if readBefore {
+				check("read transaction begun before the commit",
+					beforeWant+" "+ids(before.model.Get("rows", "id")),
+					beforeGot+" "+ids(before.store.Get("rows", "id")))
+			}
+			for _, h := range held {
+				for _, index := range []string{"id", "group", "tags"} {
+					check("held read transaction, index "+index, ids(h.model.Get("rows", index)), ids(h.store.Get("rows", index)))
+				}
+				check("held read transaction, table other", rows(h.model.Get("other", "id")), rows(h.store.Get("other", "id")))
+			}
 			r := pair{model.Txn(false), store.Txn(false)}
 			want, got := query(t, r)
 			check("read after the transaction", want, got)

@@ -3,6 +3,7 @@ package statestore
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unsafe"
 
@@ -36,6 +37,28 @@ type Txn struct {
 	// scratch holds a write transaction's FirstString key while it is
 	// looked up.
 	scratch []byte
+	// claimed says this write transaction has claimed its root (see root)
+	// on its first write; inPlace that nobody had read the root, so that
+	// the root's private trees are changed in place. undo then records
+	// each change, for Abort, up to maxUndo of them; past that the
+	// transaction copies the trees it changed (forked), goes on in the
+	// copies as a copying transaction does, and Abort undoes only the
+	// recorded changes, which are all that the root's trees received.
+	claimed, inPlace, forked bool
+	undo                     []undo
+}
+
+// maxUndo bounds a write transaction's undo log: a restore's load of a
+// million rows would otherwise record them all. A variable for the tests.
+var maxUndo = 1 << 12
+
+// undo is one recorded change to a tree: the key it wrote or deleted, and
+// the entry that was there before, if any.
+type undo struct {
+	tree *tree
+	key  string
+	prev entry
+	had  bool
 }
 
 // hint is table t's primary-tree hint.
@@ -54,17 +77,18 @@ func (txn *Txn) Commit() {
 	}
 	txn.ended = true
 	if txn.modified != nil {
-		next := &root{trees: make([][]*tree, len(txn.root.trees))}
-		copy(next.trees, txn.root.trees)
+		next := txn.successor()
 		for pos, trees := range txn.modified {
 			if trees != nil {
-				next.trees[pos] = trees
+				// The transaction's own copies, or private trees it
+				// changed in place: no observed root holds either.
+				next.trees[pos], next.private[pos] = trees, true
+				next.changes[pos]++
 			}
 		}
-		txn.db.root.Store(next)
+		txn.publish(next)
 	}
-	txn.modified = nil
-	txn.db.writer.Unlock()
+	txn.end()
 }
 
 // Abort drops a write transaction's changes and ends it. On a read
@@ -74,8 +98,63 @@ func (txn *Txn) Abort() {
 		return
 	}
 	txn.ended = true
-	txn.modified = nil
+	if txn.claimed {
+		for i := len(txn.undo) - 1; i >= 0; i-- {
+			u := &txn.undo[i]
+			if u.had {
+				u.tree.Set(u.prev)
+			} else {
+				u.tree.Delete(entry{key: u.key})
+			}
+		}
+		// Readers may be waiting on the claimed root: the same trees, as
+		// they were, are published as the next one.
+		txn.publish(txn.successor())
+	}
+	txn.end()
+}
+
+// successor is the next root as the claimed one left it: its trees, and
+// private only where the claimed root was private and nobody read it.
+func (txn *Txn) successor() *root {
+	r := txn.root
+	next := newRoot(slices.Clone(r.trees), make([]bool, len(r.trees)), slices.Clone(r.changes))
+	if txn.inPlace {
+		copy(next.private, r.private)
+	}
+	return next
+}
+
+// publish makes next the committed root, and releases the readers
+// waiting on the one it replaces.
+func (txn *Txn) publish(next *root) {
+	txn.db.root.Store(next)
+	close(txn.root.superseded)
+}
+
+// end releases the writer's lock, keeping the undo log's buffer (without
+// what it held) for the next write transaction.
+func (txn *Txn) end() {
+	clear(txn.undo)
+	txn.db.undo = txn.undo[:0]
+	txn.undo, txn.modified = nil, nil
 	txn.db.writer.Unlock()
+}
+
+// claim claims the root on the transaction's first write, and finds
+// whether its private trees may be changed in place: only if no reader
+// has begun on it (see root).
+func (txn *Txn) claim() {
+	r := txn.root
+	txn.claimed = true
+	r.claimed.Store(true)
+	if r.observed.Load() {
+		// Copy, as ever. Readers may go on beginning on the root, which
+		// nothing will change.
+		r.claimed.Store(false)
+		return
+	}
+	txn.inPlace = true
 }
 
 // tree is index i of t as this transaction sees it now.
@@ -89,26 +168,84 @@ func (txn *Txn) tree(t *table, i int) *tree {
 // frozen is index i of t as of now, unaffected by this transaction's
 // later writes: what an iterator walks.
 func (txn *Txn) frozen(t *table, i int) *tree {
-	if txn.modified != nil && txn.modified[t.pos] != nil {
-		return txn.modified[t.pos][i].Copy()
+	if txn.write {
+		// The tree may be changed in place later in this transaction,
+		// the root's own included.
+		return txn.tree(t, i).Copy()
 	}
-	// Committed trees never change.
+	// The trees of a root a read transaction has begun on never change.
 	return txn.root.trees[t.pos][i]
 }
 
-// writable is this transaction's own copies of t's trees.
+// writable is the trees of t this transaction writes: the root's own, in
+// place, where it may (see claim); else its copies of them.
 func (txn *Txn) writable(t *table) []*tree {
+	if !txn.claimed {
+		txn.claim()
+	}
+	txn.forkIfFull()
 	if txn.modified == nil {
 		txn.modified = make([][]*tree, len(txn.root.trees))
 	}
 	if txn.modified[t.pos] == nil {
-		own := make([]*tree, len(t.index))
-		for i, tr := range txn.root.trees[t.pos] {
-			own[i] = tr.Copy()
+		if txn.inPlace && !txn.forked && txn.root.private[t.pos] {
+			txn.modified[t.pos] = txn.root.trees[t.pos]
+		} else {
+			txn.modified[t.pos] = copyTrees(txn.root.trees[t.pos])
 		}
-		txn.modified[t.pos] = own
 	}
 	return txn.modified[t.pos]
+}
+
+func copyTrees(trees []*tree) []*tree {
+	own := make([]*tree, len(trees))
+	for i, tr := range trees {
+		own[i] = tr.Copy()
+	}
+	return own
+}
+
+// record logs a change to tr for Abort, while the transaction changes
+// trees in place.
+func (txn *Txn) record(tr *tree, key string, prev entry, had bool) {
+	if !txn.inPlace || txn.forked {
+		return
+	}
+	txn.undo = append(txn.undo, undo{tree: tr, key: key, prev: prev, had: had})
+}
+
+// forkIfFull forks once the undo log holds maxUndo changes: between
+// writes, never within one, so that a write's changes all go to the
+// trees it began on.
+func (txn *Txn) forkIfFull() {
+	if !txn.inPlace || txn.forked || len(txn.undo) < maxUndo {
+		return
+	}
+	txn.forked = true
+	for pos, trees := range txn.modified {
+		if trees != nil {
+			txn.modified[pos] = copyTrees(trees)
+		}
+	}
+}
+
+// set writes e into tr (with how: Set, SetHint or Load), recording the
+// change.
+func (txn *Txn) set(tr *tree, e entry, hint *btree.PathHint, how func(*tree, entry, *btree.PathHint) (entry, bool)) (entry, bool) {
+	prev, replaced := how(tr, e, hint)
+	txn.record(tr, e.key, prev, replaced)
+	return prev, replaced
+}
+
+func setNoHint(tr *tree, e entry, _ *btree.PathHint) (entry, bool) { return tr.Set(e) }
+
+// delete deletes key from tr, recording the change.
+func (txn *Txn) delete(tr *tree, key string) (entry, bool) {
+	prev, found := tr.Delete(entry{key: key})
+	if found {
+		txn.record(tr, key, prev, true)
+	}
+	return prev, found
 }
 
 // keysOf is obj's keys in every index of t, by index position, computed
@@ -259,7 +396,7 @@ func (txn *Txn) insert(table string, obj any, set func(*tree, entry, *btree.Path
 		if err != nil {
 			return err
 		}
-		set(txn.writable(t)[0], entry{key: idKey, obj: obj}, txn.hint(t))
+		txn.set(txn.writable(t)[0], entry{key: idKey, obj: obj}, txn.hint(t), set)
 		return nil
 	}
 	idKey, keys, err := t.keysOf(obj)
@@ -267,17 +404,17 @@ func (txn *Txn) insert(table string, obj any, set func(*tree, entry, *btree.Path
 		return err
 	}
 	trees := txn.writable(t)
-	prev, replaced := set(trees[t.idPos], entry{key: idKey, obj: obj}, txn.hint(t))
+	prev, replaced := txn.set(trees[t.idPos], entry{key: idKey, obj: obj}, txn.hint(t), set)
 	if replaced {
 		_, stale, err := t.keysOf(prev.obj)
 		if err != nil {
-			trees[t.idPos].Set(prev) // the insert changes nothing
+			txn.set(trees[t.idPos], prev, nil, setNoHint) // the insert changes nothing
 			return err
 		}
 		for i, tr := range trees {
 			for _, k := range stale[i] {
 				if i != t.idPos && !contains(keys[i], k) {
-					tr.Delete(entry{key: k})
+					txn.delete(tr, k)
 				}
 			}
 		}
@@ -287,7 +424,7 @@ func (txn *Txn) insert(table string, obj any, set func(*tree, entry, *btree.Path
 			continue
 		}
 		for _, k := range keys[i] {
-			tr.Set(entry{key: k, obj: obj})
+			txn.set(tr, entry{key: k, obj: obj}, nil, setNoHint)
 		}
 	}
 	return nil
@@ -314,7 +451,7 @@ func (txn *Txn) Delete(table string, obj any) error {
 		return err
 	}
 	if len(t.index) == 1 {
-		if _, found := txn.writable(t)[0].Delete(entry{key: idKey}); !found {
+		if _, found := txn.delete(txn.writable(t)[0], idKey); !found {
 			return ErrNotFound
 		}
 		return nil
@@ -329,7 +466,7 @@ func (txn *Txn) Delete(table string, obj any) error {
 	}
 	for i, tr := range txn.writable(t) {
 		for _, k := range keys[i] {
-			tr.Delete(entry{key: k})
+			txn.delete(tr, k)
 		}
 	}
 	return nil
