@@ -90,6 +90,7 @@ func (f *FSM) applyShared(logs []*raft.Log, out []any) (n int, ok bool) {
 	}
 	writeMeta(txn, m)
 	txn.Commit()
+	f.committed(m)
 	f.runEffects(effects, logs[n-1].Index)
 	f.applied.Store(logs[n-1].Index)
 	f.broadcast()
@@ -133,6 +134,7 @@ func (f *FSM) applyEach(logs []*raft.Log) []any {
 		}
 		writeMeta(txn, m)
 		txn.Commit()
+		f.committed(m)
 		f.runEffects(effects, l.Index)
 		f.applied.Store(l.Index)
 	}

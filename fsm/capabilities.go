@@ -244,11 +244,11 @@ func (f *FSM) Served() Capabilities { return f.served }
 // Enabled is the enabled set of the local state; ok is false while the
 // state is ungated (no set enabled yet: every known command applies).
 func (f *FSM) Enabled() (c Capabilities, ok bool) {
-	m := readMeta(f.db.Load().Txn(false))
-	if m.Enabled == nil {
+	e := f.enabled.Load()
+	if e == nil {
 		return Capabilities{}, false
 	}
-	return *m.Enabled, true
+	return *e, true
 }
 
 // CapabilitiesView answers QueryCapabilities: the cluster's enabled set as

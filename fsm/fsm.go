@@ -49,6 +49,16 @@ type FSM struct {
 
 	db      atomic.Pointer[statestore.DB]
 	applied atomic.Uint64 // index of the last entry applied
+	// now and enabled are the committed state's FSM time (Now) and
+	// enabled set (Enabled), and members its members as of a count of
+	// the members table's changes (Members): kept apart so that reading
+	// them begins no read transaction. The node reads them for every
+	// batch and every proposal, and a state a reader has begun on is
+	// copied where the next batch changes it instead of changed in place
+	// (statestore).
+	now     atomic.Int64
+	enabled atomic.Pointer[Capabilities]
+	members atomic.Pointer[membersAt]
 	panics  atomic.Uint64 // handler panics turned into internal errors
 	rewinds atomic.Uint64 // restores behind the applied index
 	halted  atomic.Pointer[Halt]
@@ -111,8 +121,21 @@ func New(cfg Config) (*FSM, error) {
 	if err != nil {
 		return nil, err
 	}
-	f.db.Store(db)
+	f.install(db)
 	return f, nil
+}
+
+// install makes db the state.
+func (f *FSM) install(db *statestore.DB) {
+	f.db.Store(db)
+	f.committed(readMeta(db.Txn(false)))
+}
+
+// committed keeps what Now and Enabled answer, from the meta row a commit
+// wrote (or the state installed holds).
+func (f *FSM) committed(m *meta) {
+	f.now.Store(m.Now)
+	f.enabled.Store(m.Enabled)
 }
 
 func (f *FSM) register(m *Module) error {
@@ -272,5 +295,5 @@ func (f *FSM) Query(p log.Principal, q Query) (out []byte, err error) {
 
 // Now is the FSM clock (unix ms) as of the last applied command.
 func (f *FSM) Now() int64 {
-	return readMeta(f.db.Load().Txn(false)).Now
+	return f.now.Load()
 }

@@ -1,8 +1,11 @@
 package fsm
 
 import (
+	"slices"
+
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/internal/bounds"
+	"github.com/arbiterhq/arbiter/internal/statestore"
 	"github.com/arbiterhq/arbiter/log"
 )
 
@@ -81,9 +84,24 @@ func readMembers(rt *ReadTx) ([]Member, error) {
 	return out, nil
 }
 
-// Members returns the replicated member metadata from local state.
+// Members returns the replicated member metadata from local state: a
+// copy, the caller's.
 func (f *FSM) Members() []Member {
-	txn := f.db.Load().Txn(false)
-	out, _ := readMembers(&ReadTx{Txn: txn})
-	return out
+	db := f.db.Load()
+	changes := db.Changes(tableMembers)
+	if at := f.members.Load(); at != nil && at.db == db && at.changes == changes {
+		return slices.Clone(at.members)
+	}
+	// Read from a state as new as changes says, or newer: then the next
+	// call reads again, which costs a read, never a stale answer.
+	out, _ := readMembers(&ReadTx{Txn: db.Txn(false)})
+	f.members.Store(&membersAt{db: db, changes: changes, members: out})
+	return slices.Clone(out)
+}
+
+// membersAt is what Members read, and of which state.
+type membersAt struct {
+	db      *statestore.DB
+	changes int64
+	members []Member
 }

@@ -423,7 +423,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		f.rewinds.Add(1)
 		f.logger.Error("snapshot restore moves the applied index backwards", "from", prev, "to", st.hdr.Index)
 	}
-	f.db.Store(st.db)
+	f.install(st.db)
 	f.applied.Store(st.hdr.Index)
 	if h := f.halted.Swap(nil); h != nil {
 		// The peers that applied what this replica could not made this

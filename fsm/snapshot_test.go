@@ -403,3 +403,17 @@ func TestRestoreBehindAppliedIndexIsCounted(t *testing.T) {
 		t.Fatalf("after restoring the older snapshot: %d rewinds, state older: %v", f.Rewinds(), bytes.Equal(fsmtest.Snapshot(t, f), older))
 	}
 }
+
+// The clock a restored FSM answers is the restored state's, not the one
+// it had before: Now is kept apart from the state (FSM.now) and must be
+// installed with it.
+func TestRestoreInstallsTheClock(t *testing.T) {
+	l := richLocal(t)
+	if l.FSM.Now() == 0 {
+		t.Fatal("the source state's clock never moved: nothing to compare")
+	}
+	f := restoreFresh(t, fsmtest.Snapshot(t, l.FSM))
+	if f.Now() != l.FSM.Now() {
+		t.Fatalf("restored clock %d, the snapshot's state %d", f.Now(), l.FSM.Now())
+	}
+}
