@@ -128,6 +128,7 @@ func New(cfg Config) (*FSM, error) {
 // install makes db the state.
 func (f *FSM) install(db *statestore.DB) {
 	f.db.Store(db)
+	f.members.Store(nil) // it would keep the state it replaces alive
 	f.committed(readMeta(db.Txn(false)))
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -158,7 +157,7 @@ func (f *fields) DecodeMsgpack(dec *msgpack.Decoder) error {
 		}
 		out = append(out, field{Key: k, Value: v})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	out.sort()
 	for i := 1; i < len(out); i++ {
 		if out[i].Key == out[i-1].Key {
 			return fmt.Errorf("properties: field %q given twice", out[i].Key)
