@@ -11,12 +11,19 @@ import (
 	arblog "github.com/arbiterhq/arbiter/log"
 )
 
-// A follower forwards the commands it receives to the leader in batches:
-// each of a few senders takes one waiting command plus whatever else is
-// queued, and sends them in one request; the leader hands them all to raft
-// before waiting for any, so they share a group commit. Under load this
-// divides the forwarding cost by the batch size; when idle a command goes
-// out alone at once.
+// A follower forwards the commands it receives to the leader in batches.
+// One dispatcher collects them per leader and keeps one batch in flight to
+// each: what arrives while a batch is out waits and goes in the next one,
+// so under load a batch holds about what arrives in one commit's time,
+// and when idle a command goes out alone at once. The leader hands a
+// batch to raft before waiting for any of it, so it shares a group
+// commit. Fewer, larger batches cost less on both sides: against four
+// senders each taking whatever was queued, this spent 0.90x the servers'
+// CPU per create at 64 clients (BENCHMARKS.md, "Forwarding").
+// More batches go out to a leader together only while a full batch is
+// waiting (a follower with more load than one batch per commit carries),
+// up to forwardSenders. A batch stuck on a leader that no longer answers
+// holds up only that leader's calls: those for a new leader go at once.
 
 const (
 	forwardSenders       = 4
@@ -30,6 +37,9 @@ const (
 type forwarder struct {
 	n     *Node
 	queue chan *forwardCall
+	// sent receives a leader's API address from each batch's sender when
+	// its answer has been delivered.
+	sent chan string
 }
 
 type forwardCall struct {
@@ -55,13 +65,11 @@ type applyBatchReply struct {
 }
 
 func newForwarder(n *Node) *forwarder {
-	return &forwarder{n: n, queue: make(chan *forwardCall, forwardQueueLen)}
+	return &forwarder{n: n, queue: make(chan *forwardCall, forwardQueueLen), sent: make(chan string)}
 }
 
 func (fw *forwarder) start() {
-	for i := 0; i < forwardSenders; i++ {
-		fw.n.goBackground(fw.loop)
-	}
+	fw.n.goBackground(fw.dispatch)
 }
 
 // submit forwards cmd to the leader at api and waits for its outcome.
@@ -84,45 +92,103 @@ func (fw *forwarder) submit(ctx context.Context, api string, cmd arblog.Command)
 	}
 }
 
-func (fw *forwarder) loop() {
+// lane is what the dispatcher holds for one leader: the calls waiting
+// for a batch, and how many batches are out.
+type lane struct {
+	waiting  []*forwardCall
+	inFlight int
+}
+
+// dispatch takes calls off the queue into their leader's lane and sends
+// batches (see the top of the file). It holds at most forwardQueueLen
+// waiting calls, then stops taking more, so that the queue fills and
+// submit answers "queue full" at its deadline. Lanes are dropped when
+// empty, so there are never more than the leaders with calls out.
+func (fw *forwarder) dispatch() {
+	lanes := map[string]*lane{}
+	held := 0
 	for {
+		queue := fw.queue
+		if held >= forwardQueueLen {
+			queue = nil // full: leave the rest in the queue
+		}
 		select {
-		case first := <-fw.queue:
-			batch, size := []*forwardCall{first}, len(first.data)
-		drain:
-			for len(batch) < maxForwardBatch && size < maxForwardBatchBytes {
-				select {
-				case c := <-fw.queue:
-					batch, size = append(batch, c), size+len(c.data)
-				default:
-					break drain
-				}
+		case c := <-queue:
+			l := lanes[c.api]
+			if l == nil {
+				l = &lane{}
+				lanes[c.api] = l
 			}
-			fw.send(batch)
+			l.waiting = append(l.waiting, c)
+			held++
+		case api := <-fw.sent:
+			lanes[api].inFlight--
 		case <-fw.n.ctx.Done():
+			fw.refuseAll(lanes)
+			return
+		}
+		for api, l := range lanes {
+			for len(l.waiting) > 0 && (l.inFlight == 0 || (len(l.waiting) >= maxForwardBatch && l.inFlight < forwardSenders)) {
+				batch, removed := fw.take(l)
+				held -= removed
+				if len(batch) == 0 {
+					continue // every call taken had passed its deadline
+				}
+				l.inFlight++
+				fw.n.goBackground(func() {
+					fw.sendTo(api, batch)
+					select {
+					case fw.sent <- api:
+					case <-fw.n.ctx.Done():
+					}
+				})
+			}
+			if len(l.waiting) == 0 && l.inFlight == 0 {
+				delete(lanes, api)
+			}
+		}
+	}
+}
+
+// refuseAll answers every call it holds or finds queued, none of them
+// sent, when the node stops.
+func (fw *forwarder) refuseAll(lanes map[string]*lane) {
+	refuse := func(c *forwardCall) {
+		c.done <- forwardResult{err: errs.New(errs.CodeUnavailable, "node stopped before forwarding")}
+	}
+	for _, l := range lanes {
+		for _, c := range l.waiting {
+			refuse(c)
+		}
+	}
+	for range forwardQueueLen {
+		select {
+		case c := <-fw.queue:
+			refuse(c)
+		default:
 			return
 		}
 	}
 }
 
-// send posts each leader's share of batch (normally all of it) and
-// delivers every outcome.
-func (fw *forwarder) send(batch []*forwardCall) {
-	byAPI := map[string][]*forwardCall{}
-	var order []string
-	for _, c := range batch {
+// take removes the next batch from l's waiting calls, within the batch
+// bounds, and answers how many calls it removed: those in the batch and
+// those it answered instead of sending because their deadline had passed.
+func (fw *forwarder) take(l *lane) (batch []*forwardCall, removed int) {
+	size := 0
+	for removed < len(l.waiting) && len(batch) < maxForwardBatch && (len(batch) == 0 || size+len(l.waiting[removed].data) <= maxForwardBatchBytes) {
+		c := l.waiting[removed]
+		removed++
 		if c.ctx.Err() != nil {
 			c.done <- forwardResult{err: errs.New(errs.CodeUnavailable, "deadline passed before forwarding")}
 			continue
 		}
-		if _, seen := byAPI[c.api]; !seen {
-			order = append(order, c.api)
-		}
-		byAPI[c.api] = append(byAPI[c.api], c)
+		batch, size = append(batch, c), size+len(c.data)
 	}
-	for _, api := range order {
-		fw.sendTo(api, byAPI[api])
-	}
+	rest := copy(l.waiting, l.waiting[removed:])
+	clear(l.waiting[rest:])
+	l.waiting = l.waiting[:rest]
+	return batch, removed
 }
 
 func (fw *forwarder) sendTo(api string, calls []*forwardCall) {
