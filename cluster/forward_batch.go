@@ -18,8 +18,8 @@ import (
 // and when idle a command goes out alone at once. The leader hands a
 // batch to raft before waiting for any of it, so it shares a group
 // commit. Fewer, larger batches cost less on both sides: against four
-// senders each taking whatever was queued, this spent 0.90x the servers'
-// CPU per create at 64 clients (BENCHMARKS.md, "Forwarding").
+// senders each taking whatever was queued, this spent 0.90x to 0.95x the
+// servers' CPU per create at 64 clients (BENCHMARKS.md, "Forwarding").
 // More batches go out to a leader together only while a full batch is
 // waiting (a follower with more load than one batch per commit carries),
 // up to forwardSenders. A batch stuck on a leader that no longer answers

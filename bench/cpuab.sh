@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# A/B of two arbiter builds on a 3-node loopback cluster: the servers' CPU
+# per operation and ops/s of `arbiter bench --op create`, the builds
+# alternating (A, B, A, B, ...) on fresh clusters so that both see the
+# same machine noise. Prints each run, then the median over the pairs of
+# B's CPU per operation against A's in the same pair.
+#
+#   bench/cpuab.sh OLD_BINARY NEW_BINARY [pairs] [clients] [seconds]
+#   go build -o /tmp/a ./cmd/arbiter   # at the baseline
+#   go build -o /tmp/b ./cmd/arbiter   # at the change
+#   bench/cpuab.sh /tmp/a /tmp/b 5 64 8
+#
+# ADDRS names the nodes the load goes to (default: all three, so two thirds
+# of the calls go through a follower). Uses ports 27001-27003 and
+# 28001-28003, as bench/compare.sh does: do not run both at once.
+set -euo pipefail
+a=$1
+b=$2
+pairs=${3:-5}
+clients=${4:-64}
+secs=${5:-8}
+addrs=${ADDRS:-http://127.0.0.1:28001,http://127.0.0.1:28002,http://127.0.0.1:28003}
+work=$(mktemp -d /tmp/arbiter-cpuab-XXXXXX)
+pids=()
+stop_nodes() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  pids=()
+}
+trap 'stop_nodes; rm -rf "$work"' EXIT
+
+wait_http() { # url
+  for _ in $(seq 1 300); do curl -sf "$1" >/dev/null 2>&1 && return 0; sleep 0.1; done
+  echo "timed out waiting for $1" >&2; return 1
+}
+
+# ticks PID: user plus system CPU time of the process, in clock ticks.
+ticks() {
+  local f
+  read -r -a f <"/proc/$1/stat"
+  echo $((f[13] + f[14]))
+}
+
+# run BINARY: one fresh cluster, one bench run; prints "cpu_us ops_per_s p50 p99".
+run() {
+  local bin=$1 dir
+  dir=$(mktemp -d "$work/run-XXXX")
+  "$bin" serve --id a1 --data-dir "$dir/1" --raft-addr 127.0.0.1:27001 --http-addr 127.0.0.1:28001 --bootstrap --log-level warn >"$dir/1.log" 2>&1 &
+  pids+=($!)
+  wait_http http://127.0.0.1:28001/readyz
+  for i in 2 3; do
+    "$bin" serve --id "a$i" --data-dir "$dir/$i" --raft-addr "127.0.0.1:2700$i" --http-addr "127.0.0.1:2800$i" \
+      --join http://127.0.0.1:28001 --log-level warn >"$dir/$i.log" 2>&1 &
+    pids+=($!)
+  done
+  for i in 2 3; do wait_http "http://127.0.0.1:2800$i/readyz"; done
+  for _ in $(seq 1 200); do # until the joiners are voters
+    curl -sf http://127.0.0.1:28001/v1/cluster/status | grep -q '"voter":false' || break
+    sleep 0.1
+  done
+  "$bin" bench --addr "$addrs" --clients "$clients" --duration "$((secs + 1))s" --warmup 2s >"$dir/out" 2>&1 &
+  local load=$! t0=0 t1=0 p
+  sleep 2
+  for p in "${pids[@]}"; do t0=$((t0 + $(ticks "$p"))); done
+  sleep "$secs"
+  for p in "${pids[@]}"; do t1=$((t1 + $(ticks "$p"))); done
+  wait "$load" || { cat "$dir/out" >&2; return 1; }
+  stop_nodes
+  local line
+  line=$(grep 'ops/s=' "$dir/out" | tail -1)
+  awk -v line="$line" -v ticks=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v secs="$secs" 'BEGIN {
+    n = split(line, f, /[ =]+/)
+    for (i = 1; i < n; i++) v[f[i]] = f[i + 1]
+    printf "%.0f %d %s %s\n", ticks / hz / (v["ops/s"] * secs) * 1e6, v["ops/s"], v["p50"], v["p99"]
+  }'
+}
+
+ratios=()
+for r in $(seq 1 "$pairs"); do
+  ra=$(run "$a")
+  echo "pair $r A: cpu_us_per_op ops_per_s p50 p99 = $ra"
+  rb=$(run "$b")
+  echo "pair $r B: cpu_us_per_op ops_per_s p50 p99 = $rb"
+  ratios+=("$(awk -v x="${ra%% *}" -v y="${rb%% *}" 'BEGIN { printf "%.3f", y / x }')")
+done
+printf '%s\n' "${ratios[@]}" | sort -n | awk '{ r[NR] = $1 } END {
+  m = (NR % 2) ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2
+  printf "B/A CPU per operation, median of %d pairs: %.2fx\n", NR, m
+}'
