@@ -559,10 +559,8 @@ func (n *Node) leaderAPI() (id, api string) {
 	if lid == "" {
 		return "", ""
 	}
-	for _, m := range n.fsm.Members() {
-		if m.ID == string(lid) {
-			return m.ID, m.APIAddr
-		}
+	if m, ok := n.fsm.Member(string(lid)); ok {
+		return m.ID, m.APIAddr
 	}
 	return string(lid), ""
 }

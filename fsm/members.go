@@ -87,16 +87,34 @@ func readMembers(rt *ReadTx) ([]Member, error) {
 // Members returns the replicated member metadata from local state: a
 // copy, the caller's.
 func (f *FSM) Members() []Member {
+	return slices.Clone(f.sharedMembers())
+}
+
+// Member returns the metadata of the member id, if it is one. Unlike
+// Members it copies nothing: a follower looks up its leader's API address
+// for every forwarded command.
+func (f *FSM) Member(id string) (Member, bool) {
+	for _, m := range f.sharedMembers() {
+		if m.ID == id {
+			return m, true
+		}
+	}
+	return Member{}, false
+}
+
+// sharedMembers is the member list of the current state, shared by every
+// caller: read it, never change it.
+func (f *FSM) sharedMembers() []Member {
 	db := f.db.Load()
 	changes := db.Changes(tableMembers)
 	if at := f.members.Load(); at != nil && at.db == db && at.changes == changes {
-		return slices.Clone(at.members)
+		return at.members
 	}
 	// Read from a state as new as changes says, or newer: then the next
 	// call reads again, which costs a read, never a stale answer.
 	out, _ := readMembers(&ReadTx{Txn: db.Txn(false)})
 	f.members.Store(&membersAt{db: db, changes: changes, members: out})
-	return slices.Clone(out)
+	return out
 }
 
 // membersAt is what Members read, and of which state.

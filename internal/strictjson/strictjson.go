@@ -30,8 +30,12 @@ func Decode(raw []byte, v any) error {
 	if err := canon.CheckEscapes(raw); err != nil {
 		return err
 	}
-	if err := checkDuplicateKeys(raw); err != nil {
-		return err
+	// Invalid JSON, trailing data included, is left to the decoder: its
+	// error says where, and the duplicate-key scanner may trust the grammar.
+	if json.Valid(raw) {
+		if err := checkDuplicateKeys(raw); err != nil {
+			return err
+		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -39,7 +43,7 @@ func Decode(raw []byte, v any) error {
 	if err := dec.Decode(v); err != nil {
 		return describe(err, v)
 	}
-	if _, err := dec.Token(); err != io.EOF {
+	if len(bytes.TrimLeft(raw[dec.InputOffset():], " \t\r\n")) != 0 {
 		return errors.New("data after the value")
 	}
 	return nil

@@ -2,10 +2,13 @@ package strictjson
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 type cell struct {
@@ -125,4 +128,75 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzDuplicateKeysAgree holds the byte scanner (duplicates.go) to the
+// token walk it replaced: on every valid JSON value, the same answer, down
+// to the error's words. (Invalid UTF-8 is refused before the check; the
+// token walk would have compared its keys as U+FFFD.)
+func FuzzDuplicateKeysAgree(f *testing.F) {
+	f.Add([]byte(`{"node_id":"a","node\u005fid":"b"}`))
+	f.Add([]byte(`{"cells":[{"cell_id":"a"},{"cell_id":"b","cell_id":"c"}]}`))
+	f.Add([]byte(`{"properties":{"a":[{"k":1},{"k":1,"k":1}]}}`))
+	f.Add([]byte(`[1,"x",{"a":{"b":[true,null,{"c":1,"c":2}]}}]`))
+	f.Add([]byte(`{"a\"b":1,"a\\"b":2,"a\u0022b":3}`))
+	many := `{"k0":0`
+	for i := 1; i < 40; i++ {
+		many += `,"k` + strconv.Itoa(i) + `":{"x":` + strconv.Itoa(i) + `}`
+	}
+	f.Add([]byte(many + `,"k17":1}`))
+	f.Add([]byte(many + `,"k39 ":1}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if !json.Valid(raw) || !utf8.Valid(raw) {
+			return // Decode refuses both before the check
+		}
+		got, want := checkDuplicateKeys(raw), checkDuplicateKeysByTokens(raw)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%q: scanner says %v, token walk says %v", raw, got, want)
+		}
+	})
+}
+
+// TestDuplicateKeysPastTheLinearLimit: an object of many keys indexes them
+// in a map from its 17th key on; a repeat of an early key and of a late
+// one are both caught, at any depth, and the scanner's fixed arrays spill
+// to the heap without losing anything.
+func TestDuplicateKeysPastTheLinearLimit(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"properties":{`)
+	for i := range 100 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `"k%d":{"d":[[[[[[[[[[[[[[[[[[{"x":%d}]]]]]]]]]]]]]]]]]]}`, i, i)
+	}
+	base := b.String()
+	for _, tc := range []struct{ tail, want string }{
+		{`}}`, ""},
+		{`,"k3":1}}`, `duplicate key "k3" in properties`},
+		{`,"k99":1}}`, `duplicate key "k99" in properties`},
+		{`,"k\u0035\u0030":1}}`, `duplicate key "k50" in properties`},
+	} {
+		var v any
+		got := ""
+		if err := Decode([]byte(base+tc.tail), &v); err != nil {
+			got = err.Error()
+		}
+		if got != tc.want {
+			t.Errorf("tail %s: got %q, want %q", tc.tail, got, tc.want)
+		}
+	}
+}
+
+// TestDuplicateCheckOfARequestAllocatesNothing guards the point of the
+// scanner: a create body's duplicate check allocates nothing.
+func TestDuplicateCheckOfARequestAllocatesNothing(t *testing.T) {
+	body := []byte(`{"node_id":"RMDD-27","labels":["concept"],"properties":{"owner":"host-a","fence":1,"tags":["a","b"]}}`)
+	if n := testing.AllocsPerRun(100, func() {
+		if checkDuplicateKeys(body) != nil {
+			t.Fatal("refused")
+		}
+	}); n != 0 {
+		t.Fatalf("%v allocations a check, want 0", n)
+	}
 }
