@@ -13,7 +13,9 @@
 #
 # etcd is the version bench/etcd/go.mod names (3.7.3). ARBITER_ARGS adds
 # flags to every arbiter serve (ARBITER_ARGS="--log-store bolt": the other
-# log store).
+# log store); ARBITER_BENCH_ARGS to arbiter bench (ARBITER_BENCH_ARGS="--op
+# create-json": the public JSON API instead of cluster.Remote's binary
+# protocol).
 set -euo pipefail
 rounds=${1:-3}
 duration=${2:-10s}
@@ -36,10 +38,8 @@ echo "building into $bin"
 (cd "$root/bench/etcd" && go build -o "$bin/" ./cmd/...)
 (cd "$root" && go build -o "$bin/compareplot" ./bench/compareplot)
 
-wait_http() { # url
-  for _ in $(seq 1 200); do curl -sf "$1" >/dev/null 2>&1 && return 0; sleep 0.1; done
-  echo "timed out waiting for $1" >&2; return 1
-}
+# shellcheck source=bench/lib.sh
+source "$root/bench/lib.sh"
 
 start_etcd() {
   local cluster="e1=http://127.0.0.1:23801,e2=http://127.0.0.1:23802,e3=http://127.0.0.1:23803"
@@ -55,35 +55,9 @@ start_etcd() {
 }
 
 start_arbiter() {
-  "$bin/arbiter" serve --id a1 --data-dir "$work/arb1" --raft-addr 127.0.0.1:27001 --http-addr 127.0.0.1:28001 --bootstrap --log-level warn ${ARBITER_ARGS:-} >"$work/arb1.log" 2>&1 &
-  pids+=($!)
-  wait_http http://127.0.0.1:28001/readyz
-  for i in 2 3; do
-    "$bin/arbiter" serve --id "a$i" --data-dir "$work/arb$i" --raft-addr "127.0.0.1:2700$i" --http-addr "127.0.0.1:2800$i" \
-      --join http://127.0.0.1:28001 --log-level warn ${ARBITER_ARGS:-} >"$work/arb$i.log" 2>&1 &
-    pids+=($!)
-  done
-  for i in 2 3; do wait_http "http://127.0.0.1:2800$i/readyz"; done
-  wait_voters http://127.0.0.1:28001
-}
-
-wait_voters() { # url: until the joiners are voters (they join as non-voters)
-  for _ in $(seq 1 200); do
-    curl -sf "$1/v1/cluster/status" | grep -q '"voter":false' || return 0
-    sleep 0.1
-  done
-  echo "timed out waiting for three voters at $1" >&2; return 1
-}
-
-# cpu_ticks PID...: user plus system CPU time of the processes, in clock
-# ticks (fields 14 and 15 of /proc/PID/stat; the names here hold no spaces).
-cpu_ticks() {
-  local t=0 f
-  for p in "$@"; do
-    read -r -a f <"/proc/$p/stat"
-    t=$((t + f[13] + f[14]))
-  done
-  echo "$t"
+  # ARBITER_ARGS: extra serve flags, split on spaces as before.
+  # shellcheck disable=SC2086
+  start_arbiter_cluster "$bin/arbiter" "$work" ${ARBITER_ARGS:-}
 }
 
 # measured "SERVER_PIDS" LOAD_COMMAND...: runs one load run and prints its
@@ -123,7 +97,8 @@ for r in $(seq 1 "$rounds"); do
     echo "== round $r, $c clients: etcd" | tee -a "$work/log"
     measured "$etcd_pids" "$bin/etcdload" --endpoints 127.0.0.1:23791,127.0.0.1:23792,127.0.0.1:23793 --clients "$c" --duration "$duration" | tee -a "$work/log"
     echo "== round $r, $c clients: arbiter" | tee -a "$work/log"
-    measured "$arbiter_pids" "$bin/arbiter" bench --addr http://127.0.0.1:28001,http://127.0.0.1:28002,http://127.0.0.1:28003 --clients "$c" --duration "$duration" | tee -a "$work/log"
+    # shellcheck disable=SC2086
+    measured "$arbiter_pids" "$bin/arbiter" bench --addr http://127.0.0.1:28001,http://127.0.0.1:28002,http://127.0.0.1:28003 --clients "$c" --duration "$duration" ${ARBITER_BENCH_ARGS:-} | tee -a "$work/log"
   done
 done
 echo "== medians of the rounds"

@@ -11,7 +11,8 @@
 #   bench/cpuab.sh /tmp/a /tmp/b 5 64 8
 #
 # ADDRS names the nodes the load goes to (default: all three, so two thirds
-# of the calls go through a follower). Uses ports 27001-27003 and
+# of the calls go through a follower); ARBITER_BENCH_ARGS adds flags to
+# arbiter bench (ARBITER_BENCH_ARGS="--op create-json": the public JSON API). Uses ports 27001-27003 and
 # 28001-28003, as bench/compare.sh does: do not run both at once.
 set -euo pipefail
 a=$1
@@ -29,41 +30,21 @@ stop_nodes() {
 }
 trap 'stop_nodes; rm -rf "$work"' EXIT
 
-wait_http() { # url
-  for _ in $(seq 1 300); do curl -sf "$1" >/dev/null 2>&1 && return 0; sleep 0.1; done
-  echo "timed out waiting for $1" >&2; return 1
-}
-
-# ticks PID: user plus system CPU time of the process, in clock ticks.
-ticks() {
-  local f
-  read -r -a f <"/proc/$1/stat"
-  echo $((f[13] + f[14]))
-}
+# shellcheck source=bench/lib.sh
+source "$(dirname "$0")/lib.sh"
 
 # run BINARY: one fresh cluster, one bench run; prints "cpu_us ops_per_s p50 p99".
 run() {
   local bin=$1 dir
   dir=$(mktemp -d "$work/run-XXXX")
-  "$bin" serve --id a1 --data-dir "$dir/1" --raft-addr 127.0.0.1:27001 --http-addr 127.0.0.1:28001 --bootstrap --log-level warn >"$dir/1.log" 2>&1 &
-  pids+=($!)
-  wait_http http://127.0.0.1:28001/readyz
-  for i in 2 3; do
-    "$bin" serve --id "a$i" --data-dir "$dir/$i" --raft-addr "127.0.0.1:2700$i" --http-addr "127.0.0.1:2800$i" \
-      --join http://127.0.0.1:28001 --log-level warn >"$dir/$i.log" 2>&1 &
-    pids+=($!)
-  done
-  for i in 2 3; do wait_http "http://127.0.0.1:2800$i/readyz"; done
-  for _ in $(seq 1 200); do # until the joiners are voters
-    curl -sf http://127.0.0.1:28001/v1/cluster/status | grep -q '"voter":false' || break
-    sleep 0.1
-  done
-  "$bin" bench --addr "$addrs" --clients "$clients" --duration "$((secs + 1))s" --warmup 2s >"$dir/out" 2>&1 &
-  local load=$! t0=0 t1=0 p
+  start_arbiter_cluster "$bin" "$dir"
+  # shellcheck disable=SC2086
+  "$bin" bench --addr "$addrs" --clients "$clients" --duration "$((secs + 1))s" --warmup 2s ${ARBITER_BENCH_ARGS:-} >"$dir/out" 2>&1 &
+  local load=$! t0=0 t1=0
   sleep 2
-  for p in "${pids[@]}"; do t0=$((t0 + $(ticks "$p"))); done
+  t0=$(cpu_ticks "${pids[@]}")
   sleep "$secs"
-  for p in "${pids[@]}"; do t1=$((t1 + $(ticks "$p"))); done
+  t1=$(cpu_ticks "${pids[@]}")
   wait "$load" || { cat "$dir/out" >&2; return 1; }
   stop_nodes
   local line

@@ -39,10 +39,10 @@ prints ops/s and p50/p99/p999 latency per run (BENCHMARKS.md).`,
 	duration := fs.Duration("duration", 10*time.Second, "measured time per run")
 	warmup := fs.Duration("warmup", 2*time.Second, "unmeasured time before each run")
 	prefix := fs.String("prefix", fmt.Sprintf("bench-%d", time.Now().UnixNano()), "node id prefix (ids must be new)")
-	op := fs.String("op", "create", "create (CreateNodeIfAbsent of a new node), get (a linearizable read of one node), reserve (the concept reservation protocol on a new concept id), lease (acquire then release capacity on --cells cells), submit (SubmitWorkItem of a new item) or batch (SubmitWorkItems of --batch new items)")
+	op := fs.String("op", "create", "create (CreateNodeIfAbsent of a new node, over cluster.Remote's binary protocol), create-json (the same over the public JSON API, POST /v1/nodes/create, each client on its own connection, as any HTTP client sends it), get (a linearizable read of one node), reserve (the concept reservation protocol on a new concept id), lease (acquire then release capacity on --cells cells), submit (SubmitWorkItem of a new item) or batch (SubmitWorkItems of --batch new items)")
 	cells := fs.Int("cells", 1, "with --op lease: cells per acquire (1..16)")
 	batch := fs.Int("batch", workitem.MaxBatch, "with --op batch: items per batch (1..128)")
-	valueBytes := fs.Int("value-bytes", 0, "with --op create: also give each node a string property \"value\" of this many bytes of JSON, quotes included (0: none; 2..60000)")
+	valueBytes := fs.Int("value-bytes", 0, "with --op create or create-json: also give each node a string property \"value\" of this many bytes of JSON, quotes included (0: none; 2..60000)")
 	o := outputFlag(fs, "table")
 	cmd.RunE = func(*cobra.Command, []string) error {
 		if *addrs != "" && a.addr == "" {
@@ -96,6 +96,21 @@ func (a *app) bench(b benchOptions) error {
 		makeOp = func(run int, remotes []*cluster.Remote) loadgen.Op {
 			return createOp(b.prefix, run, b.valueBytes, remotes)
 		}
+	case "create-json":
+		if b.valueBytes != 0 && (b.valueBytes < 2 || b.valueBytes > maxBenchValueBytes) {
+			return usageErrorf("--value-bytes must be 0 or between 2 and %d", maxBenchValueBytes)
+		}
+		hc, err := a.httpClient()
+		if err != nil {
+			return err
+		}
+		token, err := a.bearer()
+		if err != nil {
+			return err
+		}
+		makeOp = func(run int, remotes []*cluster.Remote) loadgen.Op {
+			return createJSONOp(b.prefix, run, b.valueBytes, len(remotes), urls, hc, token)
+		}
 	case "get":
 		makeOp = func(run int, remotes []*cluster.Remote) loadgen.Op { return getOp(b.prefix, run, remotes) }
 	case "reserve":
@@ -113,7 +128,7 @@ func (a *app) bench(b benchOptions) error {
 		}
 		makeOp = func(run int, remotes []*cluster.Remote) loadgen.Op { return submitOp(b.prefix, run, b.batch, remotes) }
 	default:
-		return usageErrorf("--op must be create, get, reserve, lease, submit or batch, not %q", b.op)
+		return usageErrorf("--op must be create, create-json, get, reserve, lease, submit or batch, not %q", b.op)
 	}
 	if !b.out.json() {
 		fmt.Fprintf(a.stdout, "%s of distinct ids via %d node(s), %v per run after %v warmup\n", b.op, len(urls), b.duration, b.warmup)
@@ -144,13 +159,13 @@ func (a *app) bench(b benchOptions) error {
 		r := benchRun{Op: b.op, Clients: res.Clients, Ops: res.Ops, Errors: res.Errors, OpsPerSec: res.OpsPerSec(),
 			P50Ms: ms(res.P50), P99Ms: ms(res.P99), P999Ms: ms(res.P999)}
 		if res.FirstErr != nil {
-			r.FirstErr = res.FirstErr.Error()
+			r.FirstErr = errorText(res.FirstErr)
 		}
 		runs = append(runs, r)
 		if !b.out.json() {
 			fmt.Fprintln(a.stdout, res)
 			if res.FirstErr != nil {
-				fmt.Fprintf(a.stdout, "  first error: %v\n", res.FirstErr)
+				fmt.Fprintf(a.stdout, "  first error: %s\n", errorText(res.FirstErr))
 			}
 		}
 	}

@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+
+	"github.com/arbiterhq/arbiter/errs"
 )
 
 // Exit statuses. Scripts tell a refused command line from a failed call,
@@ -43,4 +45,16 @@ func exitStatus(err error) int {
 		return exitNotTaken
 	}
 	return exitError
+}
+
+// errorText is err as the CLI prints it. An error whose command may or
+// may not have been applied says so: the cluster marks it with a flag
+// (errs.Error.OutcomeUnknown), and the message alone ("unavailable: ...:
+// EOF") reads like a refusal, after which a retry without the same
+// idempotency key could apply the command twice.
+func errorText(err error) string {
+	if errs.IsOutcomeUnknown(err) {
+		return err.Error() + " (outcome unknown: the command may or may not have been applied; retry it with the same idempotency key)"
+	}
+	return err.Error()
 }

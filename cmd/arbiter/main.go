@@ -48,7 +48,7 @@ func (a *app) run(args []string) int {
 	case status == exitUsage:
 		a.errorf("%s: %v\nsee '%s --help'\n", cmd.CommandPath(), err, cmd.CommandPath())
 	case status != exitNotTaken || err.Error() != "":
-		a.errorf("%s: %v\n", cmd.CommandPath(), err)
+		a.errorf("%s: %s\n", cmd.CommandPath(), errorText(err))
 	}
 	return status
 }

@@ -1,0 +1,49 @@
+# Shared by bench/compare.sh and bench/cpuab.sh (source it; it sets no
+# options of its own): a 3-node arbiter cluster on 127.0.0.1 and the CPU
+# its processes spend. The caller keeps the PIDs it starts in the array
+# pids and stops them.
+
+# wait_http URL: until URL answers 2xx, up to 30 s.
+wait_http() {
+  for _ in $(seq 1 300); do curl -sf "$1" >/dev/null 2>&1 && return 0; sleep 0.1; done
+  echo "timed out waiting for $1" >&2; return 1
+}
+
+# wait_voters URL: until the joiners are voters (they join as non-voters).
+wait_voters() {
+  for _ in $(seq 1 200); do
+    curl -sf "$1/v1/cluster/status" | grep -q '"voter":false' || return 0
+    sleep 0.1
+  done
+  echo "timed out waiting for three voters at $1" >&2; return 1
+}
+
+# start_arbiter_cluster BINARY DIR [serve flags...]: nodes a1 (bootstrap),
+# a2 and a3 with raft on 127.0.0.1:2700N and the API on 127.0.0.1:2800N,
+# data and logs in DIR; appends their PIDs to pids and returns once the
+# three are voters.
+start_arbiter_cluster() {
+  local bin=$1 dir=$2 i
+  shift 2
+  "$bin" serve --id a1 --data-dir "$dir/arb1" --raft-addr 127.0.0.1:27001 --http-addr 127.0.0.1:28001 --bootstrap --log-level warn "$@" >"$dir/arb1.log" 2>&1 &
+  pids+=($!)
+  wait_http http://127.0.0.1:28001/readyz
+  for i in 2 3; do
+    "$bin" serve --id "a$i" --data-dir "$dir/arb$i" --raft-addr "127.0.0.1:2700$i" --http-addr "127.0.0.1:2800$i" \
+      --join http://127.0.0.1:28001 --log-level warn "$@" >"$dir/arb$i.log" 2>&1 &
+    pids+=($!)
+  done
+  for i in 2 3; do wait_http "http://127.0.0.1:2800$i/readyz"; done
+  wait_voters http://127.0.0.1:28001
+}
+
+# cpu_ticks PID...: user plus system CPU time of the processes, in clock
+# ticks (fields 14 and 15 of /proc/PID/stat; the names here hold no spaces).
+cpu_ticks() {
+  local t=0 f p
+  for p in "$@"; do
+    read -r -a f <"/proc/$p/stat"
+    t=$((t + f[13] + f[14]))
+  done
+  echo "$t"
+}

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/internal/clustertest"
+)
+
+// TestBenchCreateJSON drives the public JSON API with --op create-json,
+// one client per node (so two of them go through a follower), and checks
+// that a second run with the same ids counts each create that found its
+// node as an error.
+func TestBenchCreateJSON(t *testing.T) {
+	c := clustertest.New(t, clustertest.Options{Nodes: 3})
+	env := map[string]string{"ARBITER_ADDR": strings.Join([]string{c.URL(0), c.URL(1), c.URL(2)}, ",")}
+	bench := func() benchRun {
+		t.Helper()
+		r := runCLI(t, env, "", "bench", "--op", "create-json", "--clients", "3", "--duration", "300ms", "--warmup", "0s",
+			"--value-bytes", "16", "--prefix", "json-bench", "-o", "json")
+		var runs []benchRun
+		if err := json.Unmarshal([]byte(r.stdout), &runs); err != nil || len(runs) != 1 {
+			t.Fatalf("status %d, %v: %s %s", r.status, err, r.stdout, r.stderr)
+		}
+		return runs[0]
+	}
+	first := bench()
+	if first.Ops == 0 || first.Errors != 0 || first.Op != "create-json" {
+		t.Fatalf("first run: %+v", first)
+	}
+	second := bench() // the same prefix, so each client's first ids exist
+	if second.Errors == 0 || second.FirstErr != "id was not new" {
+		t.Fatalf("second run: %+v", second)
+	}
+	if r := runCLI(t, env, "", "bench", "--op", "create-json", "--value-bytes", "1"); r.status != exitUsage {
+		t.Fatalf("--value-bytes 1: status %d, %s", r.status, r.stderr)
+	}
+}
+
+func TestErrorTextSaysOutcomeUnknown(t *testing.T) {
+	unknown := errorText(errs.Unknown("leader %s: EOF", "n1"))
+	if !strings.HasPrefix(unknown, "unavailable: leader n1: EOF") || !strings.Contains(unknown, "outcome unknown") {
+		t.Fatalf("unknown outcome: %q", unknown)
+	}
+	if refused := errorText(errs.New(errs.CodeUnavailable, "no known leader")); refused != "unavailable: no known leader" {
+		t.Fatalf("a refusal: %q", refused)
+	}
+}
