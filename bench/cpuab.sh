@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A/B of two arbiter builds on a 3-node loopback cluster: the servers' CPU
-# per operation and ops/s of `arbiter bench --op create`, the builds
+# and heap allocations per operation, ops/s and latency of `arbiter bench
+# --op create`, the builds
 # alternating (A, B, A, B, ...) on fresh clusters so that both see the
 # same machine noise. Prints each run, then the median over the pairs of
 # B's CPU per operation against A's in the same pair.
@@ -12,7 +13,9 @@
 #
 # ADDRS names the nodes the load goes to (default: all three, so two thirds
 # of the calls go through a follower); ARBITER_BENCH_ARGS adds flags to
-# arbiter bench (ARBITER_BENCH_ARGS="--op create-json": the public JSON API). Uses ports 27001-27003 and
+# arbiter bench (ARBITER_BENCH_ARGS="--op create-json": the public JSON API);
+# BENCH_BIN names the binary that runs arbiter bench (default: each build
+# drives itself), so that an older build can be driven with a newer op. Uses ports 27001-27003 and
 # 28001-28003, as bench/compare.sh does: do not run both at once.
 set -euo pipefail
 a=$1
@@ -33,35 +36,40 @@ trap 'stop_nodes; rm -rf "$work"' EXIT
 # shellcheck source=bench/lib.sh
 source "$(dirname "$0")/lib.sh"
 
-# run BINARY: one fresh cluster, one bench run; prints "cpu_us ops_per_s p50 p99".
+# run BINARY: one fresh cluster, one bench run; prints "cpu_us ops_per_s p50
+# p99 mallocs_per_op", the CPU and allocations summed over the three servers.
 run() {
   local bin=$1 dir
   dir=$(mktemp -d "$work/run-XXXX")
   start_arbiter_cluster "$bin" "$dir"
   # shellcheck disable=SC2086
-  "$bin" bench --addr "$addrs" --clients "$clients" --duration "$((secs + 1))s" --warmup 2s ${ARBITER_BENCH_ARGS:-} >"$dir/out" 2>&1 &
-  local load=$! t0=0 t1=0
+  "${BENCH_BIN:-$bin}" bench --addr "$addrs" --clients "$clients" --duration "$((secs + 1))s" --warmup 2s ${ARBITER_BENCH_ARGS:-} >"$dir/out" 2>&1 &
+  local load=$! t0=0 t1=0 m0=0 m1=0
+  local nodes=(http://127.0.0.1:28001 http://127.0.0.1:28002 http://127.0.0.1:28003)
   sleep 2
   t0=$(cpu_ticks "${pids[@]}")
+  m0=$(mallocs "${nodes[@]}")
   sleep "$secs"
   t1=$(cpu_ticks "${pids[@]}")
+  m1=$(mallocs "${nodes[@]}")
   wait "$load" || { cat "$dir/out" >&2; return 1; }
   stop_nodes
   local line
   line=$(grep 'ops/s=' "$dir/out" | tail -1)
-  awk -v line="$line" -v ticks=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v secs="$secs" 'BEGIN {
+  awk -v line="$line" -v ticks=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v secs="$secs" -v allocs=$((m1 - m0)) 'BEGIN {
     n = split(line, f, /[ =]+/)
     for (i = 1; i < n; i++) v[f[i]] = f[i + 1]
-    printf "%.0f %d %s %s\n", ticks / hz / (v["ops/s"] * secs) * 1e6, v["ops/s"], v["p50"], v["p99"]
+    ops = v["ops/s"] * secs
+    printf "%.0f %d %s %s %.0f\n", ticks / hz / ops * 1e6, v["ops/s"], v["p50"], v["p99"], allocs / ops
   }'
 }
 
 ratios=()
 for r in $(seq 1 "$pairs"); do
   ra=$(run "$a")
-  echo "pair $r A: cpu_us_per_op ops_per_s p50 p99 = $ra"
+  echo "pair $r A: cpu_us_per_op ops_per_s p50 p99 mallocs_per_op = $ra"
   rb=$(run "$b")
-  echo "pair $r B: cpu_us_per_op ops_per_s p50 p99 = $rb"
+  echo "pair $r B: cpu_us_per_op ops_per_s p50 p99 mallocs_per_op = $rb"
   ratios+=("$(awk -v x="${ra%% *}" -v y="${rb%% *}" 'BEGIN { printf "%.3f", y / x }')")
 done
 printf '%s\n' "${ratios[@]}" | sort -n | awk '{ r[NR] = $1 } END {

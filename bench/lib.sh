@@ -47,3 +47,11 @@ cpu_ticks() {
   done
   echo "$t"
 }
+
+# mallocs URL...: the heap allocations the nodes at URL... have made since
+# they started, summed (go_memstats_mallocs_total of each /metrics). Unlike
+# CPU time, the count per operation hardly moves with the machine's load.
+mallocs() {
+  local u
+  for u in "$@"; do curl -sf "$u/metrics"; done | awk '/^go_memstats_mallocs_total/ { n += $2 } END { printf "%.0f\n", n }'
+}
