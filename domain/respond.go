@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sync"
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/internal/strictjson"
@@ -41,14 +42,39 @@ func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	return body, nil
 }
 
-// WriteJSON answers v as JSON with status.
+// WriteJSON answers v as JSON with status. A v that appends its own JSON
+// (JSONAppender) is written with it, in one write; anything else through
+// encoding/json.
 func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
+	if a, ok := v.(JSONAppender); ok {
+		buf := replyBuffers.Get().(*[]byte)
+		b := append(a.AppendJSON((*buf)[:0]), '\n') // as json.Encoder ends a value
+		_, _ = w.Write(b)
+		if cap(b) <= maxPooledReplyBytes {
+			*buf = b
+			replyBuffers.Put(buf)
+		}
+		return
+	}
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
 }
+
+// JSONAppender is a hot answer that encodes itself: AppendJSON appends
+// exactly what encoding/json's Encoder, HTML escaping off, would write of
+// it, but the final newline.
+type JSONAppender interface {
+	AppendJSON(b []byte) []byte
+}
+
+// replyBuffers keeps the buffers of answers written by their
+// JSONAppender, up to maxPooledReplyBytes each.
+var replyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+const maxPooledReplyBytes = 64 << 10
 
 // WriteError answers {"error": {...}} with the status of its code (see
 // errs.Status); 503 and 429 carry Retry-After.

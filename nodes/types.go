@@ -58,16 +58,11 @@ type Node struct {
 // more than 21 digits in exponent form, exact but not what a reader of an
 // answer expects. Both forms canonicalize to the same value, so either
 // may be sent back in a condition.
+//
+// It writes what encoding/json would write of the node's fields (see
+// AppendJSON), without reflection.
 func (n Node) MarshalJSON() ([]byte, error) {
-	type plain Node // without this method
-	p := plain(n)
-	if n.Properties != nil {
-		p.Properties = make(map[string]json.RawMessage, len(n.Properties))
-		for k, v := range n.Properties { // order-free: copies into another map
-			p.Properties[k] = canon.PlainIntegers(v)
-		}
-	}
-	return json.Marshal(p)
+	return n.AppendJSON(nil), nil
 }
 
 // labelRow indexes a node under one of its labels.
