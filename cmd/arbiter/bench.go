@@ -87,19 +87,16 @@ func (a *app) bench(b benchOptions) error {
 		counts = append(counts, n)
 	}
 	urls := a.addrs()
+	if b.valueBytes != 0 && (b.valueBytes < 2 || b.valueBytes > maxBenchValueBytes) {
+		return usageErrorf("--value-bytes must be 0 or between 2 and %d", maxBenchValueBytes)
+	}
 	var makeOp func(run int, remotes []*cluster.Remote) loadgen.Op
 	switch b.op {
 	case "create":
-		if b.valueBytes != 0 && (b.valueBytes < 2 || b.valueBytes > maxBenchValueBytes) {
-			return usageErrorf("--value-bytes must be 0 or between 2 and %d", maxBenchValueBytes)
-		}
 		makeOp = func(run int, remotes []*cluster.Remote) loadgen.Op {
 			return createOp(b.prefix, run, b.valueBytes, remotes)
 		}
 	case "create-json":
-		if b.valueBytes != 0 && (b.valueBytes < 2 || b.valueBytes > maxBenchValueBytes) {
-			return usageErrorf("--value-bytes must be 0 or between 2 and %d", maxBenchValueBytes)
-		}
 		hc, err := a.httpClient()
 		if err != nil {
 			return err
