@@ -184,7 +184,7 @@ func testIsolatedLeaderLosesNoAcknowledgedWrite(t *testing.T, opts clustertest.O
 		}
 		return false
 	}) {
-		t.Fatal("the majority elected no leader")
+		t.Fatalf("the majority elected no leader: %s", c.Describe())
 	}
 	for k := 0; k < 5; k++ {
 		write(majority[k%2], fmt.Sprintf("during-%d", k))

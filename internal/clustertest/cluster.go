@@ -639,17 +639,17 @@ func (c *Cluster) WaitConverged(timeout time.Duration) cluster.StateHash {
 		for k, h := range hashes[1:] {
 			if h.Hash != hashes[0].Hash {
 				c.t.Fatalf("clustertest: replicas diverged at index %d: n%d has %s, n%d has %s; %s",
-					target, running[0]+1, hashes[0].Hash, running[k+1]+1, h.Hash, c.describe())
+					target, running[0]+1, hashes[0].Hash, running[k+1]+1, h.Hash, c.Describe())
 			}
 		}
 		return hashes[0]
 	}
-	c.t.Fatalf("clustertest: replicas did not reach the same index within %v: %s; %s", timeout, last, c.describe())
+	c.t.Fatalf("clustertest: replicas did not reach the same index within %v: %s; %s", timeout, last, c.Describe())
 	return cluster.StateHash{}
 }
 
-// describe is every running node's view, for failure messages.
-func (c *Cluster) describe() string {
+// Describe is every running node's view, for failure messages.
+func (c *Cluster) Describe() string {
 	var parts []string
 	for _, i := range c.Running() {
 		st := c.Node(i).Status()
