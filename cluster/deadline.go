@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -52,7 +53,11 @@ func requestTimeout(r *http.Request) (d time.Duration, ok bool, err error) {
 	bad := func(what, v string) error {
 		return errs.Errorf(errs.CodeInvalid, "%s %q: want 1 to %d milliseconds", what, v, MaxRequestTimeout.Milliseconds())
 	}
-	if vs, has := r.URL.Query()["timeout_ms"]; has {
+	var query url.Values // Query() parses into a new map: most requests have no query
+	if r.URL.RawQuery != "" {
+		query = r.URL.Query()
+	}
+	if vs, has := query["timeout_ms"]; has {
 		if len(vs) != 1 {
 			return 0, false, errs.New(errs.CodeInvalid, "timeout_ms given more than once")
 		}
