@@ -91,8 +91,10 @@ func (f *FSM) Members() []Member {
 }
 
 // Member returns the metadata of the member id, if it is one. Unlike
-// Members it copies nothing: a follower looks up its leader's API address
-// for every forwarded command.
+// Members it copies no list: a follower looks up its leader's API address
+// for every forwarded command. Its Serves shares its slices with the
+// cached list, as the members Members returns do: read them, never change
+// them.
 func (f *FSM) Member(id string) (Member, bool) {
 	for _, m := range f.sharedMembers() {
 		if m.ID == id {
