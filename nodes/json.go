@@ -78,10 +78,12 @@ func (r *CreateResult) AppendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
+// hex spells the digits of \u escapes, as encoding/json does (lower case).
+const hex = "0123456789abcdef"
+
 // appendJSONString appends s quoted, escaped as encoding/json's Marshal
 // escapes a string.
 func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -134,7 +136,6 @@ func appendJSONString(b []byte, s string) []byte {
 // Marshal appends a json.RawMessage: whitespace outside strings dropped,
 // <, > and & escaped, and U+2028 and U+2029 escaped.
 func appendCompactHTMLSafe(b, raw []byte) []byte {
-	const hex = "0123456789abcdef"
 	inString, escaped := false, false
 	start := 0
 	for i := 0; i < len(raw); i++ {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -44,10 +43,7 @@ func createJSONOp(prefix string, run, valueBytes, clients int, urls []string, ba
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		var body bytes.Buffer
-		body.WriteString(`{"node_id":"`)
-		body.WriteString(fmt.Sprintf("%s-r%d-c%d-%d", prefix, run, c, seq))
-		body.WriteString(`","labels":["bench"],"properties":{"owner":`)
-		body.WriteString(strconv.Itoa(c))
+		fmt.Fprintf(&body, `{"node_id":"%s-r%d-c%d-%d","labels":["bench"],"properties":{"owner":%d`, prefix, run, c, seq, c)
 		if valueBytes > 0 {
 			body.WriteString(`,"value":"` + value + `"`)
 		}

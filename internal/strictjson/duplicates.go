@@ -97,30 +97,27 @@ func addKey(frames []frame, keys [][]byte, quoted []byte) ([][]byte, error) {
 		key = []byte(unescaped)
 	}
 	top := &frames[len(frames)-1]
-	switch earlier := keys[top.firstKey:]; {
-	case top.keyByName != nil:
+	if top.keyByName != nil {
 		if _, dup := top.keyByName[string(key)]; dup {
 			return keys, duplicate(frames, key)
 		}
 		top.keyByName[string(key)] = struct{}{}
-	case len(earlier) < maxLinearKeys:
+	} else {
+		earlier := keys[top.firstKey:]
 		for _, k := range earlier {
 			if bytes.Equal(k, key) {
 				return keys, duplicate(frames, key)
 			}
 		}
-		keys = append(keys, key)
-	default: // the object's first maxLinearKeys keys were all different
-		for _, k := range earlier {
-			if bytes.Equal(k, key) {
-				return keys, duplicate(frames, key)
+		if len(earlier) < maxLinearKeys {
+			keys = append(keys, key)
+		} else { // from now on the object's keys are looked up in a map
+			top.keyByName = make(map[string]struct{}, 2*maxLinearKeys)
+			for _, k := range earlier {
+				top.keyByName[string(k)] = struct{}{}
 			}
+			top.keyByName[string(key)] = struct{}{}
 		}
-		top.keyByName = make(map[string]struct{}, 2*maxLinearKeys)
-		for _, k := range earlier {
-			top.keyByName[string(k)] = struct{}{}
-		}
-		top.keyByName[string(key)] = struct{}{}
 	}
 	top.key, top.wantKey = key, false
 	return keys, nil
