@@ -15,7 +15,10 @@
 # flags to every arbiter serve (ARBITER_ARGS="--log-store bolt": the other
 # log store); ARBITER_BENCH_ARGS to arbiter bench (ARBITER_BENCH_ARGS="--op
 # create-json": the public JSON API instead of cluster.Remote's binary
-# protocol).
+# protocol); ETCD_LOAD_ARGS to etcdload (ETCD_LOAD_ARGS=--http: JSON to
+# etcd's HTTP gateway instead of gRPC). The like-for-like comparison of
+# the two JSON APIs, as an independent HTTP client sees them:
+#   ARBITER_BENCH_ARGS="--op create-json" ETCD_LOAD_ARGS=--http bench/compare.sh 3 8s 1,64
 set -euo pipefail
 rounds=${1:-3}
 duration=${2:-10s}
@@ -95,7 +98,8 @@ echo "3 etcd members and 3 arbiter nodes are up; $rounds rounds of $duration per
 for r in $(seq 1 "$rounds"); do
   for c in ${clients//,/ }; do
     echo "== round $r, $c clients: etcd" | tee -a "$work/log"
-    measured "$etcd_pids" "$bin/etcdload" --endpoints 127.0.0.1:23791,127.0.0.1:23792,127.0.0.1:23793 --clients "$c" --duration "$duration" | tee -a "$work/log"
+    # shellcheck disable=SC2086
+    measured "$etcd_pids" "$bin/etcdload" --endpoints 127.0.0.1:23791,127.0.0.1:23792,127.0.0.1:23793 --clients "$c" --duration "$duration" ${ETCD_LOAD_ARGS:-} | tee -a "$work/log"
     echo "== round $r, $c clients: arbiter" | tee -a "$work/log"
     # shellcheck disable=SC2086
     measured "$arbiter_pids" "$bin/arbiter" bench --addr http://127.0.0.1:28001,http://127.0.0.1:28002,http://127.0.0.1:28003 --clients "$c" --duration "$duration" ${ARBITER_BENCH_ARGS:-} | tee -a "$work/log"

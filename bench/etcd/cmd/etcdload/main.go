@@ -2,13 +2,23 @@
 // (Txn: If CreateRevision(key) == 0 Then Put Else Get) with N concurrent
 // clients, each with its own client bound to one endpoint in turn, through
 // the same load generator as `arbiter bench`.
+//
+// By default the clients speak gRPC (clientv3), etcd's fastest path. With
+// --http they post JSON to etcd's gateway (POST /v3/kv/txn), each on its
+// own keep-alive connection: what an independent HTTP client sends, as
+// `arbiter bench --op create-json` does to Arbiter.
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -23,15 +33,25 @@ func main() {
 	clientList := flag.String("clients", "1,16,64", "comma-separated client counts")
 	duration := flag.Duration("duration", 10*time.Second, "measured time per run")
 	warmup := flag.Duration("warmup", 2*time.Second, "unmeasured time before each run")
+	overHTTP := flag.Bool("http", false, "post JSON to etcd's HTTP gateway instead of using gRPC")
 	flag.Parse()
 	eps := strings.Split(*endpoints, ",")
 	prefix := fmt.Sprintf("bench-%d", time.Now().UnixNano())
-	fmt.Printf("etcd txn create-if-absent of distinct keys via %d endpoint(s), %v per run after %v warmup\n", len(eps), *duration, *warmup)
+	via := "gRPC"
+	if *overHTTP {
+		via = "HTTP/JSON"
+	}
+	fmt.Printf("etcd txn create-if-absent of distinct keys over %s via %d endpoint(s), %v per run after %v warmup\n", via, len(eps), *duration, *warmup)
 	for run, s := range strings.Split(*clientList, ",") {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
 			fmt.Fprintf(os.Stderr, "bad client count %q\n", s)
 			os.Exit(2)
+		}
+		if *overHTTP {
+			res := loadgen.Run(context.Background(), n, *warmup, *duration, httpTxn(eps, n, prefix, run))
+			report(res)
+			continue
 		}
 		clients := make([]*clientv3.Client, n)
 		for c := range clients {
@@ -56,12 +76,64 @@ func main() {
 			}
 			return err
 		})
-		fmt.Println(res)
-		if res.FirstErr != nil {
-			fmt.Printf("  first error: %v\n", res.FirstErr)
-		}
+		report(res)
 		for _, cli := range clients {
 			cli.Close()
 		}
+	}
+}
+
+func report(res loadgen.Result) {
+	fmt.Println(res)
+	if res.FirstErr != nil {
+		fmt.Printf("  first error: %v\n", res.FirstErr)
+	}
+}
+
+// httpTxn is the create-if-absent transaction as JSON to etcd's gateway,
+// client c on its own keep-alive connection to eps[c % len(eps)]. Keys and
+// values are base64, as the gateway's protobuf JSON mapping wants bytes.
+func httpTxn(eps []string, clients int, prefix string, run int) loadgen.Op {
+	hcs := make([]*http.Client, clients)
+	for c := range hcs {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = 1
+		hcs[c] = &http.Client{Transport: t}
+	}
+	b64 := base64.StdEncoding.EncodeToString
+	return func(ctx context.Context, c, seq int) error {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		key := b64([]byte(fmt.Sprintf("%s-r%d-c%d-%d", prefix, run, c, seq)))
+		body := fmt.Sprintf(`{"compare":[{"key":%q,"target":"CREATE","result":"EQUAL","create_revision":"0"}],`+
+			`"success":[{"request_put":{"key":%q,"value":%q}}],"failure":[{"request_range":{"key":%q}}]}`,
+			key, key, b64([]byte(fmt.Sprintf(`{"owner":%d}`, c))), key)
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+eps[c%len(eps)]+"/v3/kv/txn", strings.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := hcs[c].Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if err != nil {
+			return err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(raw))
+		}
+		var reply struct {
+			Succeeded bool `json:"succeeded"`
+		}
+		if err := json.Unmarshal(raw, &reply); err != nil {
+			return fmt.Errorf("undecodable reply %q: %v", raw, err)
+		}
+		if !reply.Succeeded {
+			return errors.New("key was not new")
+		}
+		return nil
 	}
 }
