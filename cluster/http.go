@@ -164,7 +164,7 @@ func (n *Node) instrument(route string, a domain.Access, h http.Handler) http.Ha
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		start := time.Now()
 		defer func() {
-			code := strconv.Itoa(rec.status)
+			code := statusLabel(rec.status)
 			n.metrics.httpRequests.WithLabelValues(route, code).Inc()
 			n.metrics.httpDuration.WithLabelValues(route, code).Observe(time.Since(start).Seconds())
 		}()
@@ -199,6 +199,32 @@ func (n *Node) instrument(route string, a domain.Access, h http.Handler) http.Ha
 		ctx := context.WithValue(fsm.WithPrincipal(r.Context(), c.principal), callerKey{}, c)
 		h.ServeHTTP(rec, r.WithContext(ctx))
 	})
+}
+
+// statusLabel is status as a metric label. The common statuses are
+// constants: strconv.Itoa allocates for any number above 99.
+func statusLabel(status int) string {
+	switch status {
+	case http.StatusOK:
+		return "200"
+	case http.StatusCreated:
+		return "201"
+	case http.StatusNoContent:
+		return "204"
+	case http.StatusBadRequest:
+		return "400"
+	case http.StatusNotFound:
+		return "404"
+	case http.StatusConflict:
+		return "409"
+	case http.StatusUnprocessableEntity:
+		return "422"
+	case http.StatusTooManyRequests:
+		return "429"
+	case http.StatusServiceUnavailable:
+		return "503"
+	}
+	return strconv.Itoa(status)
 }
 
 type statusRecorder struct {

@@ -46,7 +46,7 @@ func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 // (JSONAppender) is written with it, in one write; anything else through
 // encoding/json.
 func WriteJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = jsonContentType
 	w.WriteHeader(status)
 	if a, ok := v.(JSONAppender); ok {
 		buf := replyBuffers.Get().(*[]byte)
@@ -62,6 +62,12 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
 }
+
+// jsonContentType is the header value of every JSON answer, shared:
+// Header.Set would allocate a one-element slice for each. Nothing writes
+// into a header's value slice in place (Header.Add appends, which copies
+// a full slice), so sharing it is safe.
+var jsonContentType = []string{"application/json"}
 
 // JSONAppender is a hot answer that encodes itself: AppendJSON appends
 // exactly what encoding/json's Encoder, HTML escaping off, would write of
