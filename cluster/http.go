@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -196,8 +195,7 @@ func (n *Node) instrument(route string, a domain.Access, h http.Handler) http.Ha
 			domain.WriteError(rec, err)
 			return
 		}
-		ctx := context.WithValue(fsm.WithPrincipal(r.Context(), c.principal), callerKey{}, c)
-		h.ServeHTTP(rec, r.WithContext(ctx))
+		h.ServeHTTP(rec, r.WithContext(fsm.WithPrincipal(r.Context(), c.principal)))
 	})
 }
 
