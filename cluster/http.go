@@ -8,12 +8,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/arbiterhq/arbiter/domain"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	arblog "github.com/arbiterhq/arbiter/log"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -159,13 +161,26 @@ func (n *Node) Routes() []RouteInfo { return slices.Clone(n.routeTable) }
 // puts the verified principal on the request's context, and counts and
 // times requests by route and status.
 func (n *Node) instrument(route string, a domain.Access, h http.Handler) http.Handler {
+	// The series of a 200 answer, looked up once: WithLabelValues hashes
+	// and checks both labels on every call. Made on first use, so that a
+	// route never called shows no series.
+	okSeries := sync.OnceValues(func() (prometheus.Counter, prometheus.Observer) {
+		return n.metrics.httpRequests.WithLabelValues(route, "200"), n.metrics.httpDuration.WithLabelValues(route, "200")
+	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		start := time.Now()
 		defer func() {
-			code := statusLabel(rec.status)
-			n.metrics.httpRequests.WithLabelValues(route, code).Inc()
-			n.metrics.httpDuration.WithLabelValues(route, code).Observe(time.Since(start).Seconds())
+			var count prometheus.Counter
+			var duration prometheus.Observer
+			if rec.status == http.StatusOK {
+				count, duration = okSeries()
+			} else {
+				code := statusLabel(rec.status)
+				count, duration = n.metrics.httpRequests.WithLabelValues(route, code), n.metrics.httpDuration.WithLabelValues(route, code)
+			}
+			count.Inc()
+			duration.Observe(time.Since(start).Seconds())
 		}()
 		select {
 		case n.sem <- struct{}{}:
