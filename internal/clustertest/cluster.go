@@ -162,31 +162,44 @@ func (c *Cluster) startTCP() {
 	c.WaitVoters(20 * time.Second)
 }
 
-// WaitVoters waits until the leader counts every running node as a voter
-// (a node that joined is a non-voter until it has caught up).
+// WaitVoters waits until every running node counts every running node as
+// a voter, each in its own configuration (a node that joined is a
+// non-voter until it has caught up).
+//
+// The leader's view alone is not enough: the leader promotes joiners one
+// after the other, and a follower promoted first may not have received
+// the entry that promotes the next. Cut the leader off then and the two
+// followers cannot elect until it is back: the lagging one counts only
+// itself and the old leader as voters, and hashicorp/raft refuses the
+// other's pre-vote and vote as coming from a non-voter ("rejecting ...
+// since node is not a voter"). TestIsolatedLeaderLosesNoAcknowledgedWrite
+// failed so once under a loaded go test -race ./...; isolating the
+// leader right after New failed in about half the runs where a follower
+// lagged so.
 func (c *Cluster) WaitVoters(timeout time.Duration) {
 	c.t.Helper()
 	var last string
 	ok := c.Eventually(timeout, func() bool {
-		l := c.Leader()
-		if l < 0 {
+		if c.Leader() < 0 {
 			last = "no leader"
 			return false
 		}
-		voters := map[string]bool{}
-		for _, m := range c.Node(l).Status().Members {
-			voters[m.ID] = m.Voter
-		}
-		for _, i := range c.Running() {
-			if !voters[c.members[i].id] {
-				last = fmt.Sprintf("%s is not a voter yet: %v", c.members[i].id, voters)
-				return false
+		for _, viewer := range c.Running() {
+			voters := map[string]bool{}
+			for _, m := range c.Node(viewer).Status().Members {
+				voters[m.ID] = m.Voter
+			}
+			for _, i := range c.Running() {
+				if !voters[c.members[i].id] {
+					last = fmt.Sprintf("%s does not count %s as a voter yet: %v", c.members[viewer].id, c.members[i].id, voters)
+					return false
+				}
 			}
 		}
 		return true
 	})
 	if !ok {
-		c.t.Fatalf("clustertest: not every running node became a voter within %v: %s", timeout, last)
+		c.t.Fatalf("clustertest: not every running node became a voter in every running node's view within %v: %s", timeout, last)
 	}
 }
 
