@@ -28,7 +28,9 @@ func (a *app) benchCommand() *cobra.Command {
 		Short: "measure throughput and latency of an operation against a cluster",
 		Long: `bench runs the operation --op with each client count of --clients, each for
 --duration after --warmup, spreading clients over the --addr nodes, and
-prints ops/s and p50/p99/p999 latency per run (BENCHMARKS.md).`,
+prints ops/s and p50/p99/p999 latency per run (BENCHMARKS.md). Calls that
+fail are counted and the first failure is shown; a run in which every call
+failed (a wrong --addr, a cluster that is down) ends bench with exit status 1.`,
 		Args: cobra.NoArgs,
 	}
 	fs := cmd.Flags()
@@ -167,7 +169,23 @@ func (a *app) bench(b benchOptions) error {
 		}
 	}
 	if b.out.json() {
-		return writeJSON(a.stdout, runs)
+		if err := writeJSON(a.stdout, runs); err != nil {
+			return err
+		}
+	}
+	return allFailed(runs)
+}
+
+// allFailed is an error when a run completed no operation but failed
+// some: a script that runs bench against a wrong address or a cluster
+// that is down must not read exit status 0 and a throughput of 0 as a
+// measurement. A run with some errors among its operations (a leader
+// killed mid-run) is a measurement, and its errors are in the output.
+func allFailed(runs []benchRun) error {
+	for _, r := range runs {
+		if r.Ops == 0 && r.Errors > 0 {
+			return fmt.Errorf("every operation failed in the run with %d clients (%d errors; first: %s)", r.Clients, r.Errors, r.FirstErr)
+		}
 	}
 	return nil
 }

@@ -34,6 +34,12 @@ func TestBenchCreateJSON(t *testing.T) {
 	if second.Errors == 0 || second.FirstErr != "id was not new" {
 		t.Fatalf("second run: %+v", second)
 	}
+	// Nothing listens there: every operation fails, and so does bench.
+	down := map[string]string{"ARBITER_ADDR": "http://127.0.0.1:1"}
+	if r := runCLI(t, down, "", "bench", "--op", "create-json", "--clients", "2", "--duration", "200ms", "--warmup", "0s"); r.status != exitError ||
+		!strings.Contains(r.stderr, "every operation failed in the run with 2 clients") {
+		t.Fatalf("against a closed port: status %d, stdout %q, stderr %q", r.status, r.stdout, r.stderr)
+	}
 	if r := runCLI(t, env, "", "bench", "--op", "create-json", "--value-bytes", "1"); r.status != exitUsage {
 		t.Fatalf("--value-bytes 1: status %d, %s", r.status, r.stderr)
 	}

@@ -255,7 +255,9 @@ func TestGoldenJSON(t *testing.T) {
 	g.run("snapshot-restore", "", "snapshot", "restore", backup)
 	g.run("snapshot-verify-restored", "", "snapshot", "verify", backup)
 
-	g.run("bench", "", "bench", "--clients", "1", "--duration", "200ms", "--warmup", "0s")
+	// Two clients: the first is bound to the dead address and fails every
+	// call, the second measures; a run where every call failed would exit 1.
+	g.run("bench", "", "bench", "--clients", "2", "--duration", "200ms", "--warmup", "0s")
 
 	var names []string
 	entries, _ := os.ReadDir(filepath.Join("testdata", "golden"))
