@@ -46,6 +46,7 @@ source "$root/bench/lib.sh"
 
 start_etcd() {
   local cluster="e1=http://127.0.0.1:23801,e2=http://127.0.0.1:23802,e3=http://127.0.0.1:23803"
+  refuse_taken http://127.0.0.1:23791 http://127.0.0.1:23792 http://127.0.0.1:23793 || return 1
   for i in 1 2 3; do
     "$bin/etcd" --name "e$i" --data-dir "$work/etcd$i" \
       --listen-peer-urls "http://127.0.0.1:2380$i" --initial-advertise-peer-urls "http://127.0.0.1:2380$i" \
@@ -54,7 +55,7 @@ start_etcd() {
       >"$work/etcd$i.log" 2>&1 &
     pids+=($!)
   done
-  for i in 1 2 3; do wait_http "http://127.0.0.1:2379$i/health"; done
+  for i in 1 2 3; do wait_http "http://127.0.0.1:2379$i/health" || return 1; done
 }
 
 start_arbiter() {

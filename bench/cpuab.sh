@@ -41,7 +41,7 @@ source "$(dirname "$0")/lib.sh"
 run() {
   local bin=$1 dir
   dir=$(mktemp -d "$work/run-XXXX")
-  start_arbiter_cluster "$bin" "$dir"
+  start_arbiter_cluster "$bin" "$dir" || { stop_nodes; return 1; }
   # shellcheck disable=SC2086
   "${BENCH_BIN:-$bin}" bench --addr "$addrs" --clients "$clients" --duration "$((secs + 1))s" --warmup 2s ${ARBITER_BENCH_ARGS:-} >"$dir/out" 2>&1 &
   local load=$! t0=0 t1=0 m0=0 m1=0

@@ -9,6 +9,19 @@ wait_http() {
   echo "timed out waiting for $1" >&2; return 1
 }
 
+# refuse_taken URL...: fails if anything already answers at one of the
+# URLs (a node left running by an earlier run): the new node could not
+# bind its port, and the old one would answer /readyz in its place.
+refuse_taken() {
+  local u
+  for u in "$@"; do
+    if curl -s -o /dev/null --max-time 1 "$u/readyz"; then
+      echo "something already answers at $u: stop it first (a node of an earlier run left running?)" >&2
+      return 1
+    fi
+  done
+}
+
 # wait_voters URL: until the joiners are voters (they join as non-voters).
 wait_voters() {
   for _ in $(seq 1 200); do
@@ -25,15 +38,17 @@ wait_voters() {
 start_arbiter_cluster() {
   local bin=$1 dir=$2 i
   shift 2
+  # Explicit returns: callers run this inside $(...), where set -e is off.
+  refuse_taken http://127.0.0.1:28001 http://127.0.0.1:28002 http://127.0.0.1:28003 || return 1
   "$bin" serve --id a1 --data-dir "$dir/arb1" --raft-addr 127.0.0.1:27001 --http-addr 127.0.0.1:28001 --bootstrap --log-level warn "$@" >"$dir/arb1.log" 2>&1 &
   pids+=($!)
-  wait_http http://127.0.0.1:28001/readyz
+  wait_http http://127.0.0.1:28001/readyz || return 1
   for i in 2 3; do
     "$bin" serve --id "a$i" --data-dir "$dir/arb$i" --raft-addr "127.0.0.1:2700$i" --http-addr "127.0.0.1:2800$i" \
       --join http://127.0.0.1:28001 --log-level warn "$@" >"$dir/arb$i.log" 2>&1 &
     pids+=($!)
   done
-  for i in 2 3; do wait_http "http://127.0.0.1:2800$i/readyz"; done
+  for i in 2 3; do wait_http "http://127.0.0.1:2800$i/readyz" || return 1; done
   wait_voters http://127.0.0.1:28001
 }
 
