@@ -34,6 +34,9 @@ trap cleanup EXIT
 (cd "$root" && go build -o "$work/arbiter" ./cmd/arbiter)
 A=$work/arbiter
 
+# shellcheck source=bench/lib.sh
+source "$root/bench/lib.sh" # refuse_taken; its wait_http is replaced below
+
 wait_http() { # url [token]
   for _ in $(seq 1 200); do curl -sf ${2:+-H "Authorization: Bearer $2"} "$1" >/dev/null 2>&1 && return 0; sleep 0.1; done
   echo "timed out waiting for $1" >&2; return 1
@@ -41,6 +44,7 @@ wait_http() { # url [token]
 
 start_cluster() { # name raft-base http-base [extra flags...]
   local name=$1 raft=$2 http=$3; shift 3
+  refuse_taken "http://127.0.0.1:${http}1" "http://127.0.0.1:${http}2" "http://127.0.0.1:${http}3"
   "$A" serve --id "${name}1" --data-dir "$work/${name}1" --raft-addr "127.0.0.1:${raft}1" --http-addr "127.0.0.1:${http}1" --bootstrap --log-level warn "$@" >"$work/${name}1.log" 2>&1 &
   pids+=($!)
   wait_http "http://127.0.0.1:${http}1/readyz"
@@ -67,9 +71,9 @@ protocol)
   start_cluster p 3700 3800
   for r in $(seq 1 "$rounds"); do
     echo "== round $r: create"
-    "$A" bench --addrs "$(addrs 3800)" --op create --clients "$clients" --duration "$duration" | tail -n +2
+    "$A" bench --addr "$(addrs 3800)" --op create --clients "$clients" --duration "$duration" | tail -n +2
     echo "== round $r: reserve"
-    "$A" bench --addrs "$(addrs 3800)" --op reserve --clients "$clients" --duration "$duration" | tail -n +2
+    "$A" bench --addr "$(addrs 3800)" --op reserve --clients "$clients" --duration "$duration" | tail -n +2
   done
   ;;
 lease)
@@ -77,7 +81,7 @@ lease)
   for r in $(seq 1 "$rounds"); do
     for cells in 1 16; do
       echo "== round $r: lease, $cells cell(s)"
-      "$A" bench --addrs "$(addrs 3800)" --op lease --cells "$cells" --clients "$clients" --duration "$duration" | tail -n +2
+      "$A" bench --addr "$(addrs 3800)" --op lease --cells "$cells" --clients "$clients" --duration "$duration" | tail -n +2
     done
   done
   ;;
@@ -85,13 +89,13 @@ workitem)
   start_cluster w 3700 3800
   for r in $(seq 1 "$rounds"); do
     echo "== round $r: create (baseline), $clients clients"
-    "$A" bench --addrs "$(addrs 3800)" --op create --clients "$clients" --duration "$duration" | tail -n +2
+    "$A" bench --addr "$(addrs 3800)" --op create --clients "$clients" --duration "$duration" | tail -n +2
     for c in 1 "$clients"; do
       echo "== round $r: submit, $c client(s)"
-      "$A" bench --addrs "$(addrs 3800)" --op submit --clients "$c" --duration "$duration" | tail -n +2
+      "$A" bench --addr "$(addrs 3800)" --op submit --clients "$c" --duration "$duration" | tail -n +2
     done
     echo "== round $r: batch of 128, 1 client"
-    "$A" bench --addrs "$(addrs 3800)" --op batch --batch 128 --clients 1 --duration "$duration" | tail -n +2
+    "$A" bench --addr "$(addrs 3800)" --op batch --batch 128 --clients 1 --duration "$duration" | tail -n +2
   done
   ;;
 auth)
@@ -104,9 +108,9 @@ auth)
   start_cluster s 4700 4800 --principals "$work/principals.json" --peer-token-file "$work/peer.token"
   for r in $(seq 1 "$rounds"); do
     echo "== round $r: open"
-    "$A" bench --addrs "$(addrs 3800)" --op create --clients "$clients" --duration "$duration" | tail -n +2
+    "$A" bench --addr "$(addrs 3800)" --op create --clients "$clients" --duration "$duration" | tail -n +2
     echo "== round $r: bearer token"
-    "$A" bench --addrs "$(addrs 4800)" --op create --clients "$clients" --duration "$duration" --token "$tok" | tail -n +2
+    "$A" bench --addr "$(addrs 4800)" --op create --clients "$clients" --duration "$duration" --token "$tok" | tail -n +2
   done
   ;;
 *)
