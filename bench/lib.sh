@@ -1,6 +1,7 @@
 # Shared by bench/compare.sh and bench/cpuab.sh (source it; it sets no
 # options of its own): a 3-node arbiter cluster on 127.0.0.1 and the CPU
-# its processes spend. The caller keeps the PIDs it starts in the array
+# its processes spend. bench/ops.sh and bench/memory.sh use its
+# refuse_taken. The caller keeps the PIDs it starts in the array
 # pids and stops them.
 
 # wait_http URL: until URL answers 2xx, up to 30 s.

@@ -41,15 +41,14 @@ trap cleanup EXIT
 A=$work/arbiter
 S=${ARBITER_SERVE:-$A}
 url=http://127.0.0.1:8391
+# shellcheck source=bench/lib.sh
+source "$root/bench/lib.sh" # refuse_taken
 
 start() { # [NAME=value...] -- [serve flags...]
   local envs=()
   while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
   [ $# -gt 0 ] && shift
-  # A node left running on the port would answer /readyz for this one.
-  if curl -s -o /dev/null --max-time 1 "$url/readyz"; then
-    echo "something already answers at $url: stop it first (a node of an earlier run left running?)" >&2; return 1
-  fi
+  refuse_taken "$url" || return 1
   env "${envs[@]}" "$S" serve --id m1 --data-dir "$work/data" --raft-addr 127.0.0.1:7391 --http-addr 127.0.0.1:8391 \
     --unsafe-no-fsync --log-level warn "$@" >>"$work/serve.log" 2>&1 &
   pid=$!
