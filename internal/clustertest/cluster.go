@@ -368,7 +368,9 @@ func (c *Cluster) Leader() int {
 }
 
 // WaitLeader waits until a leader exists that every running node reachable
-// from it agrees on, and returns its index.
+// from it agrees on, and returns its index. Only members of the leader's
+// latest configuration are asked: a node that was just removed (and not
+// yet stopped) never hears from a leader again.
 func (c *Cluster) WaitLeader(timeout time.Duration) int {
 	c.t.Helper()
 	var last string
@@ -379,7 +381,7 @@ func (c *Cluster) WaitLeader(timeout time.Duration) int {
 			return false
 		}
 		for _, i := range c.Running() {
-			if c.net.blocked(l, i) || i == l {
+			if c.net.blocked(l, i) || i == l || !c.isMember(l, c.members[i].id) {
 				continue
 			}
 			if st := c.Node(i).Status(); st.LeaderID != c.members[l].id {

@@ -133,7 +133,11 @@ func (c *Cluster) remove(ctx context.Context, i, leader int) int {
 
 // isMember says whether node i's latest raft configuration names id.
 func (c *Cluster) isMember(i int, id string) bool {
-	f := c.Node(i).Raft().GetConfiguration()
+	n := c.Node(i)
+	if n == nil {
+		return true // unknown: treat it as a member, as below
+	}
+	f := n.Raft().GetConfiguration()
 	if f.Error() != nil {
 		return true // unknown: asking again is safe, the leader refuses a non-member
 	}
