@@ -113,6 +113,9 @@
 // check an item's metadata.resource_reservation under the closed
 // schema of package extension (422, detail.reason extension_invalid or
 // fingerprint_mismatch), while version 1 keeps it as opaque metadata.
+// From version 3 a fingerprint may follow RFC 8785 (the rule clients
+// follow, docs/canonical-json.md) as well as the older rule; before it,
+// only the older one (fingerprint_rules.go).
 //
 //   - Hosts (controllers of every tenant): labels, capacity in four
 //     dimensions (cpu_millis, memory_mib, disk_mib, processes), an epoch

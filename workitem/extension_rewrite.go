@@ -20,7 +20,7 @@ type rewriteCmd struct {
 	Extension []byte `msgpack:"extension"`
 }
 
-func (c *rewriteCmd) validate() error {
+func (c *rewriteCmd) validate(rules extension.Rules) error {
 	if err := ident("tenant_ref", c.TenantRef); err != nil {
 		return err
 	}
@@ -30,14 +30,14 @@ func (c *rewriteCmd) validate() error {
 	if len(c.Extension) > MaxMetadataBytes || len(c.Extension) == 0 || c.Extension[0] != '{' || !canon.IsCanonical(c.Extension) {
 		return fieldErr("extension", "must be a JSON object in canonical form, at most %d bytes", MaxMetadataBytes)
 	}
-	return checkExtension("extension", c.Extension)
+	return checkExtension("extension", c.Extension, rules)
 }
 
 // checkExtension parses a record under the closed schema: an invalid
 // error naming field.<path>, with detail.reason extension_invalid or
 // fingerprint_mismatch.
-func checkExtension(field string, raw []byte) error {
-	if _, err := extension.Parse(raw); err != nil {
+func checkExtension(field string, raw []byte, rules extension.Rules) error {
+	if _, err := extension.ParseUnder(raw, rules); err != nil {
 		e := errs.From(err)
 		n := *e
 		n.Detail = map[string]any{"reason": e.Detail["reason"], "field": field}
@@ -60,7 +60,7 @@ func applyRewriteExtension(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
 		return nil, err
 	}
-	if err := c.validate(); err != nil {
+	if err := c.validate(fingerprintRules(tx)); err != nil {
 		return nil, err
 	}
 	if !tx.Principal.HasRole(log.RoleAdmin) || !tx.Principal.InTenant(c.TenantRef) {
@@ -85,7 +85,7 @@ func applyRewriteExtension(tx *fsm.Tx, cmd *log.Command) (any, error) {
 		return nil, internal("read stored metadata", err)
 	}
 	if raw, ok := top[extensionField]; ok {
-		if _, err := extension.Parse(raw); err == nil {
+		if _, err := extension.ParseUnder(raw, fingerprintRules(tx)); err == nil {
 			return nil, errs.Errorf(errs.CodeConflict, "work item %q has a readable extension; it is immutable", c.WorkItemID)
 		}
 	}
@@ -114,7 +114,7 @@ func applyRewriteExtension(tx *fsm.Tx, cmd *log.Command) (any, error) {
 
 // checkSpecExtensions checks each spec's metadata.resource_reservation,
 // if it has one (submit from version 2 on; the service always).
-func checkSpecExtensions(specs []itemSpec, prefix string) error {
+func checkSpecExtensions(specs []itemSpec, prefix string, rules extension.Rules) error {
 	for i := range specs {
 		raw, err := itemExtension(specs[i].Metadata)
 		if err != nil {
@@ -127,7 +127,7 @@ func checkSpecExtensions(specs []itemSpec, prefix string) error {
 		if prefix != "" {
 			field = fmt.Sprintf(prefix, i) + field
 		}
-		if err := checkExtension(field, raw); err != nil {
+		if err := checkExtension(field, raw, rules); err != nil {
 			if prefix != "" {
 				err = withDetail(err, "request_index", i)
 			}

@@ -36,8 +36,8 @@ func Module() fsm.Module {
 		Name:   Name,
 		Tables: append(tables(), reservationTables()...),
 		Commands: []fsm.CommandSpec{
-			{Type: CmdSubmit, Name: "workitem_submit", MaxVersion: 2, Apply: applySubmit}, // 2: the extension's closed schema
-			{Type: CmdSubmitBatch, Name: "workitem_submit_batch", MaxVersion: 2, Apply: applySubmitBatch},
+			{Type: CmdSubmit, Name: "workitem_submit", MaxVersion: 3, Apply: applySubmit}, // 2: the extension's closed schema; 3: RFC 8785 fingerprints
+			{Type: CmdSubmitBatch, Name: "workitem_submit_batch", MaxVersion: 3, Apply: applySubmitBatch},
 			{Type: CmdClaim, Name: "workitem_claim", MaxVersion: 1, Apply: applyClaim},
 			{Type: CmdComplete, Name: "workitem_complete", MaxVersion: 1, Apply: applyComplete},
 			{Type: CmdCancel, Name: "workitem_cancel", MaxVersion: 1, Apply: applyCancel},

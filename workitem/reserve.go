@@ -94,7 +94,7 @@ func applyReserve(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if held != nil {
 		return nil, errs.Errorf(errs.CodeInternal, "work item %s holds reservation %s of an ended claim", it.WorkItemID, held.ReservationID)
 	}
-	ext, err := reservable(it)
+	ext, err := reservable(it, fingerprintRules(tx))
 	if err != nil {
 		return nil, err
 	}
@@ -174,12 +174,12 @@ const extensionField = "resource_reservation"
 // reservable re-reads the item's extension: none (an item from before
 // the extension) or an unreadable one is not_reservable; a fingerprint
 // that is not the record's is fingerprint_mismatch.
-func reservable(it *WorkItem) (*extension.Extension, error) {
+func reservable(it *WorkItem, rules extension.Rules) (*extension.Extension, error) {
 	raw, err := itemExtension(it.Metadata)
 	if err != nil || raw == nil {
 		return nil, refuse(RefuseNotReservable, "work item %q has no metadata.%s; an admin must rewrite it first", it.WorkItemID, extensionField)
 	}
-	ext, err := extension.Parse(raw)
+	ext, err := extension.ParseUnder(raw, rules)
 	if err != nil {
 		e := errs.From(err)
 		if e.Detail["reason"] == extension.ReasonFingerprintMismatch {

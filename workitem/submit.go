@@ -26,7 +26,7 @@ func applySubmit(tx *fsm.Tx, cmd *log.Command) (any, error) {
 		return nil, err
 	}
 	if tx.EnabledVersion(CmdSubmit) >= 2 {
-		if err := checkSpecExtensions([]itemSpec{c.Item}, ""); err != nil {
+		if err := checkSpecExtensions([]itemSpec{c.Item}, "", fingerprintRules(tx)); err != nil {
 			return nil, err
 		}
 	}
@@ -46,7 +46,7 @@ func applySubmitBatch(tx *fsm.Tx, cmd *log.Command) (any, error) {
 		return nil, err
 	}
 	if tx.EnabledVersion(CmdSubmitBatch) >= 2 {
-		if err := checkSpecExtensions(c.Items, "requests[%d]."); err != nil {
+		if err := checkSpecExtensions(c.Items, "requests[%d].", fingerprintRules(tx)); err != nil {
 			return nil, err
 		}
 	}

@@ -26,11 +26,13 @@
 //
 // # Fingerprint
 //
-// fingerprint is "v1:" and the lowercase hex SHA-256 of the canonical
-// JSON (internal/canon: sorted keys, minimal escapes, normalized
-// numbers) of the record without its fingerprint field. Seal computes
-// it for a client; Parse recomputes it and refuses a mismatch with
-// detail.reason "fingerprint_mismatch".
+// fingerprint is "v1:" and the lowercase hex SHA-256 of the RFC 8785
+// canonical JSON (canon.JCS; docs/canonical-json.md states the rule and
+// its test vectors) of the record without its fingerprint field. Seal
+// computes it for a client; Parse recomputes it and refuses a mismatch
+// with detail.reason "fingerprint_mismatch". Records sealed under the
+// older rule (Go's escaping of U+2028 and U+2029) stay accepted; inside
+// Apply, ParseUnder takes the rules the cluster has enabled (see Rules).
 //
 // # Branch identity
 //

@@ -13,10 +13,14 @@ var (
 )
 
 // Parse reads one record (a JSON object) under the closed schema and
-// checks its fingerprint. Failures are invalid errors with detail.field
-// (a path inside the record) and detail.reason (ReasonInvalid or
-// ReasonFingerprintMismatch).
-func Parse(raw []byte) (*Extension, error) {
+// checks its fingerprint under either rule (RFC8785OrLegacy). Failures
+// are invalid errors with detail.field (a path inside the record) and
+// detail.reason (ReasonInvalid or ReasonFingerprintMismatch).
+func Parse(raw []byte) (*Extension, error) { return ParseUnder(raw, RFC8785OrLegacy) }
+
+// ParseUnder is Parse accepting fingerprints under rules only: inside
+// Apply, the rules the cluster has enabled.
+func ParseUnder(raw []byte, rules Rules) (*Extension, error) {
 	fields, err := topFields(raw)
 	if err != nil {
 		return nil, err
@@ -42,11 +46,11 @@ func Parse(raw []byte) (*Extension, error) {
 	if !validFingerprint(e.Fingerprint) {
 		return nil, invalid("fingerprint", `must be "v1:" and 64 lowercase hex digits`)
 	}
-	want, err := fingerprint(fields)
+	ok, want, err := matchesFingerprint(fields, e.Fingerprint, rules)
 	if err != nil {
 		return nil, err
 	}
-	if want != e.Fingerprint {
+	if !ok {
 		err := invalid("fingerprint", "is %s; the record's is %s", e.Fingerprint, want)
 		err.Detail["reason"] = ReasonFingerprintMismatch
 		return nil, err
