@@ -40,3 +40,27 @@ func TestOutcomeUnknown(t *testing.T) {
 		t.Fatal("outcome-unknown errors")
 	}
 }
+
+// domainConflict is a domain's own error type, as allocation's flat
+// conflict body is.
+type domainConflict struct{ winner string }
+
+func (d *domainConflict) Error() string       { return "taken by " + d.winner }
+func (d *domainConflict) ErrCode() Code        { return CodeConflict }
+func (d *domainConflict) Is(target error) bool { return MatchesCode(target, d.ErrCode()) }
+
+// A Coded error answers the same through errors.Is, CodeOf and Status,
+// also when wrapped.
+func TestCodedAgrees(t *testing.T) {
+	for _, err := range []error{&domainConflict{"t1"}, fmt.Errorf("create: %w", &domainConflict{"t2"})} {
+		if !errors.Is(err, Conflict) || errors.Is(err, Invalid) {
+			t.Errorf("%v: errors.Is disagrees", err)
+		}
+		if c := CodeOf(err); c != CodeConflict || Status(c) != 409 {
+			t.Errorf("%v: CodeOf %q, status %d", err, c, Status(c))
+		}
+		if e := From(err); e.Message != err.Error() {
+			t.Errorf("From(%v) lost the message: %q", err, e.Message)
+		}
+	}
+}
