@@ -45,7 +45,7 @@ func TestOutcomeUnknown(t *testing.T) {
 // conflict body is.
 type domainConflict struct{ winner string }
 
-func (d *domainConflict) Error() string       { return "taken by " + d.winner }
+func (d *domainConflict) Error() string        { return "taken by " + d.winner }
 func (d *domainConflict) ErrCode() Code        { return CodeConflict }
 func (d *domainConflict) Is(target error) bool { return MatchesCode(target, d.ErrCode()) }
 
