@@ -122,7 +122,13 @@ type Config struct {
 	MaxAppendEntries  int
 	SnapshotInterval  time.Duration
 	SnapshotThreshold uint64
-	TrailingLogs      uint64
+	// TrailingLogs is the least number of log entries kept behind a
+	// snapshot. A node keeps more while its write rate and state size
+	// call for it, so that a follower installing a snapshot finds the log
+	// after it (catchup.go), up to MaxTrailingLogs, which bounds the disk
+	// the log takes.
+	TrailingLogs    uint64
+	MaxTrailingLogs uint64
 
 	// NoSyncUnsafe turns off fsync of the raft log: a crash may lose
 	// acknowledged writes. For benchmarks and tests only.
@@ -201,6 +207,7 @@ func DefaultConfig() Config {
 		SnapshotInterval:      30 * time.Second,
 		SnapshotThreshold:     8192,
 		TrailingLogs:          10240,
+		MaxTrailingLogs:       2_000_000,
 		MaxRestoreBytes:       1 << 30,
 		MaxConcurrentRequests: 1024,
 		ReadHeaderTimeout:     5 * time.Second,
@@ -294,6 +301,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxAppendEntries < 1 || c.MaxAppendEntries > 1024 {
 		bad("%s must be between 1 and 1024", nm("MaxAppendEntries"))
+	}
+	if c.MaxTrailingLogs < c.TrailingLogs {
+		bad("%s (%d) must be at least %s (%d)", nm("MaxTrailingLogs"), c.MaxTrailingLogs, nm("TrailingLogs"), c.TrailingLogs)
 	}
 	if c.SnapshotThreshold < 1 {
 		bad("%s must be positive", nm("SnapshotThreshold"))

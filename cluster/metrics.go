@@ -192,6 +192,8 @@ var (
 		"Leader only: seconds since the peer last answered an AppendEntries (heartbeats included) or InstallSnapshot in this term; -1 if it has not.", []string{"peer"}, nil)
 	peerLagDesc = prometheus.NewDesc("arbiter_raft_peer_lag_entries",
 		"Leader only: entries the peer's log is behind the leader's, as of its last answer in this term.", []string{"peer"}, nil)
+	trailingLogsDesc = prometheus.NewDesc("arbiter_raft_trailing_logs",
+		"Log entries kept behind the newest snapshot now: --trailing-logs, or more while the write rate and the state's size call for it (up to --max-trailing-logs).", nil, nil)
 	peerFailuresDesc = prometheus.NewDesc("arbiter_raft_peer_rpc_failures_total",
 		"Leader only: AppendEntries and InstallSnapshot RPCs to the peer that got no answer, since this node started.", []string{"peer"}, nil)
 )
@@ -201,6 +203,7 @@ func (c raftCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- peerContactDesc
 	ch <- peerLagDesc
 	ch <- peerFailuresDesc
+	ch <- trailingLogsDesc
 }
 
 func (c raftCollector) Collect(ch chan<- prometheus.Metric) {
@@ -216,6 +219,7 @@ func (c raftCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(raftStateDesc, prometheus.GaugeValue, v, stateLabel(s))
 	}
+	ch <- prometheus.MustNewConstMetric(trailingLogsDesc, prometheus.GaugeValue, float64(c.n.TrailingLogs()))
 	if state != raft.Leader || c.n.guard == nil {
 		return
 	}

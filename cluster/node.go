@@ -68,6 +68,12 @@ type Node struct {
 
 	// clock turns this node's monotonic clock into FSM time stamps.
 	clock fsmClock
+	// trailingLogs is the TrailingLogs last set by sizeTrailingLogs (0:
+	// the configured one), slowestRestore the slowest restore measured
+	// here (float64 bits of bytes a second; 0: none). See catchup.go.
+	trailingLogs     atomic.Uint64
+	slowestRestore   atomic.Uint64
+	snapshotRestores atomic.Uint64
 
 	// readyTerm is the term in which this node, as leader, has committed
 	// its first entry; linearizable reads are served only in that term.
@@ -223,6 +229,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		n.wg.Wait()
 	}
 	n.goBackground(func() { n.watchLeadership(notify) })
+	n.goBackground(n.sizeTrailingLogs)
 	n.forwarder.start()
 	n.goBackground(n.registerSelf)
 	n.goBackground(n.keepRecord)

@@ -49,9 +49,18 @@ type StorageStatus struct {
 	LastLogIndex      uint64 `json:"last_log_index"`
 	LastSnapshotIndex uint64 `json:"last_snapshot_index"`
 	LastSnapshotTerm  uint64 `json:"last_snapshot_term"`
+	// LastSnapshotBytes is the size of the newest snapshot in the store
+	// (taken here or installed from the leader).
+	LastSnapshotBytes int64 `json:"last_snapshot_bytes"`
 	// DataDirBytes is the size of the files under the data directory
 	// (log, stable store, snapshots); 0 for a node on in-memory stores.
 	DataDirBytes int64 `json:"data_dir_bytes"`
+	// TrailingLogs is how many log entries the node keeps behind its
+	// newest snapshot now (Config.TrailingLogs or more: catchup.go), and
+	// SnapshotRestores how many snapshots it has restored since it
+	// started (its own at start, and installs from the leader).
+	TrailingLogs     uint64 `json:"trailing_logs"`
+	SnapshotRestores uint64 `json:"snapshot_restores"`
 }
 
 // EffectsStatus is a node's record of effects after commit (fsm.Effect).
@@ -121,6 +130,8 @@ func (n *Node) storageStatus() StorageStatus {
 	stats := n.raft.Stats()
 	st.LastSnapshotIndex, _ = strconv.ParseUint(stats["last_snapshot_index"], 10, 64)
 	st.LastSnapshotTerm, _ = strconv.ParseUint(stats["last_snapshot_term"], 10, 64)
+	st.LastSnapshotBytes = n.newestSnapshotBytes()
+	st.TrailingLogs, st.SnapshotRestores = n.TrailingLogs(), n.snapshotRestores.Load()
 	if n.cfg.DataDir != "" {
 		_ = filepath.WalkDir(n.cfg.DataDir, func(_ string, d fs.DirEntry, err error) error {
 			if err == nil && d.Type().IsRegular() {

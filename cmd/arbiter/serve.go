@@ -72,7 +72,8 @@ it records and refuses other --id, addresses (unless --change-address) or a
 	fs.IntVar(&cfg.WALSegmentBytes, "wal-segment-bytes", 0, "size of a WAL segment file, preallocated when it is made (0: 64 MiB; 4 KiB to 1 GiB); compacted entries are freed a whole segment at a time")
 	fs.Uint64Var(&cfg.SnapshotThreshold, "snapshot-threshold", cfg.SnapshotThreshold, "snapshot once the log holds this many entries past the last snapshot")
 	fs.DurationVar(&cfg.SnapshotInterval, "snapshot-interval", cfg.SnapshotInterval, "how often raft checks --snapshot-threshold (a random wait between this and twice this; at least 5ms)")
-	fs.Uint64Var(&cfg.TrailingLogs, "trailing-logs", cfg.TrailingLogs, "log entries kept behind a snapshot, so a follower that lags by fewer catches up without a snapshot install")
+	fs.Uint64Var(&cfg.TrailingLogs, "trailing-logs", cfg.TrailingLogs, "log entries kept behind a snapshot at least, so a follower that lags by fewer catches up without a snapshot install; more are kept while the write rate and the state's size call for it, so that a follower installing a snapshot finds the log after it")
+	fs.Uint64Var(&cfg.MaxTrailingLogs, "max-trailing-logs", cfg.MaxTrailingLogs, "the most log entries kept behind a snapshot, however the write rate and the state's size call for more (bounds the log's disk)")
 	fs.Int64Var(&cfg.MaxRestoreBytes, "max-restore-bytes", cfg.MaxRestoreBytes, "largest backup POST /v1/cluster/restore accepts")
 	fs.DurationVar(&cfg.IdempotencyRetention, "idempotency-retention", cfg.IdempotencyRetention, "how long a keyed write's result is kept for replay")
 	fs.Uint64Var(&cfg.IdempotencyMaxRows, "idempotency-max-rows", cfg.IdempotencyMaxRows, "most keyed results kept for replay; beyond it the oldest are evicted early")
@@ -323,6 +324,7 @@ var serveFlagNames = map[string]string{
 	"IdempotencyMaxRows":   "--idempotency-max-rows",
 	"ChangeFeedRetain":     "--change-feed-retain",
 	"TrailingLogs":         "--trailing-logs",
+	"MaxTrailingLogs":      "--max-trailing-logs",
 	"LogStore":             "--log-store",
 	"WALSegmentBytes":      "--wal-segment-bytes",
 	"Logger":               "--log-level/--log-format",
