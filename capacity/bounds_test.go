@@ -229,7 +229,6 @@ func TestAcquireBounds(t *testing.T) {
 	// Transport fields: checked by the service only.
 	for name, mutate := range map[string]func(*capacity.AcquireRequest){
 		"schema_version 2":               func(r *capacity.AcquireRequest) { r.SchemaVersion = "2" },
-		"no schema_version":              func(r *capacity.AcquireRequest) { r.SchemaVersion = "" },
 		"no idempotency_key":             func(r *capacity.AcquireRequest) { r.IdempotencyKey = "" },
 		"idempotency_key of 513 bytes":   func(r *capacity.AcquireRequest) { r.IdempotencyKey = long },
 		"idempotency_key with a control": func(r *capacity.AcquireRequest) { r.IdempotencyKey = "k\x00" },

@@ -82,6 +82,17 @@ func capScope(op, tenant string) string {
 	return "capacity/" + op + "/" + hex.EncodeToString(sum[:16])
 }
 
+// capGraphScope is the scope in a graph: capScope in the default graph
+// (so that keys written before graphs still replay), a digest of tenant
+// and graph in any other.
+func capGraphScope(op, tenant, graph string) string {
+	if graph == "" {
+		return capScope(op, tenant)
+	}
+	sum := sha256.Sum256([]byte(tenant + "\x00" + graph))
+	return "capacity/" + op + "/" + hex.EncodeToString(sum[:16])
+}
+
 // ledgerID is the FSM's row id for a trusted principal: it decides which
 // rows of one instant a budget-bound prune takes first.
 func ledgerID(scope, key string) string {
