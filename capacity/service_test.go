@@ -290,13 +290,14 @@ func wantDecisionErr(d capacity.Decision, err error) error {
 	return nil
 }
 
-// readAll pages through Status and Reconcile of a tenant with pages of
-// size and returns the cells and leases, checking page sizes and cursors.
-func readAll(ctx context.Context, svc *capacity.Service, tenant, cell string, size int) ([]capacity.CellStatus, []capacity.Lease, []capacity.CellStatus, error) {
+// readAll pages through Status and Reconcile of a graph of a tenant with
+// pages of size and returns the cells and leases, checking page sizes and
+// cursors.
+func readAll(ctx context.Context, svc *capacity.Service, graph, tenant, cell string, size int) ([]capacity.CellStatus, []capacity.Lease, []capacity.CellStatus, error) {
 	var cells []capacity.CellStatus
 	cursor := ""
 	for page := 0; ; page++ {
-		res, err := svc.Status(ctx, capacity.ReadRequest{SchemaVersion: "1", TenantRef: tenant, MaxCount: size, Cursor: cursor}, fsm.Linearizable)
+		res, err := svc.Status(ctx, capacity.ReadRequest{SchemaVersion: "1", TenantRef: tenant, GraphRef: graph, MaxCount: size, Cursor: cursor}, fsm.Linearizable)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("status page %d: %w", page, err)
 		}
@@ -315,7 +316,7 @@ func readAll(ctx context.Context, svc *capacity.Service, tenant, cell string, si
 	var pageCells []capacity.CellStatus
 	cursor = ""
 	for page := 0; ; page++ {
-		res, err := svc.Reconcile(ctx, capacity.ReadRequest{SchemaVersion: "1", TenantRef: tenant, CellID: cell, MaxCount: size, Cursor: cursor}, fsm.Linearizable)
+		res, err := svc.Reconcile(ctx, capacity.ReadRequest{SchemaVersion: "1", TenantRef: tenant, GraphRef: graph, CellID: cell, MaxCount: size, Cursor: cursor}, fsm.Linearizable)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("reconcile page %d: %w", page, err)
 		}
