@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/arbiterhq/arbiter/capacity"
+	"github.com/arbiterhq/arbiter/cluster/clustertest"
 	"github.com/arbiterhq/arbiter/domain"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
@@ -359,4 +360,36 @@ func TestGraphRefBounds(t *testing.T) {
 		t.Errorf("update in a graph of 512 bytes: %v", err)
 	}
 	checkStored(t, f.l.FSM)
+}
+
+// On a cluster of today's binary every member serves graphs, so the
+// leader enables them: the Go API over the HTTP client and a JSON body
+// both work in graph g2, apart from the default graph.
+func TestGraphsOnACluster(t *testing.T) {
+	ctx := context.Background()
+	c := clustertest.New(t, clustertest.Options{Nodes: 3})
+	remote := c.Remote()
+	s := capacity.NewService(remote, remote)
+	if err := s.Require(ctx); err != nil {
+		t.Fatalf("the cluster does not enable this package's commands: %v", err)
+	}
+	for _, g := range []string{"", "g2"} {
+		cellIn(t, s, g, "c", map[string]uint64{"gpu": 1})
+		if _, err := s.Acquire(ctx, acquireIn(g, "k", capacity.Demand{CellID: "c", ResourceClass: "gpu", Amount: 1})); err != nil {
+			t.Fatalf("acquire under key k in graph %q: %v", g, err)
+		}
+	}
+	body := `{"schema_version":"1","tenant_ref":"t","graph_ref":"g2","max_count":10}`
+	res, err := http.Post(c.URL(c.WaitLeader(10*time.Second))+"/v1/capacity/reconcile", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var rc capacity.ReadResult
+	if err := json.NewDecoder(res.Body).Decode(&rc); err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("reconcile of g2 over HTTP: %d %v", res.StatusCode, err)
+	}
+	if len(rc.Leases) != 1 || rc.Leases[0].GraphRef != "g2" || len(rc.Cells) != 1 || rc.Cells[0].Classes[0].Used != 1 {
+		t.Fatalf("reconcile of g2 over HTTP: %+v", rc)
+	}
 }
