@@ -289,11 +289,7 @@ func leaseOp(prefix string, run, cells int, remotes []*cluster.Remote) loadgen.O
 		if err != nil {
 			return err
 		}
-		refs := make([]capacity.LeaseRef, len(got.Leases))
-		for i, l := range got.Leases {
-			refs[i] = capacity.LeaseRef{LeaseID: l.LeaseID, LeaseEpoch: l.LeaseEpoch, FenceToken: l.FenceToken}
-		}
-		_, err = s.Release(ctx, capacity.LeasesRequest{SchemaVersion: capacity.SchemaVersion, TenantRef: tenant, OwnerDigest: owner, Leases: refs})
+		_, err = s.Release(ctx, capacity.LeasesRequest{SchemaVersion: capacity.SchemaVersion, TenantRef: tenant, OwnerDigest: owner, Leases: got.Refs()})
 		return err
 	}
 }
