@@ -11,6 +11,9 @@ import (
 // Query answers q as the principal on ctx. Linearizable queries are
 // served by the leader (forwarded from followers); stale ones locally.
 func (n *Node) Query(ctx context.Context, q fsm.Query) ([]byte, error) {
+	if err := n.stoppedErr(); err != nil {
+		return nil, err
+	}
 	p, _ := fsm.PrincipalFrom(ctx)
 	if q.Stale {
 		return n.fsm.Query(p, q)
