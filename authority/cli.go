@@ -16,8 +16,8 @@ import (
 const cliUsage = `usage: arbiter concept <command> [flags]
 
 commands (each takes the flags that reach a cluster: --addr, --token, --ca):
-  reserve      claim a concept id                 --concept-id --tenant --owner --request --purpose [--repository --lane --design --provenance a,b --ttl 24h]
-  reserve-next claim the first free number        --namespace --from --to and the reserve flags but --concept-id
+  reserve      claim a concept id (RMDD-27, RMDD-SEARCH-7) --concept-id --tenant --owner --request --purpose [--repository --lane --design --provenance a,b --ttl 24h]
+  reserve-next claim the first free number        --namespace [--prefix SEARCH] --from --to and the reserve flags but --concept-id
   transition   move a claim you hold              --concept-id --tenant --owner --reservation --fingerprint --fence --action [--repo DIR]
                (with --repo, a claim that was materialized is projected again: its fragment and the view follow)
   materialize  transition to materialized, then project into a repository   the transition flags but --action, and --repo DIR
@@ -36,7 +36,7 @@ func cli() *domain.CLI {
 // a cluster: its --help lists only these, and any other is refused.
 var commandFlags = map[string][]string{
 	"reserve":      {"concept-id", "tenant", "owner", "request", "purpose", "repository", "lane", "design", "provenance", "ttl"},
-	"reserve-next": {"namespace", "from", "to", "tenant", "owner", "request", "purpose", "repository", "lane", "design", "provenance", "ttl"},
+	"reserve-next": {"namespace", "prefix", "from", "to", "tenant", "owner", "request", "purpose", "repository", "lane", "design", "provenance", "ttl"},
 	"transition":   {"concept-id", "tenant", "owner", "reservation", "fingerprint", "fence", "action", "repo"},
 	"materialize":  {"concept-id", "tenant", "owner", "reservation", "fingerprint", "fence", "repo"},
 	"sync":         {"concept-id", "tenant", "repo"},
@@ -86,6 +86,7 @@ func runCLI(env domain.CLIEnv, args []string) error {
 	fs.StringVar(&provenance, "provenance", "", "comma-separated provenance refs")
 	fs.DurationVar(&ttl, "ttl", 0, "reservation lifetime (default 24h)")
 	fs.StringVar(&next.Namespace, "namespace", "", "namespace for reserve-next")
+	fs.StringVar(&next.Prefix, "prefix", "", "semantic prefix for reserve-next (NAMESPACE-PREFIX-<n> ids, as a policy declares)")
 	fs.Uint64Var(&next.From, "from", 0, "first candidate number")
 	fs.Uint64Var(&next.To, "to", 0, "last candidate number")
 	fs.StringVar(&reservation, "reservation", "", "reservation id you hold")

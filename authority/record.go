@@ -46,9 +46,11 @@ func (v Visibility) rank() int {
 // Record is the durable claim on one concept id, stored as the properties
 // of its node. Times are FSM time in unix milliseconds.
 type Record struct {
-	Schema        string `json:"schema"`
-	ConceptID     string `json:"concept_id"`
-	Namespace     string `json:"namespace"`
+	Schema    string `json:"schema"`
+	ConceptID string `json:"concept_id"`
+	Namespace string `json:"namespace"`
+	// Prefix is the id's semantic prefix (absent for none).
+	Prefix        string `json:"prefix,omitempty"`
 	Number        uint64 `json:"number"`
 	PolicyVersion string `json:"policy_version"`
 	RangeMin      uint64 `json:"range_min"`

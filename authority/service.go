@@ -192,7 +192,7 @@ func newRecord(id ConceptID, pol ConceptNamespacePolicy, req *ReserveRequest, fe
 	fp := fingerprint(id, req)
 	refs := append([]string{}, req.ProvenanceRefs...)
 	return &Record{
-		Schema: schemaV1, ConceptID: id.String(), Namespace: id.Namespace, Number: id.Number,
+		Schema: schemaV1, ConceptID: id.String(), Namespace: id.Namespace, Prefix: id.Prefix, Number: id.Number,
 		PolicyVersion: pol.PolicyVersion, RangeMin: pol.Min, RangeMax: pol.Max,
 		TenantRef: req.TenantRef, RepositoryRef: req.RepositoryRef, LaneRef: req.LaneRef,
 		OwnerRef: req.OwnerRef, RequestRef: req.RequestRef, DesignRef: req.DesignRef, ProvenanceRefs: refs,
@@ -278,7 +278,7 @@ func reclaimCAS(cur, next *Record, ttlMs int64) (nodes.CASRequest, error) {
 		delete(updates, f)
 	}
 	req := nodes.CASRequest{
-		NodeID: ConceptID{Namespace: next.Namespace, Number: next.Number}.NodeID(),
+		NodeID: ConceptID{Namespace: next.Namespace, Prefix: next.Prefix, Number: next.Number}.NodeID(),
 		Conditions: map[string]any{
 			"reservation_id": cur.ReservationID, "fingerprint": cur.Fingerprint,
 			fieldState: string(cur.State), fieldFence: cur.Fence, fieldVisibility: string(VisibilityNone),
