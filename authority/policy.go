@@ -1,8 +1,11 @@
 package authority
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
+	"io"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -125,14 +128,63 @@ func (ps *PolicySet) Policies() []ConceptNamespacePolicy {
 	return slices.Clone(ps.list)
 }
 
-// LoadPolicyFile reads a JSON array of policies, as `arbiter serve
-// --concept-policies` takes:
+// NewVersionedPolicySet is NewPolicySet for a set of the given version,
+// which orders it against the cluster's replicated set when it seeds it
+// (see policyset.go).
+func NewVersionedPolicySet(version uint64, policies []ConceptNamespacePolicy) (*PolicySet, error) {
+	if version > maxSetVersion {
+		return nil, errs.Errorf(errs.CodeInvalid, "authority: policy set version %d is above %d", version, uint64(maxSetVersion))
+	}
+	ps, err := NewPolicySet(policies)
+	if ps != nil {
+		ps.version = version
+	}
+	return ps, err
+}
+
+// Version is the set's version (0 for an unversioned set).
+func (ps *PolicySet) Version() uint64 { return ps.version }
+
+// PolicyFile is the versioned form of a policy file.
+type PolicyFile struct {
+	Version  uint64                   `json:"version"`
+	Policies []ConceptNamespacePolicy `json:"policies"`
+}
+
+// LoadPolicyFile reads a policy file, as `arbiter serve
+// --concept-policies` takes it: a versioned set,
 //
-//	[{"namespace": "RMDD", "min": 1, "max": 9999, "policy_version": "2"}]
+//	{"version": 3, "policies": [{"namespace": "RMDD", "min": 1, "max": 9999, "policy_version": "2"},
+//	                            {"namespace": "RMDD", "prefix": "SEARCH", "min": 1, "max": 999, "policy_version": "s1"}]}
+//
+// or a bare array of policies, which is version 0.
 func LoadPolicyFile(path string) (*PolicySet, error) {
-	var policies []ConceptNamespacePolicy
-	if err := strictjson.DecodeFile(path, &policies); err != nil {
+	raw, err := readPolicyFile(path)
+	if err != nil {
 		return nil, fmt.Errorf("authority: policy file %w", err)
 	}
-	return NewPolicySet(policies)
+	var f PolicyFile
+	if trimmed := bytes.TrimLeft(raw, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
+		err = strictjson.Decode(raw, &f.Policies)
+	} else {
+		err = strictjson.Decode(raw, &f)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("authority: policy file %s: %w", path, err)
+	}
+	return NewVersionedPolicySet(f.Version, f.Policies)
+}
+
+// readPolicyFile reads at most strictjson.MaxFileBytes of the file.
+func readPolicyFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	raw, err := io.ReadAll(io.LimitReader(f, strictjson.MaxFileBytes+1))
+	if err == nil && len(raw) > strictjson.MaxFileBytes {
+		err = fmt.Errorf("%s: larger than %d bytes", path, strictjson.MaxFileBytes)
+	}
+	return raw, err
 }
