@@ -72,6 +72,10 @@ func (d *authorityDomain) load() error {
 // exists, and again after each reload, until ctx ends.
 func (d *authorityDomain) start(ctx context.Context, h domain.Host) {
 	svc := NewService(h, h, nil)
+	select { // the first round reads what the start's Load stored
+	case <-d.reload:
+	default:
+	}
 	for {
 		if ps := d.policies.Load(); ps != nil {
 			d.seed(ctx, svc, h, ps)
