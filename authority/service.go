@@ -163,7 +163,7 @@ func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (*ReserveResu
 	if err != nil {
 		return nil, err
 	}
-	rec := newRecord(id, pol, &req, 1)
+	rec := newRecord(id, pol, &req, 1, m)
 	props, err := rec.properties()
 	if err != nil {
 		return nil, err
@@ -289,8 +289,8 @@ func claimTimes(ttlMs int64) map[string]int64 {
 	return map[string]int64{fieldCreatedAt: 0, fieldReservedAt: 0, fieldUpdatedAt: 0, fieldExpiresAt: ttlMs}
 }
 
-func newRecord(id ConceptID, pol ConceptNamespacePolicy, req *ReserveRequest, fence uint64) *Record {
-	fp := fingerprint(id, req)
+func newRecord(id ConceptID, pol ConceptNamespacePolicy, req *ReserveRequest, fence uint64, m mode) *Record {
+	fp := fingerprint(id, req, m)
 	refs := append([]string{}, req.ProvenanceRefs...)
 	return &Record{
 		Schema: schemaV1, ConceptID: id.String(), Namespace: id.Namespace, Prefix: id.Prefix, Number: id.Number,
@@ -308,19 +308,18 @@ func newRecord(id ConceptID, pol ConceptNamespacePolicy, req *ReserveRequest, fe
 // the new winner from its own result and classifies again, a bounded
 // number of times; then the authority fails closed.
 func (s *Service) classify(ctx context.Context, m mode, id ConceptID, pol ConceptNamespacePolicy, req *ReserveRequest, node *nodes.Node, nowMs int64) (*ReserveResult, error) {
-	fp := fingerprint(id, req)
 	for attempt := 0; attempt < maxReclaimAttempts; attempt++ {
 		cur, err := recordOf(node)
 		if err != nil {
 			return nil, err
 		}
-		if cur.RequestRef == req.RequestRef && cur.Fingerprint == fp {
+		if cur.RequestRef == req.RequestRef && sameFingerprint(cur.Fingerprint, id, req) {
 			return &ReserveResult{Record: cur, Replayed: true}, nil
 		}
 		if !reclaimable(cur, nowMs) {
 			return nil, conflict(cur)
 		}
-		next := newRecord(id, pol, req, cur.Fence+1)
+		next := newRecord(id, pol, req, cur.Fence+1, m)
 		next.PrevFence = cur.Fence
 		cas, err := reclaimCAS(cur, next, req.TTLMs)
 		if err != nil {
