@@ -26,6 +26,8 @@ commands (each takes the flags that reach a cluster: --addr, --token, --ca):
   reconcile    compare a tenant's claims with a repository's projection      --tenant --repo DIR [--max 1000] [--markers RMDD-1,GOC-2]
   get          read one claim                     --concept-id [--tenant]
   list         read a tenant's claims             --tenant [--after CURSOR] [--limit N]
+  policies     read the cluster's replicated namespace policy set
+  set-policies replace it (admins)                --file F (as --concept-policies reads it; its version, if any, must be newer; none: the next)
 `
 
 func cli() *domain.CLI {
@@ -43,6 +45,8 @@ var commandFlags = map[string][]string{
 	"reconcile":    {"tenant", "repo", "max", "markers"},
 	"get":          {"concept-id", "tenant"},
 	"list":         {"tenant", "after", "limit"},
+	"policies":     {},
+	"set-policies": {"file"},
 }
 
 func runCLI(env domain.CLIEnv, args []string) error {
@@ -98,6 +102,8 @@ func runCLI(env domain.CLIEnv, args []string) error {
 	fs.IntVar(&maxRecords, "max", 1000, "reconcile bound")
 	fs.StringVar(&list.After, "after", "", "list cursor")
 	fs.IntVar(&list.Limit, "limit", 0, "list page size")
+	var policyFile string
+	fs.StringVar(&policyFile, "file", "", `policy file: {"version": N, "policies": [...]} or a bare array of policies`)
 	domainFlags := map[string]bool{} // the flags above, of every command
 	fs.VisitAll(func(f *flag.Flag) { domainFlags[f.Name] = true })
 	connect := env.Connect(fs)
@@ -166,6 +172,20 @@ func runCLI(env domain.CLIEnv, args []string) error {
 	case "list":
 		list.TenantRef = tenant
 		out, err = client.List(ctx, list)
+	case "policies":
+		out, err = client.Policies(ctx)
+	case "set-policies":
+		if policyFile == "" {
+			return errors.New("--file is required")
+		}
+		ps, err := LoadPolicyFile(policyFile)
+		if err != nil {
+			return err
+		}
+		out, err = client.SetPolicies(ctx, PoliciesRequest{Version: ps.Version(), Policies: ps.Policies()})
+		if err != nil {
+			return err
+		}
 	}
 	if err != nil {
 		return err
