@@ -585,6 +585,8 @@ func TestIsolationMatrix(t *testing.T) {
 	wiClaim := workitem.ClaimRequest{TenantRef: "a", GraphRef: "iso", OwnerRef: "w", WorkItemID: "iso-wi-claim", TTLMs: 600_000}
 	wiDone := workitem.CompleteRequest{TenantRef: "a", WorkItemID: "iso-wi-done", Attempt: wiHeld.Attempt, Fence: wiHeld.Fence, Outcome: workitem.StatusSucceeded}
 	wiCancel := workitem.CancelRequest{TenantRef: "a", WorkItemID: "iso-wi-cancel", Reason: "iso"}
+	isoPolicies := authority.PoliciesRequest{Policies: []authority.ConceptNamespacePolicy{
+		{Namespace: "ISO", Min: 1, Max: 9999, PolicyVersion: "1"}, {Namespace: "ISO", Prefix: "X", Min: 1, Max: 9, PolicyVersion: "x"}}}
 	next := authority.ReserveNextRequest{Namespace: "ISO", From: 100, To: 110, Request: authority.ReserveRequest{TenantRef: "a", RequestRef: "r-next", PurposeDigest: "purpose-next"}}
 
 	alloc := allocation.NewService(c.Node(leader), c.Node(leader))
@@ -669,6 +671,11 @@ func TestIsolationMatrix(t *testing.T) {
 					t.Errorf("read-a's list of tenant a lacks ISO-300: %s", r.body)
 				}
 			}},
+		// The replicated policy set: anyone reads it, admins replace it
+		// (a set that still covers every ISO id the rows use).
+		{route: "PUT /v1/concepts/policies", access: isoAdmin, body: same(isoPolicies),
+			valid: valid("admin", isoPolicies, 200), state: func(t *testing.T) string { return isoAdminGet(t, c, leader, "/v1/concepts/policies") }},
+		{route: "GET /v1/concepts/policies", access: isoPrincipal, valid: readA(200)},
 		{route: "POST /v1/capacity/acquire", access: isoPrincipal,
 			wrongTenant: []isoCase{forbidden("mem-b", acquire("mem-b", "a", "own-lease-acq"))},
 			wrongRole:   []isoCase{forbidden("read-a", acquire("read-a", "a", "own-lease-acq"))},
