@@ -2,8 +2,11 @@ package cluster
 
 import (
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
@@ -18,6 +21,47 @@ import (
 // readiness failure that callers must reject before work submission"
 // (capacity-leases-and-workitem-admission.txt), so a cluster that does not
 // enable one of them is not ready for that caller.
+
+// startMark is what a node must have applied, once since it started,
+// before it is ready: the commit index of the first AppendEntries from a
+// leader that carries one (raft's heartbeats name the leader but carry
+// no commit index, and a restarted node's own commit index is 0 until
+// replication reaches it), or, for a node that became leader itself, the
+// index it had applied once it committed the first entry of its term
+// (its whole log). Recorded once, it is never lowered or raised: after
+// that the ordinary check (applied >= commit index) keeps the node
+// honest. An AppendEntries of a deposed leader that reaches the node
+// first records a commit index that is only older, never one the cluster
+// did not commit.
+type startMark struct{ v atomic.Uint64 } // the index + 1; 0: not yet
+
+func (m *startMark) record(index uint64) { m.v.CompareAndSwap(0, index+1) }
+
+// get is the recorded index; ok is false until one is.
+func (m *startMark) get() (index uint64, ok bool) {
+	v := m.v.Load()
+	if v == 0 {
+		return 0, false
+	}
+	return v - 1, true
+}
+
+// isHeartbeat reports whether req is one of raft's heartbeats: no
+// entries, no previous entry, no commit index.
+func isHeartbeat(req *raft.AppendEntriesRequest) bool {
+	return len(req.Entries) == 0 && req.PrevLogEntry == 0 && req.LeaderCommitIndex == 0
+}
+
+// caughtUp reports whether this node has applied what it must have once
+// since it started (startMark), and what that is.
+func (n *Node) caughtUp() (ok bool, applied, mark uint64, known bool) {
+	applied = n.fsm.AppliedIndex()
+	if n.guard == nil {
+		return false, applied, 0, false
+	}
+	mark, known = n.guard.start.get()
+	return known && applied >= mark, applied, mark, known
+}
 
 // maxRequired bounds the requirements of one readiness check, and
 // maxRequireBytes the text that lists them.
@@ -144,8 +188,9 @@ func checkRequired(enabled fsm.Capabilities, reqs []requirement) error {
 }
 
 // Ready is nil when this node is ready to serve: it has not halted, is
-// running, knows a leader, has applied everything it knows to be
-// committed, and the cluster enables every command require names (see
+// running, knows a leader (as the leader: has committed an entry in its
+// term), has applied everything it knows to be committed and what the
+// leader had committed when this node started (startMark), and the cluster enables every command require names (see
 // requirement; an ungated state enables what this binary serves, as
 // /v1/cluster/capabilities says). Otherwise it is unavailable saying why
 // (invalid for a malformed requirement). /readyz answers it.
@@ -165,12 +210,52 @@ func (n *Node) Ready(require ...string) error {
 		return errs.New(errs.CodeUnavailable, "shut down")
 	case leader == "":
 		return errs.New(errs.CodeUnavailable, "no known leader")
+	case n.IsLeader() && n.readyTerm.Load() != n.raft.CurrentTerm():
+		return errs.New(errs.CodeUnavailable, "leader has not yet committed an entry in its term")
 	case n.raft.AppliedIndex() < n.raft.CommitIndex():
 		return errs.Errorf(errs.CodeUnavailable, "applied %d of %d committed entries", n.raft.AppliedIndex(), n.raft.CommitIndex())
+	}
+	if ok, applied, mark, known := n.caughtUp(); !ok {
+		if !known {
+			return errs.New(errs.CodeUnavailable, "not caught up: has not heard from the leader how far the log is committed since it started")
+		}
+		return errs.Errorf(errs.CodeUnavailable, "not caught up: applied %d of the %d entries the leader had committed when this node started", applied, mark)
 	}
 	enabled, gated := n.fsm.Enabled()
 	if !gated {
 		enabled = n.fsm.Served()
 	}
 	return checkRequired(enabled, reqs)
+}
+
+// Headers of a stale read (GET with consistency=stale), set before the
+// read: how stale the answer may be.
+const (
+	// HeaderAppliedIndex is the index this node had applied when the read
+	// began: the answer reflects at least every entry up to it.
+	HeaderAppliedIndex = "Arbiter-Applied-Index"
+	// HeaderLeaderContact is the milliseconds since this node last heard
+	// from the leader: 0 on the leader, -1 if it has not since it
+	// started.
+	HeaderLeaderContact = "Arbiter-Leader-Contact-Ms"
+	// HeaderCaughtUp is "true" once the node has applied what the leader
+	// had committed when the node started (see startMark), "false"
+	// before: an answer from a node that is not caught up may miss what
+	// the cluster had long committed (a 404 for what exists).
+	HeaderCaughtUp = "Arbiter-Caught-Up"
+)
+
+// staleness sets the headers of a stale read.
+func (n *Node) staleness(h http.Header) {
+	ok, applied, _, _ := n.caughtUp()
+	contact := int64(-1)
+	switch {
+	case n.IsLeader():
+		contact = 0
+	case !n.raft.LastContact().IsZero():
+		contact = time.Since(n.raft.LastContact()).Milliseconds()
+	}
+	h.Set(HeaderAppliedIndex, strconv.FormatUint(applied, 10))
+	h.Set(HeaderLeaderContact, strconv.FormatInt(contact, 10))
+	h.Set(HeaderCaughtUp, strconv.FormatBool(ok))
 }

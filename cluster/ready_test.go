@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +17,7 @@ import (
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
 	"github.com/arbiterhq/arbiter/nodes"
+	"github.com/hashicorp/raft"
 )
 
 // /readyz?require= names the commands a caller needs; a cluster that
@@ -96,5 +100,108 @@ func TestRemoteRequiresCommands(t *testing.T) {
 	having := cluster.NewRemote(addr).WithRequire("nodes.create")
 	if _, err := nodes.NewClient(having, having).CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "submitted"}); err != nil {
 		t.Fatalf("create through a remote requiring enabled commands: %v", err)
+	}
+}
+
+// A follower that restarts is ready only once it has applied what the
+// leader had committed when it came back, not as soon as it hears of a
+// leader: the issue saw /readyz 200 at applied index 0 (a restarted
+// node's commit index is 0 until the leader's replication reaches it, and
+// raft's heartbeats, which name the leader, carry no commit index), and
+// stale reads answering 404 for what exists. Here the follower restarts
+// cut off, and hears one heartbeat from the leader, exactly the state
+// the issue met; then the network heals.
+func TestReadyAfterRestartMeansCaughtUp(t *testing.T) {
+	c := clustertest.New(t, clustertest.Options{Nodes: 3})
+	leader := c.WaitLeader(10 * time.Second)
+	f := (leader + 1) % c.Size()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	client := nodes.NewClient(c.Node(leader), c.Node(leader))
+	write := func(prefix string) {
+		t.Helper()
+		for i := range 20 {
+			if _, err := client.CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: fmt.Sprintf("%s-%d", prefix, i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	write("before")
+	c.Isolate(f)
+	c.Stop(f)
+	write("away")
+	committed := c.Node(leader).Status().CommitIndex
+	c.Restart(f)
+	node := c.Node(f)
+	if err := node.Ready(); err == nil {
+		t.Fatal("ready while cut off")
+	}
+	// A stale read answers from what the node has, and says how stale.
+	r := apiGet(t, getURL(apiBase(c, f), "away-19", "consistency=stale"))
+	r.wantError(t, "stale read of what the node has not applied", 404, errs.CodeNotFound)
+	wantStaleness(t, r, "false", func(applied uint64) bool { return applied < committed }, func(ms int64) bool { return ms == -1 })
+
+	// One heartbeat of the leader: the node knows a leader, and its
+	// commit index is still 0.
+	lead := c.Node(leader)
+	_, fake := raft.NewInmemTransport("fake")
+	fake.Connect(raft.ServerAddress(node.RaftAddr()), c.InmemTransport(f))
+	heartbeat := &raft.AppendEntriesRequest{
+		RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(lead.ID()), Addr: []byte(lead.RaftAddr())},
+		Term:      max(lead.Raft().CurrentTerm(), node.Raft().CurrentTerm()),
+		Leader:    []byte(lead.RaftAddr()),
+	}
+	var resp raft.AppendEntriesResponse
+	if err := fake.AppendEntries(raft.ServerID(node.ID()), raft.ServerAddress(node.RaftAddr()), heartbeat, &resp); err != nil {
+		t.Fatal(err)
+	}
+	if id := node.Status().LeaderID; id != lead.ID() {
+		t.Fatalf("after the heartbeat the node knows leader %q, want %q", id, lead.ID())
+	}
+	if err := node.Ready(); err == nil {
+		t.Fatalf("ready at applied index %d, knowing a leader but nothing it had committed (%d)", node.Status().AppliedIndex, committed)
+	}
+	apiGet(t, apiBase(c, f)+"/readyz").wantError(t, "readyz before catching up", 503, errs.CodeUnavailable)
+
+	c.Heal()
+	deadline := time.Now().Add(30 * time.Second)
+	for node.Ready() != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("never ready: %v", node.Ready())
+		}
+		runtime.Gosched()
+	}
+	if applied := node.Status().AppliedIndex; applied < committed {
+		t.Fatalf("ready at applied index %d; the leader had committed %d when the node restarted", applied, committed)
+	}
+	got, err := nodes.NewClient(node, node).Get(ctx, "away-19", fsm.Stale)
+	if err != nil || got.NodeID != "away-19" {
+		t.Fatalf("stale read once ready: %v %v", got, err)
+	}
+	r = apiGet(t, getURL(apiBase(c, f), "away-19", "consistency=stale"))
+	r.ok(t, "stale read once ready", nil)
+	wantStaleness(t, r, "true", func(applied uint64) bool { return applied >= committed }, func(ms int64) bool { return ms >= 0 })
+	if l := c.Leader(); l >= 0 {
+		r = apiGet(t, getURL(apiBase(c, l), "away-19", "consistency=stale"))
+		wantStaleness(t, r, "true", func(applied uint64) bool { return applied >= committed }, func(ms int64) bool { return ms == 0 })
+	}
+	if r := apiGet(t, getURL(apiBase(c, f), "away-19")); r.header.Get("Arbiter-Applied-Index") != "" {
+		t.Errorf("a linearizable read carries Arbiter-Applied-Index %q", r.header.Get("Arbiter-Applied-Index"))
+	}
+}
+
+// wantStaleness checks the headers a stale read carries.
+func wantStaleness(t *testing.T, r apiReply, caughtUp string, applied func(uint64) bool, contact func(int64) bool) {
+	t.Helper()
+	a, err := strconv.ParseUint(r.header.Get("Arbiter-Applied-Index"), 10, 64)
+	if err != nil || !applied(a) {
+		t.Errorf("Arbiter-Applied-Index %q (%v)", r.header.Get("Arbiter-Applied-Index"), err)
+	}
+	ms, err := strconv.ParseInt(r.header.Get("Arbiter-Leader-Contact-Ms"), 10, 64)
+	if err != nil || !contact(ms) {
+		t.Errorf("Arbiter-Leader-Contact-Ms %q (%v)", r.header.Get("Arbiter-Leader-Contact-Ms"), err)
+	}
+	if got := r.header.Get("Arbiter-Caught-Up"); got != caughtUp {
+		t.Errorf("Arbiter-Caught-Up %q, want %q", got, caughtUp)
 	}
 }
