@@ -164,7 +164,7 @@ func (f *FSM) recordKeyed(e Effect, index uint64, err error) {
 func (k *keyedEffects) evictLocked() bool {
 	var oldest string
 	var at uint64
-	for key, ke := range k.byKey {
+	for key, ke := range k.byKey { // order-free: a minimum, ties broken by key
 		if ke.run == nil && (oldest == "" || ke.state.Index < at || ke.state.Index == at && key < oldest) {
 			oldest, at = key, ke.state.Index
 		}
@@ -214,7 +214,7 @@ func (f *FSM) FailingEffects(prefix string) []EffectState {
 	f.keyed.mu.Lock()
 	defer f.keyed.mu.Unlock()
 	var out []EffectState
-	for key, ke := range f.keyed.byKey {
+	for key, ke := range f.keyed.byKey { // order-free: sorted below
 		if ke.run != nil && strings.HasPrefix(key, prefix) {
 			out = append(out, ke.state)
 		}
@@ -266,7 +266,7 @@ func (f *FSM) retryPass() (failed bool) {
 	k := &f.keyed
 	k.mu.Lock()
 	var jobs []job
-	for key, ke := range k.byKey {
+	for key, ke := range k.byKey { // order-free: sorted below
 		if ke.run != nil {
 			jobs = append(jobs, job{key, ke.gen, ke.tried})
 		}
