@@ -210,6 +210,9 @@ func (n *Node) instrument(route string, a domain.Access, h http.Handler) http.Ha
 			domain.WriteError(rec, err)
 			return
 		}
+		if r.Method == http.MethodGet && strings.Contains(r.URL.RawQuery, "stale") && r.URL.Query().Get("consistency") == "stale" {
+			n.staleness(rec.Header())
+		}
 		h.ServeHTTP(rec, r.WithContext(fsm.WithPrincipal(r.Context(), c.principal)))
 	})
 }

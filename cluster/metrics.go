@@ -134,6 +134,14 @@ func newMetrics(n *Node) *metrics {
 		}),
 		counter("arbiter_fsm_effects_total", "Effects after commit that ran.", func() float64 { return float64(n.fsm.EffectRuns()) }),
 		counter("arbiter_fsm_effect_failures_total", "Effects after commit that failed (logged with their error).", func() float64 { return float64(n.fsm.EffectFailures()) }),
+		counter("arbiter_fsm_effect_retries_total", "Retries of failed keyed effects (a projection file this node could not write), which the node runs on its own with backoff.", func() float64 {
+			return float64(n.fsm.EffectRetries())
+		}),
+		counter("arbiter_fsm_effect_retry_failures_total", "Retries of failed keyed effects that failed again.", func() float64 { return float64(n.fsm.EffectRetryFailures()) }),
+		gauge("arbiter_fsm_effects_failing", "Keyed effects that failed on this node and have not succeeded since (being retried).", func() float64 {
+			c, _ := n.fsm.FailingEffectsReport()
+			return float64(c)
+		}),
 		gauge("arbiter_ledger_rows", "Rows in the idempotency ledger.", func() float64 { return float64(n.fsm.RetentionStats().LedgerRows) }),
 		counter("arbiter_ledger_evictions_total", "Ledger rows evicted by the row cap before their retention ran out.", func() float64 {
 			return float64(n.fsm.RetentionStats().LedgerEvicted)

@@ -234,6 +234,9 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	n.goBackground(n.registerSelf)
 	n.goBackground(n.keepRecord)
 	n.goBackground(n.watchRemoval)
+	// Failed keyed effects (a projection file) are retried on the node's
+	// own until they succeed.
+	n.goBackground(func() { n.fsm.RetryEffects(n.ctx) })
 	for _, d := range n.cfg.Domains {
 		if d.Start != nil {
 			n.goBackground(func() { d.Start(n.ctx, n) })

@@ -63,11 +63,17 @@ type StorageStatus struct {
 	SnapshotRestores uint64 `json:"snapshot_restores"`
 }
 
-// EffectsStatus is a node's record of effects after commit (fsm.Effect).
+// EffectsStatus is a node's record of effects after commit (fsm.Effect):
+// how many ran and failed, the last failure, the retries of failed keyed
+// effects, and the keyed effects failing now (Failing of them; the list
+// holds the first 16 by key), which the node retries on its own.
 type EffectsStatus struct {
 	Runs        uint64             `json:"runs"`
 	Failures    uint64             `json:"failures"`
 	LastFailure *fsm.EffectFailure `json:"last_failure,omitempty"`
+	Retries     uint64             `json:"retries"`
+	Failing     int                `json:"failing"`
+	FailingList []fsm.EffectState  `json:"failing_list,omitempty"`
 }
 
 // MemberStatus is one member: raft's configuration joined with the
@@ -102,7 +108,8 @@ func (n *Node) Status() Status {
 	s.Halted = n.fsm.Halted()
 	s.LogStore = n.logStore
 	s.Storage = n.storageStatus()
-	s.Effects = EffectsStatus{Runs: n.fsm.EffectRuns(), Failures: n.fsm.EffectFailures(), LastFailure: n.fsm.LastEffectFailure()}
+	s.Effects = EffectsStatus{Runs: n.fsm.EffectRuns(), Failures: n.fsm.EffectFailures(), LastFailure: n.fsm.LastEffectFailure(), Retries: n.fsm.EffectRetries()}
+	s.Effects.Failing, s.Effects.FailingList = n.fsm.FailingEffectsReport()
 	meta := map[string]fsm.Member{}
 	for _, m := range n.fsm.Members() {
 		meta[m.ID] = m
