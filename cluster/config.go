@@ -37,8 +37,10 @@ type Config struct {
 	// data directory holds no raft state. Ignored once state exists. A
 	// node without state needs Bootstrap, Join or AwaitJoin.
 	Bootstrap bool
-	// Join lists API base URLs (http://host:port) of existing members; a
-	// node without raft state asks them to add it (as a non-voter, which
+	// Join lists the API addresses of existing members, each a base URL
+	// (http://host:port, https://host:port) or a bare host:port, which
+	// takes https when this node has TLS and http otherwise; a node
+	// without raft state asks them to add it (as a non-voter, which
 	// the leader promotes once it has caught up). A node with state does
 	// not join again, but checks that the members Join names belong to
 	// its own cluster and refuses to start if they do not.

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -258,4 +259,51 @@ func (n *Node) staleness(h http.Header) {
 	h.Set(HeaderAppliedIndex, strconv.FormatUint(applied, 10))
 	h.Set(HeaderLeaderContact, strconv.FormatInt(contact, 10))
 	h.Set(HeaderCaughtUp, strconv.FormatBool(ok))
+}
+
+// WaitReady blocks until this node can take its full part in the cluster
+// (Ready, with require, and a voter in its own latest configuration: a
+// node that joined counts toward quorum only once the leader has promoted
+// it), or until ctx ends or the node stops; it then returns why the node
+// is not ready yet. Start returns while a joiner is still a non-voter, so
+// a program that starts several nodes and then stops one should wait for
+// every node first: closing a leader before the others vote can leave a
+// cluster without a leader for good.
+func (n *Node) WaitReady(ctx context.Context, require ...string) error {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		err := n.Ready(require...)
+		if err == nil {
+			err = n.voter()
+		}
+		if err == nil || errs.CodeOf(err) == errs.CodeInvalid {
+			return err
+		}
+		if stopped := n.stoppedErr(); stopped != nil {
+			return stopped
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return errs.Errorf(errs.CodeUnavailable, "node %s not ready before the deadline: %v", n.cfg.ID, err)
+		}
+	}
+}
+
+// voter is nil when this node is a voter in its latest configuration.
+func (n *Node) voter() error {
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return errs.Errorf(errs.CodeUnavailable, "configuration: %v", err)
+	}
+	for _, s := range f.Configuration().Servers {
+		if s.ID == raft.ServerID(n.cfg.ID) {
+			if s.Suffrage == raft.Voter {
+				return nil
+			}
+			return errs.New(errs.CodeUnavailable, "not a voter yet: the leader promotes a member once it has caught up")
+		}
+	}
+	return errs.New(errs.CodeUnavailable, "not a member of its cluster's configuration yet")
 }

@@ -2,14 +2,17 @@ package cluster_test
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
 	"github.com/arbiterhq/arbiter/nodes"
+	"github.com/hashicorp/raft"
 )
 
 // Every call on a stopped node fails at once with unavailable, says that
@@ -64,4 +67,43 @@ func checkStopped(t *testing.T, what string, err error) {
 	if errs.CodeOf(err) != errs.CodeUnavailable || errs.IsOutcomeUnknown(err) || !strings.Contains(err.Error(), "is stopped") {
 		t.Errorf("%s on a stopped node: %v (outcome unknown %v), want unavailable saying the node is stopped", what, err, errs.IsOutcomeUnknown(err))
 	}
+}
+
+// WaitReady returns once a joiner is a voter, not merely started or
+// caught up (issue 43: closing the leader right after a joiner's Start
+// left a cluster without a leader for good); it says why while it waits,
+// and ends at once on a stopped node.
+func TestWaitReadyWaitsForTheVote(t *testing.T) {
+	c := clustertest.New(t, clustertest.Options{Nodes: 3})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a := c.WaitLeader(10 * time.Second)
+	j := (a + 1) % 3
+	id := c.Node(j).ID()
+	if err := c.Node(a).Remove(ctx, cluster.RemoveRequest{ID: id}); err != nil {
+		t.Fatal(err)
+	}
+	c.Stop(j)
+	if err := os.RemoveAll(c.DataDir(j)); err != nil {
+		t.Fatal(err)
+	}
+	c.Restart(j)
+	n := c.Node(j)
+	short, cancelShort := context.WithTimeout(ctx, 100*time.Millisecond)
+	err := n.WaitReady(short)
+	cancelShort()
+	if errs.CodeOf(err) != errs.CodeUnavailable || !strings.Contains(err.Error(), "not ready before the deadline") {
+		t.Fatalf("a node not yet joined: %v, want unavailable saying why", err)
+	}
+	if err := c.Node(a).Join(ctx, cluster.JoinRequest{ID: id, RaftAddr: n.RaftAddr(), APIAddr: n.APIAddr()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.WaitReady(ctx); err != nil {
+		t.Fatalf("WaitReady: %v", err)
+	}
+	if s := suffrage(t, c, j, id); s != raft.Voter {
+		t.Fatalf("WaitReady returned while the joiner is %v in its own configuration", s)
+	}
+	c.Stop(j)
+	checkStopped(t, "WaitReady", n.WaitReady(ctx))
 }
