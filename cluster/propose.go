@@ -27,7 +27,8 @@ func (n *Node) Propose(ctx context.Context, cmd arblog.Command) (*fsm.Response, 
 	if err := n.gate(ctx, cmd); err != nil {
 		return nil, err
 	}
-	return n.propose(ctx, cmd)
+	res, err := n.propose(ctx, cmd)
+	return res, errs.AdviseRetry(err, cmd.IdemKey)
 }
 
 // propose applies cmd on the leader, from wherever it is called, retrying

@@ -125,13 +125,13 @@ func (r *Remote) Propose(ctx context.Context, cmd arblog.Command) (*fsm.Response
 	}
 	reply, err := r.call(ctx, "/v1/commands", body)
 	if err != nil {
-		return nil, err
+		return nil, errs.AdviseRetry(err, cmd.IdemKey)
 	}
 	if reply.Err != nil {
-		return nil, reply.Err
+		return nil, errs.AdviseRetry(reply.Err, cmd.IdemKey)
 	}
 	if reply.Response == nil {
-		return nil, errs.Unknown("empty reply")
+		return nil, errs.AdviseRetry(errs.Unknown("empty reply"), cmd.IdemKey)
 	}
 	return reply.Response, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
 	"github.com/arbiterhq/arbiter/nodes"
+	"github.com/arbiterhq/arbiter/retry"
 	"github.com/hashicorp/raft"
 )
 
@@ -106,4 +107,32 @@ func TestWaitReadyWaitsForTheVote(t *testing.T) {
 	}
 	c.Stop(j)
 	checkStopped(t, "WaitReady", n.WaitReady(ctx))
+}
+
+// A write whose outcome is unknown says which idempotency key learns it
+// (issue 43), and retry.Unknown learns it once the cluster can answer.
+func TestUnknownOutcomeNamesItsKey(t *testing.T) {
+	c := clustertest.New(t, clustertest.Options{Nodes: 3})
+	leader := c.WaitLeader(10 * time.Second)
+	n := c.Node(leader)
+	c.Isolate(leader) // it still thinks it leads for a moment: the write reaches its log, not a quorum
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := nodes.NewClient(n, n).CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "k", IdempotencyKey: "req-42"})
+	if !errs.IsOutcomeUnknown(err) {
+		t.Skipf("the isolated leader answered before the deadline (%v): nothing to check", err)
+	}
+	if e := errs.From(err); e.Detail["idempotency_key"] != "req-42" || !strings.Contains(e.Message, `same idempotency key "req-42"`) {
+		t.Fatalf("outcome unknown without its key: %#v", e)
+	}
+	c.Heal()
+	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := retry.Unknown(ctx, func(ctx context.Context) (*nodes.CreateResult, error) {
+		m := c.Node(c.WaitLeader(10 * time.Second))
+		return nodes.NewClient(m, m).CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "k", IdempotencyKey: "req-42"})
+	})
+	if err != nil || res.Node.NodeID != "k" {
+		t.Fatalf("retry with the key: %+v %v", res, err)
+	}
 }

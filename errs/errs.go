@@ -218,3 +218,30 @@ func (d Decision) Err(msg string, ok ...Decision) error {
 	e.Detail = map[string]any{"decision": string(d)}
 	return e
 }
+
+// AdviseRetry adds to an error whose outcome is unknown how to learn it:
+// the message says to retry with key, and detail.idempotency_key holds it
+// (a command without a key says instead that a retry may apply it twice).
+// Any other error, and one already advised, is returned as it is.
+func AdviseRetry(err error, key string) error {
+	var e *Error
+	if !errors.As(err, &e) || !e.OutcomeUnknown {
+		return err
+	}
+	if _, done := e.Detail["idempotency_key"]; done {
+		return err
+	}
+	n := *e
+	n.Detail = make(map[string]any, len(e.Detail)+1)
+	for k, v := range e.Detail {
+		n.Detail[k] = v
+	}
+	if key == "" {
+		n.Message += "; the command carried no idempotency key, so a retry may apply it twice"
+		n.Detail["idempotency_key"] = ""
+		return &n
+	}
+	n.Message += fmt.Sprintf("; retry with the same idempotency key %q to learn the outcome", key)
+	n.Detail["idempotency_key"] = key
+	return &n
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -62,5 +63,27 @@ func TestCodedAgrees(t *testing.T) {
 		if e := From(err); e.Message != err.Error() {
 			t.Errorf("From(%v) lost the message: %q", err, e.Message)
 		}
+	}
+}
+
+func TestAdviseRetry(t *testing.T) {
+	unknown := Unknown("leadership lost")
+	got := AdviseRetry(fmt.Errorf("create: %w", unknown), "req-42")
+	e := From(got)
+	if !IsOutcomeUnknown(got) || e.Detail["idempotency_key"] != "req-42" || !strings.Contains(e.Message, `"req-42"`) {
+		t.Fatalf("advised: %#v", e)
+	}
+	if again := AdviseRetry(got, "other"); From(again).Message != e.Message {
+		t.Errorf("advised twice: %q", From(again).Message)
+	}
+	if unknown.Detail != nil {
+		t.Error("the original error was changed")
+	}
+	if m := From(AdviseRetry(Unknown("timeout"), "")).Message; !strings.Contains(m, "no idempotency key") {
+		t.Errorf("no key: %q", m)
+	}
+	plain := Errorf(CodeConflict, "taken")
+	if AdviseRetry(plain, "k") != error(plain) {
+		t.Error("a known outcome was changed")
 	}
 }
