@@ -60,8 +60,9 @@
 //   - a given work_item_id need not be in the catalog (it forms a key);
 //   - Idempotency-Key (create, note; per principal and space; also
 //     idempotency_key per window proposal) replays the original 201 body
-//     for the same request (title, delivery_mode, work_item_id as sent)
-//     and answers idempotency_conflict for another; a 409 loser is not
+//     for the same request (title, delivery_mode, work_item_id as sent),
+//     whatever changed in the space since (version 2), and answers
+//     idempotency_conflict for another; a 409 loser is not
 //     recorded, so its retry asks again; keys live as long as their task
 //     or note. A whole window may carry an Idempotency-Key too (the FSM
 //     ledger replays its answer);
@@ -73,6 +74,17 @@
 //     on a superseded task;
 //   - principals are recorded by id; without authentication every caller
 //     is the trusted host, recorded as "".
+//
+// Versions. Each handler follows the version of its command the cluster
+// has enabled (fsm.Tx.EnabledVersion), so a log replays as it was first
+// applied; version 1 is the behaviour before issue 40. From version 2 on:
+//   - create, window proposal, reserve and note look their
+//     Idempotency-Key (a reservation: its proposal_id) up before anything
+//     else about the request is judged, so a retry of a success answers
+//     its original body after the space dropped the delivery mode, or
+//     changed the catalog, the request was made under (version 1 formed
+//     the conflict key first and could answer 422). The service checks
+//     only the shape of a create that carries an Idempotency-Key.
 //
 // Bounds (each an explicit invalid error): 256 catalog rows of 16
 // aliases, 512-byte phrases, 16 delivery modes, 2048-byte titles, 128

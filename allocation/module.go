@@ -25,6 +25,12 @@ const (
 	QueryNotes    fsm.QueryType = 404
 )
 
+// currentVersion is the newest version of the commands whose behaviour
+// issue 40 changed: a handler follows the version the cluster has
+// enabled (fsm.Tx.EnabledVersion), so a log replays as it was applied;
+// the service checks requests by the newest rules.
+const currentVersion = 2
+
 // Module is the allocation FSM module; every node of a cluster must run it.
 func Module() fsm.Module {
 	return fsm.Module{
@@ -32,16 +38,16 @@ func Module() fsm.Module {
 		Tables: tables(),
 		Commands: []fsm.CommandSpec{
 			{Type: CmdPutSpace, Name: "allocation_put_space", MaxVersion: 1, Apply: applyPutSpace},
-			{Type: CmdCreateTask, Name: "allocation_create_task", MaxVersion: 1, Apply: applyCreateTask},
-			{Type: CmdWindow, Name: "allocation_window", MaxVersion: 1, Apply: applyWindow},
-			{Type: CmdReserve, Name: "allocation_reserve", MaxVersion: 1, Apply: applyReserve},
+			{Type: CmdCreateTask, Name: "allocation_create_task", MaxVersion: 2, Apply: applyCreateTask}, // 2: issue 40 (see doc.go, Versions)
+			{Type: CmdWindow, Name: "allocation_window", MaxVersion: 2, Apply: applyWindow},
+			{Type: CmdReserve, Name: "allocation_reserve", MaxVersion: 2, Apply: applyReserve},
 			{Type: CmdCommit, Name: "allocation_commit", MaxVersion: 1, Apply: applyCommit},
 			{Type: CmdAbort, Name: "allocation_abort", MaxVersion: 1, Apply: applyAbort},
 			{Type: CmdRelease, Name: "allocation_release", MaxVersion: 1, Apply: applyRelease},
 			{Type: CmdTransition, Name: "allocation_transition", MaxVersion: 1, Apply: applyTransition},
 			{Type: CmdSupersede, Name: "allocation_supersede", MaxVersion: 1, Apply: applySupersede},
 			{Type: CmdHold, Name: "allocation_hold", MaxVersion: 1, Apply: applyHold},
-			{Type: CmdPostNote, Name: "allocation_post_note", MaxVersion: 1, Apply: applyPostNote},
+			{Type: CmdPostNote, Name: "allocation_post_note", MaxVersion: 2, Apply: applyPostNote},
 		},
 		Queries: []fsm.QuerySpec{
 			{Type: QuerySpace, Name: "allocation_space", Run: runSpace},

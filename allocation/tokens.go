@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/arbiterhq/arbiter/errs"
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 )
@@ -59,3 +60,17 @@ func NoteBodyHash(body string) string {
 // collapse trims s and collapses its runs of Unicode white space to one
 // ASCII space.
 func collapse(s string) string { return strings.Join(strings.FieldsFunc(s, unicode.IsSpace), " ") }
+
+// normalizeTitle is normalize_title as command version v does it.
+func normalizeTitle(title string, v uint16) string {
+	return NormalizeTitle(title)
+}
+
+// checkTitle refuses (422) a title from which command version v forms
+// no key.
+func checkTitle(title string, v uint16) error {
+	if normalizeTitle(title, v) == "" {
+		return errs.New(errs.CodeInvalid, "title is empty after normalization: no conflict key can be formed")
+	}
+	return nil
+}

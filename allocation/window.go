@@ -175,11 +175,12 @@ func applyWindow(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	v := tx.EnabledVersion(CmdWindow)
 	next := sp.NextTaskID
 	res := &WindowResult{Results: make([]WindowEntry, 0, len(c.Proposals))}
 	for _, p := range windowOrder(c.Proposals) {
 		e := WindowEntry{ProposalID: p.ProposalID}
-		out, err := createTask(tx, sp, Intent{Title: p.Title, DeliveryMode: p.DeliveryMode, WorkItemID: p.WorkItemID}, p.IdempotencyKey)
+		out, err := createTask(tx, sp, Intent{Title: p.Title, DeliveryMode: p.DeliveryMode, WorkItemID: p.WorkItemID}, p.IdempotencyKey, v)
 		switch {
 		case err != nil && errs.CodeOf(err) == errs.CodeInternal:
 			return nil, err
