@@ -58,8 +58,9 @@ func (in Intent) validate(v uint16) error {
 
 // keyOf forms the intent's conflict key in sp (charter-index bind when
 // no work_item_id is given) at command version v, or fails invalid (422)
-// when none can be formed: validate's failures, or a delivery mode the
-// space does not list. A title of stopwords only still forms a key: it
+// when none can be formed: validate's failures, a delivery mode the
+// space does not list, or (version 2) a work_item_id its catalog does
+// not list in a space without ad-hoc slots. A title of stopwords only still forms a key: it
 // never binds, so it takes the title fallback.
 func keyOf(sp *spaceRow, in Intent, v uint16) (boundKey, error) {
 	if err := in.validate(v); err != nil {
@@ -71,10 +72,31 @@ func keyOf(sp *spaceRow, in Intent, v uint16) (boundKey, error) {
 	k := ConflictKey{Kind: KindCreateTask, DeliveryMode: in.DeliveryMode}
 	if in.WorkItemID != nil {
 		id, _ := NormalizeWorkItemID(*in.WorkItemID) // validated above
+		if v >= 2 && !sp.Space.AdHocSlots && !sp.lists(id) {
+			return boundKey{}, unknownWorkItem(sp, id)
+		}
 		k.Target = slotTarget(sp.Slug, id)
 		return boundKey{key: k, workItem: &id, given: true}, nil
 	}
 	return bindKey(sp, in.Title, in.DeliveryMode, v), nil
+}
+
+// lists reports whether the space's catalog lists work item id
+// (normalized).
+func (sp *spaceRow) lists(id string) bool {
+	for _, row := range sp.Space.Catalog {
+		if row.WorkItemID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// unknownWorkItem is the 422 for a work item the catalog does not list.
+func unknownWorkItem(sp *spaceRow, id string) error {
+	e := errs.Errorf(errs.CodeInvalid, "work_item_id %s is not in space %q's catalog, and the space takes no ad-hoc slots", id, sp.Slug)
+	e.Detail = map[string]any{"reason": ReasonUnknownWorkItem, "work_item_id": id}
+	return e
 }
 
 // bindKey is the key of a title that names no work item: the slot the

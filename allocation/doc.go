@@ -25,8 +25,9 @@
 // to. A create whose key is held answers the spec's flat 409 body
 // (conflict_key_occupied and the winner, or conflict_key_reserved and the
 // reserved proposal with retry_after_ms 200) and writes nothing; 422
-// only when no key can be formed (a title empty after normalization, a
-// delivery mode the space does not list, a malformed work_item_id).
+// only when no key can be formed (a title empty after normalization or
+// without a visible character, a delivery mode the space does not list,
+// a malformed work_item_id or one the catalog does not list).
 //
 // Windows. A single request is its own window. POST .../windows is one
 // command: proposals in (received_seq ASC, absent = 0; payload_sha256
@@ -57,7 +58,10 @@
 //     member role, put, supersede and hold the controller role; a read of
 //     another tenant's space answers not_found exactly as for a slug no
 //     one has put, a write there forbidden;
-//   - a given work_item_id need not be in the catalog (it forms a key);
+//   - a given work_item_id the catalog does not list is 422 invalid with
+//     detail {reason: unknown_work_item, work_item_id} (version 2),
+//     unless the space is put with adhoc_slots, where it forms a slot
+//     key as any listed one (and as every one did at version 1);
 //   - Idempotency-Key (create, note; per principal and space; also
 //     idempotency_key per window proposal) replays the original 201 body
 //     for the same request (title, delivery_mode, work_item_id as sent),
@@ -85,6 +89,10 @@
 //     changed the catalog, the request was made under (version 1 formed
 //     the conflict key first and could answer 422). The service checks
 //     only the shape of a create that carries an Idempotency-Key.
+//   - normalize_title treats control characters (Unicode Cc, U+001C-
+//     U+001F included) as white space, as Tokens always did, and a title
+//     without a visible character (letter, mark, number, punctuation,
+//     symbol: "\u0000", "\u200b") forms no key (422).
 //
 // Bounds (each an explicit invalid error): 256 catalog rows of 16
 // aliases, 512-byte phrases, 16 delivery modes, 2048-byte titles, 128

@@ -118,3 +118,100 @@ func readDigest(t *testing.T, l *fsmtest.Local) [32]byte {
 	s := fsmtest.ReadStored(t, l.FSM)
 	return s.Digest(func(n string) bool { return len(n) > 11 && n[:11] == "allocation_" })
 }
+
+// Item 19: control characters separate words of a title as white space
+// does (U+001C-U+001F too), a title without a visible character forms
+// no key (422), and at version 1 both stay as they were.
+func TestTitleControlCharacters(t *testing.T) {
+	ctx := context.Background()
+	_, s, f := newCurrent(t)
+	bind := func(s *allocation.Service, title string) (string, error) {
+		res, err := s.Bind(ctx, f.Space, allocation.BindRequest{Title: title}, 0)
+		if err != nil {
+			return "", err
+		}
+		return res.Target, nil
+	}
+	for _, title := range []string{"a\x1fb", "a\x1cb", "A\x1d\x1eB", "a\x00b", "\x7fa b\u0085", "a\tb"} {
+		if got, err := bind(s, title); err != nil || got != "task:"+f.Space+":a b" {
+			t.Errorf("%q: target %q %v, want task:%s:a b", title, got, err, f.Space)
+		}
+	}
+	first, err := s.CreateTask(ctx, f.Space, allocation.CreateTaskRequest{Title: "a b", DeliveryMode: "result"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := asConflict(t, "a\\x1fb after a b", func() error {
+		_, err := s.CreateTask(ctx, f.Space, allocation.CreateTaskRequest{Title: "a\x1fb", DeliveryMode: "result"})
+		return err
+	}())
+	if c.Winner.ID.Num != first.Task.ID {
+		t.Fatalf("409 names %+v", c.Winner)
+	}
+	for _, title := range []string{"\u0000", "\x1f", " \x1c\t", "\u200b", "\u00ad\u200d", "\ufeff"} {
+		if _, err := bind(s, title); !errors.Is(err, errs.Invalid) {
+			t.Errorf("bind %q: %v, want 422", title, err)
+		}
+		res, err := s.Window(ctx, f.Space, allocation.WindowRequest{Proposals: []allocation.Proposal{{ProposalID: "p", Title: title, DeliveryMode: "result"}}})
+		if err != nil || res.Results[0].Status != 422 {
+			t.Errorf("window proposal %q: %+v %v, want its 422", title, res, err)
+		}
+	}
+	// Version 1: "a\x1fb" is one token of the title fallback, and a NUL
+	// title forms a key.
+	_, s1, _ := newV1(t)
+	if got, err := bind(s1, "a\x1fb"); err != nil || got != "task:"+f.Space+":a\x1fb" {
+		t.Fatalf("version 1 target %q %v", got, err)
+	}
+	res, err := s1.Window(ctx, f.Space, allocation.WindowRequest{Proposals: []allocation.Proposal{{ProposalID: "p", Title: "\u0000", DeliveryMode: "result"}}})
+	if err != nil || res.Results[0].Status != 201 {
+		t.Fatalf("version 1 NUL title: %+v %v", res, err)
+	}
+}
+
+// Item 19: a work_item_id the catalog does not list is 422 with reason
+// unknown_work_item (create, window proposal, reserve, bind), unless the
+// space takes ad-hoc slots; version 1 made a slot of it.
+func TestUnknownWorkItem(t *testing.T) {
+	ctx := context.Background()
+	_, s, f := newCurrent(t)
+	unknown := func(what string, err error) {
+		t.Helper()
+		var e *errs.Error
+		if !errors.As(err, &e) || e.Code != errs.CodeInvalid || e.Detail["reason"] != allocation.ReasonUnknownWorkItem || e.Detail["work_item_id"] != "T9" {
+			t.Fatalf("%s: %#v, want 422 reason unknown_work_item", what, err)
+		}
+	}
+	_, err := s.CreateTask(ctx, f.Space, allocation.CreateTaskRequest{Title: "typo", DeliveryMode: "result", WorkItemID: ptr("t09")})
+	unknown("create", err)
+	_, err = s.Reserve(ctx, f.Space, allocation.ReserveRequest{ProposalID: "p", Title: "typo", DeliveryMode: "result", WorkItemID: ptr("T9")})
+	unknown("reserve", err)
+	_, err = s.Bind(ctx, f.Space, allocation.BindRequest{Title: "typo", WorkItemID: ptr("T9")}, 0)
+	unknown("bind", err)
+	res, err := s.Window(ctx, f.Space, allocation.WindowRequest{Proposals: []allocation.Proposal{{ProposalID: "p", Title: "typo", DeliveryMode: "result", WorkItemID: ptr("T9")}}})
+	if err != nil || res.Results[0].Status != 422 {
+		t.Fatalf("window: %+v %v", res, err)
+	}
+	unknown("window proposal", res.Results[0].Error)
+	if got, err := s.CreateTask(ctx, f.Space, allocation.CreateTaskRequest{Title: "listed", DeliveryMode: "result", WorkItemID: ptr("T3")}); err != nil || got.Task.ConflictKey.Target != "task:"+f.Space+":slot:T3" {
+		t.Fatalf("a listed work item: %+v %v", got, err)
+	}
+	// A space that takes ad-hoc slots makes a slot of it.
+	if _, err := s.PutSpace(ctx, f.Space, allocation.PutSpaceRequest{Catalog: f.Catalog, AdHocSlots: true}); err != nil {
+		t.Fatal(err)
+	}
+	if sp, err := s.GetSpace(ctx, f.Space, 0); err != nil || !sp.Space.AdHocSlots {
+		t.Fatalf("space: %+v %v", sp, err)
+	}
+	if got, err := s.CreateTask(ctx, f.Space, allocation.CreateTaskRequest{Title: "typo", DeliveryMode: "result", WorkItemID: ptr("T9")}); err != nil || got.Task.ConflictKey.Target != "task:"+f.Space+":slot:T9" {
+		t.Fatalf("ad-hoc slot: %+v %v", got, err)
+	}
+	// Version 1: the slot is made; ad-hoc slots are not a version 1 field.
+	_, s1, _ := newV1(t)
+	if _, err := s1.CreateTask(ctx, f.Space, allocation.CreateTaskRequest{Title: "typo", DeliveryMode: "result", WorkItemID: ptr("T9")}); err != nil {
+		t.Fatalf("version 1: %v", err)
+	}
+	if _, err := s1.PutSpace(ctx, f.Space, allocation.PutSpaceRequest{Catalog: f.Catalog, AdHocSlots: true}); !errors.Is(err, errs.Invalid) {
+		t.Fatalf("version 1 put of adhoc_slots: %v, want 422", err)
+	}
+}

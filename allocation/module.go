@@ -37,7 +37,7 @@ func Module() fsm.Module {
 		Name:   Name,
 		Tables: tables(),
 		Commands: []fsm.CommandSpec{
-			{Type: CmdPutSpace, Name: "allocation_put_space", MaxVersion: 1, Apply: applyPutSpace},
+			{Type: CmdPutSpace, Name: "allocation_put_space", MaxVersion: 2, Apply: applyPutSpace},
 			{Type: CmdCreateTask, Name: "allocation_create_task", MaxVersion: 2, Apply: applyCreateTask}, // 2: issue 40 (see doc.go, Versions)
 			{Type: CmdWindow, Name: "allocation_window", MaxVersion: 2, Apply: applyWindow},
 			{Type: CmdReserve, Name: "allocation_reserve", MaxVersion: 2, Apply: applyReserve},

@@ -16,6 +16,7 @@ type putSpaceCmd struct {
 	Catalog         []CatalogRow `msgpack:"catalog"`
 	DeliveryModes   []string     `msgpack:"delivery_modes"` // nil: DefaultDeliveryModes
 	WindowMs        int64        `msgpack:"window_ms"`      // 0: DefaultWindow
+	AdHocSlots      bool         `msgpack:"adhoc_slots,omitempty"`
 	ExpectedVersion *uint64      `msgpack:"expected_version"`
 }
 
@@ -26,7 +27,7 @@ func (c *putSpaceCmd) normalize(tenant string) (Space, [][]string, error) {
 	if err := checkSlug(c.Slug); err != nil {
 		return Space{}, nil, err
 	}
-	sp := Space{Slug: c.Slug, TenantRef: c.TenantRef, WindowMs: c.WindowMs, DeliveryModes: c.DeliveryModes}
+	sp := Space{Slug: c.Slug, TenantRef: c.TenantRef, WindowMs: c.WindowMs, DeliveryModes: c.DeliveryModes, AdHocSlots: c.AdHocSlots}
 	if sp.TenantRef == "" {
 		sp.TenantRef = tenant
 	}
@@ -116,6 +117,10 @@ func applyPutSpace(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	}
 	if err := checkSlug(c.Slug); err != nil {
 		return nil, err
+	}
+	v := tx.EnabledVersion(CmdPutSpace)
+	if v < 2 && c.AdHocSlots {
+		return nil, errs.New(errs.CodeInvalid, "adhoc_slots needs allocation_put_space version 2, which the cluster has not enabled")
 	}
 	old, err := getSpace(tx, c.Slug)
 	switch {

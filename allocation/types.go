@@ -39,6 +39,10 @@ func Live(status string) bool {
 	return false
 }
 
+// ReasonUnknownWorkItem is detail.reason of the 422 for a work_item_id
+// the space's catalog does not list.
+const ReasonUnknownWorkItem = "unknown_work_item"
+
 // Winner types besides the external ones a reservation commit names.
 const (
 	WinnerTask           = "task"
@@ -68,9 +72,13 @@ type Space struct {
 	Catalog       []CatalogRow `json:"catalog" msgpack:"catalog"`
 	DeliveryModes []string     `json:"delivery_modes" msgpack:"delivery_modes"`
 	WindowMs      int64        `json:"window_ms" msgpack:"window_ms"`
-	Version       uint64       `json:"version" msgpack:"version"`
-	UpdatedBy     string       `json:"updated_by" msgpack:"updated_by"`
-	UpdatedAtMs   int64        `json:"updated_at_ms" msgpack:"updated_at_ms"`
+	// AdHocSlots: a work_item_id the catalog does not list still forms
+	// a slot key (from put version 2 on; otherwise such a create is 422
+	// unknown_work_item).
+	AdHocSlots  bool   `json:"adhoc_slots" msgpack:"adhoc_slots,omitempty"`
+	Version     uint64 `json:"version" msgpack:"version"`
+	UpdatedBy   string `json:"updated_by" msgpack:"updated_by"`
+	UpdatedAtMs int64  `json:"updated_at_ms" msgpack:"updated_at_ms"`
 }
 
 // Task is one task of a space.
