@@ -133,14 +133,16 @@ type Outcome struct {
 }
 
 // createTask is one create_task proposal against the current state at
-// command version v: replay by Idempotency-Key, else 409 on a live
-// occupant of its key, else a new open task holding the key. From
+// command version v: replay by Idempotency-Key, else 409 on a key an
+// earlier proposal of its window took (win, nil outside windows and at
+// version 1) or on a live occupant of its key, else a new open task
+// holding the key. From
 // version 2 on the key is looked up before anything else about the
 // request is judged (the space's modes and catalog may have changed
 // since the create it retries); before, the conflict key came first. sp
 // is the handler's own copy of the space row, whose NextTaskID it
 // advances; the caller writes it. It writes nothing unless it creates.
-func createTask(tx *fsm.Tx, sp *spaceRow, in Intent, idemKey string, v uint16) (*Outcome, error) {
+func createTask(tx *fsm.Tx, sp *spaceRow, in Intent, idemKey string, v uint16, win *inWindow) (*Outcome, error) {
 	var bk boundKey
 	if v < 2 {
 		var err error
@@ -161,6 +163,11 @@ func createTask(tx *fsm.Tx, sp *spaceRow, in Intent, idemKey string, v uint16) (
 		var err error
 		if bk, err = keyOf(sp, in, v); err != nil {
 			return nil, err
+		}
+	}
+	if win != nil {
+		if pid, ok := win.taken[bk.key]; ok {
+			return &Outcome{Conflict: reservedConflict(bk.key, pid)}, nil
 		}
 	}
 	if o, err := liveOccupant(tx, sp.Slug, bk.key, tx.Now); err != nil {
@@ -186,8 +193,20 @@ func createTask(tx *fsm.Tx, sp *spaceRow, in Intent, idemKey string, v uint16) (
 			return nil, errs.Errorf(errs.CodeInternal, "record idempotency key: %v", err)
 		}
 	}
+	if win != nil {
+		win.taken[bk.key] = win.proposal
+	}
 	out := *t
 	return &Outcome{Task: &out}, nil
+}
+
+// inWindow is what the proposals of a window before the current one
+// took (version 2): each key one of them created on, and its proposal
+// id. A later proposal on such a key loses to that reservation of the
+// window (spec section 3, step 3), not to the task it became.
+type inWindow struct {
+	taken    map[ConflictKey]string
+	proposal string // the current proposal's id
 }
 
 // replayTask is the original answer of the create recorded under idID,
@@ -270,7 +289,7 @@ func applyCreateTask(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := createTask(tx, sp, c.Intent, c.IdempotencyKey, v)
+	out, err := createTask(tx, sp, c.Intent, c.IdempotencyKey, v, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -289,7 +289,8 @@ func TestHTTPRoutes(t *testing.T) {
 	wantStatus(t, "abort", call(t, http.MethodPost, sp+"/reservations/ext-1/abort", nil), 200)
 	wantStatus(t, "create after abort", call(t, http.MethodPost, sp+"/tasks", map[string]any{"title": "External intent", "delivery_mode": "result"}), 201)
 
-	// A window: processing order, 201/409/422 per proposal.
+	// A window: processing order, 201/409/422 per proposal; the loser to
+	// an earlier proposal of the window names its reservation.
 	r = call(t, http.MethodPost, sp+"/windows", map[string]any{"proposals": []map[string]any{
 		{"proposal_id": "a", "title": "Fresh idea", "delivery_mode": "result", "received_seq": 2},
 		{"proposal_id": "b", "title": "fresh  IDEA", "delivery_mode": "result", "received_seq": 3},
@@ -307,7 +308,8 @@ func TestHTTPRoutes(t *testing.T) {
 		t.Fatalf("window: %s", r.body)
 	}
 	if w.Results[0].ProposalID != "c" || w.Results[0].Status != 422 || w.Results[1].ProposalID != "a" || w.Results[1].Status != 201 ||
-		w.Results[2].ProposalID != "b" || w.Results[2].Status != 409 || w.Results[2].Body["code"] != "conflict_key_occupied" {
+		w.Results[2].ProposalID != "b" || w.Results[2].Status != 409 || w.Results[2].Body["code"] != "conflict_key_reserved" ||
+		w.Results[2].Body["reserved_proposal_id"] != "a" {
 		t.Fatalf("window results: %s", r.body)
 	}
 	unchanged("a window of 129", func() {

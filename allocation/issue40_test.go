@@ -215,3 +215,62 @@ func TestUnknownWorkItem(t *testing.T) {
 		t.Fatalf("version 1 put of adhoc_slots: %v, want 422", err)
 	}
 }
+
+// Item 17: in a window, a later proposal on a key an earlier proposal of
+// the same window took loses with 409 conflict_key_reserved naming that
+// proposal (reserved_proposal_id, retry_after_ms 200); a key a task held
+// before the window is conflict_key_occupied naming it. Version 1 named
+// the task the window had just made.
+func TestWindowReservedLosers(t *testing.T) {
+	ctx := context.Background()
+	_, s, f := newCurrent(t)
+	before, err := s.CreateTask(ctx, f.Space, allocation.CreateTaskRequest{Title: "held before", DeliveryMode: "result"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := append(windowOf(f, 91, 92, 93, 94, 95, 96, 97), allocation.Proposal{ProposalID: "old", Title: "Held  BEFORE", DeliveryMode: "result"})
+	res, err := s.Window(ctx, f.Space, allocation.WindowRequest{Proposals: ps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	winners := map[string]string{} // target -> proposal id
+	losers := 0
+	for _, e := range res.Results {
+		switch {
+		case e.ProposalID == "old":
+			want := allocation.Conflict{Err: "allocation_conflict", Code: "conflict_key_occupied", ConflictKey: &before.Task.ConflictKey,
+				Outcome: "redirect", Winner: &allocation.Winner{Type: "task", ID: allocation.NumID(before.Task.ID), Status: "open"}}
+			if e.Status != 409 || !cmp.Equal(*e.Conflict, want) {
+				t.Fatalf("a proposal on a key held before the window: %d %+v", e.Status, e.Conflict)
+			}
+		case e.Status == 201:
+			if _, dup := winners[e.Task.ConflictKey.Target]; dup {
+				t.Fatalf("two creates on %s", e.Task.ConflictKey.Target)
+			}
+			winners[e.Task.ConflictKey.Target] = e.ProposalID
+		case e.Status == 409:
+			k := *e.Conflict.ConflictKey
+			w, ok := winners[k.Target]
+			want := allocation.Conflict{Err: "allocation_conflict", Code: "conflict_key_reserved", ConflictKey: &k, Outcome: "idle",
+				Winner: &allocation.Winner{Type: "reserved_intent", ID: allocation.StrID(w)}, ReservedProposalID: w, RetryAfterMs: 200}
+			if !ok || !cmp.Equal(*e.Conflict, want) {
+				t.Fatalf("in-window loser %s: %+v, want %+v", e.ProposalID, e.Conflict, want)
+			}
+			losers++
+		default:
+			t.Fatalf("%s: %d %v", e.ProposalID, e.Status, e.Error)
+		}
+	}
+	if len(winners) != 2 || losers != 5 {
+		t.Fatalf("winners %v, %d losers; want one per slot and 5", winners, losers)
+	}
+	// Version 1 named the task.
+	_, s1, _ := newV1(t)
+	res, err = s1.Window(ctx, f.Space, allocation.WindowRequest{Proposals: windowOf(f, 91, 92)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := summarize(res); err != nil {
+		t.Fatalf("version 1: %v", err)
+	}
+}

@@ -110,9 +110,7 @@ func vacate(tx *fsm.Tx, space string, k ConflictKey, winnerType string, id Winne
 func conflictOf(s fsm.Store, o *occupancyRow) (*Conflict, error) {
 	k := o.key()
 	if o.WinnerType == WinnerReservedIntent {
-		return &Conflict{Err: ErrAllocationConflict, Code: CodeKeyReserved, ConflictKey: &k, Outcome: OutcomeIdle,
-			Winner: &Winner{Type: WinnerReservedIntent, ID: StrID(o.ProposalID)}, ReservedProposalID: o.ProposalID,
-			RetryAfterMs: RetryAfterMs}, nil
+		return reservedConflict(k, o.ProposalID), nil
 	}
 	w := &Winner{Type: o.WinnerType, ID: o.WinnerID}
 	if o.WinnerType == WinnerTask {
@@ -123,6 +121,13 @@ func conflictOf(s fsm.Store, o *occupancyRow) (*Conflict, error) {
 		w.Status = t.Status
 	}
 	return &Conflict{Err: ErrAllocationConflict, Code: CodeKeyOccupied, ConflictKey: &k, Outcome: OutcomeRedirect, Winner: w}, nil
+}
+
+// reservedConflict is the 409 body of a loser to proposal's reservation
+// of key k.
+func reservedConflict(k ConflictKey, proposal string) *Conflict {
+	return &Conflict{Err: ErrAllocationConflict, Code: CodeKeyReserved, ConflictKey: &k, Outcome: OutcomeIdle,
+		Winner: &Winner{Type: WinnerReservedIntent, ID: StrID(proposal)}, ReservedProposalID: proposal, RetryAfterMs: RetryAfterMs}
 }
 
 // superseded is the 409 body of an action on a superseded task.
