@@ -33,7 +33,10 @@
 // command: proposals in (received_seq ASC, absent = 0; payload_sha256
 // ASC, the SHA-256 of the proposal's canonical JSON) order, each against
 // the state the ones before it left, so the first to reach a free key
-// creates and later ones on that key get 409 naming the task it made.
+// creates and later ones on that key get 409 conflict_key_reserved
+// naming that proposal (the window reserves before it mutates; version 1
+// answered conflict_key_occupied naming the task it made); a key held
+// before the window is conflict_key_occupied naming its holder.
 // A proposal that cannot form a key gets its own 422; a window that
 // cannot be ordered (no proposals or more than 128, a proposal_id twice,
 // a string not UTF-8 or over its bound) is refused whole.
