@@ -229,10 +229,15 @@ func replayTask(tx *fsm.Tx, sp *spaceRow, idID, digest, idemKey string) (*Outcom
 }
 
 // creationView is t as its create answered: the fields a task is created
-// with never change, so the original 201 body is rebuilt exactly.
+// with never change but for a rebind, which keeps what it changed in
+// CreatedAs, so the original 201 body is rebuilt exactly.
 func creationView(t *Task) Task {
-	return Task{ID: t.ID, Space: t.Space, Title: t.Title, Status: StatusOpen, WorkItemID: t.WorkItemID, WorkItemGiven: t.WorkItemGiven,
-		ConflictKey: t.ConflictKey, CreatedBy: t.CreatedBy, Version: 1, CreatedAtMs: t.CreatedAtMs, UpdatedAtMs: t.CreatedAtMs}
+	key, item := t.ConflictKey, t.WorkItemID
+	if t.CreatedAs != nil {
+		key, item = t.CreatedAs.ConflictKey, t.CreatedAs.WorkItemID
+	}
+	return Task{ID: t.ID, Space: t.Space, Title: t.Title, Status: StatusOpen, WorkItemID: item, WorkItemGiven: t.WorkItemGiven,
+		ConflictKey: key, CreatedBy: t.CreatedBy, Version: 1, CreatedAtMs: t.CreatedAtMs, UpdatedAtMs: t.CreatedAtMs}
 }
 
 // createCmd is the payload of CmdCreateTask.

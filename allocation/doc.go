@@ -51,8 +51,15 @@
 // 409 conflict. Every action on a superseded task answers 409
 // {"error":"task_superseded","superseded_by":N,"write_occurred":false}.
 // Supersede (controller) records superseded_by, reason and the principal;
-// nothing is deleted; the superseded task frees its key and the survivor
-// keeps what it holds.
+// nothing is deleted; occupancy stays on the survivor (version 2): it
+// inherits the superseded task's keys (inherited_keys, at most 64) and
+// holds them with its own while it holds keys, so a create on one is 409
+// naming the survivor (version 1 freed the key). A task holds its keys
+// while it is live and, from version 2 on, while a steward hold is on it:
+// a hold blocks a fresh create on its key as it blocks its reopen
+// (version 1 blocked only the reopen). See holding.go for duplicates: a
+// task that wants its own key while another holds it, which takes the
+// key when it frees.
 //
 // Decisions the spec and issue leave open, taken here:
 //   - a space belongs to a tenant (tenant_ref; a put without one keeps

@@ -274,3 +274,107 @@ func TestWindowReservedLosers(t *testing.T) {
 		t.Fatalf("version 1: %v", err)
 	}
 }
+
+// create is a create in delivery mode result that must succeed.
+func create(t *testing.T, s *allocation.Service, f fixture, title string) allocation.Task {
+	t.Helper()
+	res, err := s.CreateTask(context.Background(), f.Space, allocation.CreateTaskRequest{Title: title, DeliveryMode: "result"})
+	if err != nil {
+		t.Fatalf("create %q: %v", title, err)
+	}
+	return res.Task
+}
+
+// loses requires a create of title to be the 409 naming task id in
+// status.
+func loses(t *testing.T, s *allocation.Service, f fixture, title string, id uint64, status string) {
+	t.Helper()
+	_, err := s.CreateTask(context.Background(), f.Space, allocation.CreateTaskRequest{Title: title, DeliveryMode: "result"})
+	c := asConflict(t, "create "+title, err)
+	if c.Code != allocation.CodeKeyOccupied || c.Winner.Type != allocation.WinnerTask || c.Winner.ID.Num != id || c.Winner.Status != status {
+		t.Fatalf("create %q: 409 names %+v, want task %d (%s)", title, c.Winner, id, status)
+	}
+}
+
+func act(t *testing.T, s *allocation.Service, f fixture, id uint64, actions ...string) {
+	t.Helper()
+	for _, a := range actions {
+		if _, err := s.Transition(context.Background(), f.Space, id, allocation.TransitionRequest{Action: a}); err != nil {
+			t.Fatalf("%s task %d: %v", a, id, err)
+		}
+	}
+}
+
+func hold(t *testing.T, s *allocation.Service, f fixture, id uint64, on bool) {
+	t.Helper()
+	if _, err := s.Hold(context.Background(), f.Space, id, allocation.HoldRequest{Hold: on}); err != nil {
+		t.Fatalf("hold %d %t: %v", id, on, err)
+	}
+}
+
+// Item 18: a steward hold keeps a task's key: a create on it is 409
+// naming the held task (also once it is done), as its reopen is refused;
+// releasing the hold frees the key. Version 1 blocked only the reopen.
+func TestHoldBlocksCreate(t *testing.T) {
+	ctx := context.Background()
+	_, s, f := newCurrent(t)
+	a := create(t, s, f, "held work")
+	act(t, s, f, a.ID, "claim", "done")
+	hold(t, s, f, a.ID, true)
+	loses(t, s, f, "Held  work", a.ID, "done")
+	if _, err := s.Transition(ctx, f.Space, a.ID, allocation.TransitionRequest{Action: "reopen"}); !errors.Is(err, errs.Conflict) {
+		t.Fatalf("reopen under hold: %v", err)
+	}
+	hold(t, s, f, a.ID, false)
+	b := create(t, s, f, "held work")
+	// A hold set while the task is live keeps the key through done.
+	hold(t, s, f, b.ID, true)
+	act(t, s, f, b.ID, "withdraw")
+	loses(t, s, f, "held work", b.ID, "withdrawn")
+	hold(t, s, f, b.ID, false)
+	create(t, s, f, "held work")
+
+	_, s1, _ := newV1(t)
+	a = create(t, s1, f, "held work")
+	act(t, s1, f, a.ID, "claim", "done")
+	hold(t, s1, f, a.ID, true)
+	create(t, s1, f, "held work") // version 1: the old 201
+}
+
+// Item 16: supersession leaves the superseded task's key occupied by the
+// survivor: a create on it is 409 naming the survivor while the survivor
+// is live (also when the superseded task had finished); once the
+// survivor finishes, the key is free. Version 1 freed it at once.
+func TestSupersedeKeepsKeyOnSurvivor(t *testing.T) {
+	ctx := context.Background()
+	_, s, f := newCurrent(t)
+	one := create(t, s, f, "first title")
+	two := create(t, s, f, "second title")
+	if _, err := s.Supersede(ctx, f.Space, one.ID, allocation.SupersedeRequest{SurvivingTask: two.ID, Reason: "allocation_duplicate"}); err != nil {
+		t.Fatal(err)
+	}
+	loses(t, s, f, "first title", two.ID, "open")
+	loses(t, s, f, "second title", two.ID, "open")
+	got, err := s.GetTask(ctx, f.Space, two.ID, 0)
+	if err != nil || len(got.Task.InheritedKeys) != 1 || got.Task.InheritedKeys[0] != one.ConflictKey {
+		t.Fatalf("survivor: %+v %v, want it to inherit %+v", got, err, one.ConflictKey)
+	}
+	act(t, s, f, two.ID, "claim", "done")
+	three := create(t, s, f, "first title")
+	create(t, s, f, "second title")
+	// A finished task's key passes to a live survivor as well.
+	act(t, s, f, three.ID, "withdraw")
+	five := create(t, s, f, "fifth")
+	if _, err := s.Supersede(ctx, f.Space, three.ID, allocation.SupersedeRequest{SurvivingTask: five.ID, Reason: "allocation_duplicate"}); err != nil {
+		t.Fatal(err)
+	}
+	loses(t, s, f, "first title", five.ID, "open")
+
+	_, s1, _ := newV1(t)
+	one = create(t, s1, f, "first title")
+	two = create(t, s1, f, "second title")
+	if _, err := s1.Supersede(ctx, f.Space, one.ID, allocation.SupersedeRequest{SurvivingTask: two.ID, Reason: "allocation_duplicate"}); err != nil {
+		t.Fatal(err)
+	}
+	create(t, s1, f, "first title") // version 1: the old 201
+}

@@ -44,9 +44,9 @@ func Module() fsm.Module {
 			{Type: CmdCommit, Name: "allocation_commit", MaxVersion: 1, Apply: applyCommit},
 			{Type: CmdAbort, Name: "allocation_abort", MaxVersion: 1, Apply: applyAbort},
 			{Type: CmdRelease, Name: "allocation_release", MaxVersion: 1, Apply: applyRelease},
-			{Type: CmdTransition, Name: "allocation_transition", MaxVersion: 1, Apply: applyTransition},
-			{Type: CmdSupersede, Name: "allocation_supersede", MaxVersion: 1, Apply: applySupersede},
-			{Type: CmdHold, Name: "allocation_hold", MaxVersion: 1, Apply: applyHold},
+			{Type: CmdTransition, Name: "allocation_transition", MaxVersion: 2, Apply: applyTransition},
+			{Type: CmdSupersede, Name: "allocation_supersede", MaxVersion: 2, Apply: applySupersede},
+			{Type: CmdHold, Name: "allocation_hold", MaxVersion: 2, Apply: applyHold},
 			{Type: CmdPostNote, Name: "allocation_post_note", MaxVersion: 2, Apply: applyPostNote},
 		},
 		Queries: []fsm.QuerySpec{

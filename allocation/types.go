@@ -99,11 +99,24 @@ type Task struct {
 	StewardHold   bool   `json:"steward_hold" msgpack:"steward_hold"`
 	Assignee      string `json:"assignee,omitempty" msgpack:"assignee"`
 	Reviewer      string `json:"reviewer,omitempty" msgpack:"reviewer"`
+	// InheritedKeys are the keys of the tasks superseded into this one
+	// (version 2): it holds them, with its own, while it holds keys.
+	InheritedKeys []ConflictKey `json:"inherited_keys,omitempty" msgpack:"inherited_keys,omitempty"`
+	// CreatedAs is the key and work item the task was created with, once
+	// a rebind (version 2: a catalog change, a reopen) changed them; the
+	// replay of its create answers them.
+	CreatedAs *CreatedAs `json:"-" msgpack:"created_as,omitempty"`
 	// Supersession: who, why, in favour of which task, when.
 	SupersededBy          *uint64 `json:"superseded_by,omitempty" msgpack:"superseded_by"`
 	Reason                string  `json:"reason,omitempty" msgpack:"reason"`
 	SupersededByPrincipal string  `json:"superseded_by_principal,omitempty" msgpack:"superseded_by_principal"`
 	SupersededAtMs        int64   `json:"superseded_at_ms,omitempty" msgpack:"superseded_at_ms"`
+}
+
+// CreatedAs is what a task was created with.
+type CreatedAs struct {
+	ConflictKey ConflictKey `msgpack:"conflict_key"`
+	WorkItemID  *string     `msgpack:"work_item_id"`
 }
 
 // Note is a post-review note on a task.
