@@ -15,7 +15,13 @@
 // every rune but letters, marks, numbers and '_' a space, stopwords
 // dropped), the unique argmax binds when 100·a₁ ≥ 35·u₁ and
 // 100·(a₁·u₂ − a₂·u₁) ≥ 8·u₁·u₂. Bags are computed when the space is put
-// and stored with it; a new catalog binds only later requests. A note's
+// and stored with it. A put (version 2) rebinds the space's live tasks
+// (at most 4096) against its new catalog in the same command
+// (rebind.go): where two then want one key, the earliest keeps it and
+// the others are duplicates, listed in the put's answer and by GET
+// .../duplicates, each taking the key when it frees; a new create on the
+// key is 409 naming the earliest. A reopen rebinds its task as well.
+// (Version 1 bound only later requests.) A note's
 // target is "note:<space>:task:<id>:criterion:<n|none>:principal:<id>:body:
 // <16 hex of SHA-256 of normalize_note_body(body)>".
 //

@@ -378,3 +378,121 @@ func TestSupersedeKeepsKeyOnSurvivor(t *testing.T) {
 	}
 	create(t, s1, f, "first title") // version 1: the old 201
 }
+
+// putCatalog puts the space with catalog and returns the answer.
+func putCatalog(t *testing.T, s *allocation.Service, f fixture, catalog []allocation.CatalogRow) *allocation.SpaceResult {
+	t.Helper()
+	res, err := s.PutSpace(context.Background(), f.Space, allocation.PutSpaceRequest{Catalog: catalog, DeliveryModes: []string{"result", "draft"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func slot(f fixture, id string) string { return "task:" + f.Space + ":slot:" + id }
+
+// Item 14: a catalog change rebinds the space's live tasks in the same
+// command. A task created before the catalog listed its slot takes the
+// slot, so a later create of the same title (or a title that binds the
+// slot) is 409 naming it; two live tasks that then share a key leave it
+// to the earliest, the others are listed as duplicates (in the answer and
+// by ListDuplicates) for a steward to supersede, and one takes the key
+// when it frees. Renaming the slot moves them all. A retry of the first
+// create still answers its original body. Version 1 rebinds nothing.
+func TestCatalogChangeRebinds(t *testing.T) {
+	ctx := context.Background()
+	_, s, f := newCurrent(t)
+	putCatalog(t, s, f, nil)
+	first, err := s.CreateTask(ctx, f.Space, allocation.CreateTaskRequest{Title: f.Titles[0].Title, DeliveryMode: "result", IdempotencyKey: "k91"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := create(t, s, f, f.Titles[2].Title) // 93: another title key
+	other := create(t, s, f, "unrelated")
+	if first.Task.ConflictKey.Target == slot(f, "T1") || second.ConflictKey.Target == first.Task.ConflictKey.Target {
+		t.Fatalf("before the catalog: %+v %+v", first.Task, second)
+	}
+	res := putCatalog(t, s, f, f.Catalog)
+	if res.Rebound != 2 || res.Duplicates == nil || len(res.Duplicates.Duplicates) != 1 {
+		t.Fatalf("put answer: %+v", res)
+	}
+	d := res.Duplicates.Duplicates[0]
+	want := allocation.Duplicate{TaskID: second.ID, Title: second.Title, Status: "open",
+		ConflictKey: allocation.ConflictKey{Kind: "create_task", Target: slot(f, "T1"), DeliveryMode: "result"},
+		HeldBy:      allocation.Winner{Type: "task", ID: allocation.NumID(first.Task.ID), Status: "open"}}
+	if !cmp.Equal(d, want) {
+		t.Fatalf("duplicate %+v, want %+v", d, want)
+	}
+	page, err := s.ListDuplicates(ctx, f.Space, "", 0, 0)
+	if err != nil || len(page.Duplicates) != 1 || !cmp.Equal(page.Duplicates[0], want) {
+		t.Fatalf("ListDuplicates: %+v %v", page, err)
+	}
+	got, err := s.GetTask(ctx, f.Space, first.Task.ID, 0)
+	if err != nil || got.Task.ConflictKey.Target != slot(f, "T1") || *got.Task.WorkItemID != "T1" || got.Task.Version != 2 {
+		t.Fatalf("rebound task: %+v %v", got, err)
+	}
+	if o, err := s.GetTask(ctx, f.Space, other.ID, 0); err != nil || o.Task.ConflictKey != other.ConflictKey || o.Task.Version != 1 {
+		t.Fatalf("a task the catalog does not bind changed: %+v %v", o, err)
+	}
+	for _, title := range []string{f.Titles[0].Title, f.Titles[1].Title, f.Titles[3].Title} {
+		loses(t, s, f, title, first.Task.ID, "open")
+	}
+	again, err := s.CreateTask(ctx, f.Space, allocation.CreateTaskRequest{Title: f.Titles[0].Title, DeliveryMode: "result", IdempotencyKey: "k91"})
+	if err != nil || !again.Replayed || !cmp.Equal(again.Task, first.Task) {
+		t.Fatalf("retry after the rebind: %+v %v, want the original %+v", again, err, first.Task)
+	}
+	// Renaming the slot moves both; the earliest keeps the key.
+	renamed := []allocation.CatalogRow{f.Catalog[1], f.Catalog[0]}
+	renamed[1].WorkItemID = "T5"
+	res = putCatalog(t, s, f, renamed)
+	if res.Rebound != 2 || len(res.Duplicates.Duplicates) != 1 || res.Duplicates.Duplicates[0].ConflictKey.Target != slot(f, "T5") {
+		t.Fatalf("rename answer: %+v", res)
+	}
+	loses(t, s, f, f.Titles[1].Title, first.Task.ID, "open")
+	// The holder finishes: the duplicate takes the key.
+	act(t, s, f, first.Task.ID, "withdraw")
+	loses(t, s, f, f.Titles[1].Title, second.ID, "open")
+	if page, err := s.ListDuplicates(ctx, f.Space, "", 0, 0); err != nil || len(page.Duplicates) != 0 {
+		t.Fatalf("duplicates after the promotion: %+v %v", page, err)
+	}
+	// A reopen rebinds too, and finds the key held.
+	c := asConflict(t, "reopen", func() error {
+		_, err := s.Transition(ctx, f.Space, first.Task.ID, allocation.TransitionRequest{Action: "reopen"})
+		return err
+	}())
+	if c.Winner.ID.Num != second.ID || c.ConflictKey.Target != slot(f, "T5") {
+		t.Fatalf("reopen: %+v", c)
+	}
+
+	// Version 1: the put rebinds nothing, and the create wins a second
+	// task on the slot.
+	_, s1, _ := newV1(t)
+	putCatalog(t, s1, f, nil)
+	create(t, s1, f, f.Titles[0].Title)
+	putCatalog(t, s1, f, f.Catalog)
+	create(t, s1, f, f.Titles[0].Title)
+}
+
+// Item 14 with the earliest rule across keys: a task rebinding onto a
+// key a later task holds takes it, and the later one is the duplicate.
+func TestRebindEarliestKeepsKey(t *testing.T) {
+	ctx := context.Background()
+	_, s, f := newCurrent(t)
+	putCatalog(t, s, f, f.Catalog[1:]) // T3 only
+	early := create(t, s, f, f.Titles[0].Title)
+	late, err := s.CreateTask(ctx, f.Space, allocation.CreateTaskRequest{Title: "named", DeliveryMode: "result", WorkItemID: ptr("T3")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := []allocation.CatalogRow{f.Catalog[1]}
+	cat[0].Aliases = append(cat[0].Aliases, f.Titles[0].Title) // the early title now binds T3
+	res := putCatalog(t, s, f, cat)
+	if res.Rebound != 1 || len(res.Duplicates.Duplicates) != 1 || res.Duplicates.Duplicates[0].TaskID != late.Task.ID ||
+		res.Duplicates.Duplicates[0].HeldBy.ID.Num != early.ID {
+		t.Fatalf("put answer: %+v", res)
+	}
+	_, err = s.CreateTask(ctx, f.Space, allocation.CreateTaskRequest{Title: "again", DeliveryMode: "result", WorkItemID: ptr("T3")})
+	if c := asConflict(t, "create on T3", err); c.Winner.ID.Num != early.ID {
+		t.Fatalf("create on T3: 409 names %+v, want the earliest task %d", c.Winner, early.ID)
+	}
+}

@@ -7,22 +7,23 @@ import (
 
 // Command and query types (allocation owns 400-499).
 const (
-	CmdPutSpace   log.Type      = 400
-	CmdCreateTask log.Type      = 401
-	CmdWindow     log.Type      = 402
-	CmdReserve    log.Type      = 403
-	CmdCommit     log.Type      = 404
-	CmdAbort      log.Type      = 405
-	CmdRelease    log.Type      = 406
-	CmdTransition log.Type      = 407
-	CmdSupersede  log.Type      = 408
-	CmdHold       log.Type      = 409
-	CmdPostNote   log.Type      = 410
-	QuerySpace    fsm.QueryType = 400
-	QueryBind     fsm.QueryType = 401
-	QueryTask     fsm.QueryType = 402
-	QueryTasks    fsm.QueryType = 403
-	QueryNotes    fsm.QueryType = 404
+	CmdPutSpace     log.Type      = 400
+	CmdCreateTask   log.Type      = 401
+	CmdWindow       log.Type      = 402
+	CmdReserve      log.Type      = 403
+	CmdCommit       log.Type      = 404
+	CmdAbort        log.Type      = 405
+	CmdRelease      log.Type      = 406
+	CmdTransition   log.Type      = 407
+	CmdSupersede    log.Type      = 408
+	CmdHold         log.Type      = 409
+	CmdPostNote     log.Type      = 410
+	QuerySpace      fsm.QueryType = 400
+	QueryBind       fsm.QueryType = 401
+	QueryTask       fsm.QueryType = 402
+	QueryTasks      fsm.QueryType = 403
+	QueryNotes      fsm.QueryType = 404
+	QueryDuplicates fsm.QueryType = 405
 )
 
 // currentVersion is the newest version of the commands whose behaviour
@@ -55,6 +56,7 @@ func Module() fsm.Module {
 			{Type: QueryTask, Name: "allocation_task", Run: runTask},
 			{Type: QueryTasks, Name: "allocation_tasks", Run: runTasks},
 			{Type: QueryNotes, Name: "allocation_notes", Run: runNotes},
+			{Type: QueryDuplicates, Name: "allocation_duplicates", Run: runDuplicates},
 		},
 		Tick: tick,
 	}

@@ -124,15 +124,27 @@ func conflictOf(s fsm.Store, o *occupancyRow) (*Conflict, error) {
 	if o.WinnerType == WinnerReservedIntent {
 		return reservedConflict(k, o.ProposalID), nil
 	}
-	w := &Winner{Type: o.WinnerType, ID: o.WinnerID}
-	if o.WinnerType == WinnerTask {
+	w, err := winnerOf(s, o, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &Conflict{Err: ErrAllocationConflict, Code: CodeKeyOccupied, ConflictKey: &k, Outcome: OutcomeRedirect, Winner: &w}, nil
+}
+
+// winnerOf names what row o holds its key for: a task with its status,
+// a note, a reserved intent (its proposal id), an external object.
+func winnerOf(s fsm.Store, o *occupancyRow, now int64) (Winner, error) {
+	switch o.WinnerType {
+	case WinnerReservedIntent:
+		return Winner{Type: WinnerReservedIntent, ID: StrID(o.ProposalID)}, nil
+	case WinnerTask:
 		t, err := getTask(s, o.Space, o.WinnerID.Num)
 		if err != nil {
-			return nil, errs.Errorf(errs.CodeInternal, "key %s names task %d: %v", k.Target, o.WinnerID.Num, err)
+			return Winner{}, errs.Errorf(errs.CodeInternal, "key %s names task %d: %v", o.Target, o.WinnerID.Num, err)
 		}
-		w.Status = t.Status
+		return Winner{Type: WinnerTask, ID: o.WinnerID, Status: t.Status}, nil
 	}
-	return &Conflict{Err: ErrAllocationConflict, Code: CodeKeyOccupied, ConflictKey: &k, Outcome: OutcomeRedirect, Winner: w}, nil
+	return Winner{Type: o.WinnerType, ID: o.WinnerID}, nil
 }
 
 // reservedConflict is the 409 body of a loser to proposal's reservation
