@@ -120,5 +120,13 @@
 // member of a cluster must run the same build of this module, as for any
 // handler change.
 //
+// Reads (reader role): a space, a bind explained, a task, pages of
+// tasks and of a task's notes, and (issue 40) pages of the spaces of the
+// caller's tenants, of a space's live reservations, of its occupancy
+// (every key held now and its holder) and of its duplicates. Pages hold
+// at most 128 rows after an opaque cursor bound to its query and filter;
+// a page examines at most 1024 rows, so one that skips many may come
+// back short, with a cursor.
+//
 // Service is the typed Go API over any fsm.Proposer and fsm.Reader.
 package allocation

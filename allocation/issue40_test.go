@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/arbiterhq/arbiter/allocation"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
+	"github.com/arbiterhq/arbiter/log"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -494,5 +496,119 @@ func TestRebindEarliestKeepsKey(t *testing.T) {
 	_, err = s.CreateTask(ctx, f.Space, allocation.CreateTaskRequest{Title: "again", DeliveryMode: "result", WorkItemID: ptr("T3")})
 	if c := asConflict(t, "create on T3", err); c.Winner.ID.Num != early.ID {
 		t.Fatalf("create on T3: 409 names %+v, want the earliest task %d", c.Winner, early.ID)
+	}
+}
+
+// Item 19, reads: ListSpaces pages the spaces a principal may read, by
+// slug; another tenant's spaces are not listed.
+func TestListSpaces(t *testing.T) {
+	ctx := context.Background()
+	_, s, f := newCurrent(t)
+	for _, sl := range []string{"b-two", "a-one", "c-three"} {
+		if _, err := s.PutSpace(ctx, sl, allocation.PutSpaceRequest{Catalog: f.Catalog, TenantRef: "a"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var all []string
+	after := ""
+	for pages := 0; ; pages++ {
+		page, err := s.ListSpaces(ctx, after, 2, 0)
+		if err != nil || pages > 3 {
+			t.Fatalf("page %d: %+v %v", pages, page, err)
+		}
+		for _, sp := range page.Spaces {
+			all = append(all, sp.Slug)
+		}
+		if after = page.NextCursor; after == "" {
+			break
+		}
+	}
+	if want := []string{"a-one", "b-two", "c-three", f.Space}; !cmp.Equal(all, want) {
+		t.Fatalf("spaces %v, want %v", all, want)
+	}
+	reader := fsm.WithPrincipal(ctx, log.Principal{ID: "r", Tenants: []string{"a"}, Roles: []string{log.RoleReader}})
+	page, err := s.ListSpaces(reader, "", 0, 0)
+	if err != nil || len(page.Spaces) != 3 || page.NextCursor != "" {
+		t.Fatalf("tenant a's reader: %+v %v", page, err)
+	}
+	other := fsm.WithPrincipal(ctx, log.Principal{ID: "o", Tenants: []string{"b"}, Roles: []string{log.RoleReader}})
+	if page, err := s.ListSpaces(other, "", 0, 0); err != nil || len(page.Spaces) != 0 {
+		t.Fatalf("tenant b's reader: %+v %v", page, err)
+	}
+	if _, err := s.ListSpaces(ctx, "spaces.bogus", 0, 0); !errors.Is(err, errs.Invalid) {
+		t.Fatalf("a cursor never issued: %v", err)
+	}
+}
+
+// Item 19, reads: the live reservations of a space (reserved and not
+// expired, or committed) and its occupancy (every key held now and what
+// holds it), paged.
+func TestListReservationsAndOccupancy(t *testing.T) {
+	ctx := context.Background()
+	l, s, f := newCurrent(t)
+	task := create(t, s, f, f.Titles[0].Title)
+	if _, err := s.PostNote(ctx, f.Space, task.ID, allocation.NoteRequest{Kind: allocation.KindPostReviewNote, Body: "n", DeliveryMode: "result"}); err != nil {
+		t.Fatal(err)
+	}
+	reserve := func(id, title string) allocation.Reservation {
+		r, err := s.Reserve(ctx, f.Space, allocation.ReserveRequest{ProposalID: id, Title: title, DeliveryMode: "result"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Reservation
+	}
+	reserve("old", "expires")
+	l.Advance(20 * time.Second) // past the 15 s window
+	live := reserve("p-live", "pending")
+	reserve("ext", "external")
+	if _, err := s.Commit(ctx, f.Space, "ext", allocation.CommitRequest{Winner: &allocation.Winner{Type: "issue", ID: allocation.StrID("GH-1")}}); err != nil {
+		t.Fatal(err)
+	}
+	var res []string
+	after := ""
+	for pages := 0; ; pages++ {
+		page, err := s.ListReservations(ctx, f.Space, after, 1, 0)
+		if err != nil || pages > 3 {
+			t.Fatalf("page %d: %+v %v", pages, page, err)
+		}
+		for _, r := range page.Reservations {
+			res = append(res, r.ProposalID+"/"+r.State)
+		}
+		if after = page.NextCursor; after == "" {
+			break
+		}
+	}
+	if want := []string{"ext/committed", "p-live/reserved"}; !cmp.Equal(res, want) {
+		t.Fatalf("reservations %v, want %v", res, want)
+	}
+	var occ []allocation.Occupancy
+	after = ""
+	for pages := 0; ; pages++ {
+		page, err := s.ListOccupancy(ctx, f.Space, after, 1, 0)
+		if err != nil || pages > 5 {
+			t.Fatalf("page %d: %+v %v", pages, page, err)
+		}
+		occ = append(occ, page.Occupancy...)
+		if after = page.NextCursor; after == "" {
+			break
+		}
+	}
+	got := map[string]string{}
+	for _, o := range occ {
+		got[o.ConflictKey.Kind+" "+o.ConflictKey.Target] = o.Winner.Type + ":" + o.Winner.ID.String() + ":" + o.Winner.Status
+	}
+	want := map[string]string{
+		"create_task " + slot(f, "T1"):                           "task:1:open",
+		"create_task task:" + f.Space + ":pending":               "reserved_intent:p-live:",
+		"create_task task:" + f.Space + ":external":              "issue:GH-1:",
+		"post_review_note " + occ[len(occ)-1].ConflictKey.Target: "note:1:",
+	}
+	if !cmp.Equal(got, want) || len(occ) != 4 {
+		t.Fatalf("occupancy %v, want %v", got, want)
+	}
+	for _, o := range occ {
+		if o.Winner.Type == allocation.WinnerReservedIntent && (o.ProposalID != "p-live" || o.ExpiresAtMs != live.ExpiresAtMs) {
+			t.Fatalf("the reservation's row: %+v", o)
+		}
 	}
 }

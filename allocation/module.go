@@ -7,23 +7,26 @@ import (
 
 // Command and query types (allocation owns 400-499).
 const (
-	CmdPutSpace     log.Type      = 400
-	CmdCreateTask   log.Type      = 401
-	CmdWindow       log.Type      = 402
-	CmdReserve      log.Type      = 403
-	CmdCommit       log.Type      = 404
-	CmdAbort        log.Type      = 405
-	CmdRelease      log.Type      = 406
-	CmdTransition   log.Type      = 407
-	CmdSupersede    log.Type      = 408
-	CmdHold         log.Type      = 409
-	CmdPostNote     log.Type      = 410
-	QuerySpace      fsm.QueryType = 400
-	QueryBind       fsm.QueryType = 401
-	QueryTask       fsm.QueryType = 402
-	QueryTasks      fsm.QueryType = 403
-	QueryNotes      fsm.QueryType = 404
-	QueryDuplicates fsm.QueryType = 405
+	CmdPutSpace       log.Type      = 400
+	CmdCreateTask     log.Type      = 401
+	CmdWindow         log.Type      = 402
+	CmdReserve        log.Type      = 403
+	CmdCommit         log.Type      = 404
+	CmdAbort          log.Type      = 405
+	CmdRelease        log.Type      = 406
+	CmdTransition     log.Type      = 407
+	CmdSupersede      log.Type      = 408
+	CmdHold           log.Type      = 409
+	CmdPostNote       log.Type      = 410
+	QuerySpace        fsm.QueryType = 400
+	QueryBind         fsm.QueryType = 401
+	QueryTask         fsm.QueryType = 402
+	QueryTasks        fsm.QueryType = 403
+	QueryNotes        fsm.QueryType = 404
+	QueryDuplicates   fsm.QueryType = 405
+	QuerySpaces       fsm.QueryType = 406
+	QueryReservations fsm.QueryType = 407
+	QueryOccupancy    fsm.QueryType = 408
 )
 
 // currentVersion is the newest version of the commands whose behaviour
@@ -57,6 +60,9 @@ func Module() fsm.Module {
 			{Type: QueryTasks, Name: "allocation_tasks", Run: runTasks},
 			{Type: QueryNotes, Name: "allocation_notes", Run: runNotes},
 			{Type: QueryDuplicates, Name: "allocation_duplicates", Run: runDuplicates},
+			{Type: QuerySpaces, Name: "allocation_spaces", Run: runSpaces},
+			{Type: QueryReservations, Name: "allocation_reservations", Run: runReservations},
+			{Type: QueryOccupancy, Name: "allocation_occupancy", Run: runOccupancy},
 		},
 		Tick: tick,
 	}
