@@ -612,3 +612,32 @@ func TestListReservationsAndOccupancy(t *testing.T) {
 		}
 	}
 }
+
+// Item 14: a reopen rebinds its task against the catalog of now, so a
+// task finished before the catalog listed its slot comes back on the
+// slot (and loses it to a task holding it).
+func TestReopenRebinds(t *testing.T) {
+	ctx := context.Background()
+	_, s, f := newCurrent(t)
+	putCatalog(t, s, f, nil)
+	old := create(t, s, f, f.Titles[0].Title)
+	act(t, s, f, old.ID, "withdraw")
+	putCatalog(t, s, f, f.Catalog)
+	got, err := s.Transition(ctx, f.Space, old.ID, allocation.TransitionRequest{Action: "reopen"})
+	if err != nil || got.Task.ConflictKey.Target != slot(f, "T1") || got.Task.WorkItemID == nil || *got.Task.WorkItemID != "T1" {
+		t.Fatalf("reopen: %+v %v", got, err)
+	}
+	loses(t, s, f, f.Titles[1].Title, old.ID, "open")
+	act(t, s, f, old.ID, "withdraw")
+	putCatalog(t, s, f, nil)
+	holder := create(t, s, f, f.Titles[0].Title)
+	putCatalog(t, s, f, f.Catalog) // the holder moves to T1
+	putCatalog(t, s, f, nil)       // and back
+	c := asConflict(t, "reopen onto a held key", func() error {
+		_, err := s.Transition(ctx, f.Space, old.ID, allocation.TransitionRequest{Action: "reopen"})
+		return err
+	}())
+	if c.Winner.ID.Num != holder.ID {
+		t.Fatalf("reopen: 409 names %+v, want task %d", c.Winner, holder.ID)
+	}
+}
