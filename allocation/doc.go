@@ -25,8 +25,10 @@
 // target is "note:<space>:task:<id>:criterion:<n|none>:principal:<id>:body:
 // <16 hex of SHA-256 of normalize_note_body(body)>".
 //
-// Occupancy. One row per key (unique index): a live task (open, claimed,
-// assigned, in_review), a note (for good), a live reservation (until its
+// Occupancy. One row per key (unique index): a task that holds keys (a
+// live one: open, claimed, assigned, in_review; from version 2 also one
+// under steward hold; by its own key or one it inherited from a task
+// superseded into it), a note (for good), a live reservation (until its
 // expiry, FSM time) or the external object a reservation was committed
 // to. A create whose key is held answers the spec's flat 409 body
 // (conflict_key_occupied and the winner, or conflict_key_reserved and the
@@ -97,7 +99,11 @@
 //
 // Versions. Each handler follows the version of its command the cluster
 // has enabled (fsm.Tx.EnabledVersion), so a log replays as it was first
-// applied; version 1 is the behaviour before issue 40. From version 2 on:
+// applied; version 1 is the behaviour before issue 40. Version 2 of put,
+// create, window, reserve, transition, supersede, hold and note brings
+// what the paragraphs above say of it (rebinding and duplicates, windows
+// that name their reservations, holds and survivors that keep keys,
+// unknown work items, adhoc_slots, which a put at version 1 refuses) and:
 //   - create, window proposal, reserve and note look their
 //     Idempotency-Key (a reservation: its proposal_id) up before anything
 //     else about the request is judged, so a retry of a success answers
@@ -113,7 +119,9 @@
 // Bounds (each an explicit invalid error): 256 catalog rows of 16
 // aliases, 512-byte phrases, 16 delivery modes, 2048-byte titles, 128
 // proposals per window, 16 KiB note bodies, pages of 128, window_ms up
-// to 10 minutes (default 15 s).
+// to 10 minutes (default 15 s). State-dependent bounds are 409
+// conflict: a put rebinds at most 4096 live tasks, a survivor inherits
+// at most 64 keys.
 //
 // Tokenization uses the Unicode tables of the Go release (categories)
 // and of golang.org/x/text (NFC, folding) the binary is built with; every
