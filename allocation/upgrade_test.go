@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// testdata/state-before-issue-40.snap is the snapshot of a state the
+// testdata/state-before-issue-40.stream is the snapshot of a state the
 // binary before issue 40 wrote (tasks open, claimed, withdrawn under a
 // steward hold and superseded, a note, reservations live, committed and
 // expired, Idempotency-Keys): this binary restores it, writes it back
@@ -22,7 +22,7 @@ import (
 // new behaviour applies to it.
 func TestStateBeforeIssue40Loads(t *testing.T) {
 	ctx := context.Background()
-	old, err := os.ReadFile("testdata/state-before-issue-40.snap")
+	old, err := os.ReadFile("testdata/state-before-issue-40.stream")
 	if err != nil {
 		t.Fatal(err)
 	}
