@@ -630,6 +630,17 @@ func TestIsolationMatrix(t *testing.T) {
 		allocRead("GET /v1/spaces/{slug}/tasks", sp+"/tasks", nil),
 		allocRead("GET /v1/spaces/{slug}/tasks/{id}", sp+"/tasks/1", nil),
 		allocRead("GET /v1/spaces/{slug}/tasks/{id}/notes", sp+"/tasks/1/notes", nil),
+		allocRead("GET /v1/spaces/{slug}/reservations", sp+"/reservations", nil),
+		allocRead("GET /v1/spaces/{slug}/occupancy", sp+"/occupancy", nil),
+		allocRead("GET /v1/spaces/{slug}/duplicates", sp+"/duplicates", nil),
+		// The list shows each principal its tenants' spaces (another
+		// tenant's list leaves iso out: allocation's TestHTTPOtherTenant).
+		{route: "GET /v1/spaces", access: isoPrincipal, valid: readA(200),
+			after: func(t *testing.T, r isoReply) {
+				if !bytes.Contains(r.body, []byte(`"slug":"iso"`)) {
+					t.Errorf("read-a's list of spaces lacks iso: %s", r.body)
+				}
+			}},
 		allocWrite("POST /v1/spaces/{slug}/tasks/{id}/transition", sp+"/tasks/1/transition", allocation.TransitionRequest{Action: "claim"}, "mem-a", 200, "read-a"),
 		allocWrite("POST /v1/spaces/{slug}/tasks/{id}/hold", sp+"/tasks/2/hold", allocation.HoldRequest{Hold: true}, "ctl-a", 200, "mem-a", "read-a"),
 		allocWrite("POST /v1/spaces/{slug}/tasks/{id}/supersede", sp+"/tasks/3/supersede", allocation.SupersedeRequest{SurvivingTask: 1, Reason: "dup"}, "ctl-a", 200, "mem-a", "read-a"),

@@ -243,6 +243,7 @@ func TestGoldenJSON(t *testing.T) {
 	g.run("concept-list", "", "concept", "list", "--tenant", "t1")
 	g.run("workitem-list", "", "workitem", "list", "--tenant", "t1")
 	g.run("space-get-missing", "", "space", "get", "--space", "nope")
+	g.run("space-list", "", "space", "list", "--limit", "5")
 
 	// Backups: save, inspect, verify (matches), a write, verify (does not),
 	// restore, verify (matches again).
