@@ -246,8 +246,9 @@ func (c *Conflict) Error() string {
 	return c.Err
 }
 
+// ErrCode makes a Conflict an errs.Coded error: errs.CodeOf says
+// conflict and errs.Status 409, as errors.Is(c, errs.Conflict) does.
+func (c *Conflict) ErrCode() errs.Code { return errs.CodeConflict }
+
 // Is makes errors.Is(c, errs.Conflict) hold.
-func (c *Conflict) Is(target error) bool {
-	e, ok := target.(*errs.Error)
-	return ok && e.Code == errs.CodeConflict
-}
+func (c *Conflict) Is(target error) bool { return errs.MatchesCode(target, c.ErrCode()) }
