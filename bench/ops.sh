@@ -17,8 +17,19 @@
 #       create-if-absent on a 3-node cluster in open mode vs one that
 #       authenticates every call with a bearer token (principals + peer
 #       token between nodes), both on loopback
+#   bench/ops.sh domains [rounds] [duration] [clients]
+#       every domain's commands, each on its own (arbiter bench --op
+#       submit, claim, complete, hold-reserve, hold-release, task,
+#       acquire, release, channel-submit, publish), next to raw
+#       create-if-absent, with 1 and with [clients] clients, on one 3-node
+#       loopback cluster whose nodes write projection files. Each run
+#       prints what bench prints and the CPU the three servers spent per
+#       operation over the measured window (after the op's unmeasured
+#       setup and a 2 s warmup); at the end, the medians of the rounds and
+#       each op's ops/s against create's with as many clients. duration
+#       is whole seconds.
 set -euo pipefail
-mode=${1:?protocol, lease, workitem or auth}
+mode=${1:?protocol, lease, workitem, auth or domains}
 rounds=${2:-3}
 duration=${3:-10s}
 clients=${4:-64}
@@ -35,22 +46,22 @@ trap cleanup EXIT
 A=$work/arbiter
 
 # shellcheck source=bench/lib.sh
-source "$root/bench/lib.sh" # refuse_taken; its wait_http is replaced below
+source "$root/bench/lib.sh" # refuse_taken, cpu_ticks; its wait_http is replaced below
 
 wait_http() { # url [token]
   for _ in $(seq 1 200); do curl -sf ${2:+-H "Authorization: Bearer $2"} "$1" >/dev/null 2>&1 && return 0; sleep 0.1; done
   echo "timed out waiting for $1" >&2; return 1
 }
 
-start_cluster() { # name raft-base http-base [extra flags...]
+start_cluster() { # name raft-base http-base [extra flags...; "{node}" in one becomes the node's name]
   local name=$1 raft=$2 http=$3; shift 3
   refuse_taken "http://127.0.0.1:${http}1" "http://127.0.0.1:${http}2" "http://127.0.0.1:${http}3"
-  "$A" serve --id "${name}1" --data-dir "$work/${name}1" --raft-addr "127.0.0.1:${raft}1" --http-addr "127.0.0.1:${http}1" --bootstrap --log-level warn "$@" >"$work/${name}1.log" 2>&1 &
+  "$A" serve --id "${name}1" --data-dir "$work/${name}1" --raft-addr "127.0.0.1:${raft}1" --http-addr "127.0.0.1:${http}1" --bootstrap --log-level warn "${@//\{node\}/${name}1}" >"$work/${name}1.log" 2>&1 &
   pids+=($!)
   wait_http "http://127.0.0.1:${http}1/readyz"
   for i in 2 3; do
     "$A" serve --id "${name}$i" --data-dir "$work/${name}$i" --raft-addr "127.0.0.1:${raft}$i" --http-addr "127.0.0.1:${http}$i" \
-      --join "http://127.0.0.1:${http}1" --log-level warn "$@" >"$work/${name}$i.log" 2>&1 &
+      --join "http://127.0.0.1:${http}1" --log-level warn "${@//\{node\}/${name}$i}" >"$work/${name}$i.log" 2>&1 &
     pids+=($!)
   done
   for i in 2 3; do wait_http "http://127.0.0.1:${http}$i/readyz"; done
@@ -113,6 +124,80 @@ auth)
     "$A" bench --addr "$(addrs 4800)" --op create --clients "$clients" --duration "$duration" --token "$tok" | tail -n +2
   done
   ;;
+domains)
+  case $duration in
+  *[0-9]s) ;;
+  *) echo "duration must be whole seconds, such as 10s" >&2; exit 2 ;;
+  esac
+  warmup_s=2
+  duration_s=${duration%s}
+  mkdir -p "$work/proj/d1" "$work/proj/d2" "$work/proj/d3"
+  start_cluster d 3700 3800 --projection-root "$work/proj/{node}"
+  servers=("${pids[@]:0:3}")
+  # measure OP CLIENTS ROUND: one bench run; the servers' CPU is read over
+  # its measured window, which starts a warmup after bench announces it
+  # (after the op's setup, which is not measured).
+  measure() {
+    local op=$1 c=$2 round=$3 t0 t1 line
+    "$A" bench --addr "$(addrs 3800)" --op "$op" --clients "$c" --duration "$duration" --warmup "${warmup_s}s" \
+      --prefix "ops-$round-$c-$op" --announce >"$work/out" 2>"$work/err" &
+    local load=$!
+    # The setup is bounded by bench's own (it ends bench when it fails).
+    until grep -q '^bench: measuring' "$work/err"; do
+      kill -0 "$load" 2>/dev/null || break
+      sleep 0.05
+    done
+    sleep "$warmup_s"
+    t0=$(cpu_ticks "${servers[@]}")
+    sleep "$duration_s"
+    t1=$(cpu_ticks "${servers[@]}")
+    if ! wait "$load"; then
+      cat "$work/out" "$work/err" >&2
+      return 1
+    fi
+    grep -v '^bench: measuring' "$work/err" >&2 || true
+    tail -n +2 "$work/out"
+    line=$(grep 'ops/s=' "$work/out" | tail -1)
+    awk -v line="$line" -v op="$op" -v round="$round" -v results="$work/results" -v ticks=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v secs="$duration_s" '
+      function ms(v) { if (v ~ /µs$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
+      BEGIN {
+        n = split(line, f, /[ =]+/)
+        for (i = 1; i < n; i++) v[f[i]] = f[i + 1]
+        cpu = v["ops"] > 0 ? ticks / hz / v["ops"] * 1e6 : 0
+        printf "  server CPU: %.0f us per operation (%.1f s over the window, three members)\n", cpu, ticks / hz
+        printf "%s %s %s %s %.3f %.3f %.0f %s\n", round, op, v["clients"], v["ops/s"], ms(v["p50"]), ms(v["p99"]), cpu, v["errors"] >> results
+      }'
+  }
+  for r in $(seq 1 "$rounds"); do
+    for op in create submit claim complete hold-reserve hold-release task acquire release channel-submit publish; do
+      for c in 1 "$clients"; do
+        echo "== round $r: $op, $c client(s)"
+        measure "$op" "$c" "$r"
+      done
+    done
+  done
+  echo "== medians of $rounds round(s); vs create: the op's ops/s over create's with as many clients"
+  awk '
+    function median(list,   a, n, i, j, t) {
+      n = split(list, a, " ")
+      for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] + 0 > a[j] + 0; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+      return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+    }
+    {
+      k = $2 SUBSEP $3
+      if (!(k in seen)) { seen[k] = 1; order[++m] = k }
+      ops[k] = ops[k] " " $4; p50[k] = p50[k] " " $5; p99[k] = p99[k] " " $6; cpu[k] = cpu[k] " " $7; errs[k] += $8
+    }
+    END {
+      printf "| op | clients | ops/s | p50 ms | p99 ms | server CPU us/op | vs create | errors |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+      for (i = 1; i <= m; i++) {
+        split(order[i], kc, SUBSEP)
+        base = median(ops["create" SUBSEP kc[2]])
+        printf "| %s | %s | %.0f | %.2f | %.2f | %.0f | %.2f | %d |\n", kc[1], kc[2], median(ops[order[i]]), median(p50[order[i]]),
+          median(p99[order[i]]), median(cpu[order[i]]), base > 0 ? median(ops[order[i]]) / base : 0, errs[order[i]]
+      }
+    }' "$work/results"
+  ;;
 *)
-  echo "mode must be protocol, lease, workitem or auth" >&2; exit 2 ;;
+  echo "mode must be protocol, lease, workitem, auth or domains" >&2; exit 2 ;;
 esac

@@ -43,7 +43,9 @@ failed (a wrong --addr, a cluster that is down) ends bench with exit status 1.`,
 	duration := fs.Duration("duration", 10*time.Second, "measured time per run")
 	warmup := fs.Duration("warmup", 2*time.Second, "unmeasured time before each run")
 	prefix := fs.String("prefix", fmt.Sprintf("bench-%d", time.Now().UnixNano()), "node id prefix (ids must be new)")
-	op := fs.String("op", "create", "create (CreateNodeIfAbsent of a new node, over cluster.Remote's binary protocol), create-json (the same over the public JSON API, POST /v1/nodes/create, each client on its own connection, as any HTTP client sends it), get (a linearizable read of one node), reserve (the concept reservation protocol on a new concept id), lease (acquire then release capacity on --cells cells), submit (SubmitWorkItem of a new item) or batch (SubmitWorkItems of --batch new items)")
+	op := fs.String("op", "create", "create (CreateNodeIfAbsent of a new node, over cluster.Remote's binary protocol), create-json (the same over the public JSON API, POST /v1/nodes/create, each client on its own connection, as any HTTP client sends it), get (a linearizable read of one node), reserve (the concept reservation protocol on a new concept id), lease (acquire then release capacity on --cells cells), acquire (capacity acquire of one lease, kept), release (capacity release of one lease), submit (SubmitWorkItem of a new item), batch (SubmitWorkItems of --batch new items), claim (a work-item claim of a pending item), complete (complete of a claimed item), hold-reserve (a host resource reservation for a claimed item), hold-release (release of one), task (an allocation task create with a new title), channel-submit (a projection producer's submit, watermark rising) or publish (a projection publish, each after an unmeasured lease acquire)")
+	pool := fs.Int("pool", 0, fmt.Sprintf("with --op acquire, release, claim, complete, hold-reserve or hold-release: what the unmeasured setup makes before each run, items, leases or claims (0: enough for 2,500 calls a second per client, at most 10,000 a second, over the warmup and the run; at most %d)", maxBenchPool))
+	announce := fs.Bool("announce", false, "write \"bench: measuring\" to stderr as each run's warmup starts, after its setup: a script sampling the servers (bench/ops.sh) starts there")
 	cells := fs.Int("cells", 1, "with --op lease: cells per acquire (1..16)")
 	batch := fs.Int("batch", workitem.MaxBatch, "with --op batch: items per batch (1..128)")
 	valueBytes := fs.Int("value-bytes", 0, "with --op create or create-json: also give each node a string property \"value\" of this many bytes of JSON, quotes included (0: none; 2..60000)")
@@ -52,7 +54,8 @@ failed (a wrong --addr, a cluster that is down) ends bench with exit status 1.`,
 		if *addrs != "" && a.addr == "" {
 			a.addr = *addrs
 		}
-		return a.bench(benchOptions{clients: *clientList, duration: *duration, warmup: *warmup, prefix: *prefix, op: *op, cells: *cells, batch: *batch, valueBytes: *valueBytes, out: o})
+		return a.bench(benchOptions{clients: *clientList, duration: *duration, warmup: *warmup, prefix: *prefix, op: *op, cells: *cells, batch: *batch,
+			valueBytes: *valueBytes, pool: *pool, announce: *announce, out: o})
 	}
 	return cmd
 }
@@ -61,8 +64,35 @@ type benchOptions struct {
 	clients, prefix, op string
 	duration, warmup    time.Duration
 	cells, batch        int
-	valueBytes          int
+	valueBytes, pool    int
+	announce            bool
 	out                 output
+}
+
+// benchEnv is what an op with a setup is built from: the run's clients
+// (remotes[c] is client c's) and how long the run lasts.
+type benchEnv struct {
+	prefix  string
+	run     int
+	remotes []*cluster.Remote
+	pool    int           // --pool
+	span    time.Duration // warmup plus measured time
+}
+
+// poolSize is what the setup of a pool op makes for this run.
+func (e benchEnv) poolSize() int {
+	if e.pool > 0 {
+		return e.pool
+	}
+	return autoPool(len(e.remotes), e.span)
+}
+
+// benchOps are the ops whose setup (not measured) runs before each run;
+// each answers a line saying what the setup made.
+var benchOps = map[string]func(benchEnv) (loadgen.Op, string, error){
+	"acquire": acquireOp, "release": releaseOp, "claim": claimOp, "complete": completeOp,
+	"hold-reserve": holdReserveOp, "hold-release": holdReleaseOp, "task": taskOp,
+	"channel-submit": channelSubmitOp, "publish": publishOp,
 }
 
 // benchRun is one run's result, as -o json prints it.
@@ -88,13 +118,20 @@ func (a *app) bench(b benchOptions) error {
 		if err != nil || n < 1 || n > 4096 {
 			return usageErrorf("--clients: %q is not a client count between 1 and 4096", s)
 		}
+		if (b.op == "publish" || b.op == "channel-submit") && n > maxProjectionClients {
+			return usageErrorf("--op %s takes at most %d clients (each has a projection target), not %d", b.op, maxProjectionClients, n)
+		}
 		counts = append(counts, n)
 	}
 	urls := a.addrs()
 	if b.valueBytes != 0 && (b.valueBytes < 2 || b.valueBytes > maxBenchValueBytes) {
 		return usageErrorf("--value-bytes must be 0 or between 2 and %d", maxBenchValueBytes)
 	}
+	if b.pool < 0 || b.pool > maxBenchPool {
+		return usageErrorf("--pool must be between 0 (automatic) and %d", maxBenchPool)
+	}
 	var makeOp func(run int, remotes []*cluster.Remote) loadgen.Op
+	setupOp := benchOps[b.op]
 	switch b.op {
 	case "create":
 		makeOp = func(run int, remotes []*cluster.Remote) loadgen.Op {
@@ -129,7 +166,9 @@ func (a *app) bench(b benchOptions) error {
 		}
 		makeOp = func(run int, remotes []*cluster.Remote) loadgen.Op { return submitOp(b.prefix, run, b.batch, remotes) }
 	default:
-		return usageErrorf("--op must be create, create-json, get, reserve, lease, submit or batch, not %q", b.op)
+		if setupOp == nil {
+			return usageErrorf("--op must be create, create-json, get, reserve, lease, acquire, release, submit, batch, claim, complete, hold-reserve, hold-release, task, channel-submit or publish, not %q", b.op)
+		}
 	}
 	if !b.out.json() {
 		fmt.Fprintf(a.stdout, "%s of distinct ids via %d node(s), %v per run after %v warmup\n", b.op, len(urls), b.duration, b.warmup)
@@ -156,7 +195,22 @@ func (a *app) bench(b benchOptions) error {
 				remotes[c].WithToken(token)
 			}
 		}
-		res := loadgen.Run(context.Background(), clients, b.warmup, b.duration, makeOp(run, remotes))
+		var op loadgen.Op
+		if setupOp != nil {
+			var note string
+			if op, note, err = setupOp(benchEnv{prefix: b.prefix, run: run, remotes: remotes, pool: b.pool, span: b.warmup + b.duration}); err != nil {
+				return fmt.Errorf("--op %s: the setup of the run with %d clients: %w", b.op, clients, err)
+			}
+			if !b.out.json() {
+				fmt.Fprintf(a.stdout, "  setup (not measured): %s\n", note)
+			}
+		} else {
+			op = makeOp(run, remotes)
+		}
+		if b.announce {
+			fmt.Fprintf(a.stderr, "bench: measuring %s with %d clients after %v warmup\n", b.op, clients, b.warmup)
+		}
+		res := loadgen.Run(context.Background(), clients, b.warmup, b.duration, op)
 		r := benchRun{Op: b.op, Clients: res.Clients, Ops: res.Ops, Errors: res.Errors, OpsPerSec: res.OpsPerSec(),
 			P50Ms: ms(res.P50), P99Ms: ms(res.P99), P999Ms: ms(res.P999)}
 		if res.FirstErr != nil {

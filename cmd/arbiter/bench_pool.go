@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/arbiterhq/arbiter/cluster"
+	"github.com/arbiterhq/arbiter/retry"
+)
+
+// Ops that consume what an earlier command made (a claim takes a pending
+// item, a complete ends a claim, a release frees a lease) have it made
+// before the run, by a setup that is not measured, so that each measured
+// call is that one command and nothing else: its latency, the run's
+// ops/s and the servers' CPU over the run are the command's own. What
+// the setup made is a benchPool; each call takes the next entry.
+
+// maxBenchPool bounds what one run's setup makes: every entry is a row
+// (often several) in every replica's memory for the rest of the
+// cluster's life, or until it expires.
+const maxBenchPool = 200_000
+
+// setupWorkers is how many calls of one command a setup has in flight:
+// enough for group commit to batch them, few enough not to queue behind
+// one another past a node's apply timeout. batchWorkers is the same for
+// batches of workitem.MaxBatch items, each of which takes as long to
+// apply as a hundred single commands.
+const (
+	setupWorkers = 32
+	batchWorkers = 4
+)
+
+// setupBudget bounds a setup's time; a setup that has not made its pool
+// by then fails the bench (a cluster too slow or too loaded to measure).
+const setupBudget = 10 * time.Minute
+
+// setupCallWait bounds one setup call, retries included.
+const setupCallWait = time.Minute
+
+// benchTTL is the claim and lease TTL of what the bench makes and leaves
+// behind: the longest the domains allow, so that no expiry of a run's
+// leftovers lands as work inside a later measured run.
+const benchTTL = 24 * time.Hour
+
+// autoPool is the pool of a run of span (warmup plus measured time) with
+// clients clients when --pool is 0: room for 2,500 calls a second per
+// client, at most 10,000 a second, and 128 more per client, within
+// maxBenchPool. That is well above what a 3-node cluster that syncs its
+// log sustains on the project's 2-core machine (BENCHMARKS.md: about
+// 700 creates a second with 1 client, 5,000 with 64). A run that drains
+// its pool says so (errPoolRanOut).
+func autoPool(clients int, span time.Duration) int {
+	rate := min(2500*clients, 10_000)
+	n := int(span.Seconds()*float64(rate)) + 128*clients
+	return min(n, maxBenchPool)
+}
+
+// benchPool hands out the entries a setup made, each once, to every
+// client of a run in turn.
+type benchPool[T any] struct {
+	items []T
+	next  atomic.Int64
+	end   time.Time // when the run ends: a client that finds none left waits for it
+}
+
+// newPool returns a pool of items whose run (span long) starts now.
+func newPool[T any](items []T, span time.Duration) *benchPool[T] {
+	return &benchPool[T]{items: items, end: time.Now().Add(span)}
+}
+
+// take returns the next entry. When none is left the caller waits out
+// the run (so that a drained pool costs one error per client, not a
+// loop of them) and gets errPoolRanOut.
+func (p *benchPool[T]) take(ctx context.Context) (T, error) {
+	n := p.next.Add(1) - 1
+	if n < int64(len(p.items)) {
+		return p.items[n], nil
+	}
+	var zero T
+	t := time.NewTimer(time.Until(p.end))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return zero, errPoolRanOut(len(p.items))
+}
+
+func errPoolRanOut(n int) error {
+	return fmt.Errorf("the %d entries the setup made ran out before the run ended: give a larger --pool", n)
+}
+
+// prepare runs jobs calls of job over workers goroutines, each bound to
+// remotes[w % len(remotes)], and gathers what they return. A call whose
+// outcome is unknown (a leader lost under a loaded machine's load) is
+// sent again (retry.Unknown), so every job must send the same request
+// each time, keyed or idempotent by itself, and take a replayed answer
+// as its own. Any other error stops the setup.
+func prepare[T any](remotes []*cluster.Remote, workers, jobs int, job func(ctx context.Context, r *cluster.Remote, j int) ([]T, error)) ([]T, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), setupBudget)
+	defer cancel()
+	var (
+		mu    sync.Mutex
+		out   []T
+		first error
+		next  atomic.Int64
+		wg    sync.WaitGroup
+	)
+	for w := range min(workers, jobs) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := remotes[w%len(remotes)]
+			for {
+				j := int(next.Add(1) - 1)
+				if j >= jobs || ctx.Err() != nil {
+					return
+				}
+				got, err := retry.Unknown(ctx, func(ctx context.Context) ([]T, error) {
+					ctx, cancel := context.WithTimeout(ctx, setupCallWait)
+					defer cancel()
+					return job(ctx, r, j)
+				})
+				mu.Lock()
+				if err != nil && first == nil {
+					first = fmt.Errorf("setup call %d of %d: %w", j+1, jobs, err)
+					cancel()
+				}
+				out = append(out, got...)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return out, first
+}
+
+// setupCall makes one setup call f, again while its outcome is unknown,
+// within setupCallWait; f must be safe to send again (see prepare).
+func setupCall[T any](f func(ctx context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), setupCallWait)
+	defer cancel()
+	return retry.Unknown(ctx, f)
+}
