@@ -26,7 +26,11 @@
 #       prints what bench prints and the CPU the three servers spent per
 #       operation over the measured window (after the op's unmeasured
 #       setup and a 2 s warmup); at the end, the medians of the rounds and
-#       each op's ops/s against create's with as many clients. duration
+#       each op's ops/s against create's with as many clients. An op that
+#       consumes what its setup made (claim, complete, hold-*, acquire,
+#       release) gets a pool of twice the round's create rate over the
+#       warmup and the run: each entry stays in the nodes' memory, and
+#       the later ops run on the state the earlier ones left. duration
 #       is whole seconds.
 set -euo pipefail
 mode=${1:?protocol, lease, workitem, auth or domains}
@@ -132,15 +136,20 @@ domains)
   warmup_s=2
   duration_s=${duration%s}
   mkdir -p "$work/proj/d1" "$work/proj/d2" "$work/proj/d3"
+  : >"$work/results"
   start_cluster d 3700 3800 --projection-root "$work/proj/{node}"
   servers=("${pids[@]:0:3}")
   # measure OP CLIENTS ROUND: one bench run; the servers' CPU is read over
   # its measured window, which starts a warmup after bench announces it
   # (after the op's setup, which is not measured).
   measure() {
-    local op=$1 c=$2 round=$3 t0 t1 line
+    local op=$1 c=$2 round=$3 t0 t1 line pool
+    # Twice what create did with as many clients this round (0, the
+    # bench's own estimate, before create has run).
+    pool=$(awk -v r="$round" -v c="$c" -v s=$((warmup_s + duration_s)) \
+      '$1 == r && $2 == "create" && $3 == c { p = int(2 * $4 * s) + 64 * c } END { print (p > 200000 ? 200000 : p + 0) }' "$work/results")
     "$A" bench --addr "$(addrs 3800)" --op "$op" --clients "$c" --duration "$duration" --warmup "${warmup_s}s" \
-      --prefix "ops-$round-$c-$op" --announce >"$work/out" 2>"$work/err" &
+      --prefix "ops-$round-$c-$op" --pool "$pool" --announce >"$work/out" 2>"$work/err" &
     local load=$!
     # The setup is bounded by bench's own (it ends bench when it fails).
     until grep -q '^bench: measuring' "$work/err"; do
@@ -175,6 +184,7 @@ domains)
         measure "$op" "$c" "$r"
       done
     done
+    echo "== after round $r: the servers' RSS (KiB): $(for p in "${servers[@]}"; do awk '/^VmRSS/ { printf "%s ", $2 }' "/proc/$p/status"; done)"
   done
   echo "== medians of $rounds round(s); vs create: the op's ops/s over create's with as many clients"
   awk '
@@ -194,7 +204,7 @@ domains)
         split(order[i], kc, SUBSEP)
         base = median(ops["create" SUBSEP kc[2]])
         printf "| %s | %s | %.0f | %.2f | %.2f | %.0f | %.2f | %d |\n", kc[1], kc[2], median(ops[order[i]]), median(p50[order[i]]),
-          median(p99[order[i]]), median(cpu[order[i]]), base > 0 ? median(ops[order[i]]) / base : 0, errs[order[i]]
+          median(p99[order[i]]), median(cpu[order[i]]), (base > 0 ? median(ops[order[i]]) / base : 0), errs[order[i]]
       }
     }' "$work/results"
   ;;

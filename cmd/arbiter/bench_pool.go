@@ -46,15 +46,18 @@ const setupCallWait = time.Minute
 const benchTTL = 24 * time.Hour
 
 // autoPool is the pool of a run of span (warmup plus measured time) with
-// clients clients when --pool is 0: room for 2,500 calls a second per
-// client, at most 10,000 a second, and 128 more per client, within
-// maxBenchPool. That is well above what a 3-node cluster that syncs its
-// log sustains on the project's 2-core machine (BENCHMARKS.md: about
-// 700 creates a second with 1 client, 5,000 with 64). A run that drains
-// its pool says so (errPoolRanOut).
+// clients clients when --pool is 0: room for 1,500 calls a second per
+// client, at most 6,000 a second, and 64 more per client, within
+// maxBenchPool. That is above what a 3-node cluster that syncs its log
+// sustained for any op on the project's 2-core machine (at most 900 a
+// second with 1 client, 5,400 with 64), and no more: every entry stays
+// in the cluster's memory (a node's RSS grew by about 13 KB per item
+// admitted, claimed and completed). A run that drains its pool says so
+// (errPoolRanOut); bench/ops.sh sizes each pool from the round's create
+// rate instead.
 func autoPool(clients int, span time.Duration) int {
-	rate := min(2500*clients, 10_000)
-	n := int(span.Seconds()*float64(rate)) + 128*clients
+	rate := min(1500*clients, 6000)
+	n := int(span.Seconds()*float64(rate)) + 64*clients
 	return min(n, maxBenchPool)
 }
 
