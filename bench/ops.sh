@@ -26,12 +26,10 @@
 #       prints what bench prints and the CPU the three servers spent per
 #       operation over the measured window (after the op's unmeasured
 #       setup and a 2 s warmup); at the end, the medians of the rounds and
-#       each op's ops/s against create's with as many clients. An op that
-#       consumes what its setup made (claim, complete, hold-*, acquire,
-#       release) gets a pool of twice the round's create rate over the
-#       warmup and the run: each entry stays in the nodes' memory, and
-#       the later ops run on the state the earlier ones left. duration
-#       is whole seconds.
+#       each op's ops/s against create's with as many clients. What the
+#       ops' setups make (bench's --pool, sized by a calibration run)
+#       stays in the nodes' memory: the later ops run on the state the
+#       earlier ones left. duration is whole seconds.
 set -euo pipefail
 mode=${1:?protocol, lease, workitem, auth or domains}
 rounds=${2:-3}
@@ -143,13 +141,9 @@ domains)
   # its measured window, which starts a warmup after bench announces it
   # (after the op's setup, which is not measured).
   measure() {
-    local op=$1 c=$2 round=$3 t0 t1 line pool
-    # Twice what create did with as many clients this round (0, the
-    # bench's own estimate, before create has run).
-    pool=$(awk -v r="$round" -v c="$c" -v s=$((warmup_s + duration_s)) \
-      '$1 == r && $2 == "create" && $3 == c { p = int(2 * $4 * s) + 64 * c } END { print (p > 200000 ? 200000 : p + 0) }' "$work/results")
+    local op=$1 c=$2 round=$3 t0 t1 line
     "$A" bench --addr "$(addrs 3800)" --op "$op" --clients "$c" --duration "$duration" --warmup "${warmup_s}s" \
-      --prefix "ops-$round-$c-$op" --pool "$pool" --announce >"$work/out" 2>"$work/err" &
+      --prefix "ops-$round-$c-$op" --announce >"$work/out" 2>"$work/err" &
     local load=$!
     # The setup is bounded by bench's own (it ends bench when it fails).
     until grep -q '^bench: measuring' "$work/err"; do

@@ -44,7 +44,7 @@ failed (a wrong --addr, a cluster that is down) ends bench with exit status 1.`,
 	warmup := fs.Duration("warmup", 2*time.Second, "unmeasured time before each run")
 	prefix := fs.String("prefix", fmt.Sprintf("bench-%d", time.Now().UnixNano()), "node id prefix (ids must be new)")
 	op := fs.String("op", "create", "create (CreateNodeIfAbsent of a new node, over cluster.Remote's binary protocol), create-json (the same over the public JSON API, POST /v1/nodes/create, each client on its own connection, as any HTTP client sends it), get (a linearizable read of one node), reserve (the concept reservation protocol on a new concept id), lease (acquire then release capacity on --cells cells), acquire (capacity acquire of one lease, kept), release (capacity release of one lease), submit (SubmitWorkItem of a new item), batch (SubmitWorkItems of --batch new items), claim (a work-item claim of a pending item), complete (complete of a claimed item), hold-reserve (a host resource reservation for a claimed item), hold-release (release of one), task (an allocation task create with a new title), channel-submit (a projection producer's submit, watermark rising) or publish (a projection publish, each after an unmeasured lease acquire)")
-	pool := fs.Int("pool", 0, fmt.Sprintf("with --op acquire, release, claim, complete, hold-reserve or hold-release: what the unmeasured setup makes before each run, items, leases or claims (0: enough for 1,500 calls a second per client, at most 6,000 a second, over the warmup and the run; at most %d)", maxBenchPool))
+	pool := fs.Int("pool", 0, fmt.Sprintf("with --op acquire, release, claim, complete, hold-reserve or hold-release: what the unmeasured setup makes before each run, items, leases or claims (0: 1.5 times what a calibration run of the op, 500 ms before the setup, would use over the warmup and the run; at most %d)", maxBenchPool))
 	announce := fs.Bool("announce", false, "write \"bench: measuring\" to stderr as each run's warmup starts, after its setup: a script sampling the servers (bench/ops.sh) starts there")
 	cells := fs.Int("cells", 1, "with --op lease: cells per acquire (1..16)")
 	batch := fs.Int("batch", workitem.MaxBatch, "with --op batch: items per batch (1..128)")
@@ -79,13 +79,9 @@ type benchEnv struct {
 	span    time.Duration // warmup plus measured time
 }
 
-// poolSize is what the setup of a pool op makes for this run.
-func (e benchEnv) poolSize() int {
-	if e.pool > 0 {
-		return e.pool
-	}
-	return autoPool(len(e.remotes), e.span)
-}
+// poolSize is what the setup of a pool op makes for this run: --pool,
+// or what calibratePool measured.
+func (e benchEnv) poolSize() int { return e.pool }
 
 // benchOps are the ops whose setup (not measured) runs before each run;
 // each answers a line saying what the setup made.
@@ -198,7 +194,13 @@ func (a *app) bench(b benchOptions) error {
 		var op loadgen.Op
 		if setupOp != nil {
 			var note string
-			if op, note, err = setupOp(benchEnv{prefix: b.prefix, run: run, remotes: remotes, pool: b.pool, span: b.warmup + b.duration}); err != nil {
+			env := benchEnv{prefix: b.prefix, run: run, remotes: remotes, pool: b.pool, span: b.warmup + b.duration}
+			if b.pool == 0 && poolOps[b.op] {
+				if env.pool, err = calibratePool(setupOp, env); err != nil {
+					return fmt.Errorf("--op %s: sizing the pool of the run with %d clients: %w", b.op, clients, err)
+				}
+			}
+			if op, note, err = setupOp(env); err != nil {
 				return fmt.Errorf("--op %s: the setup of the run with %d clients: %w", b.op, clients, err)
 			}
 			if !b.out.json() {

@@ -54,13 +54,20 @@ func TestBenchDomainOps(t *testing.T) {
 
 // TestBenchPoolRunsOut: a pool hands each entry out once, and a run that
 // drains it counts one error per client that found none left, saying
-// so, rather than measuring calls that do nothing.
+// so, rather than measuring calls that do nothing; the automatic pool is
+// large enough.
 func TestBenchPoolRunsOut(t *testing.T) {
 	c := clustertest.New(t, clustertest.Options{Nodes: 3})
 	env := map[string]string{"ARBITER_ADDR": c.URL(0) + "," + c.URL(1)}
 	r := benchJSON(t, env, "--op", "claim", "--clients", "2", "--duration", "400ms", "--warmup", "0s", "--pool", "5")
 	if r.Ops != 5 || r.Errors != 2 || !strings.Contains(r.FirstErr, "the 5 entries the setup made ran out") {
 		t.Fatalf("%+v", r)
+	}
+	// Without --pool, a calibration run sizes the pool: enough for the run.
+	for _, clients := range []string{"1", "3"} {
+		if r := benchJSON(t, env, "--op", "claim", "--clients", clients, "--duration", "300ms", "--warmup", "100ms"); r.Ops == 0 || r.Errors != 0 {
+			t.Fatalf("a calibrated pool, %s clients: %+v", clients, r)
+		}
 	}
 	if u := runCLI(t, env, "", "bench", "--op", "publish", "--clients", "257"); u.status != exitUsage {
 		t.Fatalf("publish with 257 clients: status %d, %s", u.status, u.stderr)

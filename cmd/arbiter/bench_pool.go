@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/arbiterhq/arbiter/cluster"
+	"github.com/arbiterhq/arbiter/internal/loadgen"
 	"github.com/arbiterhq/arbiter/retry"
 )
 
@@ -45,20 +46,52 @@ const setupCallWait = time.Minute
 // leftovers lands as work inside a later measured run.
 const benchTTL = 24 * time.Hour
 
-// autoPool is the pool of a run of span (warmup plus measured time) with
-// clients clients when --pool is 0: room for 1,500 calls a second per
-// client, at most 6,000 a second, and 64 more per client, within
-// maxBenchPool. That is above what a 3-node cluster that syncs its log
-// sustained for any op on the project's 2-core machine (at most 900 a
-// second with 1 client, 5,400 with 64), and no more: every entry stays
-// in the cluster's memory (a node's RSS grew by about 13 KB per item
-// admitted, claimed and completed). A run that drains its pool says so
-// (errPoolRanOut); bench/ops.sh sizes each pool from the round's create
-// rate instead.
-func autoPool(clients int, span time.Duration) int {
-	rate := min(1500*clients, 6000)
-	n := int(span.Seconds()*float64(rate)) + 64*clients
-	return min(n, maxBenchPool)
+// poolOps are the ops whose calls consume a pool.
+var poolOps = map[string]bool{"acquire": true, "release": true, "claim": true, "complete": true, "hold-reserve": true, "hold-release": true}
+
+// The automatic pool (--pool 0) is sized by measuring: a calibration run
+// (its own small setup, then calibrateFor of the op, nothing reported)
+// gives the op's rate on this cluster now, and the pool is poolMargin
+// times that over the run's span, plus 64 entries per client. Every
+// entry stays in the nodes' memory (a node's RSS grew by about 10 KB per
+// item admitted, claimed and completed), so a pool sized for the
+// fastest op on a quiet machine would, for the others, leave gigabytes
+// behind on a machine that is shared. A run that drains its pool anyway
+// says so (errPoolRanOut).
+const (
+	calibrateFor = 500 * time.Millisecond
+	poolMargin   = 1.5
+)
+
+// calibrationPool is the calibration's pool: room for 1,500 calls a
+// second per client, at most 6,000 a second, and 64 more per client.
+// That is above what a 3-node cluster syncing its log sustained for any
+// op on the project's 2-core machine (at most 900 a second with 1 client,
+// 6,000 with 64); if the calibration drains it anyway, the op's rate is
+// taken as twice what the pool held.
+func calibrationPool(clients int) int {
+	return int(calibrateFor.Seconds()*float64(min(1500*clients, 6000))) + 64*clients
+}
+
+// calibratePool measures the op setup builds, as described above, and
+// returns the pool of the run env describes.
+func calibratePool(setup func(benchEnv) (loadgen.Op, string, error), env benchEnv) (int, error) {
+	clients := len(env.remotes)
+	cal := env
+	cal.prefix, cal.pool, cal.span = env.prefix+"-calibration", calibrationPool(clients), calibrateFor
+	op, _, err := setup(cal)
+	if err != nil {
+		return 0, err
+	}
+	res := loadgen.Run(context.Background(), clients, 0, calibrateFor, op)
+	rate := res.OpsPerSec()
+	switch {
+	case res.Ops == 0:
+		return 0, fmt.Errorf("no call of the calibration run succeeded (%d errors; first: %v)", res.Errors, res.FirstErr)
+	case res.Ops+res.Errors >= cal.pool: // drained, or nearly: the rate is more than it shows
+		rate = 2 * float64(cal.pool) / calibrateFor.Seconds()
+	}
+	return min(int(poolMargin*rate*env.span.Seconds())+64*clients, maxBenchPool), nil
 }
 
 // benchPool hands out the entries a setup made, each once, to every
