@@ -140,8 +140,24 @@ domains)
   # measure OP CLIENTS ROUND: one bench run; the servers' CPU is read over
   # its measured window, which starts a warmup after bench announces it
   # (after the op's setup, which is not measured).
+  # wait_quiet: until the servers spend less than a quarter of a core
+  # (a snapshot of the state an earlier run left, its followers catching
+  # up), at most 60 s, so that one run's aftermath does not land in the
+  # next one's window.
+  wait_quiet() {
+    local a b hz
+    hz=$(getconf CLK_TCK)
+    for _ in $(seq 1 60); do
+      a=$(cpu_ticks "${servers[@]}")
+      sleep 1
+      b=$(cpu_ticks "${servers[@]}")
+      [ $((b - a)) -lt $((hz / 4)) ] && return 0
+    done
+    echo "  (the servers were still busy after 60 s)"
+  }
   measure() {
     local op=$1 c=$2 round=$3 t0 t1 line
+    wait_quiet
     "$A" bench --addr "$(addrs 3800)" --op "$op" --clients "$c" --duration "$duration" --warmup "${warmup_s}s" \
       --prefix "ops-$round-$c-$op" --announce >"$work/out" 2>"$work/err" &
     local load=$!

@@ -52,12 +52,15 @@ var poolOps = map[string]bool{"acquire": true, "release": true, "claim": true, "
 // The automatic pool (--pool 0) is sized by measuring: a calibration run
 // (its own small setup, then calibrateFor of the op, nothing reported)
 // gives the op's rate on this cluster now, and the pool is poolMargin
-// times that over the run's span, plus 64 entries per client. Every
-// entry stays in the nodes' memory (a node's RSS grew by about 10 KB per
-// item admitted, claimed and completed), so a pool sized for the
-// fastest op on a quiet machine would, for the others, leave gigabytes
-// behind on a machine that is shared. A run that drains its pool anyway
-// says so (errPoolRanOut).
+// times that over the run's span, plus 64 entries per client. The rate
+// is the larger of the calls a second the calibration made and what its
+// median latency allows its clients (clients / p50), so that one stall
+// in so short a run (a snapshot, a collection of a large heap) does not
+// shrink the pool. Every entry stays in the nodes' memory (a node's RSS
+// grew by about 10 KB per item admitted, claimed and completed), so a
+// pool sized for the fastest op on a quiet machine would, for the others,
+// leave gigabytes behind on a machine that is shared. A run that drains
+// its pool anyway says so (errPoolRanOut).
 const (
 	calibrateFor = 500 * time.Millisecond
 	poolMargin   = 1.5
@@ -66,9 +69,9 @@ const (
 // calibrationPool is the calibration's pool: room for 1,500 calls a
 // second per client, at most 6,000 a second, and 64 more per client.
 // That is above what a 3-node cluster syncing its log sustained for any
-// op on the project's 2-core machine (at most 900 a second with 1 client,
-// 6,000 with 64); if the calibration drains it anyway, the op's rate is
-// taken as twice what the pool held.
+// op on the project's 2-core machine (at most 1,100 a second with 1
+// client, 6,000 with 64); if the calibration drains it anyway, the op's
+// rate is taken as twice what the pool held.
 func calibrationPool(clients int) int {
 	return int(calibrateFor.Seconds()*float64(min(1500*clients, 6000))) + 64*clients
 }
@@ -84,12 +87,15 @@ func calibratePool(setup func(benchEnv) (loadgen.Op, string, error), env benchEn
 		return 0, err
 	}
 	res := loadgen.Run(context.Background(), clients, 0, calibrateFor, op)
-	rate := res.OpsPerSec()
-	switch {
-	case res.Ops == 0:
+	if res.Ops == 0 {
 		return 0, fmt.Errorf("no call of the calibration run succeeded (%d errors; first: %v)", res.Errors, res.FirstErr)
-	case res.Ops+res.Errors >= cal.pool: // drained, or nearly: the rate is more than it shows
-		rate = 2 * float64(cal.pool) / calibrateFor.Seconds()
+	}
+	rate := res.OpsPerSec()
+	if res.P50 > 0 {
+		rate = max(rate, float64(clients)/res.P50.Seconds())
+	}
+	if res.Ops+res.Errors >= cal.pool { // drained, or nearly: the rate is more than it shows
+		rate = max(rate, 2*float64(cal.pool)/calibrateFor.Seconds())
 	}
 	return min(int(poolMargin*rate*env.span.Seconds())+64*clients, maxBenchPool), nil
 }
