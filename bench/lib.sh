@@ -1,7 +1,7 @@
 # Shared by bench/compare.sh and bench/cpuab.sh (source it; it sets no
 # options of its own): a 3-node arbiter cluster on 127.0.0.1 and the CPU
 # its processes spend. bench/ops.sh and bench/memory.sh use its
-# refuse_taken. The caller keeps the PIDs it starts in the array
+# refuse_taken, cpu_ticks and snapshots. The caller keeps the PIDs it starts in the array
 # pids and stops them.
 
 # wait_http URL: until URL answers 2xx, up to 30 s.
@@ -70,4 +70,13 @@ cpu_ticks() {
 mallocs() {
   local u
   for u in "$@"; do curl -sf "$u/metrics"; done | awk '/^go_memstats_mallocs_total/ { n += $2 } END { printf "%.0f\n", n }'
+}
+
+# snapshots URL...: the raft snapshots the nodes at URL... have written
+# since they started, summed (arbiter_snapshot_persist_duration_seconds_count
+# of each /metrics): a window in which one ran paid for writing the whole
+# state, whatever the load in it.
+snapshots() {
+  local u
+  for u in "$@"; do curl -sf "$u/metrics"; done | awk '/^arbiter_snapshot_persist_duration_seconds_count/ { n += $2 } END { printf "%.0f\n", n }'
 }

@@ -48,7 +48,7 @@ trap cleanup EXIT
 A=$work/arbiter
 
 # shellcheck source=bench/lib.sh
-source "$root/bench/lib.sh" # refuse_taken, cpu_ticks; its wait_http is replaced below
+source "$root/bench/lib.sh" # refuse_taken, cpu_ticks, snapshots; its wait_http is replaced below
 
 wait_http() { # url [token]
   for _ in $(seq 1 200); do curl -sf ${2:+-H "Authorization: Bearer $2"} "$1" >/dev/null 2>&1 && return 0; sleep 0.1; done
@@ -156,7 +156,8 @@ domains)
     echo "  (the servers were still busy after 60 s)"
   }
   measure() {
-    local op=$1 c=$2 round=$3 t0 t1 line
+    local op=$1 c=$2 round=$3 t0 t1 s0 s1 line nodes
+    IFS=, read -r -a nodes <<<"$(addrs 3800)"
     wait_quiet
     "$A" bench --addr "$(addrs 3800)" --op "$op" --clients "$c" --duration "$duration" --warmup "${warmup_s}s" \
       --prefix "ops-$round-$c-$op" --announce >"$work/out" 2>"$work/err" &
@@ -168,8 +169,10 @@ domains)
     done
     sleep "$warmup_s"
     t0=$(cpu_ticks "${servers[@]}")
+    s0=$(snapshots "${nodes[@]}")
     sleep "$duration_s"
     t1=$(cpu_ticks "${servers[@]}")
+    s1=$(snapshots "${nodes[@]}")
     if ! wait "$load"; then
       cat "$work/out" "$work/err" >&2
       return 1
@@ -177,14 +180,14 @@ domains)
     grep -v '^bench: measuring' "$work/err" >&2 || true
     tail -n +2 "$work/out"
     line=$(grep 'ops/s=' "$work/out" | tail -1)
-    awk -v line="$line" -v op="$op" -v round="$round" -v results="$work/results" -v ticks=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v secs="$duration_s" '
+    awk -v line="$line" -v op="$op" -v round="$round" -v results="$work/results" -v snaps=$((s1 - s0)) -v ticks=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v secs="$duration_s" '
       function ms(v) { if (v ~ /µs$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
       BEGIN {
         n = split(line, f, /[ =]+/)
         for (i = 1; i < n; i++) v[f[i]] = f[i + 1]
         cpu = v["ops"] > 0 ? ticks / hz / v["ops"] * 1e6 : 0
-        printf "  server CPU: %.0f us per operation (%.1f s over the window, three members)\n", cpu, ticks / hz
-        printf "%s %s %s %s %.3f %.3f %.0f %s\n", round, op, v["clients"], v["ops/s"], ms(v["p50"]), ms(v["p99"]), cpu, v["errors"] >> results
+        printf "  server CPU: %.0f us per operation (%.1f s over the window, three members; %d snapshot(s) written in it)\n", cpu, ticks / hz, snaps
+        printf "%s %s %s %s %.3f %.3f %.0f %s %d\n", round, op, v["clients"], v["ops/s"], ms(v["p50"]), ms(v["p99"]), cpu, v["errors"], snaps >> results
       }'
   }
   for r in $(seq 1 "$rounds"); do
@@ -206,15 +209,15 @@ domains)
     {
       k = $2 SUBSEP $3
       if (!(k in seen)) { seen[k] = 1; order[++m] = k }
-      ops[k] = ops[k] " " $4; p50[k] = p50[k] " " $5; p99[k] = p99[k] " " $6; cpu[k] = cpu[k] " " $7; errs[k] += $8
+      ops[k] = ops[k] " " $4; p50[k] = p50[k] " " $5; p99[k] = p99[k] " " $6; cpu[k] = cpu[k] " " $7; errs[k] += $8; snaps[k] += $9
     }
     END {
-      printf "| op | clients | ops/s | p50 ms | p99 ms | server CPU us/op | vs create | errors |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+      printf "| op | clients | ops/s | p50 ms | p99 ms | server CPU us/op | vs create | errors | snapshots in the windows |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
       for (i = 1; i <= m; i++) {
         split(order[i], kc, SUBSEP)
         base = median(ops["create" SUBSEP kc[2]])
-        printf "| %s | %s | %.0f | %.2f | %.2f | %.0f | %.2f | %d |\n", kc[1], kc[2], median(ops[order[i]]), median(p50[order[i]]),
-          median(p99[order[i]]), median(cpu[order[i]]), (base > 0 ? median(ops[order[i]]) / base : 0), errs[order[i]]
+        printf "| %s | %s | %.0f | %.2f | %.2f | %.0f | %.2f | %d | %d |\n", kc[1], kc[2], median(ops[order[i]]), median(p50[order[i]]),
+          median(p99[order[i]]), median(cpu[order[i]]), (base > 0 ? median(ops[order[i]]) / base : 0), errs[order[i]], snaps[order[i]]
       }
     }' "$work/results"
   ;;
