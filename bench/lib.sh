@@ -1,7 +1,7 @@
 # Shared by bench/compare.sh and bench/cpuab.sh (source it; it sets no
 # options of its own): a 3-node arbiter cluster on 127.0.0.1 and the CPU
 # its processes spend. bench/ops.sh and bench/memory.sh use its
-# refuse_taken, cpu_ticks and snapshots. The caller keeps the PIDs it starts in the array
+# refuse_taken, cpu_ticks, snapshots and gc_cycles. The caller keeps the PIDs it starts in the array
 # pids and stops them.
 
 # wait_http URL: until URL answers 2xx, up to 30 s.
@@ -80,3 +80,13 @@ snapshots() {
   local u
   for u in "$@"; do curl -sf "$u/metrics"; done | awk '/^arbiter_snapshot_persist_duration_seconds_count/ { n += $2 } END { printf "%.0f\n", n }'
 }
+
+# gc_cycles URL...: the garbage collections the nodes at URL... have
+# finished since they started, summed (go_gc_duration_seconds_count): a
+# collection marks the whole live heap, which a long-lived bench cluster
+# makes large.
+gc_cycles() {
+  local u
+  for u in "$@"; do curl -sf "$u/metrics"; done | awk '/^go_gc_duration_seconds_count/ { n += $2 } END { printf "%.0f\n", n }'
+}
+

@@ -48,7 +48,7 @@ trap cleanup EXIT
 A=$work/arbiter
 
 # shellcheck source=bench/lib.sh
-source "$root/bench/lib.sh" # refuse_taken, cpu_ticks, snapshots; its wait_http is replaced below
+source "$root/bench/lib.sh" # refuse_taken, cpu_ticks, snapshots, gc_cycles; its wait_http is replaced below
 
 wait_http() { # url [token]
   for _ in $(seq 1 200); do curl -sf ${2:+-H "Authorization: Bearer $2"} "$1" >/dev/null 2>&1 && return 0; sleep 0.1; done
@@ -156,7 +156,7 @@ domains)
     echo "  (the servers were still busy after 60 s)"
   }
   measure() {
-    local op=$1 c=$2 round=$3 t0 t1 s0 s1 line nodes
+    local op=$1 c=$2 round=$3 t0 t1 s0 s1 g0 g1 line nodes
     IFS=, read -r -a nodes <<<"$(addrs 3800)"
     wait_quiet
     "$A" bench --addr "$(addrs 3800)" --op "$op" --clients "$c" --duration "$duration" --warmup "${warmup_s}s" \
@@ -170,9 +170,11 @@ domains)
     sleep "$warmup_s"
     t0=$(cpu_ticks "${servers[@]}")
     s0=$(snapshots "${nodes[@]}")
+    g0=$(gc_cycles "${nodes[@]}")
     sleep "$duration_s"
     t1=$(cpu_ticks "${servers[@]}")
     s1=$(snapshots "${nodes[@]}")
+    g1=$(gc_cycles "${nodes[@]}")
     if ! wait "$load"; then
       cat "$work/out" "$work/err" >&2
       return 1
@@ -180,13 +182,13 @@ domains)
     grep -v '^bench: measuring' "$work/err" >&2 || true
     tail -n +2 "$work/out"
     line=$(grep 'ops/s=' "$work/out" | tail -1)
-    awk -v line="$line" -v op="$op" -v round="$round" -v results="$work/results" -v snaps=$((s1 - s0)) -v ticks=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v secs="$duration_s" '
+    awk -v line="$line" -v op="$op" -v round="$round" -v results="$work/results" -v snaps=$((s1 - s0)) -v gcs=$((g1 - g0)) -v ticks=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v secs="$duration_s" '
       function ms(v) { if (v ~ /µs$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
       BEGIN {
         n = split(line, f, /[ =]+/)
         for (i = 1; i < n; i++) v[f[i]] = f[i + 1]
         cpu = v["ops"] > 0 ? ticks / hz / v["ops"] * 1e6 : 0
-        printf "  server CPU: %.0f us per operation (%.1f s over the window, three members; %d snapshot(s) written in it)\n", cpu, ticks / hz, snaps
+        printf "  server CPU: %.0f us per operation (%.1f s over the window, three members; %d snapshot(s) and %d garbage collection(s) in it)\n", cpu, ticks / hz, snaps, gcs
         printf "%s %s %s %s %.3f %.3f %.0f %s %d\n", round, op, v["clients"], v["ops/s"], ms(v["p50"]), ms(v["p99"]), cpu, v["errors"], snaps >> results
       }'
   }

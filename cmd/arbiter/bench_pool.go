@@ -63,7 +63,7 @@ var poolOps = map[string]bool{"acquire": true, "release": true, "claim": true, "
 // its pool anyway says so (errPoolRanOut).
 const (
 	calibrateFor = 500 * time.Millisecond
-	poolMargin   = 1.5
+	poolMargin   = 1.25
 )
 
 // calibrationPool is the calibration's pool: room for 1,500 calls a
