@@ -73,12 +73,14 @@ mallocs() {
 }
 
 # snapshots URL...: the raft snapshots the nodes at URL... have written
-# since they started, summed (arbiter_snapshot_persist_duration_seconds_count
-# of each /metrics): a window in which one ran paid for writing the whole
-# state, whatever the load in it.
+# or loaded (a lagging follower's install) since they started, summed
+# (arbiter_snapshot_persist_duration_seconds_count and
+# arbiter_snapshot_restore_duration_seconds_count of each /metrics): a
+# window in which one ran paid for the whole state, whatever its load.
 snapshots() {
   local u
-  for u in "$@"; do curl -sf "$u/metrics"; done | awk '/^arbiter_snapshot_persist_duration_seconds_count/ { n += $2 } END { printf "%.0f\n", n }'
+  for u in "$@"; do curl -sf "$u/metrics"; done |
+    awk '/^arbiter_snapshot_(persist|restore)_duration_seconds_count/ { n += $2 } END { printf "%.0f\n", n }'
 }
 
 # gc_cycles URL...: the garbage collections the nodes at URL... have

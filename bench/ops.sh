@@ -156,11 +156,11 @@ domains)
     echo "  (the servers were still busy after 60 s)"
   }
   measure() {
-    local op=$1 c=$2 round=$3 t0 t1 s0 s1 g0 g1 line nodes
+    local op=$1 c=$2 round=$3 pool=${4:-0} t0 t1 s0 s1 g0 g1 line nodes drained
     IFS=, read -r -a nodes <<<"$(addrs 3800)"
     wait_quiet
     "$A" bench --addr "$(addrs 3800)" --op "$op" --clients "$c" --duration "$duration" --warmup "${warmup_s}s" \
-      --prefix "ops-$round-$c-$op" --announce >"$work/out" 2>"$work/err" &
+      --prefix "ops-$round-$c-$op-$pool" --pool "$pool" --announce >"$work/out" 2>"$work/err" &
     local load=$!
     # The setup is bounded by bench's own (it ends bench when it fails).
     until grep -q '^bench: measuring' "$work/err"; do
@@ -181,6 +181,14 @@ domains)
     fi
     grep -v '^bench: measuring' "$work/err" >&2 || true
     tail -n +2 "$work/out"
+    # A pool the calibration sized too small (a stall in it) drained: once
+    # more, with twice that pool.
+    drained=$(sed -n 's/.*first error: the \([0-9]*\) entries the setup made ran out.*/\1/p' "$work/out")
+    if [ -n "$drained" ] && [ "$pool" = 0 ]; then
+      echo "  (the pool drained: again with --pool $((2 * drained)))"
+      measure "$op" "$c" "$round" $((2 * drained))
+      return
+    fi
     line=$(grep 'ops/s=' "$work/out" | tail -1)
     awk -v line="$line" -v op="$op" -v round="$round" -v results="$work/results" -v snaps=$((s1 - s0)) -v gcs=$((g1 - g0)) -v ticks=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v secs="$duration_s" '
       function ms(v) { if (v ~ /µs$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }

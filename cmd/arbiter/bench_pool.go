@@ -49,31 +49,33 @@ const benchTTL = 24 * time.Hour
 // poolOps are the ops whose calls consume a pool.
 var poolOps = map[string]bool{"acquire": true, "release": true, "claim": true, "complete": true, "hold-reserve": true, "hold-release": true}
 
-// The automatic pool (--pool 0) is sized by measuring: a calibration run
-// (its own small setup, then calibrateFor of the op, nothing reported)
-// gives the op's rate on this cluster now, and the pool is poolMargin
-// times that over the run's span, plus 64 entries per client. The rate
-// is the larger of the calls a second the calibration made and what its
-// median latency allows its clients (clients / p50), so that one stall
-// in so short a run (a snapshot, a collection of a large heap) does not
-// shrink the pool. Every entry stays in the nodes' memory (a node's RSS
-// grew by about 10 KB per item admitted, claimed and completed), so a
-// pool sized for the fastest op on a quiet machine would, for the others,
-// leave gigabytes behind on a machine that is shared. A run that drains
-// its pool anyway says so (errPoolRanOut).
+// The automatic pool (--pool 0) is sized by measuring: calibration runs
+// (one small setup, then calibrations runs of calibrateFor each of the
+// op, nothing reported) give the op's rate on this cluster now, and the
+// pool is poolMargin times that over the run's span, plus 64 entries per
+// client. The rate is the largest, over the calibration runs, of the
+// calls a second each made and of what its median latency allows its
+// clients (clients / p50), so that a stall in one short run (a
+// snapshot, a collection of a large heap) does not shrink the pool.
+// Every entry stays in the nodes' memory (a node's RSS grew by about
+// 10 KB per item admitted, claimed and completed), so a pool sized for
+// the fastest op on a quiet machine would, for the others, leave
+// gigabytes behind on a machine that is shared. A run that drains its
+// pool anyway says so (errPoolRanOut).
 const (
-	calibrateFor = 500 * time.Millisecond
-	poolMargin   = 1.25
+	calibrateFor = 300 * time.Millisecond
+	calibrations = 3
+	poolMargin   = 1.5
 )
 
-// calibrationPool is the calibration's pool: room for 1,500 calls a
+// calibrationPool is the calibrations' pool: room for 1,500 calls a
 // second per client, at most 6,000 a second, and 64 more per client.
 // That is above what a 3-node cluster syncing its log sustained for any
 // op on the project's 2-core machine (at most 1,100 a second with 1
-// client, 6,000 with 64); if the calibration drains it anyway, the op's
+// client, 6,000 with 64); if the calibrations drain it anyway, the op's
 // rate is taken as twice what the pool held.
 func calibrationPool(clients int) int {
-	return int(calibrateFor.Seconds()*float64(min(1500*clients, 6000))) + 64*clients
+	return int(calibrations*calibrateFor.Seconds()*float64(min(1500*clients, 6000))) + 64*clients
 }
 
 // calibratePool measures the op setup builds, as described above, and
@@ -81,21 +83,27 @@ func calibrationPool(clients int) int {
 func calibratePool(setup func(benchEnv) (loadgen.Op, string, error), env benchEnv) (int, error) {
 	clients := len(env.remotes)
 	cal := env
-	cal.prefix, cal.pool, cal.span = env.prefix+"-calibration", calibrationPool(clients), calibrateFor
+	cal.prefix, cal.pool, cal.span = env.prefix+"-calibration", calibrationPool(clients), calibrations*calibrateFor
 	op, _, err := setup(cal)
 	if err != nil {
 		return 0, err
 	}
-	res := loadgen.Run(context.Background(), clients, 0, calibrateFor, op)
-	if res.Ops == 0 {
-		return 0, fmt.Errorf("no call of the calibration run succeeded (%d errors; first: %v)", res.Errors, res.FirstErr)
+	var rate float64
+	used, ok := 0, 0
+	for range calibrations {
+		res := loadgen.Run(context.Background(), clients, 0, calibrateFor, op)
+		used += res.Ops + res.Errors
+		ok += res.Ops
+		rate = max(rate, res.OpsPerSec())
+		if res.P50 > 0 {
+			rate = max(rate, float64(clients)/res.P50.Seconds())
+		}
 	}
-	rate := res.OpsPerSec()
-	if res.P50 > 0 {
-		rate = max(rate, float64(clients)/res.P50.Seconds())
+	if ok == 0 {
+		return 0, fmt.Errorf("no call of the calibration runs succeeded")
 	}
-	if res.Ops+res.Errors >= cal.pool { // drained, or nearly: the rate is more than it shows
-		rate = max(rate, 2*float64(cal.pool)/calibrateFor.Seconds())
+	if used >= cal.pool { // drained, or nearly: the rate is more than it shows
+		rate = max(rate, 2*float64(cal.pool)/cal.span.Seconds())
 	}
 	return min(int(poolMargin*rate*env.span.Seconds())+64*clients, maxBenchPool), nil
 }
