@@ -32,7 +32,16 @@ func (a *app) benchCommand() *cobra.Command {
 --duration after --warmup, spreading clients over the --addr nodes, and
 prints ops/s and p50/p99/p999 latency per run (BENCHMARKS.md). Calls that
 fail are counted and the first failure is shown; a run in which every call
-failed (a wrong --addr, a cluster that is down) ends bench with exit status 1.`,
+failed (a wrong --addr, a cluster that is down) ends bench with exit status 1.
+
+Every op measures one command, and counts a call whose answer is not what
+it measures (a claim that claimed nothing) as failed. Ops that consume what
+another command made (claim, complete, hold-reserve, hold-release, acquire,
+release) take it from a pool that a setup, not measured, makes before each
+run (--pool); a run that uses up its pool says so. What the setups make
+stays in the cluster. publish takes its lease in each call: its latency is
+the publish's, its ops/s the whole cycle's. bench/ops.sh domains runs them
+all with the servers' CPU per operation.`,
 		Args: cobra.NoArgs,
 	}
 	fs := cmd.Flags()
