@@ -57,10 +57,10 @@ var poolOps = map[string]bool{"acquire": true, "release": true, "claim": true, "
 // calls a second each made and of what its median latency allows its
 // clients (clients / p50), so that a stall in one short run (a
 // snapshot, a collection of a large heap) does not shrink the pool.
-// Every entry stays in the nodes' memory (a node's RSS grew by about
-// 10 KB per item admitted, claimed and completed), so a pool sized for
-// the fastest op on a quiet machine would, for the others, leave
-// gigabytes behind on a machine that is shared. A run that drains its
+// Every entry stays in the nodes' memory (roughly 10 KB of each node's
+// RSS per entry in BENCHMARKS.md's "Every domain, one run"), so a pool
+// sized for the fastest op on a quiet machine would, for the others,
+// leave gigabytes behind on a machine that is shared. A run that drains its
 // pool anyway says so (errPoolRanOut).
 const (
 	calibrateFor = 300 * time.Millisecond
