@@ -804,7 +804,7 @@ func TestIsolationMatrix(t *testing.T) {
 			valid: valid("peer", internalQuery, 200), node: func() int { return c.WaitLeader(10 * time.Second) }},
 		{route: "GET /healthz", access: isoPublic, valid: valid("", nil, 200)},
 		{route: "GET /readyz", access: isoPublic, valid: valid("", nil, 200)},
-		{route: "GET /metrics", access: isoPublic, valid: valid("", nil, 200)},
+		{route: "GET /metrics", access: isoPrincipal, valid: readA(200)},
 		{route: "GET /v1/cluster/snapshot", access: isoAdmin, body: same(nil), valid: valid("admin", nil, 200),
 			node: func() int { return c.WaitLeader(10 * time.Second) },
 			after: func(t *testing.T, r isoReply) {

@@ -122,7 +122,7 @@ func newMetrics(n *Node) *metrics {
 			}
 			return -1
 		}),
-		gauge("arbiter_fsm_handler_panics", "Handler panics turned into internal errors (a bug if not 0).", func() float64 { return float64(n.fsm.Panics()) }),
+		counter("arbiter_fsm_handler_panics_total", "Handler panics turned into internal errors (a bug if not 0).", func() float64 { return float64(n.fsm.Panics()) }),
 		gauge("arbiter_fsm_halted", "1 if this replica met an enabled command its binary cannot apply and stopped applying.", func() float64 {
 			if n.fsm.Halted() != nil {
 				return 1

@@ -43,6 +43,8 @@ type Node struct {
 	mux            *http.ServeMux // the API: the host's routes and every domain's
 	routeTable     []RouteInfo
 	httpSrv        *http.Server
+	metricsSrv     *http.Server // Config.MetricsAddr's, or nil
+	metricsLn      net.Listener
 	raftAddr       string // advertised raft address
 	logStore       string // the log store of the data directory (log.StoreWAL, log.StoreBolt); "" for Config.Stores
 	apiAddr        string // advertised API host:port
@@ -218,8 +220,25 @@ func (n *Node) Start(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	if n.cfg.MetricsAddr != "" {
+		mln, err := net.Listen("tcp", n.cfg.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("cluster: listen on %s (%s): %w", n.cfg.MetricsAddr, n.cfg.name("MetricsAddr"), err)
+		}
+		n.metricsLn = mln
+		cleanup = append(cleanup, func() { // Close of a serving server, so that Serve returns ErrServerClosed
+			if n.metricsSrv != nil {
+				_ = n.metricsSrv.Close()
+			} else {
+				_ = mln.Close()
+			}
+		})
+	}
 	n.hurrySoleVoter()
 	n.startHTTP(ln)
+	if n.metricsLn != nil {
+		n.startMetrics(n.metricsLn)
+	}
 	// From here the server owns the listener: closing the server, not the
 	// listener, makes Serve return ErrServerClosed instead of an error.
 	// Then, as in stop, the background goroutines end (they watch n.ctx)
@@ -434,6 +453,9 @@ func (n *Node) stop(ctx context.Context, transfer bool) error {
 			_ = n.httpSrv.Close()
 		}
 		cancel()
+		if n.metricsSrv != nil {
+			_ = n.metricsSrv.Close()
+		}
 		if transfer {
 			n.snapshotBeforeStop(ctx)
 		}
