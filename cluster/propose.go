@@ -27,7 +27,9 @@ func (n *Node) Propose(ctx context.Context, cmd arblog.Command) (*fsm.Response, 
 	if err := n.gate(ctx, cmd); err != nil {
 		return nil, err
 	}
+	began := time.Now()
 	res, err := n.propose(ctx, cmd)
+	n.metrics.observeCommand(n, cmd.Type, time.Since(began), res, err)
 	return res, errs.AdviseRetry(err, cmd.IdemKey)
 }
 

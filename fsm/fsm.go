@@ -60,6 +60,7 @@ type FSM struct {
 	enabled atomic.Pointer[Capabilities]
 	members atomic.Pointer[membersAt]
 	panics  atomic.Uint64 // handler panics turned into internal errors
+	tallies tallies       // applied commands by type and outcome (tally.go)
 	rewinds atomic.Uint64 // restores behind the applied index
 	halted  atomic.Pointer[Halt]
 	// Effects run and failed (see Effect).
