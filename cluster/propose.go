@@ -227,14 +227,8 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // sleep is sleepCtx that also ends when the node stops.
 func (n *Node) sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-n.ctx.Done():
-		return n.ctx.Err()
-	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(n.ctx, cancel)()
+	return sleepCtx(ctx, d)
 }
