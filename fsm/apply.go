@@ -177,10 +177,16 @@ func (f *FSM) applyCommand(txn *statestore.Txn, m *meta, index uint64, data []by
 		return refuse(errs.Errorf(errs.CodeInvalid, "%s: unsupported version %d (max %d)", spec.Name, cmd.Version, spec.MaxVersion))
 	}
 	m.Now = max(m.Now, cmd.Stamp)
+	var ledgerKey string
 	if cmd.IdemKey != "" {
-		if res, done := f.consultLedger(txn, &cmd, m); done {
+		key, e := ledgerID(spec, &cmd, m)
+		if e != nil {
+			return refuse(e)
+		}
+		if res, done := f.consultLedger(txn, &cmd, key, m); done {
 			return res, nil, clean
 		}
+		ledgerKey = key
 	}
 
 	tx := &Tx{Now: m.Now, Index: index, Principal: cmd.Principal, Adapter: cmd.Adapter, txn: txn, meta: m}
@@ -207,7 +213,7 @@ func (f *FSM) applyCommand(txn *statestore.Txn, m *meta, index uint64, data []by
 	}
 	recorded := cmd.IdemKey != "" && !tx.refused
 	if recorded {
-		if err := recordLedger(txn, m, &cmd, res); err != nil {
+		if err := recordLedger(txn, m, &cmd, ledgerKey, res); err != nil {
 			return failed(errs.Errorf(errs.CodeInternal, "%s: idempotency ledger: %v", spec.Name, err), dirty)
 		}
 	}
