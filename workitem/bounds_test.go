@@ -381,22 +381,24 @@ func validRaw() rawSubmit {
 		CatalogDigest: "c", ModelDigest: "m", MaxAttempts: 1, Metadata: []byte("{}"), MaxTenantInFlight: 10}}
 }
 
-// scopeOf is the service's idempotency scope of an admission.
-func scopeOf(tenant, graph string) string {
-	cmd, _ := captureEnvelope(tenant, graph)
+// scopeOf is the service's idempotency scope of an admission in the
+// cluster r reads (nil: one whose enabled set cannot be read).
+func scopeOf(r fsm.Reader, tenant, graph string) string {
+	cmd, _ := captureEnvelope(r, tenant, graph)
 	return cmd.IdemScope
 }
 
-// captureEnvelope learns the envelope the service builds for a submit.
-func captureEnvelope(tenant, graph string) (log.Command, error) {
+// captureEnvelope learns the envelope the service builds for a submit
+// in the cluster r reads.
+func captureEnvelope(r fsm.Reader, tenant, graph string) (log.Command, error) {
 	var got log.Command
 	p := proposerFunc(func(cmd log.Command) (*fsm.Response, error) {
 		got = cmd
 		return &fsm.Response{Err: errs.New(errs.CodeUnavailable, "captured")}, nil
 	})
-	r := req("capture")
-	r.TenantRef, r.GraphRef = tenant, graph
-	_, err := workitem.NewService(p, nil).Submit(bg, r)
+	rq := req("capture")
+	rq.TenantRef, rq.GraphRef = tenant, graph
+	_, err := workitem.NewService(p, r).Submit(bg, rq)
 	return got, err
 }
 
@@ -416,7 +418,7 @@ func TestApplyValidatesAgain(t *testing.T) {
 			t.Errorf("%s: the state changed", what)
 		}
 	}
-	scope := scopeOf("t", "default")
+	scope := scopeOf(l, "t", "default")
 	for what, change := range map[string]func(*rawSubmit){
 		"priority 1025":          func(r *rawSubmit) { r.Item.Priority = 1025 },
 		"non-canonical metadata": func(r *rawSubmit) { r.Item.Metadata = []byte(`{ "a":1}`) },
@@ -431,7 +433,7 @@ func TestApplyValidatesAgain(t *testing.T) {
 		propose(what, workitem.CmdSubmit, scope, "key-"+what, r, errs.CodeInvalid)
 	}
 	propose("no idempotency key", workitem.CmdSubmit, "", "", validRaw(), errs.CodeInvalid)
-	propose("another scope", workitem.CmdSubmit, scopeOf("u", "default"), "k", validRaw(), errs.CodeInvalid)
+	propose("another scope", workitem.CmdSubmit, scopeOf(l, "u", "default"), "k", validRaw(), errs.CodeInvalid)
 	big := validRaw()
 	big.Item.InputRef = strings.Repeat("i", workitem.MaxPayloadBytes)
 	propose("a payload over MaxPayloadBytes", workitem.CmdSubmit, scope, "big", big, errs.CodeTooLarge)

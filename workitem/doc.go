@@ -36,11 +36,16 @@
 //
 // # Decisions where the spec and issue are silent
 //
-//   - Idempotency. An admission's key lives in the FSM's ledger (scope:
-//     tenant and graph; the ledger keys by principal too) with the
-//     digest of the whole request, so a retry replays the first result
-//     (Replayed, HTTP 200) and another request under the key is
-//     idempotency_conflict; a single submit and a batch share the scope.
+//   - Idempotency. An admission's key lives in the FSM's ledger, scoped
+//     by (tenant, graph), with the digest of the whole request, so a
+//     retry replays the first result (Replayed, HTTP 200) and another
+//     request under the key is idempotency_conflict; a single submit and
+//     a batch share the scope. The key is the tenant's (ledger.go): from
+//     submit version 3 (claim version 2) on, any member of the tenant
+//     who repeats it gets the first result, and a principal outside the
+//     tenant is refused (403) before the ledger is read; before those
+//     versions the ledger kept keys per principal, and a log from then
+//     replays so. The service sends the scope the enabled version takes.
 //     A batch child's own idempotency_key is optional and only echoed
 //     (the parent's decides). Keys are forgotten after the cluster's
 //     ledger retention (cluster.Config.IdempotencyRetention, 24 h by

@@ -36,9 +36,16 @@ func Module() fsm.Module {
 		Name:   Name,
 		Tables: append(tables(), reservationTables()...),
 		Commands: []fsm.CommandSpec{
-			{Type: CmdSubmit, Name: "workitem_submit", MaxVersion: 2, Apply: applySubmit}, // 2: the extension's closed schema
-			{Type: CmdSubmitBatch, Name: "workitem_submit_batch", MaxVersion: 2, Apply: applySubmitBatch},
-			{Type: CmdClaim, Name: "workitem_claim", MaxVersion: 1, Apply: applyClaim},
+			// submit and submit-batch 2: the extension's closed schema; 3:
+			// keys by tenant (ledger.go), every digest checked, the
+			// extension's sensitive-value rules.
+			{Type: CmdSubmit, Name: "workitem_submit", MaxVersion: 3, Apply: applySubmit,
+				LedgerTenant: scopeTenant(opAdmit), LedgerTenantFrom: admitTenantLedger},
+			{Type: CmdSubmitBatch, Name: "workitem_submit_batch", MaxVersion: 3, Apply: applySubmitBatch,
+				LedgerTenant: scopeTenant(opAdmit), LedgerTenantFrom: admitTenantLedger},
+			// claim 2: keys by tenant.
+			{Type: CmdClaim, Name: "workitem_claim", MaxVersion: 2, Apply: applyClaim,
+				LedgerTenant: scopeTenant(opClaim), LedgerTenantFrom: claimTenantLedger},
 			{Type: CmdComplete, Name: "workitem_complete", MaxVersion: 1, Apply: applyComplete},
 			{Type: CmdCancel, Name: "workitem_cancel", MaxVersion: 1, Apply: applyCancel},
 			{Type: CmdPutHost, Name: "workitem_host_put", MaxVersion: 1, Apply: applyPutHost},

@@ -82,8 +82,8 @@ func admit(tx *fsm.Tx, cmd *log.Command, tenant, graph string, specs []itemSpec,
 	if err := checkMember(tx.Principal, tenant); err != nil {
 		return nil, err
 	}
-	if cmd.IdemKey == "" || cmd.IdemScope != admitScope(tenant, graph) {
-		return nil, fieldErr("idempotency_key", "an admission needs an idempotency key in the scope of its tenant and graph")
+	if err := checkIdemScope(tx, cmd, opAdmit, tenant, graph, admitTenantLedger, "an admission"); err != nil {
+		return nil, err
 	}
 	g, err := getGraph(tx, tenant, graph)
 	if err != nil {
