@@ -102,24 +102,23 @@ func TestSubmitBounds(t *testing.T) {
 		}
 	}
 	ok := map[string]func(*workitem.SubmitRequest){
-		"priority -1024":             func(r *workitem.SubmitRequest) { r.Priority = -workitem.MaxPriority },
-		"priority 1024":              func(r *workitem.SubmitRequest) { r.Priority = workitem.MaxPriority },
-		"max_attempts 1":             func(r *workitem.SubmitRequest) { r.MaxAttempts = 1 },
-		"max_attempts 4096":          func(r *workitem.SubmitRequest) { r.MaxAttempts = workitem.MaxAttempts },
-		"1024 dependencies":          func(r *workitem.SubmitRequest) { r.DependsOn = f.deps },
-		"64 provenance refs":         func(r *workitem.SubmitRequest) { r.ProvenanceRefs = repeat(id512, 64) },
-		"input_ref of 1 MiB":         func(r *workitem.SubmitRequest) { r.InputRef = strings.Repeat("i", workitem.MaxInputRefBytes) },
-		"metadata of 64 KiB":         func(r *workitem.SubmitRequest) { r.Metadata = metadataOf(workitem.MaxMetadataBytes) },
-		"padded metadata":            func(r *workitem.SubmitRequest) { r.Metadata = json.RawMessage(" { \"a\" : 1.0 } ") },
-		"null metadata":              func(r *workitem.SubmitRequest) { r.Metadata = json.RawMessage("null") },
-		"a 512-byte dependency":      func(r *workitem.SubmitRequest) { r.DependsOn = []string{id512} },
-		"deadline_unix 9999-12-31":   func(r *workitem.SubmitRequest) { d := int64(workitem.MaxDeadlineUnix); r.DeadlineUnix = &d },
-		"tenant_ref of 512 bytes":    func(r *workitem.SubmitRequest) { r.TenantRef = id512 },
-		"graph_ref of 512 bytes":     func(r *workitem.SubmitRequest) { r.GraphRef = id512 },
-		"work_item_id of 512 bytes":  func(r *workitem.SubmitRequest) { r.WorkItemID = "z" + id512[1:] },
-		"kind of 512 bytes":          func(r *workitem.SubmitRequest) { r.Kind = id512 },
-		"idempotency key 512 bytes":  func(r *workitem.SubmitRequest) { r.IdempotencyKey = id512 },
-		"policy_digest of 512 bytes": func(r *workitem.SubmitRequest) { r.PolicyDigest = id512 },
+		"priority -1024":            func(r *workitem.SubmitRequest) { r.Priority = -workitem.MaxPriority },
+		"priority 1024":             func(r *workitem.SubmitRequest) { r.Priority = workitem.MaxPriority },
+		"max_attempts 1":            func(r *workitem.SubmitRequest) { r.MaxAttempts = 1 },
+		"max_attempts 4096":         func(r *workitem.SubmitRequest) { r.MaxAttempts = workitem.MaxAttempts },
+		"1024 dependencies":         func(r *workitem.SubmitRequest) { r.DependsOn = f.deps },
+		"64 provenance refs":        func(r *workitem.SubmitRequest) { r.ProvenanceRefs = repeat(id512, 64) },
+		"input_ref of 1 MiB":        func(r *workitem.SubmitRequest) { r.InputRef = strings.Repeat("i", workitem.MaxInputRefBytes) },
+		"metadata of 64 KiB":        func(r *workitem.SubmitRequest) { r.Metadata = metadataOf(workitem.MaxMetadataBytes) },
+		"padded metadata":           func(r *workitem.SubmitRequest) { r.Metadata = json.RawMessage(" { \"a\" : 1.0 } ") },
+		"null metadata":             func(r *workitem.SubmitRequest) { r.Metadata = json.RawMessage("null") },
+		"a 512-byte dependency":     func(r *workitem.SubmitRequest) { r.DependsOn = []string{id512} },
+		"deadline_unix 9999-12-31":  func(r *workitem.SubmitRequest) { d := int64(workitem.MaxDeadlineUnix); r.DeadlineUnix = &d },
+		"tenant_ref of 512 bytes":   func(r *workitem.SubmitRequest) { r.TenantRef = id512 },
+		"graph_ref of 512 bytes":    func(r *workitem.SubmitRequest) { r.GraphRef = id512 },
+		"work_item_id of 512 bytes": func(r *workitem.SubmitRequest) { r.WorkItemID = "z" + id512[1:] },
+		"kind of 512 bytes":         func(r *workitem.SubmitRequest) { r.Kind = id512 },
+		"idempotency key 512 bytes": func(r *workitem.SubmitRequest) { r.IdempotencyKey = id512 },
 	}
 	cap1 := req("cap-1")
 	cap1.MaxTenantInFlight = 1
@@ -160,6 +159,9 @@ func TestSubmitBounds(t *testing.T) {
 		"policy_digest of 513 bytes": {"policy_digest", func(r *workitem.SubmitRequest) { r.PolicyDigest = id513 }},
 		"empty catalog_digest":       {"catalog_digest", func(r *workitem.SubmitRequest) { r.CatalogDigest = "" }},
 		"model_digest of 513 bytes":  {"model_digest", func(r *workitem.SubmitRequest) { r.ModelDigest = id513 }},
+		"policy_digest hello":        {"policy_digest", func(r *workitem.SubmitRequest) { r.PolicyDigest = "hello" }},
+		"catalog_digest uppercase":   {"catalog_digest", func(r *workitem.SubmitRequest) { r.CatalogDigest = strings.ToUpper(catalogDigest) }},
+		"model_digest sha1":          {"model_digest", func(r *workitem.SubmitRequest) { r.ModelDigest = "sha1:" + strings.Repeat("a", 40) }},
 		"idempotency key 513 bytes":  {"idempotency_key", func(r *workitem.SubmitRequest) { r.IdempotencyKey = id513 }},
 		"no idempotency key":         {"idempotency_key", func(r *workitem.SubmitRequest) { r.IdempotencyKey = "" }},
 		"a 513-byte dependency":      {"depends_on[0]", func(r *workitem.SubmitRequest) { r.DependsOn = []string{id513} }},
@@ -377,8 +379,8 @@ type rawItem struct {
 }
 
 func validRaw() rawSubmit {
-	return rawSubmit{TenantRef: "t", GraphRef: "default", Item: rawItem{CommandDigest: digest, Kind: "k", InputRef: "i", PolicyDigest: "p",
-		CatalogDigest: "c", ModelDigest: "m", MaxAttempts: 1, Metadata: []byte("{}"), MaxTenantInFlight: 10}}
+	return rawSubmit{TenantRef: "t", GraphRef: "default", Item: rawItem{CommandDigest: digest, Kind: "k", InputRef: "i", PolicyDigest: policyDigest,
+		CatalogDigest: catalogDigest, ModelDigest: modelDigest, MaxAttempts: 1, Metadata: []byte("{}"), MaxTenantInFlight: 10}}
 }
 
 // scopeOf is the service's idempotency scope of an admission in the

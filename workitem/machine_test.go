@@ -88,8 +88,8 @@ func (mc *wiMachine) ids() []string {
 // those of the model.
 func (mc *wiMachine) spec(t *rapid.T, label string, earlier []string) workitem.SubmitRequest {
 	r := workitem.SubmitRequest{CommandDigest: digest, Kind: rapid.SampledFrom(mKinds).Draw(t, label+"kind"),
-		Priority: rapid.SampledFrom(mPriorities).Draw(t, label+"priority"), InputRef: "in", PolicyDigest: "p", CatalogDigest: "c",
-		ModelDigest: "m", MaxAttempts: rapid.Int64Range(1, 3).Draw(t, label+"attempts"),
+		Priority: rapid.SampledFrom(mPriorities).Draw(t, label+"priority"), InputRef: "in", PolicyDigest: policyDigest, CatalogDigest: catalogDigest,
+		ModelDigest: modelDigest, MaxAttempts: rapid.Int64Range(1, 3).Draw(t, label+"attempts"),
 		MaxTenantInFlight: rapid.SampledFrom(mCaps).Draw(t, label+"cap"), WorkItemID: rapid.SampledFrom(mIDs).Draw(t, label+"id"),
 		Metadata: rapid.SampledFrom(mMetadata).Draw(t, label+"metadata")}
 	if rapid.IntRange(0, 3).Draw(t, label+"has_deadline") == 0 {

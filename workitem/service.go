@@ -39,7 +39,7 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (*SubmitResult,
 		return nil, err
 	}
 	cmd := submitCmd{TenantRef: req.TenantRef, GraphRef: graph, Item: spec}
-	if err := cmd.validate(); err != nil {
+	if err := cmd.validate(newestSubmit); err != nil {
 		return nil, err
 	}
 	if err := checkSpecExtensions([]itemSpec{cmd.Item}, ""); err != nil {
@@ -83,7 +83,7 @@ func (s *Service) SubmitBatch(ctx context.Context, req BatchRequest) (*BatchResu
 		spec.IdempotencyKey = child.IdempotencyKey
 		cmd.Items[i] = spec
 	}
-	if err := cmd.validate(); err != nil {
+	if err := cmd.validate(newestSubmit); err != nil {
 		return nil, err
 	}
 	if err := checkSpecExtensions(cmd.Items, "requests[%d]."); err != nil {

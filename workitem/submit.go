@@ -22,10 +22,11 @@ func applySubmit(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err := decode(cmd, &c); err != nil {
 		return nil, err
 	}
-	if err := c.validate(); err != nil {
+	v := tx.EnabledVersion(CmdSubmit)
+	if err := c.validate(v); err != nil {
 		return nil, err
 	}
-	if tx.EnabledVersion(CmdSubmit) >= 2 {
+	if v >= extensionChecked {
 		if err := checkSpecExtensions([]itemSpec{c.Item}, ""); err != nil {
 			return nil, err
 		}
@@ -42,10 +43,11 @@ func applySubmitBatch(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err := decode(cmd, &c); err != nil {
 		return nil, err
 	}
-	if err := c.validate(); err != nil {
+	v := tx.EnabledVersion(CmdSubmitBatch)
+	if err := c.validate(v); err != nil {
 		return nil, err
 	}
-	if tx.EnabledVersion(CmdSubmitBatch) >= 2 {
+	if v >= extensionChecked {
 		if err := checkSpecExtensions(c.Items, "requests[%d]."); err != nil {
 			return nil, err
 		}

@@ -226,7 +226,7 @@ func TestWorkItemModelAgreesWithService(t *testing.T) {
 				in.Dep = fmt.Sprintf("i%d", n-1)
 			}
 			r := workitem.SubmitRequest{TenantRef: "t", WorkItemID: in.ID, IdempotencyKey: in.Key, CommandDigest: "sha256:" + strings.Repeat("c", 64),
-				Kind: "k", Priority: in.Priority, InputRef: "in", PolicyDigest: "p", CatalogDigest: "c", ModelDigest: "m", MaxAttempts: 3, MaxTenantInFlight: in.Cap}
+				Kind: "k", Priority: in.Priority, InputRef: "in", PolicyDigest: "sha256:" + strings.Repeat("1", 64), CatalogDigest: "sha256:" + strings.Repeat("2", 64), ModelDigest: "sha256:" + strings.Repeat("3", 64), MaxAttempts: 3, MaxTenantInFlight: in.Cap}
 			if in.Dep != "" {
 				r.DependsOn = []string{in.Dep}
 			}
