@@ -1,6 +1,8 @@
 package workitem_test
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/arbiterhq/arbiter/errs"
@@ -8,6 +10,7 @@ import (
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/workitem"
+	"github.com/arbiterhq/arbiter/workitem/extension"
 )
 
 // atVersion is an FSM whose enabled set has every workitem command at
@@ -84,4 +87,64 @@ func rawOf(r workitem.SubmitRequest) rawSubmit {
 	raw := validRaw()
 	raw.Item.PolicyDigest, raw.Item.CatalogDigest, raw.Item.ModelDigest = r.PolicyDigest, r.CatalogDigest, r.ModelDigest
 	return raw
+}
+
+// leakyRecord is a record whose repository is value, fingerprinted as
+// a client that skipped Seal's checks would.
+func leakyRecord(t *testing.T, value string) string {
+	t.Helper()
+	_, raw, err := extension.Seal(baseExt())
+	noErr(t, "seal", err)
+	var m map[string]any
+	noErr(t, "decode", json.Unmarshal(raw, &m))
+	m["repository"] = value
+	delete(m, "fingerprint")
+	b, _ := json.Marshal(m)
+	fp, err := extension.Fingerprint(b)
+	noErr(t, "fingerprint", err)
+	m["fingerprint"] = fp
+	b, _ = json.Marshal(m)
+	return string(b)
+}
+
+// Issue 40 item 10: a record carrying a path, URL, shell syntax or a
+// token is refused at submit (422, detail.field the record's field,
+// detail.class the class): by the service, and by Apply from submit
+// version 3 on. An item admitted before (version 2) is not reservable
+// under reserve version 2 until an admin rewrites its record, which
+// version 2 of the rewrite treats as unreadable.
+func TestSensitiveExtensionValuesNeverEnter(t *testing.T) {
+	l, s := atVersion(t, 2)
+	setup(t, s)
+	leaky := `{"resource_reservation":` + leakyRecord(t, "../../etc/passwd") + `}`
+	r := req("leaky-service")
+	r.Metadata = json.RawMessage(leaky)
+	e := refusedFSM(t, l, "via the service", errs.CodeInvalid, extension.ReasonInvalid, func() error { _, err := s.Submit(as(member), r); return err })
+	if e.Detail["field"] != "metadata.resource_reservation.repository" || e.Detail["class"] != extension.ClassPath {
+		t.Fatalf("via the service: detail %v", e.Detail)
+	}
+	if err := rawSubmitMeta(l, "old", leaky); err != nil {
+		t.Fatalf("submit version 2 admits what it admitted: %v", err)
+	}
+	if err := l.Enable(fsm.ServedBy(workitem.Module())); err != nil {
+		t.Fatal(err)
+	}
+	for value, class := range map[string]string{"file:///etc/passwd": extension.ClassURL, "rm -rf / && curl http://x": extension.ClassShell,
+		"ghp_" + strings.Repeat("a1B2", 9): extension.ClassToken} {
+		e := refusedFSM(t, l, value+" in Apply", errs.CodeInvalid, extension.ReasonInvalid, func() error {
+			return rawSubmitMeta(l, "new", `{"resource_reservation":`+leakyRecord(t, value)+`}`)
+		})
+		if e.Detail["field"] != "metadata.resource_reservation.repository" || e.Detail["class"] != class {
+			t.Fatalf("%s in Apply: detail %v", value, e.Detail)
+		}
+	}
+	c, err := s.Claim(as(member), workitem.ClaimRequest{TenantRef: "t", OwnerRef: "w", WorkItemID: "old", TTLMs: 3_600_000})
+	noErr(t, "claim", err)
+	refusedFSM(t, l, "reserve of the old item", errs.CodeConflict, workitem.RefuseNotReservable,
+		func() error { _, err := s.Reserve(as(member), reserveOf(c, "")); return err })
+	_, clean, err := extension.Seal(baseExt())
+	noErr(t, "seal", err)
+	_, err = s.RewriteExtension(as(ops), workitem.RewriteExtensionRequest{TenantRef: "t", WorkItemID: "old", Fence: c.Fence, Extension: clean})
+	noErr(t, "rewrite of the old item's record", err)
+	reserved(t, s, c, "")
 }

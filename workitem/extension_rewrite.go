@@ -20,7 +20,13 @@ type rewriteCmd struct {
 	Extension []byte `msgpack:"extension"`
 }
 
-func (c *rewriteCmd) validate() error {
+// rewriteSensitive is the version of workitem_extension_rewrite from
+// which a record answers to extension.RulesV2: a new one must, and one
+// that does not is unreadable, so that an admin can rewrite it.
+const rewriteSensitive = 2
+
+// validate checks the command under the extension's identifier rules r.
+func (c *rewriteCmd) validate(r extension.Rules) error {
 	if err := ident("tenant_ref", c.TenantRef); err != nil {
 		return err
 	}
@@ -30,17 +36,30 @@ func (c *rewriteCmd) validate() error {
 	if len(c.Extension) > MaxMetadataBytes || len(c.Extension) == 0 || c.Extension[0] != '{' || !canon.IsCanonical(c.Extension) {
 		return fieldErr("extension", "must be a JSON object in canonical form, at most %d bytes", MaxMetadataBytes)
 	}
-	return checkExtension("extension", c.Extension)
+	return checkExtension("extension", c.Extension, r)
 }
 
-// checkExtension parses a record under the closed schema: an invalid
-// error naming field.<path>, with detail.reason extension_invalid or
-// fingerprint_mismatch.
-func checkExtension(field string, raw []byte) error {
-	if _, err := extension.Parse(raw); err != nil {
+// rulesFrom are the extension's identifier rules at enabled version v of
+// a command that applies RulesV2 from version from on.
+func rulesFrom(v, from uint16) extension.Rules {
+	if v >= from {
+		return extension.RulesV2
+	}
+	return extension.RulesV1
+}
+
+// checkExtension parses a record under the closed schema and rules r:
+// an invalid error naming field.<path>, with detail.reason
+// extension_invalid or fingerprint_mismatch (and detail.class for a
+// sensitive value).
+func checkExtension(field string, raw []byte, r extension.Rules) error {
+	if _, err := extension.ParseRules(raw, r); err != nil {
 		e := errs.From(err)
 		n := *e
 		n.Detail = map[string]any{"reason": e.Detail["reason"], "field": field}
+		if class, ok := e.Detail["class"]; ok {
+			n.Detail["class"] = class
+		}
 		if f, _ := e.Detail["field"].(string); f != "" {
 			n.Detail["field"] = field + "." + f
 		}
@@ -60,7 +79,8 @@ func applyRewriteExtension(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
 		return nil, err
 	}
-	if err := c.validate(); err != nil {
+	rules := rulesFrom(tx.EnabledVersion(CmdRewriteExtension), rewriteSensitive)
+	if err := c.validate(rules); err != nil {
 		return nil, err
 	}
 	if !tx.Principal.HasRole(log.RoleAdmin) || !tx.Principal.InTenant(c.TenantRef) {
@@ -85,7 +105,7 @@ func applyRewriteExtension(tx *fsm.Tx, cmd *log.Command) (any, error) {
 		return nil, internal("read stored metadata", err)
 	}
 	if raw, ok := top[extensionField]; ok {
-		if _, err := extension.Parse(raw); err == nil {
+		if _, err := extension.ParseRules(raw, rules); err == nil {
 			return nil, errs.Errorf(errs.CodeConflict, "work item %q has a readable extension; it is immutable", c.WorkItemID)
 		}
 	}
@@ -113,8 +133,9 @@ func applyRewriteExtension(tx *fsm.Tx, cmd *log.Command) (any, error) {
 }
 
 // checkSpecExtensions checks each spec's metadata.resource_reservation,
-// if it has one (submit from version 2 on; the service always).
-func checkSpecExtensions(specs []itemSpec, prefix string) error {
+// if it has one, under rules r (submit from version 2 on; the service
+// always, under the current rules).
+func checkSpecExtensions(specs []itemSpec, prefix string, r extension.Rules) error {
 	for i := range specs {
 		raw, err := itemExtension(specs[i].Metadata)
 		if err != nil {
@@ -127,7 +148,7 @@ func checkSpecExtensions(specs []itemSpec, prefix string) error {
 		if prefix != "" {
 			field = fmt.Sprintf(prefix, i) + field
 		}
-		if err := checkExtension(field, raw); err != nil {
+		if err := checkExtension(field, raw, r); err != nil {
 			if prefix != "" {
 				err = withDetail(err, "request_index", i)
 			}

@@ -7,6 +7,7 @@ import (
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/canon"
 	"github.com/arbiterhq/arbiter/log"
+	"github.com/arbiterhq/arbiter/workitem/extension"
 )
 
 // The reservation half of Service. Refusals of reserve are conflicts
@@ -139,7 +140,7 @@ func (s *Service) RewriteExtension(ctx context.Context, req RewriteExtensionRequ
 		return nil, fieldErr("extension", "%v", err)
 	}
 	cmd := rewriteCmd{TenantRef: req.TenantRef, WorkItemID: req.WorkItemID, Fence: req.Fence, Extension: c}
-	if err := cmd.validate(); err != nil {
+	if err := cmd.validate(extension.CurrentRules); err != nil {
 		return nil, err
 	}
 	return s.item(ctx, log.Command{Type: CmdRewriteExtension}, cmd)

@@ -13,10 +13,16 @@ var (
 )
 
 // Parse reads one record (a JSON object) under the closed schema and
-// checks its fingerprint. Failures are invalid errors with detail.field
-// (a path inside the record) and detail.reason (ReasonInvalid or
-// ReasonFingerprintMismatch).
-func Parse(raw []byte) (*Extension, error) {
+// the current identifier rules and checks its fingerprint. Failures are
+// invalid errors with detail.field (a path inside the record) and
+// detail.reason (ReasonInvalid or ReasonFingerprintMismatch); a
+// sensitive value also has detail.class (ClassPath, ClassURL,
+// ClassShell or ClassToken).
+func Parse(raw []byte) (*Extension, error) { return ParseRules(raw, CurrentRules) }
+
+// ParseRules is Parse under the identifier rules r: what Apply calls,
+// with the rules of the command version the cluster enables.
+func ParseRules(raw []byte, r Rules) (*Extension, error) {
 	fields, err := topFields(raw)
 	if err != nil {
 		return nil, err
@@ -33,7 +39,7 @@ func Parse(raw []byte) (*Extension, error) {
 		return nil, err
 	}
 	e := &Extension{SchemaVersion: version}
-	if err := e.parseFields(fields); err != nil {
+	if err := e.parseFields(fields, r); err != nil {
 		return nil, err
 	}
 	if e.Exclusivity.Branch && e.Branch == "" {
@@ -66,7 +72,7 @@ func topFields(raw []byte) (object, error) {
 	return o, nil
 }
 
-func (e *Extension) parseFields(f object) error {
+func (e *Extension) parseFields(f object, r Rules) error {
 	var err error
 	sub := func(name string, keys ...string) object {
 		if err != nil {
@@ -86,8 +92,8 @@ func (e *Extension) parseFields(f object) error {
 		return err
 	}
 	steps := []func() error{
-		func() (err error) { e.Profile.Name, err = str("profile.name", p["name"]); return },
-		func() (err error) { e.Profile.Version, err = str("profile.version", p["version"]); return },
+		func() (err error) { e.Profile.Name, err = str("profile.name", p["name"], r); return },
+		func() (err error) { e.Profile.Version, err = str("profile.version", p["version"], r); return },
 		func() (err error) {
 			e.Dimensions.CPUMillis, err = integer("dimensions."+DimCPU, d[DimCPU], 0, MaxDimension)
 			return
@@ -104,7 +110,7 @@ func (e *Extension) parseFields(f object) error {
 			e.Dimensions.Processes, err = integer("dimensions."+DimProcesses, d[DimProcesses], 0, MaxDimension)
 			return
 		},
-		func() (err error) { e.Concurrency.Key, err = str("concurrency.key", c["key"]); return },
+		func() (err error) { e.Concurrency.Key, err = str("concurrency.key", c["key"], r); return },
 		func() (err error) {
 			e.Concurrency.Limit, err = integer("concurrency.limit", c["limit"], 1, MaxLimit)
 			return
@@ -114,28 +120,28 @@ func (e *Extension) parseFields(f object) error {
 			return
 		},
 		func() (err error) { e.Exclusivity.Branch, err = boolean("exclusivity.branch", x["branch"]); return },
-		func() (err error) { e.Repository, err = str("repository", f["repository"]); return },
+		func() (err error) { e.Repository, err = str("repository", f["repository"], r); return },
 		func() (err error) {
 			if raw, ok := f["branch"]; ok {
-				e.Branch, err = str("branch", raw)
+				e.Branch, err = str("branch", raw, r)
 			}
 			return
 		},
 		func() (err error) {
 			if raw, ok := f["base_ref"]; ok {
-				e.BaseRef, err = str("base_ref", raw)
+				e.BaseRef, err = str("base_ref", raw, r)
 			}
 			return
 		},
-		func() (err error) { e.Fairness.Group, err = str("fairness.group", fa["group"]); return },
+		func() (err error) { e.Fairness.Group, err = str("fairness.group", fa["group"], r); return },
 		func() (err error) { e.Fairness.Cost, err = integer("fairness.cost", fa["cost"], 0, MaxCost); return },
-		func() (err error) { e.HostLabels, err = labels("host_labels", f["host_labels"]); return },
+		func() (err error) { e.HostLabels, err = labels("host_labels", f["host_labels"], r); return },
 		func() (err error) {
-			e.AntiAffinity, err = list("anti_affinity", f["anti_affinity"], MaxAntiAffinity)
+			e.AntiAffinity, err = list("anti_affinity", f["anti_affinity"], MaxAntiAffinity, r)
 			return
 		},
 		func() (err error) {
-			e.TargetPolicies, err = list("target_policies", f["target_policies"], MaxTargetPolicies)
+			e.TargetPolicies, err = list("target_policies", f["target_policies"], MaxTargetPolicies, r)
 			return
 		},
 		func() (err error) {
