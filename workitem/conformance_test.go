@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
@@ -147,4 +148,52 @@ func TestSensitiveExtensionValuesNeverEnter(t *testing.T) {
 	_, err = s.RewriteExtension(as(ops), workitem.RewriteExtensionRequest{TenantRef: "t", WorkItemID: "old", Fence: c.Fence, Extension: clean})
 	noErr(t, "rewrite of the old item's record", err)
 	reserved(t, s, c, "")
+}
+
+// Issue 40 item 7: after a claim expired and Tick requeued the item
+// (which clears its claimer and keeps its fence), the principal that
+// held the reservation releases it and hears it ended, unchanged;
+// another member of the tenant is refused, and a controller may.
+func TestReleaseAfterClaimExpiry(t *testing.T) {
+	l, s := newEnabled(t)
+	setup(t, s)
+	c := claimed(t, s, "exp", baseExt(), time.Second)
+	r := reserved(t, s, c, "h1")
+	if r.HeldBy != member.ID {
+		t.Fatalf("held_by %q, want %q", r.HeldBy, member.ID)
+	}
+	l.Advance(2 * time.Second)
+	tick(t, l, 100)
+	if it := get(t, s, "exp"); it.Status != workitem.StatusPending || it.ClaimedBy != "" || it.Fence != c.Fence {
+		t.Fatalf("after the tick: %+v, want pending, no claimer, the same fence", it)
+	}
+	release := workitem.ReleaseRequest{TenantRef: "t", WorkItemID: "exp", Attempt: c.Attempt, Fence: c.Fence, ReservationID: r.ReservationID}
+	refusedFSM(t, l, "another member", errs.CodeForbidden, "", func() error { _, err := s.Release(as(member2), release); return err })
+	before := contentHash(t, l.FSM)
+	got, err := s.Release(as(member), release)
+	noErr(t, "release by its holder", err)
+	if got.Reservation.Status != workitem.ReservationEnded || got.Reservation.EndReason != workitem.EndClaimExpired {
+		t.Fatalf("release by its holder: %+v, want it ended with its claim", got.Reservation)
+	}
+	if contentHash(t, l.FSM) != before {
+		t.Fatal("releasing an ended reservation changed the state")
+	}
+	_, err = s.Release(as(ctl), release)
+	noErr(t, "release by a controller", err)
+}
+
+// A log from before release version 2 replays as it was applied: the
+// holder of a requeued item's reservation was refused then.
+func TestReleaseVersion1AskedTheCurrentClaimer(t *testing.T) {
+	l, s := atVersion(t, 1)
+	setup(t, s)
+	c := claimed(t, s, "exp", baseExt(), time.Second)
+	r := reserved(t, s, c, "h1")
+	if r.HeldBy != "" {
+		t.Fatalf("reserve version 1 recorded held_by %q", r.HeldBy)
+	}
+	l.Advance(2 * time.Second)
+	tick(t, l, 100)
+	release := workitem.ReleaseRequest{TenantRef: "t", WorkItemID: "exp", Attempt: c.Attempt, Fence: c.Fence, ReservationID: r.ReservationID}
+	refusedFSM(t, l, "the holder at version 1", errs.CodeForbidden, "", func() error { _, err := s.Release(as(member), release); return err })
 }

@@ -174,7 +174,10 @@
 //     of a unit so that decay is exact; see fairness.go.
 //   - Release and reserve may be sent by the claimer or a controller of
 //     the tenant; reclaim by a member for its tenant, or a controller of
-//     every tenant for all.
+//     every tenant for all. A reservation remembers its holder (held_by,
+//     from reserve version 2 on), and release follows it (version 2):
+//     after the claim expired and Tick requeued the item, its holder
+//     still hears the ended reservation unchanged (see releaseV2).
 //   - Reservation ids are "rsv-<log index>": unique, never reissued.
 //
 // Every reservation mutation writes one outbox event (workitem_host_put,

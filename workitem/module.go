@@ -52,7 +52,7 @@ func Module() fsm.Module {
 			{Type: CmdTelemetry, Name: "workitem_host_telemetry", MaxVersion: 1, Apply: applyTelemetry},
 			{Type: CmdSetProfiles, Name: "workitem_profiles_set", MaxVersion: 1, Apply: applySetProfiles},
 			{Type: CmdReserve, Name: "workitem_reserve", MaxVersion: 2, Apply: applyReserve}, // 2: see reserveV2
-			{Type: CmdRelease, Name: "workitem_release", MaxVersion: 1, Apply: applyRelease},
+			{Type: CmdRelease, Name: "workitem_release", MaxVersion: 2, Apply: applyRelease}, // 2: see releaseV2
 			{Type: CmdReclaim, Name: "workitem_reservation_reclaim", MaxVersion: 1, Apply: applyReclaim},
 			{Type: CmdRewriteExtension, Name: "workitem_extension_rewrite", MaxVersion: 2, Apply: applyRewriteExtension}, // 2: see rewriteSensitive
 		},

@@ -319,7 +319,7 @@ func (m *resModel) reserve(p log.Principal, r workitem.ReserveRequest) (*workite
 		return nil, rRefuse(workitem.RefuseFairness)
 	}
 	res := &workitem.Reservation{ReservationID: fmt.Sprintf("rsv-%d", m.index), TenantRef: "t", WorkItemID: it.id, Attempt: it.attempt,
-		Fence: it.fence, HostID: host.HostID, Dimensions: e.Dimensions, Keys: workitem.Keys{Repository: e.Repository,
+		Fence: it.fence, HeldBy: it.claimedBy, HostID: host.HostID, Dimensions: e.Dimensions, Keys: workitem.Keys{Repository: e.Repository,
 			RepositoryExclusive: e.Exclusivity.Repository, Branch: branch, BranchExclusive: e.Exclusivity.Branch, Concurrency: e.Concurrency.Key,
 			ConcurrencyLimit: e.Concurrency.Limit, AntiAffinity: append([]string{}, e.AntiAffinity...), FairnessGroup: e.Fairness.Group},
 		ProfileName: prof.Name, ProfileVersion: prof.Version, Fingerprint: e.Fingerprint, FairnessCost: e.Fairness.Cost,
@@ -352,7 +352,15 @@ func (m *resModel) release(p log.Principal, rq workitem.ReleaseRequest) (*workit
 	case r.Attempt != rq.Attempt || r.Fence != rq.Fence:
 		return nil, rFail(errs.CodeStaleFence)
 	}
-	if it := m.items[rq.WorkItemID]; it != nil && it.fence == rq.Fence && !mayAct(p, it.claimedBy) {
+	// Its holder (or a controller); one without (the embedding host's)
+	// is its claimer's while the claim lasts.
+	holder := r.HeldBy
+	if it := m.items[rq.WorkItemID]; holder == "" && it != nil && it.status == workitem.StatusClaimed && it.fence == r.Fence {
+		holder = it.claimedBy
+	} else if holder == "" {
+		holder = p.ID
+	}
+	if !mayAct(p, holder) {
 		return nil, rFail(errs.CodeForbidden)
 	}
 	if r.Status == workitem.ReservationActive {

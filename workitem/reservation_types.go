@@ -130,11 +130,16 @@ type Keys struct {
 // Reservation is a reservation as the FSM holds it (the row it stores).
 // An ended one stays readable for ReservationRetention.
 type Reservation struct {
-	ReservationID  string     `json:"reservation_id" msgpack:"reservation_id"`
-	TenantRef      string     `json:"tenant_ref" msgpack:"tenant_ref"`
-	WorkItemID     string     `json:"work_item_id" msgpack:"work_item_id"`
-	Attempt        int64      `json:"attempt" msgpack:"attempt"`
-	Fence          uint64     `json:"fence" msgpack:"fence"`
+	ReservationID string `json:"reservation_id" msgpack:"reservation_id"`
+	TenantRef     string `json:"tenant_ref" msgpack:"tenant_ref"`
+	WorkItemID    string `json:"work_item_id" msgpack:"work_item_id"`
+	Attempt       int64  `json:"attempt" msgpack:"attempt"`
+	Fence         uint64 `json:"fence" msgpack:"fence"`
+	// HeldBy is the principal whose claim the reservation belongs to
+	// (the claimer, also when a controller reserved for it): the one
+	// that may release it, or hear it again once it ended. Empty for a
+	// reservation made before reserve version 2.
+	HeldBy         string     `json:"held_by,omitempty" msgpack:"held_by,omitempty"`
 	HostID         string     `json:"host_id" msgpack:"host_id"`
 	Dimensions     Dimensions `json:"dimensions" msgpack:"dimensions"`
 	Keys           Keys       `json:"keys" msgpack:"keys"`

@@ -28,7 +28,8 @@ func (c *reserveCmd) validate() error {
 
 // reserveV2 is the version of workitem_reserve from which the item's
 // record answers to extension.RulesV2 (one holding a path, URL, shell
-// syntax or token is not_reservable until an admin rewrites it).
+// syntax or token is not_reservable until an admin rewrites it) and the
+// reservation records its holder (HeldBy).
 const reserveV2 = 2
 
 // checkHolder validates the fields that name a claim.
@@ -131,6 +132,9 @@ func applyReserve(tx *fsm.Tx, cmd *log.Command) (any, error) {
 		Attempt: it.Attempt, Fence: it.Fence, HostID: host.HostID, Dimensions: ext.Dimensions, Keys: keysOf(ext),
 		ProfileName: prof.Name, ProfileVersion: prof.Version, Fingerprint: ext.Fingerprint, FairnessCost: ext.Fairness.Cost,
 		FairnessDebtAfter: units(after), Status: ReservationActive, CreatedAtMs: tx.Now, ExpiresAtMs: it.ClaimExpiresAtMs, Index: tx.Index,
+	}
+	if tx.EnabledVersion(CmdReserve) >= reserveV2 {
+		r.HeldBy = it.ClaimedBy
 	}
 	if err := take(tx, r, host); err != nil {
 		return nil, err
