@@ -2,6 +2,10 @@ package workitem_test
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -196,4 +200,155 @@ func TestReleaseVersion1AskedTheCurrentClaimer(t *testing.T) {
 	tick(t, l, 100)
 	release := workitem.ReleaseRequest{TenantRef: "t", WorkItemID: "exp", Attempt: c.Attempt, Fence: c.Fence, ReservationID: r.ReservationID}
 	refusedFSM(t, l, "the holder at version 1", errs.CodeForbidden, "", func() error { _, err := s.Release(as(member), release); return err })
+}
+
+// Issue 40 item 12: a host agent that restarts counts report_seq from 1
+// again once it re-registers (put_host version 2 resets the sequence);
+// version 1 kept it, and the agent's reports stayed stale.
+func TestReregistrationResetsReportSeq(t *testing.T) {
+	for _, v := range []uint16{1, 2} {
+		l, s := atVersion(t, v)
+		host := workitem.PutHostRequest{HostID: "h", Capacity: workitem.Dimensions{CPUMillis: 1, MemoryMiB: 1, DiskMiB: 1, Processes: 1}}
+		_, err := s.PutHost(as(fleet), host)
+		noErr(t, "register", err)
+		_, err = s.ReportTelemetry(as(fleet), workitem.TelemetryRequest{HostID: "h", ReportSeq: 5, DiskFreeMiB: 100})
+		noErr(t, "report 5", err)
+		restarted := workitem.TelemetryRequest{HostID: "h", ReportSeq: 1, DiskFreeMiB: 90}
+		refusedFSM(t, l, "a restarted agent before it registers", errs.CodeConflict, "stale_report", func() error {
+			_, err := s.ReportTelemetry(as(fleet), restarted)
+			return err
+		})
+		again, err := s.PutHost(as(fleet), host)
+		noErr(t, "register again", err)
+		if again.Created {
+			t.Fatalf("version %d: a re-registration answers created", v)
+		}
+		res, err := s.ReportTelemetry(as(fleet), restarted)
+		if v == 1 {
+			if reason(err) != "stale_report" {
+				t.Fatalf("version 1: %v, want stale_report as the log was applied", err)
+			}
+			continue
+		}
+		noErr(t, "report 1 after the re-registration", err)
+		if res.Host.Telemetry.ReportSeq != 1 || res.Host.Telemetry.DiskFreeMiB != 90 {
+			t.Fatalf("after the re-registration: %+v", res.Host.Telemetry)
+		}
+	}
+}
+
+// Issue 40 item 13: a member who did not claim the item resending the
+// claimer's completion is refused (403), not answered the stored
+// result; completing an item that was cancelled under the presented
+// claim is a conflict, not stale_fence. Version 1 answered both as it
+// did, for a log applied then.
+func TestCompleteRefusals(t *testing.T) {
+	for _, v := range []uint16{1, 2} {
+		l, s := atVersion(t, v)
+		mustSubmit(t, s, req("a"))
+		mustSubmit(t, s, req("b"))
+		ca, err := s.Claim(as(member), claimReq("w"))
+		noErr(t, "claim a", err)
+		cb, err := s.Claim(as(member), claimReq("w"))
+		noErr(t, "claim b", err)
+		done := workitem.CompleteRequest{TenantRef: "t", WorkItemID: ca.WorkItem.WorkItemID, Attempt: ca.Attempt, Fence: ca.Fence, Outcome: workitem.StatusSucceeded}
+		_, err = s.Complete(as(member), done)
+		noErr(t, "complete a", err)
+		_, errOther := s.Complete(as(member2), done)
+		_, err2 := s.Complete(as(member), done)
+		noErr(t, "the claimer again", err2)
+		_, err3 := s.Complete(as(ctl), done)
+		noErr(t, "a controller again", err3)
+		_, err = s.Cancel(as(member), workitem.CancelRequest{TenantRef: "t", WorkItemID: cb.WorkItem.WorkItemID, Reason: "r"})
+		noErr(t, "cancel b", err)
+		cancelled := workitem.CompleteRequest{TenantRef: "t", WorkItemID: cb.WorkItem.WorkItemID, Attempt: cb.Attempt, Fence: cb.Fence, Outcome: workitem.StatusSucceeded}
+		before := contentHash(t, l.FSM)
+		_, errC := s.Complete(as(member), cancelled)
+		if contentHash(t, l.FSM) != before {
+			t.Fatalf("version %d: completing a cancelled item changed the state", v)
+		}
+		stale := cancelled
+		stale.Fence--
+		_, errS := s.Complete(as(member), stale)
+		if !errors.Is(errS, errs.StaleFence) {
+			t.Fatalf("version %d: another fence: %v, want stale_fence", v, errS)
+		}
+		if v == 1 {
+			if errOther != nil || !errors.Is(errC, errs.StaleFence) {
+				t.Fatalf("version 1: resend by another member %v, cancelled %v; want the stored result and stale_fence", errOther, errC)
+			}
+			continue
+		}
+		if !errors.Is(errOther, errs.Forbidden) {
+			t.Fatalf("resend by another member: %v, want forbidden", errOther)
+		}
+		if e := errs.From(errC); e == nil || e.Code != errs.CodeConflict || e.Detail["status"] != workitem.StatusCancelled {
+			t.Fatalf("completing a cancelled item: %v, want conflict with detail.status cancelled", errC)
+		}
+	}
+}
+
+// Issue 40 item 13: reservations/query takes max_count 1..128 like
+// reclaim: 0 is refused, not read as 128.
+func TestQueryMaxCount(t *testing.T) {
+	_, s := newEnabled(t)
+	for _, n := range []int{0, -1, workitem.MaxQueryPage + 1} {
+		_, err := s.Query(as(reader), workitem.QueryRequest{TenantRef: "t", MaxCount: n}, fsm.Linearizable)
+		if e := errs.From(err); e == nil || e.Code != errs.CodeInvalid || e.Detail["field"] != "max_count" {
+			t.Errorf("max_count %d: %v, want invalid naming max_count", n, err)
+		}
+	}
+	for _, n := range []int{1, workitem.MaxQueryPage} {
+		_, err := s.Query(as(reader), workitem.QueryRequest{TenantRef: "t", MaxCount: n}, fsm.Linearizable)
+		noErr(t, fmt.Sprintf("max_count %d", n), err)
+	}
+}
+
+// Issue 40 item 13: a body of claim, complete, reserve or hosts that
+// does not decode is 422 naming the field, as submit's is; and a change
+// of a host answers created: false.
+func TestHTTPDecodeErrorsNameTheField(t *testing.T) {
+	l, _ := newEnabled(t)
+	routes := map[string]http.Handler{}
+	for _, r := range workitem.Domain().Routes(localHost{l}) {
+		routes[r.Method+" "+r.Path] = r.Handler
+	}
+	call := func(route, who string, body string) (int, map[string]any) {
+		t.Helper()
+		h := routes[route]
+		if h == nil {
+			t.Fatalf("no route %s", route)
+		}
+		method, path, _ := strings.Cut(route, " ")
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req = req.WithContext(fsm.WithPrincipal(req.Context(), map[string]log.Principal{"member": member, "fleet": fleet}[who]))
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		var out map[string]any
+		if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
+			t.Fatalf("%s: %v in %s", route, err, rec.Body)
+		}
+		return rec.Code, out
+	}
+	for route, c := range map[string]struct{ body, field string }{
+		"POST /v1/workitems/claim":    {`{"tenant_ref":"t","owner_ref":"w","ttl_ms":"soon"}`, "ttl_ms"},
+		"POST /v1/workitems/complete": {`{"tenant_ref":"t","work_item_id":"x","attempt":1,"fence":-1,"outcome":"succeeded"}`, "fence"},
+		"POST /v1/workitems/reserve":  {`{"tenant_ref":"t","work_item_id":"x","attempt":"1","fence":1}`, "attempt"},
+		"POST /v1/workitems/hosts":    {`{"host_id":"h","labels":{},"capacity":{"cpu_millis":"a lot"}}`, "capacity.cpu_millis"},
+		"POST /v1/workitems/release":  {`{"tenant_ref":"t","agent":"me"}`, "agent"},
+	} {
+		code, out := call(route, "member", c.body)
+		e, _ := out["error"].(map[string]any)
+		detail, _ := e["detail"].(map[string]any)
+		if code != http.StatusUnprocessableEntity || detail["field"] != c.field {
+			t.Errorf("%s: %d %v, want 422 naming %s", route, code, out, c.field)
+		}
+	}
+	host := `{"host_id":"h","labels":{},"capacity":{"cpu_millis":1,"memory_mib":1,"disk_mib":1,"processes":1}}`
+	if code, out := call("POST /v1/workitems/hosts", "fleet", host); code != http.StatusCreated || out["created"] != true {
+		t.Fatalf("a new host: %d %v", code, out)
+	}
+	if code, out := call("POST /v1/workitems/hosts", "fleet", host); code != http.StatusOK || out["created"] != false {
+		t.Fatalf("a changed host: %d %v, want 200 with created false", code, out)
+	}
 }

@@ -62,7 +62,11 @@
 //   - Complete: only the principal that claimed (or a controller of the
 //     tenant, or the embedding host) may complete; outcome failed ends
 //     the item failed (no further attempt). Sending the same completion
-//     again answers the item unchanged. An expired claim is 409 expired.
+//     again answers the item unchanged, to them only (403 for anyone
+//     else, from complete version 2 on). An expired claim is 409
+//     expired; an item that ended otherwise under the presented claim
+//     (cancelled, another outcome) is 409 conflict (version 2; before,
+//     stale_fence).
 //   - Cancel: any member of the tenant may cancel a pending or claimed
 //     item (its claim ends); cancelling a cancelled item answers it
 //     unchanged; one that succeeded or failed is 409 conflict.
@@ -128,7 +132,9 @@
 //     that is the log index of the last change (a compare-and-set guard
 //     that a restore never rolls back), capacity never below use; at
 //     most MaxHosts. Telemetry reports free disk under a strictly
-//     increasing report_seq, stamped with FSM time.
+//     increasing report_seq, stamped with FSM time; a change of the
+//     host (a re-registration, as an agent that restarts makes) starts
+//     the sequence again (host_put version 2).
 //   - Profiles (admins; also --reservation-profiles, read at start and
 //     on SIGHUP and proposed by the node once a leader exists): the
 //     whole set replaced by one command, keyed by name and version. An

@@ -46,9 +46,9 @@ func Module() fsm.Module {
 			// claim 2: keys by tenant.
 			{Type: CmdClaim, Name: "workitem_claim", MaxVersion: 2, Apply: applyClaim,
 				LedgerTenant: scopeTenant(opClaim), LedgerTenantFrom: claimTenantLedger},
-			{Type: CmdComplete, Name: "workitem_complete", MaxVersion: 1, Apply: applyComplete},
+			{Type: CmdComplete, Name: "workitem_complete", MaxVersion: 2, Apply: applyComplete}, // 2: see completeV2
 			{Type: CmdCancel, Name: "workitem_cancel", MaxVersion: 1, Apply: applyCancel},
-			{Type: CmdPutHost, Name: "workitem_host_put", MaxVersion: 1, Apply: applyPutHost},
+			{Type: CmdPutHost, Name: "workitem_host_put", MaxVersion: 2, Apply: applyPutHost}, // 2: see putHostV2
 			{Type: CmdTelemetry, Name: "workitem_host_telemetry", MaxVersion: 1, Apply: applyTelemetry},
 			{Type: CmdSetProfiles, Name: "workitem_profiles_set", MaxVersion: 1, Apply: applySetProfiles},
 			{Type: CmdReserve, Name: "workitem_reserve", MaxVersion: 2, Apply: applyReserve}, // 2: see reserveV2

@@ -81,7 +81,7 @@ func Example_reservation() {
 		panic(err)
 	}
 	fmt.Printf("build-2 on %s, holding the repository exclusively: %t\n", r.Reservation.HostID, r.Reservation.Keys.RepositoryExclusive)
-	q, _ := svc.Query(ctx, workitem.QueryRequest{TenantRef: "acme"}, fsm.Linearizable)
+	q, _ := svc.Query(ctx, workitem.QueryRequest{TenantRef: "acme", MaxCount: workitem.MaxQueryPage}, fsm.Linearizable)
 	for _, x := range q.Reservations {
 		fmt.Println(x.WorkItemID, x.Status+strings.TrimRight(" "+x.EndReason, " "))
 	}

@@ -98,6 +98,7 @@ func (m *resModel) putHost(p log.Principal, r workitem.PutHostRequest) (*workite
 		h.Labels = map[string]string{}
 	}
 	h.Capacity, h.Epoch, h.UpdatedAtMs = r.Capacity, m.index, m.now
+	h.Telemetry.ReportSeq = 0 // a re-registration: the agent counts again
 	m.hosts[r.HostID] = h
 	return &workitem.HostResult{Host: *h, Created: old == nil}, nil
 }
@@ -382,8 +383,12 @@ func (m *resModel) complete(p log.Principal, id string, attempt int64, fence uin
 	switch {
 	case it == nil:
 		return rFail(errs.CodeNotFound)
+	case it.attempt == attempt && it.fence == fence && it.status == workitem.StatusSucceeded && !mayAct(p, it.claimedBy):
+		return rFail(errs.CodeForbidden)
 	case it.attempt == attempt && it.fence == fence && it.status == workitem.StatusSucceeded:
 		return nil
+	case it.attempt == attempt && it.fence == fence && it.status != workitem.StatusClaimed && it.status != workitem.StatusPending:
+		return rFail(errs.CodeConflict) // ended otherwise
 	case it.status != workitem.StatusClaimed || it.attempt != attempt || it.fence != fence:
 		return rFail(errs.CodeStaleFence)
 	case !mayAct(p, it.claimedBy):

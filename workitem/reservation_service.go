@@ -112,12 +112,10 @@ func (s *Service) Reclaim(ctx context.Context, req ReclaimRequest) (*ReclaimResu
 	return &out, nil
 }
 
-// Query reads one page of the native status (see QueryRequest).
+// Query reads one page of the native status (see QueryRequest);
+// max_count is required (1..MaxQueryPage), as reclaim's is.
 func (s *Service) Query(ctx context.Context, req QueryRequest, c fsm.Consistency) (*QueryResult, error) {
 	q := queryCmd(req)
-	if q.MaxCount == 0 {
-		q.MaxCount = MaxQueryPage
-	}
 	if err := q.validate(); err != nil {
 		return nil, err
 	}

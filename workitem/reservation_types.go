@@ -54,7 +54,8 @@ type PutHostRequest struct {
 }
 
 // TelemetryRequest reports a host's free disk. ReportSeq must be above
-// the host's last; FSM time stamps the report.
+// the host's last since it was registered or changed (a change resets
+// it: see putHostV2); FSM time stamps the report.
 type TelemetryRequest struct {
 	HostID      string `json:"host_id"`
 	ReportSeq   uint64 `json:"report_seq"`
@@ -84,10 +85,12 @@ type Telemetry struct {
 	DiskReservedMiB int64  `json:"disk_reserved_mib" msgpack:"disk_reserved_mib"`
 }
 
-// HostResult is a host after a registration or a report.
+// HostResult is a host after a registration or a report. Created says
+// a registration added the host (false for a change of one, and for a
+// report).
 type HostResult struct {
 	Host    Host `json:"host" msgpack:"host"`
-	Created bool `json:"created,omitempty" msgpack:"created"`
+	Created bool `json:"created" msgpack:"created"`
 }
 
 // ReserveRequest reserves host resources for a claimed item, fenced by

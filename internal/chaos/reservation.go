@@ -335,7 +335,7 @@ func (c *rsClient) complete(svc *workitem.Service, k int, rec *Recorder) {
 			rec.ReadBack("the end with its claim of "+h.reservation, readBackReservation(workitem.Reservation{ReservationID: h.reservation,
 				TenantRef: h.tenant, WorkItemID: h.id, Index: 0}, workitem.ReservationEnded))
 		}
-	case errs.CodeExpired, errs.CodeStaleFence:
+	case errs.CodeExpired, errs.CodeStaleFence, errs.CodeConflict:
 		c.w.count("complete " + string(code))
 		c.ended = append(c.ended, h)
 	default:

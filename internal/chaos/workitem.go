@@ -285,7 +285,7 @@ func (c *wiClient) complete(svc *workitem.Service, h wiHolding, rec *Recorder) {
 				return it.Status == workitem.StatusSucceeded && it.Attempt == h.attempt
 			}))
 		call.Decided(lin.WIOutput{Decision: lin.WIOK}, "complete/ok", true)
-	case errs.CodeStaleFence, errs.CodeNotFound:
+	case errs.CodeStaleFence, errs.CodeConflict, errs.CodeNotFound:
 		call.Decided(lin.WIOutput{Decision: string(code)}, "complete/"+string(code), false)
 	default:
 		call.Failed(err, true)

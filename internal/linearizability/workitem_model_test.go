@@ -68,6 +68,7 @@ func TestWorkItemModelAcceptsLinearizableHistories(t *testing.T) {
 			wiOp(0, 24, 25, wiCancelIn("i-a"), wiSays(WIConflict)),
 			wiOp(0, 26, 27, wiSub("c", 0, "i-b", 5), wiSays(WIDependencyFailed)),
 			wiOp(0, 28, 29, wiSub("d", 0, "i-zz", 5), wiSays(WIDependencyMissing)),
+			wiOp(0, 30, 31, wiDone("i-b", 1, 30), wiSays(WIConflict)), // cancelled under this claim
 		}},
 		{"the in-flight cap", []porcupine.Operation{
 			wiOp(0, 0, 1, wiSub("a", 0, "", 2), wiAdmitted(1, 1)),
