@@ -137,7 +137,12 @@
 //     the sequence again (host_put version 2).
 //   - Profiles (admins; also --reservation-profiles, read at start and
 //     on SIGHUP and proposed by the node once a leader exists): the
-//     whole set replaced by one command, keyed by name and version. An
+//     whole set replaced by one command, keyed by name and version. The
+//     replicated set is the one source of truth (profiles_set version
+//     2): a file seeds it only when the cluster has none yet or the
+//     file's file_version is above every one it took, so an admin's
+//     change is never undone by a node that restarts; the node logs
+//     which set won, and the set says where it came from. An
 //     empty or zero field is a fail-closed marker (profile_incomplete);
 //     mode dark or shadow refuses reserve (profile_disabled), enabled
 //     reserves; the query answers in every mode. A profile that leaves

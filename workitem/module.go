@@ -50,9 +50,9 @@ func Module() fsm.Module {
 			{Type: CmdCancel, Name: "workitem_cancel", MaxVersion: 1, Apply: applyCancel},
 			{Type: CmdPutHost, Name: "workitem_host_put", MaxVersion: 2, Apply: applyPutHost}, // 2: see putHostV2
 			{Type: CmdTelemetry, Name: "workitem_host_telemetry", MaxVersion: 1, Apply: applyTelemetry},
-			{Type: CmdSetProfiles, Name: "workitem_profiles_set", MaxVersion: 1, Apply: applySetProfiles},
-			{Type: CmdReserve, Name: "workitem_reserve", MaxVersion: 2, Apply: applyReserve}, // 2: see reserveV2
-			{Type: CmdRelease, Name: "workitem_release", MaxVersion: 2, Apply: applyRelease}, // 2: see releaseV2
+			{Type: CmdSetProfiles, Name: "workitem_profiles_set", MaxVersion: 2, Apply: applySetProfiles}, // 2: see profilesV2
+			{Type: CmdReserve, Name: "workitem_reserve", MaxVersion: 2, Apply: applyReserve},              // 2: see reserveV2
+			{Type: CmdRelease, Name: "workitem_release", MaxVersion: 2, Apply: applyRelease},              // 2: see releaseV2
 			{Type: CmdReclaim, Name: "workitem_reservation_reclaim", MaxVersion: 1, Apply: applyReclaim},
 			{Type: CmdRewriteExtension, Name: "workitem_extension_rewrite", MaxVersion: 2, Apply: applyRewriteExtension}, // 2: see rewriteSensitive
 		},

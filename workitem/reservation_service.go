@@ -44,9 +44,22 @@ func (s *Service) ReportTelemetry(ctx context.Context, req TelemetryRequest) (*H
 	return &out, nil
 }
 
-// SetProfiles replaces the profile set (admins of every tenant).
+// SetProfiles replaces the profile set (admins of every tenant). No
+// node's --reservation-profiles file undoes it (see seedProfiles).
 func (s *Service) SetProfiles(ctx context.Context, req ProfilesRequest) (*ProfilesResult, error) {
-	cmd := profilesCmd(req)
+	return s.setProfiles(ctx, profilesCmd{Profiles: req.Profiles}, 1)
+}
+
+// seedProfiles proposes a --reservation-profiles file's set: the
+// cluster takes it only when it has no set yet or the file's
+// file_version is above every one it took (else the answer is Kept).
+// It needs version 2 of the command, so a cluster that does not enable
+// it yet answers unavailable.
+func (s *Service) seedProfiles(ctx context.Context, f ProfileFile) (*ProfilesResult, error) {
+	return s.setProfiles(ctx, profilesCmd{Profiles: f.Profiles, Seed: true, FileVersion: f.FileVersion}, profilesV2)
+}
+
+func (s *Service) setProfiles(ctx context.Context, cmd profilesCmd, version uint16) (*ProfilesResult, error) {
 	if cmd.Profiles == nil {
 		cmd.Profiles = []Profile{}
 	}
@@ -54,7 +67,7 @@ func (s *Service) SetProfiles(ctx context.Context, req ProfilesRequest) (*Profil
 		return nil, err
 	}
 	var out ProfilesResult
-	if _, err := s.propose(ctx, log.Command{Type: CmdSetProfiles}, cmd, &out); err != nil {
+	if _, err := fsm.Submit(ctx, s.p, log.Command{Type: CmdSetProfiles, Version: version}, cmd, &out); err != nil {
 		return nil, err
 	}
 	out.tidy()
