@@ -183,6 +183,13 @@ func (f *FSM) applyCommand(txn *statestore.Txn, m *meta, index uint64, data []by
 		if e != nil {
 			return refuse(e)
 		}
+		// A principal's own request from before the switch to a
+		// tenant-keyed ledger answers first (see LedgerLegacyScope).
+		if legacy := legacyCommand(spec, &cmd, m); legacy != nil {
+			if res, done := f.consultLedger(txn, legacy, principalLedgerID(legacy), m); done {
+				return res, nil, clean
+			}
+		}
 		if res, done := f.consultLedger(txn, &cmd, key, m); done {
 			return res, nil, clean
 		}

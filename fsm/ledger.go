@@ -31,7 +31,8 @@ import (
 //     (Replayed) or idempotency_conflict, never a second mutation, as
 //     DESIGN.md's contract says. Entries applied before that version
 //     keep their principal-keyed rows, so a log replays as it was
-//     applied.
+//     applied; a retry after the switch of a request applied before it
+//     finds its row through LedgerLegacyScope.
 
 // ledgerID is the row id of a keyed command (see above), or the refusal
 // of a tenant-keyed command whose scope names no tenant or whose
@@ -50,6 +51,23 @@ func ledgerID(spec *CommandSpec, cmd *log.Command, m *meta) (string, *errs.Error
 		return "", errs.Errorf(errs.CodeForbidden, "%s: principal %q may not act for tenant %q", spec.Name, cmd.Principal.ID, tenant)
 	}
 	return tenantLedgerID(cmd), nil
+}
+
+// legacyCommand is cmd as it was sent below its spec's LedgerTenantFrom
+// (the scope LedgerLegacyScope names), whose principal-keyed row a retry
+// across the switch finds; nil when cmd is not tenant-keyed or its spec
+// names no legacy scope.
+func legacyCommand(spec *CommandSpec, cmd *log.Command, m *meta) *log.Command {
+	if spec.LedgerTenant == nil || spec.LedgerLegacyScope == nil || m.enabledVersion(cmd.Type) < spec.LedgerTenantFrom {
+		return nil
+	}
+	scope := spec.LedgerLegacyScope(cmd.IdemScope)
+	if scope == "" {
+		return nil
+	}
+	legacy := *cmd
+	legacy.IdemScope = scope
+	return &legacy
 }
 
 // ReasonIdempotencyScope is detail.reason of the refusal of a

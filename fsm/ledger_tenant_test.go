@@ -53,7 +53,8 @@ func tallied() fsm.Module {
 				t, ok := strings.CutPrefix(scope, "tenant:")
 				return t, ok && t != ""
 			},
-			LedgerTenantFrom: 2,
+			LedgerTenantFrom:  2,
+			LedgerLegacyScope: func(scope string) string { return scope }, // the same in both
 		}},
 	}
 }
@@ -174,4 +175,33 @@ func tallyRows(t *testing.T, l *fsmtest.Local) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// A retry that straddles the switch to tenant keys finds the row its
+// first attempt made before it (LedgerLegacyScope): the same principal
+// gets its first result, or idempotency_conflict for another request.
+func TestLedgerRetryAcrossTheSwitch(t *testing.T) {
+	l, err := fsmtest.New(tallied())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := tallied()
+	set := fsm.ServedBy(m)
+	if err := l.Enable(fsmtest.AtVersion(set, "tallied", 1)); err != nil {
+		t.Fatal(err)
+	}
+	first := tally(t, l, tallyA1, "tenant:x", "k", "body")
+	if err := l.Enable(set); err != nil {
+		t.Fatal(err)
+	}
+	retry := tally(t, l, tallyA1, "tenant:x", "k", "body")
+	if retry.Err != nil || !retry.Replayed || string(retry.Result) != string(first.Result) {
+		t.Fatalf("the retry after the switch: %+v, want %+v replayed", retry, first)
+	}
+	if res := tally(t, l, tallyA1, "tenant:x", "k", "other body"); !errors.Is(res.Err, errs.IdempotencyConflict) {
+		t.Fatalf("another request under the key after the switch: %+v, want idempotency_conflict", res)
+	}
+	if n := tallyRows(t, l); n != 1 {
+		t.Fatalf("%d rows, want 1", n)
+	}
 }

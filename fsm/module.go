@@ -89,6 +89,14 @@ type CommandSpec struct {
 	// exactly as it was applied.
 	LedgerTenant     func(scope string) (tenant string, ok bool)
 	LedgerTenantFrom uint16
+	// LedgerLegacyScope, if set, is the scope the same request carried
+	// below LedgerTenantFrom. Before its tenant-keyed row, the FSM looks
+	// for the row that request made then, keyed by the same principal:
+	// a retry that straddles the switch (the first attempt applied
+	// before the cluster enabled the version, the retry after) gets the
+	// first result, not a second mutation. (Another principal's request
+	// from before the switch is not found: keys were per principal then.)
+	LedgerLegacyScope func(scope string) string
 }
 
 // Handler applies one command. It returns the result to encode, or an

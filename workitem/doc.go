@@ -45,7 +45,9 @@
 //     who repeats it gets the first result, and a principal outside the
 //     tenant is refused (403) before the ledger is read; before those
 //     versions the ledger kept keys per principal, and a log from then
-//     replays so. The service sends the scope the enabled version takes.
+//     replays so; a principal's retry across the switch still finds its
+//     first attempt. The service sends the scope the enabled version
+//     takes.
 //     A batch child's own idempotency_key is optional and only echoed
 //     (the parent's decides). Keys are forgotten after the cluster's
 //     ledger retention (cluster.Config.IdempotencyRetention, 24 h by

@@ -63,6 +63,21 @@ func scopeTenant(op string) func(string) (string, bool) {
 	}
 }
 
+// scopeLegacy is the scope a request in a tenant-keyed scope of op
+// carried before the tenant-keyed versions (scope, without "/<tenant>";
+// "" for anything else): the FSM's LedgerLegacyScope for op's commands,
+// so that a retry across the switch finds its first attempt's row.
+func scopeLegacy(op string) func(string) string {
+	prefix := "workitem/" + op + "/"
+	n := len(prefix) + graphHashLen
+	return func(s string) string {
+		if len(s) <= n || s[n] != '/' || !strings.HasPrefix(s, prefix) {
+			return ""
+		}
+		return s[:n]
+	}
+}
+
 // checkScope requires cmd to carry the scope of (tenant, graph) that the
 // cluster's enabled version of cmd's type asks for (from is the
 // version that keys by tenant), or, when optional, no key at all.

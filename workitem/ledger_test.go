@@ -117,6 +117,13 @@ func TestAdmissionKeyFollowsTheEnabledVersion(t *testing.T) {
 	if err := l.Enable(old); err != nil {
 		t.Fatal(err)
 	}
+	// A retry of k across the switch (its first attempt applied at
+	// version 2) gets its first result, not a second item.
+	retry, err := workitem.NewService(l, l).Submit(bg, req("k")) // as first was
+	noErr(t, "k again after the switch", err)
+	if !retry.Replayed || retry.WorkItemID != first.WorkItemID {
+		t.Fatalf("k again after the switch: %+v, want %+v replayed", retry, first)
+	}
 	// s learnt version 2's scope: its next submit is refused by the FSM
 	// (the scope names no tenant), and it sends the new scope.
 	third := mustSubmit(t, s, req("k3"))

@@ -40,12 +40,12 @@ func Module() fsm.Module {
 			// keys by tenant (ledger.go), every digest checked, the
 			// extension's sensitive-value rules.
 			{Type: CmdSubmit, Name: "workitem_submit", MaxVersion: 3, Apply: applySubmit,
-				LedgerTenant: scopeTenant(opAdmit), LedgerTenantFrom: admitTenantLedger},
+				LedgerTenant: scopeTenant(opAdmit), LedgerTenantFrom: admitTenantLedger, LedgerLegacyScope: scopeLegacy(opAdmit)},
 			{Type: CmdSubmitBatch, Name: "workitem_submit_batch", MaxVersion: 3, Apply: applySubmitBatch,
-				LedgerTenant: scopeTenant(opAdmit), LedgerTenantFrom: admitTenantLedger},
+				LedgerTenant: scopeTenant(opAdmit), LedgerTenantFrom: admitTenantLedger, LedgerLegacyScope: scopeLegacy(opAdmit)},
 			// claim 2: keys by tenant.
 			{Type: CmdClaim, Name: "workitem_claim", MaxVersion: 2, Apply: applyClaim,
-				LedgerTenant: scopeTenant(opClaim), LedgerTenantFrom: claimTenantLedger},
+				LedgerTenant: scopeTenant(opClaim), LedgerTenantFrom: claimTenantLedger, LedgerLegacyScope: scopeLegacy(opClaim)},
 			{Type: CmdComplete, Name: "workitem_complete", MaxVersion: 2, Apply: applyComplete}, // 2: see completeV2
 			{Type: CmdCancel, Name: "workitem_cancel", MaxVersion: 1, Apply: applyCancel},
 			{Type: CmdPutHost, Name: "workitem_host_put", MaxVersion: 2, Apply: applyPutHost}, // 2: see putHostV2

@@ -34,7 +34,7 @@ func oldDomains() []domain.Domain {
 			for _, c := range m.Commands {
 				if c.Type < workitem.CmdPutHost {
 					c.MaxVersion = 1
-					c.LedgerTenant, c.LedgerTenantFrom = nil, 0 // not yet
+					c.LedgerTenant, c.LedgerTenantFrom, c.LedgerLegacyScope = nil, 0, nil // not yet
 					cmds = append(cmds, c)
 				}
 			}
