@@ -16,11 +16,15 @@ import (
 	"github.com/arbiterhq/arbiter/internal/strictjson"
 )
 
-const spaceUsage = `usage: arbiter space <put|get> --space SLUG [--addr URL] [--json BODY]
+const spaceUsage = `usage: arbiter space <put|get|list|reservations|occupancy|duplicates> [--space SLUG] [--addr URL] [--json BODY] [--after CURSOR] [--limit N]
 
 put sends the PUT /v1/spaces/{slug} body given with --json (or on standard
-input) and prints {space}; get prints it. Example:
+input) and prints {space, rebound, duplicates}; get prints {space}. list
+pages the spaces the caller may read (no --space); reservations,
+occupancy and duplicates page a space's live reservations, the keys held
+in it now and its duplicate tasks (--after takes a next_cursor). Example:
   arbiter space put --space multi-agent-research --json '{"catalog":[{"work_item_id":"T1","canonical_title":"Comparative survey","aliases":[]}]}'
+  arbiter space occupancy --space multi-agent-research --limit 50
 `
 
 const taskUsage = `usage: arbiter task <create|bind|list|transition|supersede|note> --space SLUG [--id N] [--json BODY] [flags]
@@ -34,7 +38,7 @@ A 409 prints the spec's flat conflict body. Examples:
 `
 
 func spaceCLI() *domain.CLI {
-	return &domain.CLI{Name: "space", Summary: "put and get allocation spaces (charter catalog, delivery modes, window)", Run: runSpaceCLI}
+	return &domain.CLI{Name: "space", Summary: "put, get and list allocation spaces (charter catalog, delivery modes, window), their reservations, occupancy and duplicates", Run: runSpaceCLI}
 }
 
 func taskCLI() *domain.CLI {
@@ -69,14 +73,14 @@ func parseCLI(env domain.CLIEnv, name string, commands []string, usage string, a
 	body := fs.String("json", "", "request body (default: read standard input)")
 	fs.StringVar(&c.key, "idempotency-key", "", "Idempotency-Key of a create or note")
 	fs.StringVar(&c.status, "status", "", "list: only tasks of this status")
-	fs.StringVar(&c.after, "after", "", "list: the next_cursor of the page before")
-	fs.IntVar(&c.limit, "limit", 0, "list: page size (1-128)")
+	fs.StringVar(&c.after, "after", "", "a list: the next_cursor of the page before")
+	fs.IntVar(&c.limit, "limit", 0, "a list: page size (1-128)")
 	fs.BoolVar(&c.include, "include-superseded", false, "list: include superseded tasks")
 	connect := env.Connect(fs)
 	if err := fs.Parse(args[1:]); err != nil {
 		return "", nil, err
 	}
-	if c.space == "" {
+	if c.space == "" && !(name == "space" && cmd == "list") {
 		return "", nil, errors.New("--space is required")
 	}
 	conn, err := connect()
@@ -128,14 +132,24 @@ func cliContext() (context.Context, context.CancelFunc) {
 }
 
 func runSpaceCLI(env domain.CLIEnv, args []string) error {
-	cmd, c, err := parseCLI(env, "space", []string{"put", "get"}, spaceUsage, args, func(cmd string) bool { return cmd == "put" })
+	commands := []string{"put", "get", "list", "reservations", "occupancy", "duplicates"}
+	cmd, c, err := parseCLI(env, "space", commands, spaceUsage, args, func(cmd string) bool { return cmd == "put" })
 	if err != nil {
 		return err
 	}
 	ctx, cancel := cliContext()
 	defer cancel()
-	if cmd == "get" {
+	switch cmd {
+	case "get":
 		return c.print(c.svc.GetSpace(ctx, c.space, fsm.Linearizable))
+	case "list":
+		return c.print(c.svc.ListSpaces(ctx, c.after, c.limit, fsm.Linearizable))
+	case "reservations":
+		return c.print(c.svc.ListReservations(ctx, c.space, c.after, c.limit, fsm.Linearizable))
+	case "occupancy":
+		return c.print(c.svc.ListOccupancy(ctx, c.space, c.after, c.limit, fsm.Linearizable))
+	case "duplicates":
+		return c.print(c.svc.ListDuplicates(ctx, c.space, c.after, c.limit, fsm.Linearizable))
 	}
 	var req PutSpaceRequest
 	if err := c.decode(&req); err != nil {

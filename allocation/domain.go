@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/arbiterhq/arbiter/domain"
+	"github.com/arbiterhq/arbiter/fsm"
 )
 
 // Name is the domain's name.
@@ -18,7 +19,8 @@ func Domain() domain.Domain {
 }
 
 const (
-	spacePath       = "/v1/spaces/{slug}"
+	spacesPath      = "/v1/spaces"
+	spacePath       = spacesPath + "/{slug}"
 	taskPath        = spacePath + "/tasks/{id}"
 	reservationPath = spacePath + "/reservations/{proposal_id}"
 )
@@ -45,6 +47,23 @@ func routes(h domain.Host) []domain.Route {
 			}
 			res, err := s.GetSpace(r.Context(), slug(r), cons)
 			return http.StatusOK, res, err
+		}),
+		route(http.MethodGet, spacesPath, func(w http.ResponseWriter, r *http.Request) (int, any, error) {
+			after, limit, cons, err := pageParams(r)
+			if err != nil {
+				return 0, nil, err
+			}
+			res, err := s.ListSpaces(r.Context(), after, limit, cons)
+			return http.StatusOK, res, err
+		}),
+		spacePageRoute(route, "/reservations", func(ctx context.Context, slug, after string, limit int, cons fsm.Consistency) (any, error) {
+			return s.ListReservations(ctx, slug, after, limit, cons)
+		}),
+		spacePageRoute(route, "/occupancy", func(ctx context.Context, slug, after string, limit int, cons fsm.Consistency) (any, error) {
+			return s.ListOccupancy(ctx, slug, after, limit, cons)
+		}),
+		spacePageRoute(route, "/duplicates", func(ctx context.Context, slug, after string, limit int, cons fsm.Consistency) (any, error) {
+			return s.ListDuplicates(ctx, slug, after, limit, cons)
 		}),
 		route(http.MethodPost, spacePath+"/bind", func(w http.ResponseWriter, r *http.Request) (int, any, error) {
 			var req BindRequest
@@ -195,6 +214,30 @@ func taskRoute[Req any](route func(string, string, handler) domain.Route, suffix
 		res, err := call(r.Context(), r.PathValue("slug"), id, req)
 		return http.StatusOK, res, err
 	})
+}
+
+// spacePageRoute is a GET on /v1/spaces/{slug}<suffix>?after=&limit=
+// answering a page.
+func spacePageRoute(route func(string, string, handler) domain.Route, suffix string, list func(context.Context, string, string, int, fsm.Consistency) (any, error)) domain.Route {
+	return route(http.MethodGet, spacePath+suffix, func(w http.ResponseWriter, r *http.Request) (int, any, error) {
+		after, limit, cons, err := pageParams(r)
+		if err != nil {
+			return 0, nil, err
+		}
+		res, err := list(r.Context(), r.PathValue("slug"), after, limit, cons)
+		return http.StatusOK, res, err
+	})
+}
+
+// pageParams parses ?after=&limit=&consistency= (limit 1..128; absent:
+// 128).
+func pageParams(r *http.Request) (string, int, fsm.Consistency, error) {
+	p, cons, err := params(r, "after", "limit")
+	if err != nil {
+		return "", 0, 0, err
+	}
+	limit, err := p.Int("limit", 1, MaxPage)
+	return p.String("after"), limit, cons, err
 }
 
 // emptyBody accepts no body, an empty one or {}.

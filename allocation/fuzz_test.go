@@ -26,16 +26,24 @@ var fuzzPrincipals = []log.Principal{
 
 // fuzzSeed is the log of the state every fuzz input starts from: a space
 // with a catalog, tasks open, claimed, done and superseded, a note, a live
-// reservation, a committed one and an expired one.
+// reservation, a committed one and an expired one. The seed at version 2
+// (v2: the cluster enabled this binary's versions) adds a duplicate, a
+// survivor holding an inherited key and a finished task under hold that
+// holds its key.
 type fuzzSeed struct {
 	log []*raft.Log
 	now int64
 }
 
-func newFuzzSeed(t testing.TB) fuzzSeed {
+func newFuzzSeed(t testing.TB, v2 bool) fuzzSeed {
 	l, err := fsmtest.New(Module())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if v2 {
+		if err := l.Enable(fsm.ServedBy(Module())); err != nil {
+			t.Fatal(err)
+		}
 	}
 	s := NewService(l, l)
 	ctx := context.Background()
@@ -45,9 +53,13 @@ func newFuzzSeed(t testing.TB) fuzzSeed {
 			t.Fatal(err)
 		}
 	}
-	must(s.PutSpace(ctx, "s", PutSpaceRequest{Catalog: []CatalogRow{
+	catalog := []CatalogRow{
 		{WorkItemID: "T1", CanonicalTitle: "Comparative survey of orchestration harnesses", Aliases: []string{"literature review"}},
-		{WorkItemID: "T3", CanonicalTitle: "Stopping and re-entry of looping agents"}}, DeliveryModes: []string{"result", "draft"}, WindowMs: 1000}))
+		{WorkItemID: "T3", CanonicalTitle: "Stopping and re-entry of looping agents"}}
+	if v2 { // where an unlisted work item is 422
+		catalog = append(catalog, CatalogRow{WorkItemID: "T7", CanonicalTitle: "other"})
+	}
+	must(s.PutSpace(ctx, "s", PutSpaceRequest{Catalog: catalog, DeliveryModes: []string{"result", "draft"}, WindowMs: 1000}))
 	must(s.CreateTask(ctx, "s", CreateTaskRequest{Title: "survey orchestration harnesses", DeliveryMode: "result", IdempotencyKey: "k1"}))
 	must(s.CreateTask(ctx, "s", CreateTaskRequest{Title: "looping agents stopping re-entry", DeliveryMode: "result"}))
 	must(s.CreateTask(ctx, "s", CreateTaskRequest{Title: "unrelated", DeliveryMode: "draft"}))
@@ -59,6 +71,14 @@ func newFuzzSeed(t testing.TB) fuzzSeed {
 	must(s.Reserve(ctx, "s", ReserveRequest{ProposalID: "old", Title: "gone", DeliveryMode: "result"}))
 	must(s.Reserve(ctx, "s", ReserveRequest{ProposalID: "ext", Title: "external", DeliveryMode: "result"}))
 	must(s.Commit(ctx, "s", "ext", CommitRequest{Winner: &Winner{Type: "issue", ID: StrID("GH-1")}}))
+	if v2 {
+		must(s.CreateTask(ctx, "s", CreateTaskRequest{Title: "zeta survey orchestration", DeliveryMode: "result"}))
+		must(s.PutSpace(ctx, "s", PutSpaceRequest{Catalog: []CatalogRow{
+			{WorkItemID: "T1", CanonicalTitle: "Comparative survey of orchestration harnesses", Aliases: []string{"literature review", "zeta"}},
+			{WorkItemID: "T3", CanonicalTitle: "Stopping and re-entry of looping agents"}, {WorkItemID: "T7", CanonicalTitle: "other"}},
+			DeliveryModes: []string{"result", "draft"}, WindowMs: 1000}))
+		must(s.Hold(ctx, "s", 3, HoldRequest{Hold: true}))
+	}
 	l.Advance(2 * time.Second)
 	must(s.Reserve(ctx, "s", ReserveRequest{ProposalID: "live", Title: "pending", DeliveryMode: "draft"}))
 	return fuzzSeed{log: l.Log(), now: fsmtest.Epoch + 2000}
@@ -119,8 +139,18 @@ func FuzzApplyAllocation(f *testing.F) {
 		f.Add(kind, []byte{0x80}, uint8(0), uint16(0))
 		f.Add(kind, []byte(strings.Repeat("\x91", 100)), uint8(1), uint16(0))
 	}
-	seed := newFuzzSeed(f)
+	seeds := []fuzzSeed{newFuzzSeed(f, false), newFuzzSeed(f, true)}
 	f.Fuzz(func(t *testing.T, kind uint8, payload []byte, who uint8, advance uint16) {
+		for _, seed := range seeds {
+			fuzzOne(t, seed, kind, payload, who, advance)
+		}
+	})
+}
+
+// fuzzOne applies one fuzz input after seed and checks what
+// FuzzApplyAllocation promises.
+func fuzzOne(t *testing.T, seed fuzzSeed, kind uint8, payload []byte, who uint8, advance uint16) {
+	{
 		cmd := log.Command{Type: fuzzTypes[int(kind)%len(fuzzTypes)], Version: 1, Stamp: seed.now + int64(advance),
 			Principal: fuzzPrincipals[int(who)%len(fuzzPrincipals)], Payload: payload}
 		data, err := log.Encode(cmd)
@@ -161,18 +191,35 @@ func FuzzApplyAllocation(f *testing.F) {
 		if errA != nil || errB != nil || ha != hb {
 			t.Fatalf("replicas reached different states after the same entry (%v %v)", errA, errB)
 		}
-	})
+	}
 }
 
-// The seed itself keeps every invariant.
+// The seeds themselves keep every invariant; the version 2 seed holds
+// what it promises.
 func TestFuzzSeedInvariants(t *testing.T) {
-	seed := newFuzzSeed(t)
-	f := seed.replica(t)
-	st := readStored(t, f)
-	if bad := st.invariants(f.Now()); len(bad) > 0 {
-		t.Fatal(bad)
-	}
-	if len(st.tasks) != 4 || len(st.notes) != 1 || len(st.reservations) != 3 {
-		t.Fatalf("seed: %d tasks, %d notes, %d reservations", len(st.tasks), len(st.notes), len(st.reservations))
+	for _, v2 := range []bool{false, true} {
+		seed := newFuzzSeed(t, v2)
+		f := seed.replica(t)
+		st := readStored(t, f)
+		if bad := st.invariants(f.Now()); len(bad) > 0 {
+			t.Fatal(bad)
+		}
+		tasks := 4
+		if v2 {
+			tasks = 5
+		}
+		if len(st.tasks) != tasks || len(st.notes) != 1 || len(st.reservations) != 3 {
+			t.Fatalf("seed: %d tasks, %d notes, %d reservations", len(st.tasks), len(st.notes), len(st.reservations))
+		}
+		if !v2 {
+			continue
+		}
+		held := map[string]string{}
+		for _, o := range st.occupancy {
+			held[o.Target] = o.WinnerType + ":" + o.WinnerID.String()
+		}
+		if len(st.dups) != 1 || st.dups[0].TaskID != 5 || held["task:s:slot:T7"] != "task:1" || held["task:s:unrelated"] != "task:3" {
+			t.Fatalf("version 2 seed: duplicates %+v, occupancy %v", st.dups, held)
+		}
 	}
 }

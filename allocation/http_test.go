@@ -289,7 +289,8 @@ func TestHTTPRoutes(t *testing.T) {
 	wantStatus(t, "abort", call(t, http.MethodPost, sp+"/reservations/ext-1/abort", nil), 200)
 	wantStatus(t, "create after abort", call(t, http.MethodPost, sp+"/tasks", map[string]any{"title": "External intent", "delivery_mode": "result"}), 201)
 
-	// A window: processing order, 201/409/422 per proposal.
+	// A window: processing order, 201/409/422 per proposal; the loser to
+	// an earlier proposal of the window names its reservation.
 	r = call(t, http.MethodPost, sp+"/windows", map[string]any{"proposals": []map[string]any{
 		{"proposal_id": "a", "title": "Fresh idea", "delivery_mode": "result", "received_seq": 2},
 		{"proposal_id": "b", "title": "fresh  IDEA", "delivery_mode": "result", "received_seq": 3},
@@ -307,7 +308,8 @@ func TestHTTPRoutes(t *testing.T) {
 		t.Fatalf("window: %s", r.body)
 	}
 	if w.Results[0].ProposalID != "c" || w.Results[0].Status != 422 || w.Results[1].ProposalID != "a" || w.Results[1].Status != 201 ||
-		w.Results[2].ProposalID != "b" || w.Results[2].Status != 409 || w.Results[2].Body["code"] != "conflict_key_occupied" {
+		w.Results[2].ProposalID != "b" || w.Results[2].Status != 409 || w.Results[2].Body["code"] != "conflict_key_reserved" ||
+		w.Results[2].Body["reserved_proposal_id"] != "a" {
 		t.Fatalf("window results: %s", r.body)
 	}
 	unchanged("a window of 129", func() {
@@ -317,5 +319,32 @@ func TestHTTPRoutes(t *testing.T) {
 		}
 		wantEnvelope(t, "129 proposals", call(t, http.MethodPost, sp+"/windows", map[string]any{"proposals": ps}), 422, "invalid")
 	})
+
+	// The reads of spaces, reservations, occupancy and duplicates.
+	r = call(t, http.MethodGet, base+"/v1/spaces?limit=1", nil)
+	wantStatus(t, "list spaces", r, 200)
+	if m := r.json(t); len(m["spaces"].([]any)) != 1 || m["spaces"].([]any)[0].(map[string]any)["slug"] != f.Space || m["next_cursor"] != "" {
+		t.Fatalf("list spaces: %s", r.body)
+	}
+	r = call(t, http.MethodGet, sp+"/occupancy?limit=128", nil)
+	wantStatus(t, "occupancy", r, 200)
+	held := map[string]any{}
+	for _, o := range r.json(t)["occupancy"].([]any) {
+		o := o.(map[string]any)
+		held[o["conflict_key"].(map[string]any)["target"].(string)] = o["winner"]
+	}
+	if w := held["task:multi-agent-research:slot:T1"]; !cmp.Equal(w, map[string]any{"type": "task", "id": winners["T1"], "status": "open"}) {
+		t.Fatalf("occupancy of T1: %v in %s", w, r.body)
+	}
+	r = call(t, http.MethodGet, sp+"/reservations", nil)
+	wantStatus(t, "reservations", r, 200)
+	if _, ok := r.json(t)["reservations"].([]any); !ok {
+		t.Fatalf("reservations: %s", r.body)
+	}
+	r = call(t, http.MethodGet, sp+"/duplicates", nil)
+	if wantStatus(t, "duplicates", r, 200); string(r.body) != `{"duplicates":[],"next_cursor":""}`+"\n" && string(r.body) != `{"duplicates":[],"next_cursor":""}` {
+		t.Fatalf("duplicates: %q", r.body)
+	}
+	wantEnvelope(t, "a bad cursor", call(t, http.MethodGet, sp+"/occupancy?after=occupancy.AAAA", nil), 422, "invalid")
 	c.WaitConverged(20 * time.Second)
 }

@@ -14,12 +14,14 @@ import (
 // and their ends, each checked against what the model says it must
 // answer.
 
-// createStep checks one create_task answer (got, replayed, err)
-// against what the model says it must be, and steps the model.
-func (mc *machine) createStep(t *rapid.T, what string, title int, mode, key string, got *Task, replayed bool, err error) {
+// createStep checks one create_task answer (got, replayed, err) against
+// what the model says it must be, and steps the model. inWin holds what
+// earlier proposals of the same window created (nil outside windows),
+// proposal is this one's id.
+func (mc *machine) createStep(t *rapid.T, what string, title int, given bool, mode, key string, inWin map[ConflictKey]string, proposal string,
+	got *Task, replayed bool, err error) {
 	m := mc.m
-	k := ConflictKey{Kind: KindCreateTask, Target: modelTitles[title].target, DeliveryMode: mode}
-	digest := fmt.Sprintf("%d/%s", title, mode)
+	digest := fmt.Sprintf("%d/%s/%t", title, mode, given)
 	if key != "" {
 		if prev, ok := m.idem[key]; ok {
 			var d string
@@ -31,11 +33,23 @@ func (mc *machine) createStep(t *rapid.T, what string, title int, mode, key stri
 				}
 				return
 			}
-			if err != nil || !replayed || got.ID != id || got.Status != StatusOpen || got.Version != 1 {
+			if err != nil || !replayed || got.ID != id || got.Status != StatusOpen || got.Version != 1 || got.ConflictKey != m.tasks[id].created {
 				t.Fatalf("%s: %+v %v, want the replay of task %d", what, got, err, id)
 			}
 			return
 		}
+	}
+	if m.v2 && given && m.catalog != 0 {
+		var e *errs.Error
+		if !errors.As(err, &e) || e.Code != errs.CodeInvalid || e.Detail["reason"] != ReasonUnknownWorkItem {
+			t.Fatalf("%s: %v, want 422 unknown_work_item", what, err)
+		}
+		return
+	}
+	k := m.keyOf(title, given, mode)
+	if p, ok := inWin[k]; ok {
+		wantConflict(t, what, err, "res:"+p)
+		return
 	}
 	if h := m.holds(k); h != "" {
 		wantConflict(t, what, err, h)
@@ -44,10 +58,13 @@ func (mc *machine) createStep(t *rapid.T, what string, title int, mode, key stri
 	if err != nil || got.ID != m.next || got.ConflictKey != k || replayed {
 		t.Fatalf("%s: %+v %v, want task %d on %+v", what, got, err, m.next, k)
 	}
-	m.tasks[m.next] = &mTask{key: k, status: StatusOpen, version: 1}
-	m.holder[k] = fmt.Sprintf("task:%d", m.next)
+	m.tasks[m.next] = &mTask{title: title, given: given, created: k, key: k, status: StatusOpen, version: 1}
+	m.holder[k] = taskRef(m.next)
 	if key != "" {
 		m.idem[key] = fmt.Sprintf("%s %d", digest, m.next)
+	}
+	if inWin != nil {
+		inWin[k] = proposal
 	}
 	m.next++
 }
@@ -56,14 +73,19 @@ func (mc *machine) create(t *rapid.T) {
 	title := rapid.IntRange(0, len(modelTitles)-1).Draw(t, "title")
 	mode := rapid.SampledFrom(modelModes).Draw(t, "mode")
 	key := rapid.SampledFrom([]string{"", "", "k1", "k2"}).Draw(t, "key")
+	given := rapid.IntRange(0, 4).Draw(t, "given") == 0
+	req := CreateTaskRequest{Title: modelTitles[title].title, DeliveryMode: mode, IdempotencyKey: key}
+	if given {
+		req.WorkItemID = ptrTo("T1")
+	}
 	mc.m.stamp()
-	res, err := mc.svc.CreateTask(mc.ctx, "s", CreateTaskRequest{Title: modelTitles[title].title, DeliveryMode: mode, IdempotencyKey: key})
+	res, err := mc.svc.CreateTask(mc.ctx, "s", req)
 	var got Task
 	replayed := false
 	if res != nil {
 		got, replayed = res.Task, res.Replayed
 	}
-	mc.createStep(t, "create", title, mode, key, &got, replayed, err)
+	mc.createStep(t, "create", title, given, mode, key, nil, "", &got, replayed, err)
 }
 
 func (mc *machine) window(t *rapid.T) {
@@ -95,6 +117,10 @@ func (mc *machine) window(t *rapid.T) {
 		}
 		return si < sj || si == sj && order[i].PayloadSHA256() < order[j].PayloadSHA256()
 	})
+	var inWin map[ConflictKey]string
+	if mc.m.v2 {
+		inWin = map[ConflictKey]string{}
+	}
 	for i, e := range res.Results {
 		if e.ProposalID != order[i].ProposalID {
 			t.Fatalf("window order: %s at %d, want %s", e.ProposalID, i, order[i].ProposalID)
@@ -109,7 +135,7 @@ func (mc *machine) window(t *rapid.T) {
 		default:
 			err = e.Error
 		}
-		mc.createStep(t, "window "+e.ProposalID, titles[e.ProposalID], order[i].DeliveryMode, "", &got, e.Replayed, err)
+		mc.createStep(t, "window "+e.ProposalID, titles[e.ProposalID], false, order[i].DeliveryMode, "", inWin, e.ProposalID, &got, e.Replayed, err)
 	}
 }
 
@@ -119,7 +145,6 @@ func (mc *machine) reserve(t *rapid.T) {
 	m := mc.m
 	m.stamp()
 	res, err := mc.svc.Reserve(mc.ctx, "s", ReserveRequest{ProposalID: p, Title: modelTitles[title].title, DeliveryMode: "result"})
-	k := ConflictKey{Kind: KindCreateTask, Target: modelTitles[title].target, DeliveryMode: "result"}
 	if old := m.res[p]; old != nil && (old.committed || m.now < old.expires) {
 		if old.title == title {
 			if err != nil || !res.Replayed {
@@ -130,6 +155,7 @@ func (mc *machine) reserve(t *rapid.T) {
 		}
 		return
 	}
+	k := m.keyOf(title, false, "result")
 	if h := m.holds(k); h != "" {
 		wantConflict(t, "reserve", err, h)
 		return
@@ -138,7 +164,7 @@ func (mc *machine) reserve(t *rapid.T) {
 		t.Fatalf("reserve: %+v %v", res, err)
 	}
 	if old := m.res[p]; old != nil && m.holder[old.key] == "res:"+p {
-		delete(m.holder, old.key)
+		m.vacate(old.key, "res:"+p)
 	}
 	m.res[p] = &mRes{title: title, key: k, expires: m.now + 1000}
 	m.holder[k] = "res:" + p
@@ -186,9 +212,8 @@ func (mc *machine) endReservation(t *rapid.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", op, err)
 		}
-		if h := m.holder[r.key]; h == "res:"+p || h == "ext:"+p {
-			delete(m.holder, r.key)
-		}
+		m.vacate(r.key, "res:"+p)
+		m.vacate(r.key, "ext:"+p)
 		delete(m.res, p)
 	}
 }

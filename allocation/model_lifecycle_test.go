@@ -44,6 +44,10 @@ func (mc *machine) transition(t *rapid.T) {
 	m.stamp()
 	res, err := mc.svc.Transition(mc.ctx, "s", id, TransitionRequest{Action: action})
 	rule := modelRules[action]
+	key := mt.key
+	if action == ActionReopen && m.v2 && !mt.given {
+		key = m.keyOf(mt.title, false, mt.key.DeliveryMode)
+	}
 	switch {
 	case mt.superseded:
 		var c *Conflict
@@ -61,20 +65,21 @@ func (mc *machine) transition(t *rapid.T) {
 			t.Fatalf("reopen under hold: %v", err)
 		}
 		return
-	case action == ActionReopen && m.holds(mt.key) != "":
-		wantConflict(t, "reopen", err, m.holds(mt.key))
+	case action == ActionReopen && m.holds(key) != "":
+		wantConflict(t, "reopen", err, m.holds(key))
 		return
 	}
-	if err != nil || res.Task.Status != rule[1][0] || res.Task.Version != mt.version+1 {
+	if err != nil || res.Task.Status != rule[1][0] || res.Task.Version != mt.version+1 || res.Task.ConflictKey != key {
 		t.Fatalf("%s of %d: %+v %v", action, id, res, err)
 	}
-	if Live(mt.status) && !Live(rule[1][0]) {
-		delete(m.holder, mt.key)
+	wanted := m.wants(mt)
+	mt.status, mt.version, mt.key = rule[1][0], mt.version+1, key
+	if wanted && !m.wants(mt) {
+		m.release(id)
 	}
 	if action == ActionReopen {
-		m.holder[mt.key] = fmt.Sprintf("task:%d", id)
+		m.take(id)
 	}
-	mt.status, mt.version = rule[1][0], mt.version+1
 }
 
 func (mc *machine) supersedeOrHold(t *rapid.T) {
@@ -94,8 +99,19 @@ func (mc *machine) supersedeOrHold(t *rapid.T) {
 			}
 		case err != nil || res.Task.StewardHold != hold:
 			t.Fatalf("hold: %+v %v", res, err)
-		case mt.hold != hold:
+		case mt.hold == hold:
+			if m.v2 && hold {
+				m.take(id)
+			}
+		default:
+			wanted := m.wants(mt)
 			mt.hold, mt.version = hold, mt.version+1
+			switch {
+			case m.v2 && !wanted && m.wants(mt):
+				m.take(id)
+			case m.v2 && wanted && !m.wants(mt):
+				m.release(id)
+			}
 		}
 		return
 	}
@@ -116,11 +132,102 @@ func (mc *machine) supersedeOrHold(t *rapid.T) {
 		}
 	case err != nil:
 		t.Fatalf("supersede: %v", err)
-	default:
+	case !m.v2:
 		if Live(mt.status) {
-			delete(m.holder, mt.key)
+			m.release(id)
 		}
 		mt.status, mt.superseded, mt.version = StatusSuperseded, true, mt.version+1
+	default:
+		inherited := slices.Clone(st.inherited)
+		for _, k := range mt.keys() {
+			if k != st.key && !slices.Contains(inherited, k) {
+				inherited = append(inherited, k)
+			}
+		}
+		sWants := m.wants(st)
+		mt.dup = false
+		for _, k := range mt.keys() {
+			switch {
+			case m.holder[k] == taskRef(id) && !sWants:
+				m.vacate(k, taskRef(id))
+				continue
+			case !sWants:
+				continue
+			case m.holder[k] != taskRef(id) && m.holds(k) != "":
+				continue
+			}
+			m.holder[k] = taskRef(survivor)
+			if k == st.key {
+				st.dup = false
+			}
+		}
+		if len(inherited) != len(st.inherited) {
+			st.inherited, st.version = inherited, st.version+1
+		}
+		mt.status, mt.superseded, mt.version = StatusSuperseded, true, mt.version+1
+	}
+}
+
+// putCatalog switches the space to one of the model's catalogs; at
+// version 2 the put rebinds the live tasks, the earliest keeping a key
+// two then want.
+func (mc *machine) putCatalog(t *rapid.T) {
+	c := rapid.IntRange(0, len(modelCatalogs)-1).Draw(t, "catalog")
+	m := mc.m
+	m.stamp()
+	res, err := mc.svc.PutSpace(mc.ctx, "s", PutSpaceRequest{DeliveryModes: modelModes, WindowMs: 1000, Catalog: modelCatalogs[c]})
+	if err != nil {
+		t.Fatalf("put catalog %d: %v", c, err)
+	}
+	m.catalog = c
+	if !m.v2 {
+		return
+	}
+	var changed []uint64
+	for id := uint64(1); id < m.next; id++ {
+		if mt := m.tasks[id]; Live(mt.status) && !mt.given && m.keyOf(mt.title, false, mt.key.DeliveryMode) != mt.key {
+			changed = append(changed, id)
+		}
+	}
+	var vacated []ConflictKey
+	for _, id := range changed {
+		mt := m.tasks[id]
+		if m.holder[mt.key] == taskRef(id) {
+			delete(m.holder, mt.key)
+			vacated = append(vacated, mt.key)
+		} else {
+			mt.dup = false
+		}
+	}
+	for _, id := range changed {
+		mt := m.tasks[id]
+		mt.key, mt.version = m.keyOf(mt.title, false, mt.key.DeliveryMode), mt.version+1
+		h := m.row(mt.key)
+		var j uint64
+		if _, err := fmt.Sscanf(h, "task:%d", &j); err != nil {
+			j = 0
+		}
+		switch {
+		case h == taskRef(id):
+		case j > id && m.tasks[j].key == mt.key:
+			m.holder[mt.key] = taskRef(id)
+			m.tasks[j].dup = true
+		case h != "":
+			mt.dup = true
+		case m.firstDup(mt.key) != 0 && m.firstDup(mt.key) < id:
+			m.promote(mt.key)
+			mt.dup = true
+		default:
+			m.holder[mt.key] = taskRef(id)
+		}
+	}
+	for _, k := range vacated {
+		if m.row(k) == "" {
+			m.promote(k)
+		}
+	}
+	if res.Rebound != len(changed) {
+		t.Fatalf("put catalog %d rebound %d, the model %d", c, res.Rebound, len(changed))
 	}
 }
 
@@ -166,9 +273,7 @@ func (mc *machine) tick(t *rapid.T) {
 	m.stamp()
 	for p, r := range m.res {
 		if !r.committed && m.now >= r.expires {
-			if m.holder[r.key] == "res:"+p {
-				delete(m.holder, r.key)
-			}
+			m.vacate(r.key, "res:"+p)
 			delete(m.res, p)
 		}
 	}

@@ -54,12 +54,11 @@ func applyPostNote(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !slices.Contains(sp.Space.DeliveryModes, c.DeliveryMode) {
-		return nil, errs.Errorf(errs.CodeInvalid, "delivery_mode %q is not one of space %q's modes %v", clip(c.DeliveryMode), sp.Slug, sp.Space.DeliveryModes)
-	}
-	t, err := getTask(tx, sp.Slug, c.TaskID)
-	if err != nil {
-		return nil, err
+	v := tx.EnabledVersion(CmdPostNote)
+	if v < 2 { // version 1 judged the mode and the task before the Idempotency-Key
+		if err := checkNoteTarget(tx, sp, &c); err != nil {
+			return nil, err
+		}
 	}
 	who := principalID(tx.Principal)
 	var idID, digest string
@@ -81,6 +80,13 @@ func applyPostNote(tx *fsm.Tx, cmd *log.Command) (any, error) {
 			out := *n
 			return &Outcome{Note: &out, Replayed: true}, nil
 		}
+	}
+	if err := checkNoteTarget(tx, sp, &c); err != nil {
+		return nil, err
+	}
+	t, err := getTask(tx, sp.Slug, c.TaskID)
+	if err != nil {
+		return nil, err
 	}
 	if t.Status == StatusSuperseded {
 		return &Outcome{Conflict: superseded(t)}, nil
@@ -115,6 +121,16 @@ func applyPostNote(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	tx.Emit("allocation_note_posted", sp.Slug+"/"+itoa(n.ID), sp.Space.TenantRef)
 	out := *n
 	return &Outcome{Note: &out}, nil
+}
+
+// checkNoteTarget requires a delivery mode of the space and an existing
+// task.
+func checkNoteTarget(tx *fsm.Tx, sp *spaceRow, c *noteCmd) error {
+	if !slices.Contains(sp.Space.DeliveryModes, c.DeliveryMode) {
+		return errs.Errorf(errs.CodeInvalid, "delivery_mode %q is not one of space %q's modes %v", clip(c.DeliveryMode), sp.Slug, sp.Space.DeliveryModes)
+	}
+	_, err := getTask(tx, sp.Slug, c.TaskID)
+	return err
 }
 
 func noteDigest(c *noteCmd) string {

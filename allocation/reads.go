@@ -58,7 +58,7 @@ func runBind(rt *fsm.ReadTx, payload []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	bk, err := keyOf(sp, Intent{Title: q.Title, DeliveryMode: sp.Space.DeliveryModes[0], WorkItemID: q.WorkItemID})
+	bk, err := keyOf(sp, Intent{Title: q.Title, DeliveryMode: sp.Space.DeliveryModes[0], WorkItemID: q.WorkItemID}, rt.EnabledVersion(CmdCreateTask))
 	if err != nil {
 		return nil, err
 	}

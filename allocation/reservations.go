@@ -28,35 +28,53 @@ type reservationCmd struct {
 }
 
 func (c *reserveCmd) validate() error {
+	if err := c.validateShape(); err != nil {
+		return err
+	}
+	return c.Intent.validate(currentVersion)
+}
+
+// validateShape is what the FSM checks before it looks the proposal up.
+func (c *reserveCmd) validateShape() error {
 	if err := checkSlug(c.Space); err != nil {
 		return err
 	}
 	if err := checkProposalID(c.ProposalID); err != nil {
 		return err
 	}
-	return c.Intent.validate()
+	return c.Intent.validateShape()
 }
 
 // applyReserve holds the intent's key for the space's window, unless a
 // live occupant holds it (the flat 409). Reserving a live or committed
 // proposal again with the same request answers it again (a retry);
 // with another request, conflict. A proposal whose reservation expired
-// may reserve anew.
+// may reserve anew. From version 2 on the proposal is looked up before
+// the key is formed, so a retry stays its first answer after the space
+// changed; version 1 formed the key first.
 func applyReserve(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	var c reserveCmd
 	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
 		return nil, err
 	}
-	if err := c.validate(); err != nil {
+	v := tx.EnabledVersion(CmdReserve)
+	if err := c.validateShape(); err != nil {
 		return nil, err
+	}
+	if v < 2 {
+		if err := c.Intent.validate(v); err != nil {
+			return nil, err
+		}
 	}
 	sp, err := spaceFor(tx, tx.Principal, c.Space, log.RoleMember)
 	if err != nil {
 		return nil, err
 	}
-	bk, err := keyOf(sp, c.Intent)
-	if err != nil {
-		return nil, err
+	var bk boundKey
+	if v < 2 {
+		if bk, err = keyOf(sp, c.Intent, v); err != nil {
+			return nil, err
+		}
 	}
 	who := principalID(tx.Principal)
 	digest := intentDigest(&c.Intent.Title, &c.Intent.DeliveryMode, c.Intent.WorkItemID)
@@ -68,8 +86,13 @@ func applyReserve(tx *fsm.Tx, cmd *log.Command) (any, error) {
 		if old.Principal != who || old.Digest != digest {
 			return nil, errs.Errorf(errs.CodeConflict, "proposal_id %q names another reservation", clip(c.ProposalID))
 		}
-		v := old.view()
-		return &Outcome{Reservation: &v, Replayed: true}, nil
+		view := old.view()
+		return &Outcome{Reservation: &view, Replayed: true}, nil
+	}
+	if v >= 2 {
+		if bk, err = keyOf(sp, c.Intent, v); err != nil {
+			return nil, err
+		}
 	}
 	if o, err := liveOccupant(tx, sp.Slug, bk.key, tx.Now); err != nil {
 		return nil, err
@@ -99,8 +122,8 @@ func applyReserve(tx *fsm.Tx, cmd *log.Command) (any, error) {
 		return nil, err
 	}
 	tx.Emit("allocation_reserved", sp.Slug+"/"+r.ProposalID, sp.Space.TenantRef)
-	v := r.view()
-	return &Outcome{Reservation: &v}, nil
+	view := r.view()
+	return &Outcome{Reservation: &view}, nil
 }
 
 // ownReservation reads the proposal's reservation and requires its

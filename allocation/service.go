@@ -28,13 +28,14 @@ type PutSpaceRequest struct {
 	Catalog         []CatalogRow `json:"catalog"`
 	DeliveryModes   []string     `json:"delivery_modes,omitempty"`
 	WindowMs        int64        `json:"window_ms,omitempty"`
+	AdHocSlots      bool         `json:"adhoc_slots,omitempty"`
 	ExpectedVersion *uint64      `json:"expected_version,omitempty"`
 }
 
 // PutSpace creates or replaces a space (controller role).
 func (s *Service) PutSpace(ctx context.Context, slug string, req PutSpaceRequest) (*SpaceResult, error) {
 	c := putSpaceCmd{Slug: slug, TenantRef: req.TenantRef, Catalog: req.Catalog, DeliveryModes: req.DeliveryModes,
-		WindowMs: req.WindowMs, ExpectedVersion: req.ExpectedVersion}
+		WindowMs: req.WindowMs, AdHocSlots: req.AdHocSlots, ExpectedVersion: req.ExpectedVersion}
 	if _, _, err := c.normalize(slug); err != nil { // the tenant is the FSM's to default
 		return nil, err
 	}

@@ -16,6 +16,7 @@ type putSpaceCmd struct {
 	Catalog         []CatalogRow `msgpack:"catalog"`
 	DeliveryModes   []string     `msgpack:"delivery_modes"` // nil: DefaultDeliveryModes
 	WindowMs        int64        `msgpack:"window_ms"`      // 0: DefaultWindow
+	AdHocSlots      bool         `msgpack:"adhoc_slots,omitempty"`
 	ExpectedVersion *uint64      `msgpack:"expected_version"`
 }
 
@@ -26,7 +27,7 @@ func (c *putSpaceCmd) normalize(tenant string) (Space, [][]string, error) {
 	if err := checkSlug(c.Slug); err != nil {
 		return Space{}, nil, err
 	}
-	sp := Space{Slug: c.Slug, TenantRef: c.TenantRef, WindowMs: c.WindowMs, DeliveryModes: c.DeliveryModes}
+	sp := Space{Slug: c.Slug, TenantRef: c.TenantRef, WindowMs: c.WindowMs, DeliveryModes: c.DeliveryModes, AdHocSlots: c.AdHocSlots}
 	if sp.TenantRef == "" {
 		sp.TenantRef = tenant
 	}
@@ -106,9 +107,11 @@ func bagOf(phrases []string) []string {
 // applyPutSpace creates or replaces a space's configuration (controller
 // role in its tenant, and in the tenant it had). A put that names no
 // tenant_ref keeps the space's tenant: moving a space to another tenant
-// hides it from its members, so it is never a default. Tasks, notes and
-// keys already decided keep their conflict keys: a new catalog binds
-// only what comes after it.
+// hides it from its members, so it is never a default. From version 2
+// on the put rebinds the space's live tasks against the new catalog in
+// the same command (rebind.go) and answers how many changed key and the
+// first page of the space's duplicates; at version 1 tasks kept their
+// keys and a new catalog bound only what came after it.
 func applyPutSpace(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	var c putSpaceCmd
 	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
@@ -116,6 +119,10 @@ func applyPutSpace(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	}
 	if err := checkSlug(c.Slug); err != nil {
 		return nil, err
+	}
+	v := tx.EnabledVersion(CmdPutSpace)
+	if v < 2 && c.AdHocSlots {
+		return nil, errs.New(errs.CodeInvalid, "adhoc_slots needs allocation_put_space version 2, which the cluster has not enabled")
 	}
 	old, err := getSpace(tx, c.Slug)
 	switch {
@@ -146,16 +153,35 @@ func applyPutSpace(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if c.ExpectedVersion != nil && *c.ExpectedVersion != version {
 		return nil, errs.Errorf(errs.CodeConflict, "space %q is at version %d, not %d", sp.Slug, version, *c.ExpectedVersion)
 	}
+	var live []*Task
+	if v >= 2 && old != nil {
+		if live, err = liveTasks(tx, sp.Slug); err != nil {
+			return nil, err
+		}
+	}
 	sp.Version, sp.UpdatedBy, sp.UpdatedAtMs = version+1, principalID(tx.Principal), tx.Now
 	row.Space, row.Bags = sp, bags
 	if err := tx.Insert(tableSpaces, row); err != nil {
 		return nil, errs.Errorf(errs.CodeInternal, "write space: %v", err)
 	}
 	tx.Emit("allocation_space_put", sp.Slug, sp.TenantRef)
-	return &SpaceResult{Space: sp}, nil
+	res := &SpaceResult{Space: sp}
+	if v >= 2 {
+		if res.Rebound, err = rebindSpace(tx, row, live); err != nil {
+			return nil, err
+		}
+		if res.Duplicates, err = duplicatesPage(tx, sp.Slug, 0, MaxPage, tx.Now); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
 }
 
-// SpaceResult is the answer of PUT and GET /v1/spaces/{slug}.
+// SpaceResult is the answer of PUT and GET /v1/spaces/{slug}. A put
+// (version 2) also says how many live tasks it rebound and gives the
+// first page of the space's duplicates.
 type SpaceResult struct {
-	Space Space `json:"space" msgpack:"space"`
+	Space      Space          `json:"space" msgpack:"space"`
+	Rebound    int            `json:"rebound,omitempty" msgpack:"rebound,omitempty"`
+	Duplicates *DuplicatePage `json:"duplicates,omitempty" msgpack:"duplicates,omitempty"`
 }

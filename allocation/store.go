@@ -59,13 +59,24 @@ func getOccupancy(s fsm.Store, space string, k ConflictKey) (*occupancyRow, erro
 	return raw.(*occupancyRow), nil
 }
 
-// liveOccupant is the row holding key at now, or nil when the key is free.
+// liveOccupant is the row holding key at now, or nil when the key is
+// free. A key whose row is a reservation that expired (and Tick has not
+// dropped yet) while a duplicate waits for it is the earliest
+// duplicate's: Tick will give it the key, so nothing else may take it
+// meanwhile.
 func liveOccupant(s fsm.Store, space string, k ConflictKey, now int64) (*occupancyRow, error) {
 	o, err := getOccupancy(s, space, k)
-	if err != nil || o == nil || !o.live(now) {
+	if err != nil {
 		return nil, err
 	}
-	return o, nil
+	if o != nil && o.live(now) {
+		return o, nil
+	}
+	d, err := firstDup(s, space, k)
+	if err != nil || d == nil {
+		return nil, err
+	}
+	return &occupancyRow{Space: space, Kind: k.Kind, Target: k.Target, DeliveryMode: k.DeliveryMode, WinnerType: WinnerTask, WinnerID: NumID(d.TaskID)}, nil
 }
 
 func getReservation(s fsm.Store, space, proposal string) (*reservationRow, error) {
@@ -94,7 +105,8 @@ func occupy(tx *fsm.Tx, space string, k ConflictKey, row occupancyRow) error {
 	return nil
 }
 
-// vacate deletes the key's row if it is the one of winner (type and id).
+// vacate deletes the key's row if it is the one of winner (type and id),
+// and gives the key to the earliest duplicate waiting for it, if any.
 func vacate(tx *fsm.Tx, space string, k ConflictKey, winnerType string, id WinnerID) error {
 	o, err := getOccupancy(tx, space, k)
 	if err != nil || o == nil || o.WinnerType != winnerType || o.WinnerID != id {
@@ -103,26 +115,43 @@ func vacate(tx *fsm.Tx, space string, k ConflictKey, winnerType string, id Winne
 	if err := tx.Delete(tableOccupancy, o); err != nil {
 		return errs.Errorf(errs.CodeInternal, "vacate key: %v", err)
 	}
-	return nil
+	return promote(tx, space, k)
 }
 
 // conflictOf is the 409 body naming the live occupant o of key k.
 func conflictOf(s fsm.Store, o *occupancyRow) (*Conflict, error) {
 	k := o.key()
 	if o.WinnerType == WinnerReservedIntent {
-		return &Conflict{Err: ErrAllocationConflict, Code: CodeKeyReserved, ConflictKey: &k, Outcome: OutcomeIdle,
-			Winner: &Winner{Type: WinnerReservedIntent, ID: StrID(o.ProposalID)}, ReservedProposalID: o.ProposalID,
-			RetryAfterMs: RetryAfterMs}, nil
+		return reservedConflict(k, o.ProposalID), nil
 	}
-	w := &Winner{Type: o.WinnerType, ID: o.WinnerID}
-	if o.WinnerType == WinnerTask {
+	w, err := winnerOf(s, o, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &Conflict{Err: ErrAllocationConflict, Code: CodeKeyOccupied, ConflictKey: &k, Outcome: OutcomeRedirect, Winner: &w}, nil
+}
+
+// winnerOf names what row o holds its key for: a task with its status,
+// a note, a reserved intent (its proposal id), an external object.
+func winnerOf(s fsm.Store, o *occupancyRow, now int64) (Winner, error) {
+	switch o.WinnerType {
+	case WinnerReservedIntent:
+		return Winner{Type: WinnerReservedIntent, ID: StrID(o.ProposalID)}, nil
+	case WinnerTask:
 		t, err := getTask(s, o.Space, o.WinnerID.Num)
 		if err != nil {
-			return nil, errs.Errorf(errs.CodeInternal, "key %s names task %d: %v", k.Target, o.WinnerID.Num, err)
+			return Winner{}, errs.Errorf(errs.CodeInternal, "key %s names task %d: %v", o.Target, o.WinnerID.Num, err)
 		}
-		w.Status = t.Status
+		return Winner{Type: WinnerTask, ID: o.WinnerID, Status: t.Status}, nil
 	}
-	return &Conflict{Err: ErrAllocationConflict, Code: CodeKeyOccupied, ConflictKey: &k, Outcome: OutcomeRedirect, Winner: w}, nil
+	return Winner{Type: o.WinnerType, ID: o.WinnerID}, nil
+}
+
+// reservedConflict is the 409 body of a loser to proposal's reservation
+// of key k.
+func reservedConflict(k ConflictKey, proposal string) *Conflict {
+	return &Conflict{Err: ErrAllocationConflict, Code: CodeKeyReserved, ConflictKey: &k, Outcome: OutcomeIdle,
+		Winner: &Winner{Type: WinnerReservedIntent, ID: StrID(proposal)}, ReservedProposalID: proposal, RetryAfterMs: RetryAfterMs}
 }
 
 // superseded is the 409 body of an action on a superseded task.

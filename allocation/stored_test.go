@@ -2,6 +2,7 @@ package allocation
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
@@ -21,6 +22,7 @@ type stored struct {
 	occupancy    []occupancyRow
 	reservations []reservationRow
 	expiry       []expiryRow
+	dups         []dupRow
 }
 
 func readStored(t fataler, f *fsm.FSM) stored {
@@ -33,6 +35,7 @@ func readStored(t fataler, f *fsm.FSM) stored {
 		occupancy:    fsmtest.Rows[occupancyRow](t, s, tableOccupancy),
 		reservations: fsmtest.Rows[reservationRow](t, s, tableReservations),
 		expiry:       fsmtest.Rows[expiryRow](t, s, tableExpiry),
+		dups:         fsmtest.Rows[dupRow](t, s, tableDuplicates),
 	}
 }
 
@@ -42,11 +45,14 @@ func (s stored) digest() [32]byte {
 }
 
 // invariants lists every broken rule of the stored state at FSM time now:
-// each occupancy row names a holder of exactly its key (a live task, a
-// note, a reservation, a committed reservation's winner); every live task
-// and every note is named by its key's row (so no key has two live
-// occupants); every reservation is indexed as its state says; ids stay
-// below the space's counters.
+// each occupancy row names a holder of exactly its key (a task that
+// wants keys, by its own key or one it inherited; a note; a reservation;
+// a committed reservation's winner); every task that wants keys holds
+// its own or is a duplicate on it, whose key something else holds, and
+// no other task holds any; every note is named by its key's row (so no
+// key has two occupants); every reservation is indexed as its state
+// says; ids stay below the space's counters. A task wants keys while it
+// is live or (version 2) under steward hold and not superseded.
 func (s stored) invariants(now int64) []string {
 	var bad []string
 	type ref struct{ space, typ, id string }
@@ -62,14 +68,19 @@ func (s stored) invariants(now int64) []string {
 	for _, r := range s.reservations {
 		res[[2]string{r.Space, r.ProposalID}] = r
 	}
-	held := map[ref]ConflictKey{}
+	held := map[ref][]ConflictKey{}
+	occupied := map[[2]string]occupancyRow{} // space, key
+	keyID := func(space string, k ConflictKey) [2]string {
+		return [2]string{space, k.Kind + "\x00" + k.Target + "\x00" + k.DeliveryMode}
+	}
 	for _, o := range s.occupancy {
 		r := ref{o.Space, o.WinnerType, o.WinnerID.String()}
-		held[r] = o.key()
+		held[r] = append(held[r], o.key())
+		occupied[keyID(o.Space, o.key())] = o
 		switch o.WinnerType {
 		case WinnerTask:
 			t, ok := tasks[r]
-			if !ok || !Live(t.Status) || t.ConflictKey != o.key() {
+			if !ok || !wantsKeys(&t, true) || !slices.Contains(keysOf(&t), o.key()) {
 				bad = append(bad, fmt.Sprintf("key %s names task %s (%+v)", o.Target, r.id, t))
 			}
 		case WinnerNote:
@@ -88,11 +99,22 @@ func (s stored) invariants(now int64) []string {
 			}
 		}
 	}
-	for r, t := range tasks {
-		if k, ok := held[r]; Live(t.Status) && (!ok || k != t.ConflictKey) {
-			bad = append(bad, fmt.Sprintf("live task %d (%s) is not its key's occupant", t.ID, t.ConflictKey.Target))
+	dup := map[ref]dupRow{}
+	for _, d := range s.dups {
+		r := ref{d.Space, WinnerTask, itoa(d.TaskID)}
+		dup[r] = d
+		t, ok := tasks[r]
+		o, busy := occupied[keyID(d.Space, d.key())]
+		if !ok || !wantsKeys(&t, true) || t.ConflictKey != d.key() || !busy || o.WinnerType == WinnerTask && o.WinnerID.Num == t.ID {
+			bad = append(bad, fmt.Sprintf("duplicate row of task %d on %s: task %+v, key held by %+v", d.TaskID, d.Target, t, o))
 		}
-		if !Live(t.Status) && held[r] != (ConflictKey{}) {
+	}
+	for r, t := range tasks {
+		ownHeld := slices.Contains(held[r], t.ConflictKey)
+		if _, isDup := dup[r]; Live(t.Status) && ownHeld == isDup {
+			bad = append(bad, fmt.Sprintf("live task %d (%s) holds its key %t, is a duplicate %t", t.ID, t.ConflictKey.Target, ownHeld, isDup))
+		}
+		if !wantsKeys(&t, true) && len(held[r]) > 0 {
 			bad = append(bad, fmt.Sprintf("%s task %d still holds a key", t.Status, t.ID))
 		}
 		if (t.Status == StatusSuperseded) != (t.SupersededBy != nil) {
@@ -100,7 +122,7 @@ func (s stored) invariants(now int64) []string {
 		}
 	}
 	for r, n := range notes {
-		if k, ok := held[r]; !ok || k != n.ConflictKey {
+		if k := held[r]; len(k) != 1 || k[0] != n.ConflictKey {
 			bad = append(bad, fmt.Sprintf("note %d is not its key's occupant", n.ID))
 		}
 	}

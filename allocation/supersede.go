@@ -21,8 +21,10 @@ type supersedeCmd struct {
 
 // applySupersede retires a duplicate in favour of a surviving task
 // (controller role: the steward's act, attributed to its principal; no
-// delete). The superseded task leaves the live statuses, so its key is
-// freed if it held one; the survivor keeps whatever it holds.
+// delete). From version 2 on occupancy stays on the survivor: it
+// inherits the superseded task's keys (its own and those it inherited),
+// takes the ones it held or that are free while it wants keys, and a
+// create on one is 409 naming the survivor; version 1 freed the key.
 func applySupersede(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	var c supersedeCmd
 	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
@@ -58,8 +60,22 @@ func applySupersede(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if survivor.Status == StatusSuperseded {
 		return nil, errs.Errorf(errs.CodeConflict, "surviving task %d is itself superseded by task %d", survivor.ID, *survivor.SupersededBy)
 	}
-	if Live(t.Status) {
-		if err := vacate(tx, sp.Slug, t.ConflictKey, WinnerTask, NumID(t.ID)); err != nil {
+	if tx.EnabledVersion(CmdSupersede) >= 2 {
+		s, err := inherit(t, survivor)
+		if err != nil {
+			return nil, err
+		}
+		if err := passKeys(tx, t, s); err != nil {
+			return nil, err
+		}
+		if len(s.InheritedKeys) != len(survivor.InheritedKeys) {
+			s.Version, s.UpdatedAtMs = survivor.Version+1, tx.Now
+			if err := putTask(tx, s, "allocation_task_inherited", sp.Space.TenantRef); err != nil {
+				return nil, err
+			}
+		}
+	} else if Live(t.Status) {
+		if err := releaseKeys(tx, t); err != nil {
 			return nil, err
 		}
 	}
@@ -81,7 +97,10 @@ type holdCmd struct {
 }
 
 // applyHold sets or clears a task's steward hold (controller role). A
-// held task cannot be reopened.
+// held task cannot be reopened, and from version 2 on it keeps its keys
+// when it finishes: a hold set on a finished task takes them again if
+// they are free (a duplicate if another holds its own), a hold released
+// from a finished task frees them.
 func applyHold(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	var c holdCmd
 	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
@@ -101,12 +120,30 @@ func applyHold(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if t.Status == StatusSuperseded {
 		return &Outcome{Conflict: superseded(t)}, nil
 	}
+	v2 := tx.EnabledVersion(CmdHold) >= 2
 	if t.StewardHold == c.Hold {
+		if v2 && c.Hold { // a hold set again takes what of its keys is free
+			if err := takeKeys(tx, t); err != nil {
+				return nil, err
+			}
+		}
 		out := *t
 		return &Outcome{Task: &out}, nil
 	}
 	n := *t
 	n.StewardHold, n.Version, n.UpdatedAtMs = c.Hold, t.Version+1, tx.Now
+	if v2 {
+		switch before, after := wantsKeys(t, true), wantsKeys(&n, true); {
+		case !before && after:
+			if err := takeKeys(tx, &n); err != nil {
+				return nil, err
+			}
+		case before && !after:
+			if err := releaseKeys(tx, t); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if err := putTask(tx, &n, "allocation_task_hold", sp.Space.TenantRef); err != nil {
 		return nil, err
 	}

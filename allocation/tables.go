@@ -15,6 +15,7 @@ const (
 	tableReservations = "allocation_reservations"
 	tableExpiry       = "allocation_reservation_expiry"
 	tableIdem         = "allocation_idempotency"
+	tableDuplicates   = "allocation_duplicates"
 )
 
 // spaceRow is a space with what the FSM derives from it: each catalog
@@ -118,6 +119,8 @@ func tables() []fsm.Table {
 	taskIx := id(compound(str("Space"), num("ID")))
 	taskIx["status"] = &memdb.IndexSchema{Name: "status", Unique: true, Indexer: compound(str("Space"), str("Status"), num("ID"))}
 	noteIx := id(compound(str("Space"), num("ID")))
+	dupIx := id(compound(str("Space"), num("TaskID")))
+	dupIx["key"] = &memdb.IndexSchema{Name: "key", Unique: true, Indexer: compound(str("Space"), str("Kind"), str("Target"), str("DeliveryMode"), num("TaskID"))}
 	noteIx["task"] = &memdb.IndexSchema{Name: "task", Unique: true, Indexer: compound(str("Space"), num("TaskID"), num("ID"))}
 	return []fsm.Table{
 		{New: func() any { return new(spaceRow) }, Schema: &memdb.TableSchema{Name: tableSpaces, Indexes: id(str("Slug"))}},
@@ -130,5 +133,6 @@ func tables() []fsm.Table {
 		{New: func() any { return new(expiryRow) }, Schema: &memdb.TableSchema{Name: tableExpiry,
 			Indexes: id(compound(&memdb.IntFieldIndex{Field: "AtMs"}, str("Space"), str("ProposalID")))}},
 		{New: func() any { return new(idemRow) }, Schema: &memdb.TableSchema{Name: tableIdem, Indexes: id(str("ID"))}},
+		{New: func() any { return new(dupRow) }, Schema: &memdb.TableSchema{Name: tableDuplicates, Indexes: dupIx}},
 	}
 }

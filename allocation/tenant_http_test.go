@@ -60,6 +60,9 @@ func TestHTTPOtherTenant(t *testing.T) {
 		{http.MethodGet, "/v1/spaces/%s/tasks?status=open&limit=5", nil},
 		{http.MethodGet, "/v1/spaces/%s/tasks/1", nil},
 		{http.MethodGet, "/v1/spaces/%s/tasks/1/notes", nil},
+		{http.MethodGet, "/v1/spaces/%s/reservations", nil},
+		{http.MethodGet, "/v1/spaces/%s/occupancy?limit=3", nil},
+		{http.MethodGet, "/v1/spaces/%s/duplicates", nil},
 	}
 	for _, rd := range reads {
 		existing := as("mem-b", rd.method, fmt.Sprintf(rd.path, "sa"), rd.body)
@@ -92,6 +95,16 @@ func TestHTTPOtherTenant(t *testing.T) {
 	}
 	if allocationDigest(t, c.Node(c.Leader())) != before {
 		t.Fatal("refused writes changed the allocation tables")
+	}
+
+	// The list of spaces shows each principal its tenants' spaces only.
+	listed := func(who string) bool {
+		r := as(who, http.MethodGet, "/v1/spaces", nil)
+		wantStatus(t, who+" lists spaces", r, 200)
+		return strings.Contains(string(r.body), `"slug":"sa"`)
+	}
+	if !listed("read-a") || listed("mem-b") {
+		t.Fatalf("GET /v1/spaces: read-a sees sa %t, mem-b %t", listed("read-a"), listed("mem-b"))
 	}
 
 	// A put without tenant_ref keeps tenant a: its members still see it.

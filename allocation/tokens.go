@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/arbiterhq/arbiter/errs"
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 )
@@ -39,10 +40,48 @@ func Tokens(s string) []string {
 	return out
 }
 
-// NormalizeTitle is normalize_title: NFC, trim, whitespace runs collapsed
-// to one ASCII space, Unicode default case folding.
-func NormalizeTitle(title string) string {
-	return cases.Fold().String(collapse(norm.NFC.String(title)))
+// NormalizeTitle is normalize_title as the newest command version does
+// it: NFC, trim, runs of white space and control characters (Unicode
+// Cc, U+001C-U+001F included, which unicode.IsSpace leaves out) collapsed
+// to one ASCII space, Unicode default case folding. Control characters
+// thus separate words here as they do in Tokens.
+func NormalizeTitle(title string) string { return normalizeTitle(title, currentVersion) }
+
+// normalizeTitle is normalize_title as command version v does it:
+// version 1 collapsed white space only.
+func normalizeTitle(title string, v uint16) string {
+	sep := unicode.IsSpace
+	if v >= 2 {
+		sep = isTitleSeparator
+	}
+	return cases.Fold().String(collapseFunc(norm.NFC.String(title), sep))
+}
+
+func isTitleSeparator(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }
+
+// visible reports whether s has a rune a reader sees: a letter, mark,
+// number, punctuation or symbol (not white space, control or format
+// characters such as U+200B).
+func visible(s string) bool {
+	for _, r := range s {
+		if unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkTitle refuses (422) a title from which command version v forms
+// no key: one empty after normalization, and from version 2 on one
+// without a visible character.
+func checkTitle(title string, v uint16) error {
+	if v >= 2 && !visible(title) {
+		return errs.New(errs.CodeInvalid, "title has no visible character: no conflict key can be formed")
+	}
+	if normalizeTitle(title, v) == "" {
+		return errs.New(errs.CodeInvalid, "title is empty after normalization: no conflict key can be formed")
+	}
+	return nil
 }
 
 // NormalizeNoteBody is normalize_note_body: NFC, trim, whitespace runs
@@ -58,4 +97,10 @@ func NoteBodyHash(body string) string {
 
 // collapse trims s and collapses its runs of Unicode white space to one
 // ASCII space.
-func collapse(s string) string { return strings.Join(strings.FieldsFunc(s, unicode.IsSpace), " ") }
+func collapse(s string) string { return collapseFunc(s, unicode.IsSpace) }
+
+// collapseFunc trims s and collapses its runs of separators to one ASCII
+// space.
+func collapseFunc(s string, sep func(rune) bool) string {
+	return strings.Join(strings.FieldsFunc(s, sep), " ")
+}

@@ -60,10 +60,12 @@ func (c *transitionCmd) validate() error {
 }
 
 // applyTransition moves a task along its lifecycle. A task that leaves
-// the live statuses frees its key; reopen takes the key again, so it
-// answers the flat 409 when another live occupant holds it, and refuses
-// a task under steward hold. Every action on a superseded task answers
-// 409 task_superseded.
+// the live statuses frees its keys (from version 2 on not while a
+// steward hold is on it); reopen takes them again, so it answers the
+// flat 409 when another occupant holds its own key, and refuses a task
+// under steward hold. From version 2 on reopen first rebinds a task
+// whose client named no work item against the space's catalog of now.
+// Every action on a superseded task answers 409 task_superseded.
 func applyTransition(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	var c transitionCmd
 	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
@@ -90,11 +92,17 @@ func applyTransition(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if !slices.Contains(rule.from, t.Status) {
 		return nil, errs.Errorf(errs.CodeConflict, "task %d is %s: %s needs one of %v", t.ID, t.Status, c.Action, rule.from)
 	}
+	v2 := tx.EnabledVersion(CmdTransition) >= 2
+	n := *t
+	n.Status, n.Version, n.UpdatedAtMs = rule.to, t.Version+1, tx.Now
 	if c.Action == ActionReopen {
 		if t.StewardHold {
 			return nil, errs.Errorf(errs.CodeConflict, "task %d is under steward hold and cannot be reopened", t.ID)
 		}
-		if o, err := liveOccupant(tx, sp.Slug, t.ConflictKey, tx.Now); err != nil {
+		if v2 {
+			rebind(sp, &n)
+		}
+		if o, err := liveOccupant(tx, sp.Slug, n.ConflictKey, tx.Now); err != nil {
 			return nil, err
 		} else if o != nil {
 			cf, err := conflictOf(tx, o)
@@ -103,12 +111,10 @@ func applyTransition(tx *fsm.Tx, cmd *log.Command) (any, error) {
 			}
 			return &Outcome{Conflict: cf}, nil
 		}
-		if err := occupy(tx, sp.Slug, t.ConflictKey, occupancyRow{WinnerType: WinnerTask, WinnerID: NumID(t.ID)}); err != nil {
+		if err := takeKeys(tx, &n); err != nil {
 			return nil, err
 		}
 	}
-	n := *t
-	n.Status, n.Version, n.UpdatedAtMs = rule.to, t.Version+1, tx.Now
 	switch c.Action {
 	case ActionClaim:
 		n.Assignee = principalID(tx.Principal)
@@ -120,8 +126,8 @@ func applyTransition(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	case ActionReview:
 		n.Reviewer = principalID(tx.Principal)
 	}
-	if Live(t.Status) && !Live(n.Status) {
-		if err := vacate(tx, sp.Slug, t.ConflictKey, WinnerTask, NumID(t.ID)); err != nil {
+	if wantsKeys(t, v2) && !wantsKeys(&n, v2) {
+		if err := releaseKeys(tx, t); err != nil {
 			return nil, err
 		}
 	}

@@ -39,6 +39,10 @@ func Live(status string) bool {
 	return false
 }
 
+// ReasonUnknownWorkItem is detail.reason of the 422 for a work_item_id
+// the space's catalog does not list.
+const ReasonUnknownWorkItem = "unknown_work_item"
+
 // Winner types besides the external ones a reservation commit names.
 const (
 	WinnerTask           = "task"
@@ -68,9 +72,13 @@ type Space struct {
 	Catalog       []CatalogRow `json:"catalog" msgpack:"catalog"`
 	DeliveryModes []string     `json:"delivery_modes" msgpack:"delivery_modes"`
 	WindowMs      int64        `json:"window_ms" msgpack:"window_ms"`
-	Version       uint64       `json:"version" msgpack:"version"`
-	UpdatedBy     string       `json:"updated_by" msgpack:"updated_by"`
-	UpdatedAtMs   int64        `json:"updated_at_ms" msgpack:"updated_at_ms"`
+	// AdHocSlots: a work_item_id the catalog does not list still forms
+	// a slot key (from put version 2 on; otherwise such a create is 422
+	// unknown_work_item).
+	AdHocSlots  bool   `json:"adhoc_slots" msgpack:"adhoc_slots,omitempty"`
+	Version     uint64 `json:"version" msgpack:"version"`
+	UpdatedBy   string `json:"updated_by" msgpack:"updated_by"`
+	UpdatedAtMs int64  `json:"updated_at_ms" msgpack:"updated_at_ms"`
 }
 
 // Task is one task of a space.
@@ -91,11 +99,24 @@ type Task struct {
 	StewardHold   bool   `json:"steward_hold" msgpack:"steward_hold"`
 	Assignee      string `json:"assignee,omitempty" msgpack:"assignee"`
 	Reviewer      string `json:"reviewer,omitempty" msgpack:"reviewer"`
+	// InheritedKeys are the keys of the tasks superseded into this one
+	// (version 2): it holds them, with its own, while it holds keys.
+	InheritedKeys []ConflictKey `json:"inherited_keys,omitempty" msgpack:"inherited_keys,omitempty"`
+	// CreatedAs is the key and work item the task was created with, once
+	// a rebind (version 2: a catalog change, a reopen) changed them; the
+	// replay of its create answers them.
+	CreatedAs *CreatedAs `json:"-" msgpack:"created_as,omitempty"`
 	// Supersession: who, why, in favour of which task, when.
 	SupersededBy          *uint64 `json:"superseded_by,omitempty" msgpack:"superseded_by"`
 	Reason                string  `json:"reason,omitempty" msgpack:"reason"`
 	SupersededByPrincipal string  `json:"superseded_by_principal,omitempty" msgpack:"superseded_by_principal"`
 	SupersededAtMs        int64   `json:"superseded_at_ms,omitempty" msgpack:"superseded_at_ms"`
+}
+
+// CreatedAs is what a task was created with.
+type CreatedAs struct {
+	ConflictKey ConflictKey `msgpack:"conflict_key"`
+	WorkItemID  *string     `msgpack:"work_item_id"`
 }
 
 // Note is a post-review note on a task.
@@ -225,8 +246,9 @@ func (c *Conflict) Error() string {
 	return c.Err
 }
 
+// ErrCode makes a Conflict an errs.Coded error: errs.CodeOf says
+// conflict and errs.Status 409, as errors.Is(c, errs.Conflict) does.
+func (c *Conflict) ErrCode() errs.Code { return errs.CodeConflict }
+
 // Is makes errors.Is(c, errs.Conflict) hold.
-func (c *Conflict) Is(target error) bool {
-	e, ok := target.(*errs.Error)
-	return ok && e.Code == errs.CodeConflict
-}
+func (c *Conflict) Is(target error) bool { return errs.MatchesCode(target, c.ErrCode()) }

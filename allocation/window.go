@@ -159,7 +159,9 @@ func windowOrder(ps []Proposal) []Proposal {
 
 // applyWindow processes a window's proposals in order, each against the
 // state the ones before it left: the first to reach a free key creates
-// the task, later ones on the same key lose with 409 (the durable winner),
+// the task, later ones on the same key lose with 409 (from version 2 on
+// conflict_key_reserved naming the proposal that took the key, as the
+// window reserves before it mutates; version 1 named the task it made),
 // and a proposal that cannot form a key gets 422. One command: every
 // replica decides the same winners, and nothing of the window is
 // half-applied.
@@ -175,11 +177,19 @@ func applyWindow(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	v := tx.EnabledVersion(CmdWindow)
 	next := sp.NextTaskID
 	res := &WindowResult{Results: make([]WindowEntry, 0, len(c.Proposals))}
+	var win *inWindow
+	if v >= 2 {
+		win = &inWindow{taken: make(map[ConflictKey]string, len(c.Proposals))} // looked up only, never iterated
+	}
 	for _, p := range windowOrder(c.Proposals) {
 		e := WindowEntry{ProposalID: p.ProposalID}
-		out, err := createTask(tx, sp, Intent{Title: p.Title, DeliveryMode: p.DeliveryMode, WorkItemID: p.WorkItemID}, p.IdempotencyKey)
+		if win != nil {
+			win.proposal = p.ProposalID
+		}
+		out, err := createTask(tx, sp, Intent{Title: p.Title, DeliveryMode: p.DeliveryMode, WorkItemID: p.WorkItemID}, p.IdempotencyKey, v, win)
 		switch {
 		case err != nil && errs.CodeOf(err) == errs.CodeInternal:
 			return nil, err

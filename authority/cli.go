@@ -16,8 +16,8 @@ import (
 const cliUsage = `usage: arbiter concept <command> [flags]
 
 commands (each takes the flags that reach a cluster: --addr, --token, --ca):
-  reserve      claim a concept id                 --concept-id --tenant --owner --request --purpose [--repository --lane --design --provenance a,b --ttl 24h]
-  reserve-next claim the first free number        --namespace --from --to and the reserve flags but --concept-id
+  reserve      claim a concept id (RMDD-27, RMDD-SEARCH-7) --concept-id --tenant --owner --request --purpose [--repository --lane --design --provenance a,b --ttl 24h]
+  reserve-next claim the first free number        --namespace [--prefix SEARCH] --from --to and the reserve flags but --concept-id
   transition   move a claim you hold              --concept-id --tenant --owner --reservation --fingerprint --fence --action [--repo DIR]
                (with --repo, a claim that was materialized is projected again: its fragment and the view follow)
   materialize  transition to materialized, then project into a repository   the transition flags but --action, and --repo DIR
@@ -26,6 +26,8 @@ commands (each takes the flags that reach a cluster: --addr, --token, --ca):
   reconcile    compare a tenant's claims with a repository's projection      --tenant --repo DIR [--max 1000] [--markers RMDD-1,GOC-2]
   get          read one claim                     --concept-id [--tenant]
   list         read a tenant's claims             --tenant [--after CURSOR] [--limit N]
+  policies     read the cluster's replicated namespace policy set
+  set-policies replace it (admins)                --file F (as --concept-policies reads it; its version, if any, must be newer; none: the next)
 `
 
 func cli() *domain.CLI {
@@ -36,13 +38,15 @@ func cli() *domain.CLI {
 // a cluster: its --help lists only these, and any other is refused.
 var commandFlags = map[string][]string{
 	"reserve":      {"concept-id", "tenant", "owner", "request", "purpose", "repository", "lane", "design", "provenance", "ttl"},
-	"reserve-next": {"namespace", "from", "to", "tenant", "owner", "request", "purpose", "repository", "lane", "design", "provenance", "ttl"},
+	"reserve-next": {"namespace", "prefix", "from", "to", "tenant", "owner", "request", "purpose", "repository", "lane", "design", "provenance", "ttl"},
 	"transition":   {"concept-id", "tenant", "owner", "reservation", "fingerprint", "fence", "action", "repo"},
 	"materialize":  {"concept-id", "tenant", "owner", "reservation", "fingerprint", "fence", "repo"},
 	"sync":         {"concept-id", "tenant", "repo"},
 	"reconcile":    {"tenant", "repo", "max", "markers"},
 	"get":          {"concept-id", "tenant"},
 	"list":         {"tenant", "after", "limit"},
+	"policies":     {},
+	"set-policies": {"file"},
 }
 
 func runCLI(env domain.CLIEnv, args []string) error {
@@ -86,6 +90,7 @@ func runCLI(env domain.CLIEnv, args []string) error {
 	fs.StringVar(&provenance, "provenance", "", "comma-separated provenance refs")
 	fs.DurationVar(&ttl, "ttl", 0, "reservation lifetime (default 24h)")
 	fs.StringVar(&next.Namespace, "namespace", "", "namespace for reserve-next")
+	fs.StringVar(&next.Prefix, "prefix", "", "semantic prefix for reserve-next (NAMESPACE-PREFIX-<n> ids, as a policy declares)")
 	fs.Uint64Var(&next.From, "from", 0, "first candidate number")
 	fs.Uint64Var(&next.To, "to", 0, "last candidate number")
 	fs.StringVar(&reservation, "reservation", "", "reservation id you hold")
@@ -97,6 +102,8 @@ func runCLI(env domain.CLIEnv, args []string) error {
 	fs.IntVar(&maxRecords, "max", 1000, "reconcile bound")
 	fs.StringVar(&list.After, "after", "", "list cursor")
 	fs.IntVar(&list.Limit, "limit", 0, "list page size")
+	var policyFile string
+	fs.StringVar(&policyFile, "file", "", `policy file: {"version": N, "policies": [...]} or a bare array of policies`)
 	domainFlags := map[string]bool{} // the flags above, of every command
 	fs.VisitAll(func(f *flag.Flag) { domainFlags[f.Name] = true })
 	connect := env.Connect(fs)
@@ -165,6 +172,20 @@ func runCLI(env domain.CLIEnv, args []string) error {
 	case "list":
 		list.TenantRef = tenant
 		out, err = client.List(ctx, list)
+	case "policies":
+		out, err = client.Policies(ctx)
+	case "set-policies":
+		if policyFile == "" {
+			return errors.New("--file is required")
+		}
+		ps, err := LoadPolicyFile(policyFile)
+		if err != nil {
+			return err
+		}
+		out, err = client.SetPolicies(ctx, PoliciesRequest{Version: ps.Version(), Policies: ps.Policies()})
+		if err != nil {
+			return err
+		}
 	}
 	if err != nil {
 		return err

@@ -13,8 +13,8 @@ import (
 
 // Client is the concept reservation authority over a cluster's HTTP API
 // (the /v1/concepts routes), for programs that do not embed a node:
-// NewClient(cluster.NewRemote(addrs...)). The nodes bind requests to their
-// own policies. It implements Authority, so a ConceptReservationService
+// NewClient(cluster.NewRemote(addrs...)). The cluster binds requests to
+// its replicated policy set. It implements Authority, so a ConceptReservationService
 // can project from it.
 type Client struct {
 	conn domain.Conn
@@ -57,6 +57,16 @@ func (c *Client) List(ctx context.Context, req ListRequest) (*RecordPage, error)
 		q.Set("limit", strconv.Itoa(req.Limit))
 	}
 	return call[RecordPage](ctx, c, http.MethodGet, "/v1/concepts/list?"+q.Encode(), nil)
+}
+
+// Policies reads the cluster's replicated policy set.
+func (c *Client) Policies(ctx context.Context) (*PoliciesResult, error) {
+	return call[PoliciesResult](ctx, c, http.MethodGet, "/v1/concepts/policies", nil)
+}
+
+// SetPolicies replaces the cluster's replicated policy set (admins).
+func (c *Client) SetPolicies(ctx context.Context, req PoliciesRequest) (*PoliciesResult, error) {
+	return call[PoliciesResult](ctx, c, http.MethodPut, "/v1/concepts/policies", req)
 }
 
 // call makes one call; every failure that means the cluster could not

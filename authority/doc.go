@@ -8,10 +8,27 @@
 // `arbiter concept` command. Client is the same API over a cluster's HTTP
 // routes, for programs that do not embed a node.
 //
-// One node per complete concept id (NAMESPACE-NUMBER, e.g. RMDD-27) with
-// identity "concept-reservation:<concept_id>" holds the durable record. The
+// Namespace policies (policy.go) say which numbers of a namespace, or of
+// a semantic prefix declared inside it (RMDD-SEARCH-<n>), the authority
+// hands out; overlapping ranges of one scope are refused. The policy set
+// is replicated configuration, one for the cluster (policyset.go): the
+// authority's module (module.go, types 100-199) holds it, and writes a
+// claim with concept_reserve / concept_reclaim, which carry the node
+// create or CAS and bind the record's policy fields inside Apply from the
+// set as of that entry, so every replica decides alike. A node's
+// --concept-policies file only seeds the set (when the cluster has none,
+// or the file's version is newer); admins replace it with PUT
+// /v1/concepts/policies. Where the cluster does not enable the module yet
+// (a rolling upgrade part-way), the service binds policies itself from
+// the set it was given, as older releases did.
+//
+// One node per complete concept id (NAMESPACE-NUMBER, e.g. RMDD-27, or
+// NAMESPACE-PREFIX-NUMBER) with identity "concept-reservation:<concept_id>"
+// holds the durable record. The
 // first create wins. A failed create is classified by reading the node: the
-// same request key and fingerprint replay the winner; a released or expired
+// same request key and fingerprint (every input of the request, ttl_ms
+// included, in fingerprint version 2; a claim keeps the version it was
+// written with) replay the winner; a released or expired
 // claim that was never repository-visible is reclaimed by one CAS over its
 // reservation id, fingerprint, state and fence; anything else conflicts.
 // Lifecycle transitions are one CAS conditioned on tenant, owner,

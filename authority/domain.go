@@ -2,11 +2,15 @@ package authority
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"net/http"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/arbiterhq/arbiter/domain"
+	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/nodes"
 )
 
@@ -14,33 +18,38 @@ import (
 // authority reaches the node primitives.
 const Name = "authority"
 
-// Domain is the concept reservation authority as a domain: the
-// /v1/concepts routes over the node primitives (it owns no state of its
-// own), the --concept-policies flag and the `arbiter concept` command.
-// policies is the starting policy set (nil: none, every reserve refused
-// as matching no policy, until --concept-policies loads one).
+// Domain is the concept reservation authority as a domain: its module
+// (the replicated policy set, and the claim writes bound to it), the
+// /v1/concepts routes over the node primitives, the --concept-policies
+// flag and the `arbiter concept` command. policies seed the cluster's
+// replicated policy set (nil: no seed, until --concept-policies loads
+// one): see policyset.go for when a seed applies.
 func Domain(policies *PolicySet) domain.Domain {
-	d := &authorityDomain{}
+	d := &authorityDomain{reload: make(chan struct{}, 1)}
 	d.policies.Store(policies)
 	return domain.Domain{
 		Name:     Name,
+		Module:   Module,
 		Requires: []string{nodes.Name},
 		Routes:   d.routes,
 		Flags:    d.flags,
 		Load:     d.load,
+		Start:    d.start,
 		CLI:      cli(),
 	}
 }
 
 type authorityDomain struct {
-	// policies only shape requests before they are proposed, so nodes
-	// may be given new ones one at a time (SIGHUP reloads the file).
+	// policies is the node's seed: proposed at start and after each
+	// reload, and by a reserve that finds the cluster without a set.
 	policies atomic.Pointer[PolicySet]
 	file     string
+	reload   chan struct{} // one pending reload is enough: it reads the latest
+	mu       sync.Mutex    // one seeding at a time
 }
 
 func (d *authorityDomain) flags(fs *flag.FlagSet) {
-	fs.StringVar(&d.file, "concept-policies", "", `JSON file of concept namespace policies: [{"namespace":"RMDD","min":1,"max":9999,"policy_version":"2"}] (reloaded on SIGHUP)`)
+	fs.StringVar(&d.file, "concept-policies", "", `JSON file of concept namespace policies, {"version": N, "policies": [{"namespace": "RMDD", "prefix": "SEARCH" (optional), "min": 1, "max": 9999, "policy_version": "2"}]} or a bare array of policies (version 0). It seeds the cluster's replicated policy set when the cluster has none, or when N is newer than the cluster's version (a change made with PUT /v1/concepts/policies takes the next version, so a restart does not undo it); which one wins is logged. Reloaded on SIGHUP.`)
 }
 
 func (d *authorityDomain) load() error {
@@ -52,15 +61,82 @@ func (d *authorityDomain) load() error {
 		return err
 	}
 	d.policies.Store(ps)
+	select {
+	case d.reload <- struct{}{}:
+	default:
+	}
 	return nil
+}
+
+// start seeds the replicated set from the node's policies once a leader
+// exists, and again after each reload, until ctx ends.
+func (d *authorityDomain) start(ctx context.Context, h domain.Host) {
+	svc := NewService(h, h, nil)
+	select { // the first round reads what the start's Load stored
+	case <-d.reload:
+	default:
+	}
+	for {
+		if ps := d.policies.Load(); ps != nil {
+			d.seed(ctx, svc, h, ps)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.reload:
+		}
+	}
+}
+
+// seed proposes ps, retrying while the cluster cannot take it yet (no
+// leader, the command not enabled), and logs which set wins.
+func (d *authorityDomain) seed(ctx context.Context, svc *Service, h domain.Host, ps *PolicySet) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for wait := 200 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) { // until ctx ends
+		res, err := svc.Seed(ctx, ps)
+		if err == nil {
+			logSeed(h, ps, res)
+			return
+		}
+		if !errors.Is(err, errs.Unavailable) {
+			h.Logger().Error("concept policies: the cluster refused this node's policies", "error", err)
+			return
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// logSeed says which set wins: this node's (the seed applied), or the
+// cluster's (it had one at least as new).
+func logSeed(h domain.Host, ps *PolicySet, res *PoliciesResult) {
+	mine := policiesDigest(ps.Policies())
+	switch {
+	case res.Changed:
+		h.Logger().Info("concept policies: this node's policies are now the cluster's", "version", res.Version, "digest", res.Digest, "policies", len(res.Policies))
+	case res.Digest == mine:
+		h.Logger().Info("concept policies: the cluster's policies are this node's", "version", res.Version, "digest", res.Digest)
+	default:
+		h.Logger().Warn("concept policies: the cluster's replicated policies win over this node's (not newer)",
+			"cluster_version", res.Version, "cluster_digest", res.Digest, "cluster_source", res.Source,
+			"node_version", ps.Version(), "node_digest", mine)
+	}
 }
 
 // routes serve the authority as an in-server adapter: it checks the
 // caller's tenant and role itself, then reaches the raw node primitives
-// under its adapter name.
+// under its adapter name. The policy set is read by anyone authenticated
+// and replaced by admins, as themselves.
 func (d *authorityDomain) routes(h domain.Host) []domain.Route {
 	a := h.Adapter(Name)
 	svc := func() *Service { return NewService(a, a, d.policies.Load()) }
+	admin := NewService(h, h, nil)
 	return []domain.Route{
 		domain.Post("/v1/concepts/reserve", domain.Authenticated, func(ctx context.Context, req ReserveRequest) (*ReserveResult, error) {
 			return svc().Reserve(ctx, req)
@@ -81,6 +157,14 @@ func (d *authorityDomain) routes(h domain.Host) []domain.Route {
 			}
 			return svc().List(ctx, ListRequest{TenantRef: p.String("tenant_ref"), After: p.String("after"), Limit: limit})
 		}),
+		domain.Get("/v1/concepts/policies", domain.Authenticated, []string{"consistency"}, func(ctx context.Context, p domain.Params) (*PoliciesResult, error) {
+			c, err := p.Consistency()
+			if err != nil {
+				return nil, err
+			}
+			return admin.Policies(ctx, c)
+		}),
+		{Method: http.MethodPut, Path: "/v1/concepts/policies", Access: domain.Admin, Handler: domain.JSON(admin.SetPolicies, nil)},
 	}
 }
 

@@ -70,8 +70,8 @@ func Example() {
 	view, _ := os.ReadFile(filepath.Join(repo, "concepts", "view.json"))
 	fmt.Println("fragments:", len(frags), "view mentions RMDD-27:", strings.Contains(string(view), `"RMDD-27"`))
 	// Output:
-	// reserved: RMDD-27 reserved fence 2 policy 2 created true
-	// second request: conflict held in state reserved at fence 2
-	// materialized: RMDD-27 materialized fence 4 replacing 2
+	// reserved: RMDD-27 reserved fence 3 policy 2 created true
+	// second request: conflict held in state reserved at fence 3
+	// materialized: RMDD-27 materialized fence 5 replacing 3
 	// fragments: 1 view mentions RMDD-27: true
 }

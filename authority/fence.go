@@ -37,9 +37,19 @@ func (s *Service) fenceFields(ctx context.Context, values map[string]any) (nodes
 	if err != nil {
 		return nodes.IndexFields{}, fromCluster(err)
 	}
+	return indexFence(on, values), nil
+}
+
+// fenceFields is Service.fenceFields where the mode says whether index
+// fences are on.
+func (m mode) fenceFields(values map[string]any) nodes.IndexFields {
+	return indexFence(m.IndexFences, values)
+}
+
+func indexFence(on bool, values map[string]any) nodes.IndexFields {
 	if !on {
-		return nodes.IndexFields{}, nil
+		return nodes.IndexFields{}
 	}
 	delete(values, fieldFence)
-	return nodes.IndexFields{SetIndex: []string{fieldFence}}, nil
+	return nodes.IndexFields{SetIndex: []string{fieldFence}}
 }

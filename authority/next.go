@@ -14,6 +14,9 @@ const MaxCandidates = 128
 // Request carries every field of a reservation but the concept id.
 type ReserveNextRequest struct {
 	Namespace string `json:"namespace"`
+	// Prefix, if set, probes NAMESPACE-PREFIX-<n> ids (a semantic prefix
+	// a policy declares).
+	Prefix string `json:"prefix,omitempty"`
 	// From and To are the first and last candidate numbers, inclusive; at
 	// most MaxCandidates of them, all inside one policy's range.
 	From    uint64         `json:"from"`
@@ -34,6 +37,9 @@ func reserveNext(ctx context.Context, a Authority, req ReserveNextRequest) (*Res
 	if !validNamespace(req.Namespace) {
 		return nil, errs.Errorf(errs.CodeInvalid, "namespace %q is not upper-case A-Z0-9 starting with a letter", req.Namespace)
 	}
+	if req.Prefix != "" && !validPrefix(req.Prefix) {
+		return nil, errs.Errorf(errs.CodeInvalid, "prefix %q is not upper-case segments (A-Z then A-Z0-9) joined by hyphens, at most %d characters", req.Prefix, MaxPrefixLen)
+	}
 	if req.From < 1 || req.To < req.From || req.To-req.From >= MaxCandidates {
 		return nil, errs.Errorf(errs.CodeInvalid, "candidate range %d..%d must start at 1 or more and hold at most %d numbers", req.From, req.To, MaxCandidates)
 	}
@@ -43,7 +49,7 @@ func reserveNext(ctx context.Context, a Authority, req ReserveNextRequest) (*Res
 	var last error
 	for n := req.From; n <= req.To; n++ {
 		r := req.Request
-		r.ConceptID = ConceptID{Namespace: req.Namespace, Number: n}.String()
+		r.ConceptID = ConceptID{Namespace: req.Namespace, Prefix: req.Prefix, Number: n}.String()
 		res, err := a.Reserve(ctx, r)
 		if err == nil {
 			return res, nil
@@ -53,6 +59,7 @@ func reserveNext(ctx context.Context, a Authority, req ReserveNextRequest) (*Res
 		}
 		last = err
 	}
-	e := errs.Errorf(errs.CodeExhausted, "every candidate %s-%d..%s-%d is held (last: %v)", req.Namespace, req.From, req.Namespace, req.To, last)
+	scope := scopeOf(req.Namespace, req.Prefix)
+	e := errs.Errorf(errs.CodeExhausted, "every candidate %s-%d..%s-%d is held (last: %v)", scope, req.From, scope, req.To, last)
 	return nil, e
 }

@@ -18,13 +18,13 @@ func TestNewPolicySetRejectsOverlapWhateverTheVersions(t *testing.T) {
 		name     string
 		policies []pol
 	}{
-		{"2 and 10 overlapping", []pol{{"RMDD", 1, 999, "2"}, {"RMDD", 500, 1999, "10"}}},
-		{"10 and 2 overlapping, declared the other way", []pol{{"RMDD", 500, 1999, "10"}, {"RMDD", 1, 999, "2"}}},
-		{"same version twice", []pol{{"RMDD", 1, 10, "1"}, {"RMDD", 10, 20, "1"}}},
-		{"identical policies", []pol{{"RMDD", 1, 10, "1"}, {"RMDD", 1, 10, "1"}}},
-		{"one range inside another", []pol{{"RMDD", 1, 100, "1"}, {"RMDD", 40, 60, "2"}}},
-		{"touching at one number", []pol{{"RMDD", 1, 100, "1"}, {"RMDD", 100, 200, "2"}}},
-		{"overlap hidden behind a disjoint one", []pol{{"GOC", 1, 5, "1"}, {"RMDD", 1, 1000, "a"}, {"RMDD", 2000, 3000, "b"}, {"RMDD", 999, 999, "c"}}},
+		{"2 and 10 overlapping", []pol{{Namespace: "RMDD", Min: 1, Max: 999, PolicyVersion: "2"}, {Namespace: "RMDD", Min: 500, Max: 1999, PolicyVersion: "10"}}},
+		{"10 and 2 overlapping, declared the other way", []pol{{Namespace: "RMDD", Min: 500, Max: 1999, PolicyVersion: "10"}, {Namespace: "RMDD", Min: 1, Max: 999, PolicyVersion: "2"}}},
+		{"same version twice", []pol{{Namespace: "RMDD", Min: 1, Max: 10, PolicyVersion: "1"}, {Namespace: "RMDD", Min: 10, Max: 20, PolicyVersion: "1"}}},
+		{"identical policies", []pol{{Namespace: "RMDD", Min: 1, Max: 10, PolicyVersion: "1"}, {Namespace: "RMDD", Min: 1, Max: 10, PolicyVersion: "1"}}},
+		{"one range inside another", []pol{{Namespace: "RMDD", Min: 1, Max: 100, PolicyVersion: "1"}, {Namespace: "RMDD", Min: 40, Max: 60, PolicyVersion: "2"}}},
+		{"touching at one number", []pol{{Namespace: "RMDD", Min: 1, Max: 100, PolicyVersion: "1"}, {Namespace: "RMDD", Min: 100, Max: 200, PolicyVersion: "2"}}},
+		{"overlap hidden behind a disjoint one", []pol{{Namespace: "GOC", Min: 1, Max: 5, PolicyVersion: "1"}, {Namespace: "RMDD", Min: 1, Max: 1000, PolicyVersion: "a"}, {Namespace: "RMDD", Min: 2000, Max: 3000, PolicyVersion: "b"}, {Namespace: "RMDD", Min: 999, Max: 999, PolicyVersion: "c"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ps, err := authority.NewPolicySet(tc.policies)
@@ -43,24 +43,24 @@ func TestNewPolicySetDisjointRangesSelectByRangeNotVersion(t *testing.T) {
 	}{
 		{
 			"2 below 10",
-			[]pol{{"RMDD", 1, 999, "2"}, {"RMDD", 1000, 1999, "10"}},
+			[]pol{{Namespace: "RMDD", Min: 1, Max: 999, PolicyVersion: "2"}, {Namespace: "RMDD", Min: 1000, Max: 1999, PolicyVersion: "10"}},
 			map[string]string{"RMDD-5": "2", "RMDD-999": "2", "RMDD-1000": "10", "RMDD-1500": "10", "RMDD-1999": "10"},
 		},
 		{
 			// If versions were compared (as numbers or as strings), one of
 			// these two sets would pick the wrong policy.
 			"10 below 2",
-			[]pol{{"RMDD", 1000, 1999, "2"}, {"RMDD", 1, 999, "10"}},
+			[]pol{{Namespace: "RMDD", Min: 1000, Max: 1999, PolicyVersion: "2"}, {Namespace: "RMDD", Min: 1, Max: 999, PolicyVersion: "10"}},
 			map[string]string{"RMDD-5": "10", "RMDD-999": "10", "RMDD-1000": "2", "RMDD-1500": "2"},
 		},
 		{
 			"other namespaces are independent",
-			[]pol{{"RMDD", 1, 999, "2"}, {"GOC", 1, 999, "10"}, {"A1", 5, 5, "x"}},
+			[]pol{{Namespace: "RMDD", Min: 1, Max: 999, PolicyVersion: "2"}, {Namespace: "GOC", Min: 1, Max: 999, PolicyVersion: "10"}, {Namespace: "A1", Min: 5, Max: 5, PolicyVersion: "x"}},
 			map[string]string{"RMDD-5": "2", "GOC-5": "10", "A1-5": "x"},
 		},
 		{
 			"the widest range",
-			[]pol{{"Z", 1, 999_999_999_999_999_999, "all"}},
+			[]pol{{Namespace: "Z", Min: 1, Max: 999_999_999_999_999_999, PolicyVersion: "all"}},
 			map[string]string{"Z-1": "all", "Z-999999999999999999": "all"},
 		},
 	} {
@@ -94,26 +94,26 @@ func TestNewPolicySetRejectsBadPolicies(t *testing.T) {
 		name string
 		p    pol
 	}{
-		{"empty namespace", pol{"", 1, 10, "1"}},
-		{"lower-case namespace", pol{"rmdd", 1, 10, "1"}},
-		{"namespace starting with a digit", pol{"1A", 1, 10, "1"}},
-		{"namespace with a hyphen", pol{"RM-DD", 1, 10, "1"}},
-		{"namespace too long", pol{strings.Repeat("A", authority.MaxNamespaceLen+1), 1, 10, "1"}},
-		{"min zero", pol{"RMDD", 0, 10, "1"}},
-		{"max below min", pol{"RMDD", 10, 9, "1"}},
-		{"max of 19 digits", pol{"RMDD", 1, 1_000_000_000_000_000_000, "1"}},
-		{"empty version", pol{"RMDD", 1, 10, ""}},
-		{"version with a control character", pol{"RMDD", 1, 10, "v\n2"}},
-		{"version too long", pol{"RMDD", 1, 10, strings.Repeat("v", 513)}},
+		{"empty namespace", pol{Namespace: "", Min: 1, Max: 10, PolicyVersion: "1"}},
+		{"lower-case namespace", pol{Namespace: "rmdd", Min: 1, Max: 10, PolicyVersion: "1"}},
+		{"namespace starting with a digit", pol{Namespace: "1A", Min: 1, Max: 10, PolicyVersion: "1"}},
+		{"namespace with a hyphen", pol{Namespace: "RM-DD", Min: 1, Max: 10, PolicyVersion: "1"}},
+		{"namespace too long", pol{Namespace: strings.Repeat("A", authority.MaxNamespaceLen+1), Min: 1, Max: 10, PolicyVersion: "1"}},
+		{"min zero", pol{Namespace: "RMDD", Min: 0, Max: 10, PolicyVersion: "1"}},
+		{"max below min", pol{Namespace: "RMDD", Min: 10, Max: 9, PolicyVersion: "1"}},
+		{"max of 19 digits", pol{Namespace: "RMDD", Min: 1, Max: 1_000_000_000_000_000_000, PolicyVersion: "1"}},
+		{"empty version", pol{Namespace: "RMDD", Min: 1, Max: 10, PolicyVersion: ""}},
+		{"version with a control character", pol{Namespace: "RMDD", Min: 1, Max: 10, PolicyVersion: "v\n2"}},
+		{"version too long", pol{Namespace: "RMDD", Min: 1, Max: 10, PolicyVersion: strings.Repeat("v", 513)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := authority.NewPolicySet([]pol{{"GOC", 1, 5, "1"}, tc.p}); err == nil {
+			if _, err := authority.NewPolicySet([]pol{{Namespace: "GOC", Min: 1, Max: 5, PolicyVersion: "1"}, tc.p}); err == nil {
 				t.Fatalf("accepted %+v", tc.p)
 			}
 		})
 	}
 	// The longest namespace and a one-number range are fine.
-	if _, err := authority.NewPolicySet([]pol{{strings.Repeat("A", authority.MaxNamespaceLen), 7, 7, "1"}}); err != nil {
+	if _, err := authority.NewPolicySet([]pol{{Namespace: strings.Repeat("A", authority.MaxNamespaceLen), Min: 7, Max: 7, PolicyVersion: "1"}}); err != nil {
 		t.Fatalf("longest namespace: %v", err)
 	}
 }
@@ -153,7 +153,7 @@ func TestLoadPolicyFile(t *testing.T) {
 	if err != nil {
 		t.Fatalf("good file: %v", err)
 	}
-	want := []pol{{"RMDD", 1, 999, "2"}, {"RMDD", 1000, 1999, "10"}}
+	want := []pol{{Namespace: "RMDD", Min: 1, Max: 999, PolicyVersion: "2"}, {Namespace: "RMDD", Min: 1000, Max: 1999, PolicyVersion: "10"}}
 	got := ps.Policies()
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Fatalf("good file: %+v, want %+v", got, want)

@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/internal/canon"
 	"github.com/arbiterhq/arbiter/nodes"
 )
 
@@ -46,9 +48,11 @@ func (v Visibility) rank() int {
 // Record is the durable claim on one concept id, stored as the properties
 // of its node. Times are FSM time in unix milliseconds.
 type Record struct {
-	Schema        string `json:"schema"`
-	ConceptID     string `json:"concept_id"`
-	Namespace     string `json:"namespace"`
+	Schema    string `json:"schema"`
+	ConceptID string `json:"concept_id"`
+	Namespace string `json:"namespace"`
+	// Prefix is the id's semantic prefix (absent for none).
+	Prefix        string `json:"prefix,omitempty"`
 	Number        uint64 `json:"number"`
 	PolicyVersion string `json:"policy_version"`
 	RangeMin      uint64 `json:"range_min"`
@@ -150,15 +154,66 @@ func recordOf(n *nodes.Node) (*Record, error) {
 	return &r, nil
 }
 
-// fingerprint identifies what a reservation asks for: the same request
+// Fingerprints identify what a reservation asks for: the same request
 // retried has the same fingerprint; any changed input a different one.
-func fingerprint(id ConceptID, req *ReserveRequest) string {
+// Version 2 covers every input of the request, ttl_ms included, as the
+// SHA-256 of its canonical JSON (RFC 8785); version 1 left ttl_ms out.
+// Neither covers range_min and range_max, which are not the caller's to
+// decide (the policy replaces them). A stored claim keeps the version it
+// was written with, and a retry is compared in that version, so a claim
+// of an older release still replays.
+const (
+	fingerprintV1 = "v1:"
+	fingerprintV2 = "v2:"
+)
+
+// fingerprint is req's fingerprint in the version the service writes:
+// 2 where the cluster binds claims to its policy set (every member runs
+// this release or a later one), else 1, which older members compute too.
+func fingerprint(id ConceptID, req *ReserveRequest, m mode) string {
+	if m.Bound {
+		return fingerprintOfV2(id, req)
+	}
+	return fingerprintOfV1(id, req)
+}
+
+// sameFingerprint reports whether req has the stored fingerprint, in
+// the stored fingerprint's version.
+func sameFingerprint(stored string, id ConceptID, req *ReserveRequest) bool {
+	if strings.HasPrefix(stored, fingerprintV1) {
+		return stored == fingerprintOfV1(id, req)
+	}
+	return stored == fingerprintOfV2(id, req)
+}
+
+func fingerprintOfV1(id ConceptID, req *ReserveRequest) string {
 	body, _ := json.Marshal([]any{
 		id.String(), req.TenantRef, req.RepositoryRef, req.LaneRef, req.OwnerRef,
 		req.RequestRef, req.DesignRef, req.PurposeDigest, req.ProvenanceRefs,
 	})
 	sum := sha256.Sum256(body)
-	return "v1:" + hex.EncodeToString(sum[:])
+	return fingerprintV1 + hex.EncodeToString(sum[:])
+}
+
+// fingerprintOfV2 hashes the request after validate (ttl_ms 0 is the
+// default TTL; no provenance refs, null or [], is the empty list).
+func fingerprintOfV2(id ConceptID, req *ReserveRequest) string {
+	refs := req.ProvenanceRefs
+	if refs == nil {
+		refs = []string{}
+	}
+	body, err := canon.Value(map[string]any{
+		"concept_id": id.String(), "tenant_ref": req.TenantRef, "repository_ref": req.RepositoryRef,
+		"lane_ref": req.LaneRef, "owner_ref": req.OwnerRef, "request_ref": req.RequestRef,
+		"design_ref": req.DesignRef, "purpose_digest": req.PurposeDigest, "provenance_refs": refs,
+		"ttl_ms": req.TTLMs,
+	})
+	if err != nil {
+		// Validated identifiers always encode; never a shared fingerprint.
+		body = []byte(err.Error())
+	}
+	sum := sha256.Sum256(body)
+	return fingerprintV2 + hex.EncodeToString(sum[:])
 }
 
 // reservationID names one claim: the concept, the request, its fingerprint

@@ -2,6 +2,7 @@ package authority
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/arbiterhq/arbiter/errs"
@@ -28,15 +29,25 @@ type Authority interface {
 // primitives of any Proposer and Reader (an embedded cluster.Node, a
 // cluster.Remote, or a bare FSM).
 type Service struct {
-	nodes    *nodes.Client
-	policies *PolicySet
+	nodes *nodes.Client
+	p     fsm.Proposer
+	r     fsm.Reader
+	// seed is the policy set this service was given (a node's
+	// --concept-policies). Where the cluster enables the authority's
+	// module, it only seeds the replicated set when the cluster has none
+	// (see policyset.go); ids are validated against the replicated set.
+	// Where it does not (a cluster part-way through a rolling upgrade,
+	// a bare FSM of the node primitives alone), the service validates
+	// against seed itself, as releases before the replicated set did.
+	seed *PolicySet
 }
 
 var _ Authority = (*Service)(nil)
 
-// NewService returns the native adapter.
+// NewService returns the native adapter. policies seeds the cluster's
+// replicated policy set if it has none yet (nil: no seed).
 func NewService(p fsm.Proposer, r fsm.Reader, policies *PolicySet) *Service {
-	return &Service{nodes: nodes.NewClient(p, r), policies: policies}
+	return &Service{nodes: nodes.NewClient(p, r), p: p, r: r, seed: policies}
 }
 
 // Require fails with unavailable, naming what is missing, unless the
@@ -137,11 +148,22 @@ func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (*ReserveResu
 	if err := bindOwner(p, &req.OwnerRef); err != nil {
 		return nil, err
 	}
-	id, pol, err := s.bind(&req)
+	id, err := ParseConceptID(req.ConceptID)
 	if err != nil {
 		return nil, err
 	}
-	rec := newRecord(id, pol, &req, 1)
+	if err := req.validate(); err != nil {
+		return nil, err
+	}
+	m, err := s.mode(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pol, err := s.localPolicy(m, id)
+	if err != nil {
+		return nil, err
+	}
+	rec := newRecord(id, pol, &req, 1, m)
 	props, err := rec.properties()
 	if err != nil {
 		return nil, err
@@ -150,10 +172,8 @@ func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (*ReserveResu
 		NodeID: id.NodeID(), Labels: []string{labelAll, tenantLabel(req.TenantRef)},
 		Properties: props, SetNow: claimTimes(req.TTLMs),
 	}
-	if create.IndexFields, err = s.fenceFields(ctx, create.Properties); err != nil {
-		return nil, err
-	}
-	res, err := s.nodes.CreateIfAbsent(ctx, create)
+	create.IndexFields = m.fenceFields(create.Properties)
+	res, err := s.create(ctx, m, id, create)
 	if err != nil {
 		return nil, fromCluster(err)
 	}
@@ -164,23 +184,104 @@ func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (*ReserveResu
 		}
 		return &ReserveResult{Record: stored, Created: true}, nil
 	}
-	return s.classify(ctx, id, pol, &req, &res.Node, res.TimeMs)
+	return s.classify(ctx, m, id, pol, &req, &res.Node, res.TimeMs)
 }
 
-// bind validates req, parses its id and selects the one policy for it.
-func (s *Service) bind(req *ReserveRequest) (ConceptID, ConceptNamespacePolicy, error) {
-	id, err := ParseConceptID(req.ConceptID)
+// mode is how the cluster lets this service write claims (QueryMode).
+// Where the cluster binds claims to its replicated policy set but has
+// none yet, the service proposes its own set as the seed first, so that
+// a node given policies serves reserves from the start, whichever node
+// seeds first (a seed never replaces a set the cluster has).
+func (s *Service) mode(ctx context.Context) (mode, error) {
+	m, err := s.askMode(ctx)
+	if err != nil || !m.Bound || m.Configured || s.seed == nil {
+		return m, err
+	}
+	// Refused (a caller that is no admin, over a remote) or not: the
+	// reserve that follows reports the set the cluster has.
+	_, _ = s.Seed(ctx, s.seed)
+	return m, nil
+}
+
+// mode is a ModeView, or the legacy answer of a server that has no
+// authority module.
+type mode struct{ ModeView }
+
+// askMode asks QueryMode. A yes comes from the replica behind the
+// service and may be stale (a command sent on it is refused on every
+// replica alike if the cluster has lowered the set since); a no is
+// confirmed by a linearizable read, as nodes.IndexFieldsEnabled confirms
+// its own. A server that does not know the query has no authority
+// module: the service binds policies itself, and fences as that server
+// lets it.
+func (s *Service) askMode(ctx context.Context) (mode, error) {
+	for _, stale := range []bool{true, false} {
+		var v ModeView
+		err := fsm.Ask(ctx, s.r, QueryMode, stale, struct{}{}, &v)
+		if e := errs.From(err); e != nil && e.Code == errs.CodeInvalid && strings.HasPrefix(e.Message, "unknown query type") {
+			on, err := s.nodes.IndexFieldsEnabled(ctx)
+			return mode{ModeView{IndexFences: on}}, fromCluster(err)
+		}
+		if err != nil {
+			return mode{}, fromCluster(err)
+		}
+		if v.Bound {
+			return mode{v}, nil
+		}
+	}
+	on, err := s.nodes.IndexFieldsEnabled(ctx)
+	return mode{ModeView{IndexFences: on}}, fromCluster(err)
+}
+
+// localPolicy is the policy the service binds a claim to itself: none
+// where the cluster binds it (Apply writes the policy fields), the
+// service's own set's elsewhere.
+func (s *Service) localPolicy(m mode, id ConceptID) (ConceptNamespacePolicy, error) {
+	if m.Bound {
+		return ConceptNamespacePolicy{}, nil
+	}
+	if s.seed == nil {
+		return ConceptNamespacePolicy{}, errs.New(errs.CodeInvalid, "no concept namespace policies are configured")
+	}
+	return s.seed.Select(id)
+}
+
+// create writes a new claim: CmdReserve where the cluster binds claims
+// to its policy set, the bare node_create elsewhere.
+func (s *Service) create(ctx context.Context, m mode, id ConceptID, req nodes.CreateRequest) (*nodes.CreateResult, error) {
+	if !m.Bound {
+		return s.nodes.CreateIfAbsent(ctx, req)
+	}
+	v, body, err := req.Command()
 	if err != nil {
-		return ConceptID{}, ConceptNamespacePolicy{}, err
+		return nil, err
 	}
-	if err := req.validate(); err != nil {
-		return ConceptID{}, ConceptNamespacePolicy{}, err
+	var out nodes.CreateResult
+	res, err := fsm.Submit(ctx, s.p, log.Command{Type: CmdReserve, Version: 1}, boundCmd{ConceptID: id.String(), NodeVersion: v, Node: body}, &out)
+	if err != nil {
+		return nil, err
 	}
-	if s.policies == nil {
-		return ConceptID{}, ConceptNamespacePolicy{}, errs.New(errs.CodeInvalid, "no concept namespace policies are configured")
+	out.TimeMs = res.Time
+	return &out, nil
+}
+
+// reclaim hands a claim to a new request: CmdReclaim where the cluster
+// binds claims to its policy set, the bare node_cas elsewhere.
+func (s *Service) reclaim(ctx context.Context, m mode, id ConceptID, req nodes.CASRequest) (*nodes.CASResult, error) {
+	if !m.Bound {
+		return s.nodes.CompareAndSet(ctx, req)
 	}
-	pol, err := s.policies.Select(id)
-	return id, pol, err
+	v, body, err := req.Command()
+	if err != nil {
+		return nil, err
+	}
+	var out nodes.CASResult
+	res, err := fsm.Submit(ctx, s.p, log.Command{Type: CmdReclaim, Version: 1}, boundCmd{ConceptID: id.String(), NodeVersion: v, Node: body}, &out)
+	if err != nil {
+		return nil, err
+	}
+	out.TimeMs = res.Time
+	return &out, nil
 }
 
 // claimTimes are the fields a new claim takes from FSM time.
@@ -188,11 +289,11 @@ func claimTimes(ttlMs int64) map[string]int64 {
 	return map[string]int64{fieldCreatedAt: 0, fieldReservedAt: 0, fieldUpdatedAt: 0, fieldExpiresAt: ttlMs}
 }
 
-func newRecord(id ConceptID, pol ConceptNamespacePolicy, req *ReserveRequest, fence uint64) *Record {
-	fp := fingerprint(id, req)
+func newRecord(id ConceptID, pol ConceptNamespacePolicy, req *ReserveRequest, fence uint64, m mode) *Record {
+	fp := fingerprint(id, req, m)
 	refs := append([]string{}, req.ProvenanceRefs...)
 	return &Record{
-		Schema: schemaV1, ConceptID: id.String(), Namespace: id.Namespace, Number: id.Number,
+		Schema: schemaV1, ConceptID: id.String(), Namespace: id.Namespace, Prefix: id.Prefix, Number: id.Number,
 		PolicyVersion: pol.PolicyVersion, RangeMin: pol.Min, RangeMax: pol.Max,
 		TenantRef: req.TenantRef, RepositoryRef: req.RepositoryRef, LaneRef: req.LaneRef,
 		OwnerRef: req.OwnerRef, RequestRef: req.RequestRef, DesignRef: req.DesignRef, ProvenanceRefs: refs,
@@ -206,29 +307,26 @@ func newRecord(id ConceptID, pol ConceptNamespacePolicy, req *ReserveRequest, fe
 // nowMs the FSM time at which it was read. A reclaim CAS that loses reads
 // the new winner from its own result and classifies again, a bounded
 // number of times; then the authority fails closed.
-func (s *Service) classify(ctx context.Context, id ConceptID, pol ConceptNamespacePolicy, req *ReserveRequest, node *nodes.Node, nowMs int64) (*ReserveResult, error) {
-	fp := fingerprint(id, req)
+func (s *Service) classify(ctx context.Context, m mode, id ConceptID, pol ConceptNamespacePolicy, req *ReserveRequest, node *nodes.Node, nowMs int64) (*ReserveResult, error) {
 	for attempt := 0; attempt < maxReclaimAttempts; attempt++ {
 		cur, err := recordOf(node)
 		if err != nil {
 			return nil, err
 		}
-		if cur.RequestRef == req.RequestRef && cur.Fingerprint == fp {
+		if cur.RequestRef == req.RequestRef && sameFingerprint(cur.Fingerprint, id, req) {
 			return &ReserveResult{Record: cur, Replayed: true}, nil
 		}
 		if !reclaimable(cur, nowMs) {
 			return nil, conflict(cur)
 		}
-		next := newRecord(id, pol, req, cur.Fence+1)
+		next := newRecord(id, pol, req, cur.Fence+1, m)
 		next.PrevFence = cur.Fence
 		cas, err := reclaimCAS(cur, next, req.TTLMs)
 		if err != nil {
 			return nil, err
 		}
-		if cas.IndexFields, err = s.fenceFields(ctx, cas.Updates); err != nil {
-			return nil, err
-		}
-		res, err := s.nodes.CompareAndSet(ctx, cas)
+		cas.IndexFields = m.fenceFields(cas.Updates)
+		res, err := s.reclaim(ctx, m, id, cas)
 		if err != nil {
 			return nil, fromCluster(err)
 		}
@@ -278,7 +376,7 @@ func reclaimCAS(cur, next *Record, ttlMs int64) (nodes.CASRequest, error) {
 		delete(updates, f)
 	}
 	req := nodes.CASRequest{
-		NodeID: ConceptID{Namespace: next.Namespace, Number: next.Number}.NodeID(),
+		NodeID: ConceptID{Namespace: next.Namespace, Prefix: next.Prefix, Number: next.Number}.NodeID(),
 		Conditions: map[string]any{
 			"reservation_id": cur.ReservationID, "fingerprint": cur.Fingerprint,
 			fieldState: string(cur.State), fieldFence: cur.Fence, fieldVisibility: string(VisibilityNone),

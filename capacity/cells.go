@@ -9,33 +9,42 @@ import (
 	"github.com/arbiterhq/arbiter/log"
 )
 
-// updateCellCmd is the payload of CmdUpdateCell.
+// updateCellCmd is the payload of CmdUpdateCell before graphs.
 type updateCellCmd struct {
 	TenantRef     string   `msgpack:"tenant_ref"`
 	Cell          CellSpec `msgpack:"cell"`
 	ExpectedEpoch *uint64  `msgpack:"expected_epoch"`
 }
 
+// updateCellInGraph is its payload from version 2 on: it may name a graph.
+type updateCellInGraph struct {
+	updateCellCmd
+	GraphRef string `msgpack:"graph_ref,omitempty"`
+}
+
 // applyUpdateCell creates or changes a cell: controllers only; the epoch
 // advances by one; an expected epoch, if given, must match; no class's
 // capacity may go below its durable usage.
 func applyUpdateCell(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	var c updateCellCmd
-	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
+	var c updateCellInGraph
+	if err := decodeScoped(tx, cmd, &c, &c.updateCellCmd); err != nil {
 		return nil, err
 	}
 	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	if err := checkGraph(c.GraphRef); err != nil {
 		return nil, err
 	}
 	if !tx.Principal.HasRole(log.RoleController) || !tx.Principal.InTenant(c.TenantRef) {
 		return nil, errs.Errorf(errs.CodeForbidden, "updating capacity cells needs the controller role in tenant %q", c.TenantRef)
 	}
 	res := &UpdateCellResult{SchemaVersion: SchemaVersion, NowMs: tx.Now}
-	stored, err := getCell(tx, c.TenantRef, c.Cell.CellID)
+	stored, err := getCell(tx, c.GraphRef, c.TenantRef, c.Cell.CellID)
 	if err != nil {
 		return nil, err
 	}
-	cell := &cellRow{TenantRef: c.TenantRef, CellID: c.Cell.CellID, Used: map[string]uint64{}}
+	cell := &cellRow{TenantRef: c.TenantRef, GraphRef: c.GraphRef, CellID: c.Cell.CellID, Used: map[string]uint64{}}
 	if stored != nil {
 		cell = stored.clone()
 	}
@@ -61,7 +70,9 @@ func applyUpdateCell(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err := tx.Insert(tableCells, cell); err != nil {
 		return nil, errs.Errorf(errs.CodeInternal, "update cell: %v", err)
 	}
-	tx.Emit("capacity_cell", cell.CellID, cell.TenantRef)
+	if err := emit(tx, "capacity_cell", cell.GraphRef, cell.CellID, cell.TenantRef); err != nil {
+		return nil, err
+	}
 	res.Decision, res.Cell = Granted, statusOf(cell)
 	return res, nil
 }
@@ -89,7 +100,7 @@ func statusOf(c *cellRow) CellStatus {
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	st := CellStatus{TenantRef: c.TenantRef, CellID: c.CellID, Epoch: c.Epoch, LastFence: c.LastFence, UpdatedAtMs: c.UpdatedAtMs, Classes: []Available{}}
+	st := CellStatus{TenantRef: c.TenantRef, GraphRef: c.GraphRef, CellID: c.CellID, Epoch: c.Epoch, LastFence: c.LastFence, UpdatedAtMs: c.UpdatedAtMs, Classes: []Available{}}
 	for _, k := range names {
 		st.Classes = append(st.Classes, availableOf(c, k))
 	}

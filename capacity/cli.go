@@ -32,13 +32,16 @@ names the owner: --owner NAME (hashed as a principal called NAME would be) or
 --owner-digest. Each command also takes --json BODY (or --json - to read
 standard input): the whole request DTO, sent as it is. The answer is printed
 as JSON (-o table for a table); a denial prints the error, with the result
-that explains it in error.detail.result, and exits 1.
+that explains it in error.detail.result, and exits 1. --graph names the graph
+of the tenant (graph_ref) every command works in; without it, the default
+graph ("default").
 
   arbiter capacity cells   --tenant acme --cell gpu-1 --capacity gpu=8
   arbiter capacity acquire --tenant acme --work-item w-1 --demand gpu-1:gpu:2 --ttl 60s --idempotency-key k1
   arbiter capacity renew   --tenant acme --lease LEASE_ID:EPOCH:FENCE --ttl 60s
   arbiter capacity release --tenant acme --lease LEASE_ID:EPOCH:FENCE
-  arbiter capacity status  --tenant acme [--cell gpu-1]`
+  arbiter capacity status  --tenant acme [--cell gpu-1]
+  arbiter capacity acquire --tenant acme --graph g2 --work-item w-2 --demand gpu-1:gpu:1 --idempotency-key k2`
 
 func command(env domain.CLIEnv) *cobra.Command {
 	c := &cobra.Command{Use: "capacity", Long: cliLong, Args: cobra.NoArgs,
@@ -50,18 +53,20 @@ func command(env domain.CLIEnv) *cobra.Command {
 	return c
 }
 
-// cliCall is what every capacity command shares: the raw --json body and
-// the tenant.
+// cliCall is what every capacity command shares: the raw --json body, the
+// tenant and the graph.
 type cliCall struct {
 	env    domain.CLIEnv
 	body   *string
 	tenant *string
+	graph  *string
 }
 
 func newCall(env domain.CLIEnv, fs *pflag.FlagSet) *cliCall {
 	return &cliCall{env: env,
 		body:   fs.String("json", "", "the whole request DTO as JSON, sent as it is (- reads standard input); the other flags are then not taken"),
 		tenant: fs.String("tenant", "", "tenant_ref"),
+		graph:  fs.String("graph", "", "graph_ref (default: the default graph, \""+DefaultGraph+"\")"),
 	}
 }
 
@@ -165,7 +170,7 @@ func cellsCommand(env domain.CLIEnv) *cobra.Command {
 	epoch := cmd.Flags().Uint64("expected-epoch", 0, "refuse unless the cell is at this epoch")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		return c.send(cmd, "cells", func(context.Context, domain.Conn) (any, error) {
-			req := UpdateCellRequest{SchemaVersion: SchemaVersion, TenantRef: *c.tenant, Cell: CellSpec{CellID: *cell, Capacities: map[string]uint64{}}}
+			req := UpdateCellRequest{SchemaVersion: SchemaVersion, TenantRef: *c.tenant, GraphRef: *c.graph, Cell: CellSpec{CellID: *cell, Capacities: map[string]uint64{}}}
 			for _, p := range *caps {
 				class, n, ok := strings.Cut(p, "=")
 				amount, err := strconv.ParseUint(n, 10, 64)
@@ -201,7 +206,7 @@ func acquireCommand(env domain.CLIEnv) *cobra.Command {
 			if *key == "" {
 				return nil, errors.New("--idempotency-key is required: retry an acquire whose outcome you did not learn with the same key, and it replays the grant")
 			}
-			req := AcquireRequest{SchemaVersion: SchemaVersion, TenantRef: *c.tenant, WorkItemID: *workItem, IdempotencyKey: *key,
+			req := AcquireRequest{SchemaVersion: SchemaVersion, TenantRef: *c.tenant, GraphRef: *c.graph, WorkItemID: *workItem, IdempotencyKey: *key,
 				Priority: *priority, LeaseID: *leaseID, TTLMs: ttl.Milliseconds()}
 			for _, d := range *demands {
 				parts := strings.Split(d, ":")
@@ -246,7 +251,7 @@ func leasesCommand(env domain.CLIEnv, name, short string) *cobra.Command {
 	own := ownerFlags(fs)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		return c.send(cmd, name, func(ctx context.Context, conn domain.Conn) (any, error) {
-			req := LeasesRequest{SchemaVersion: SchemaVersion, TenantRef: *c.tenant, IdempotencyKey: *key, TTLMs: ttl.Milliseconds()}
+			req := LeasesRequest{SchemaVersion: SchemaVersion, TenantRef: *c.tenant, GraphRef: *c.graph, IdempotencyKey: *key, TTLMs: ttl.Milliseconds()}
 			for _, l := range *leases {
 				ref, err := parseLeaseRef(l)
 				if err != nil {
@@ -288,7 +293,7 @@ func reclaimCommand(env domain.CLIEnv) *cobra.Command {
 	cursor := cmd.Flags().String("cursor", "", "next_cursor of the call before")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		return c.send(cmd, "reclaim", func(context.Context, domain.Conn) (any, error) {
-			return ReclaimRequest{SchemaVersion: SchemaVersion, TenantRef: *c.tenant, CellID: *cell, MaxCount: *maxCount, Cursor: *cursor}, nil
+			return ReclaimRequest{SchemaVersion: SchemaVersion, TenantRef: *c.tenant, GraphRef: *c.graph, CellID: *cell, MaxCount: *maxCount, Cursor: *cursor}, nil
 		})
 	}
 	return cmd
@@ -303,7 +308,7 @@ func readCommand(env domain.CLIEnv, name, short string) *cobra.Command {
 	cursor := cmd.Flags().String("cursor", "", "next_cursor of the page before")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		return c.send(cmd, name, func(context.Context, domain.Conn) (any, error) {
-			return ReadRequest{SchemaVersion: SchemaVersion, TenantRef: *c.tenant, CellID: *cell, LeaseID: *lease, MaxCount: *maxCount, Cursor: *cursor}, nil
+			return ReadRequest{SchemaVersion: SchemaVersion, TenantRef: *c.tenant, GraphRef: *c.graph, CellID: *cell, LeaseID: *lease, MaxCount: *maxCount, Cursor: *cursor}, nil
 		})
 	}
 	return cmd

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/arbiterhq/arbiter/domain"
+	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 )
 
@@ -26,12 +27,34 @@ func routes(h domain.Host) []domain.Route {
 		return func(ctx context.Context, req ReadRequest) (*ReadResult, error) { return f(ctx, req, fsm.Linearizable) }
 	}
 	return []domain.Route{
-		domain.Post("/v1/capacity/acquire", domain.Authenticated, s.Acquire, nil),
-		domain.Post("/v1/capacity/renew", domain.Authenticated, s.Renew, nil),
-		domain.Post("/v1/capacity/release", domain.Authenticated, s.Release, nil),
-		domain.Post("/v1/capacity/reclaim", domain.Authenticated, s.Reclaim, nil),
-		domain.Post("/v1/capacity/cells", domain.Authenticated, s.UpdateCell, nil),
-		domain.Post("/v1/capacity/status", domain.Authenticated, read(s.Status), nil),
-		domain.Post("/v1/capacity/reconcile", domain.Authenticated, read(s.Reconcile), nil),
+		domain.Post("/v1/capacity/acquire", domain.Authenticated, onWire(s.Acquire), nil),
+		domain.Post("/v1/capacity/renew", domain.Authenticated, onWire(s.Renew), nil),
+		domain.Post("/v1/capacity/release", domain.Authenticated, onWire(s.Release), nil),
+		domain.Post("/v1/capacity/reclaim", domain.Authenticated, onWire(s.Reclaim), nil),
+		domain.Post("/v1/capacity/cells", domain.Authenticated, onWire(s.UpdateCell), nil),
+		domain.Post("/v1/capacity/status", domain.Authenticated, onWire(read(s.Status)), nil),
+		domain.Post("/v1/capacity/reconcile", domain.Authenticated, onWire(read(s.Reconcile)), nil),
+	}
+}
+
+// request is a request DTO: it says which schema it speaks.
+type request interface{ schemaVersion() string }
+
+func (r AcquireRequest) schemaVersion() string    { return r.SchemaVersion }
+func (r LeasesRequest) schemaVersion() string     { return r.SchemaVersion }
+func (r ReclaimRequest) schemaVersion() string    { return r.SchemaVersion }
+func (r ReadRequest) schemaVersion() string       { return r.SchemaVersion }
+func (r UpdateCellRequest) schemaVersion() string { return r.SchemaVersion }
+
+// onWire requires schema_version of a request that came over HTTP. The Go
+// API fills in SchemaVersion for a caller compiled against this package;
+// a body names the schema it was written for, so that a server that
+// speaks another one one day refuses it instead of guessing.
+func onWire[Req request, Res any](call func(context.Context, Req) (*Res, error)) func(context.Context, Req) (*Res, error) {
+	return func(ctx context.Context, req Req) (*Res, error) {
+		if req.schemaVersion() == "" {
+			return nil, errs.Errorf(errs.CodeInvalid, "schema_version is required (%q)", SchemaVersion)
+		}
+		return call(ctx, req)
 	}
 }

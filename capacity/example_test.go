@@ -40,11 +40,9 @@ func Example() {
 		panic(err)
 	}
 	fmt.Println("acquire:", got.Decision)
-	var refs []capacity.LeaseRef
 	for _, l := range got.Leases {
 		fmt.Printf("  %s %d fence %d epoch %d, expires in %v\n", l.ResourceClass, l.Amount, l.FenceToken, l.LeaseEpoch,
 			time.Duration(l.ExpiresAtMs-got.NowMs)*time.Millisecond)
-		refs = append(refs, capacity.LeaseRef{LeaseID: l.LeaseID, LeaseEpoch: l.LeaseEpoch, FenceToken: l.FenceToken})
 	}
 
 	// A second worker asking for more memory than is left gets nothing.
@@ -58,18 +56,18 @@ func Example() {
 
 	fsmLocal.Advance(20 * time.Second)
 	renewed, err := svc.Renew(ctx, capacity.LeasesRequest{SchemaVersion: capacity.SchemaVersion, TenantRef: "acme",
-		OwnerDigest: "worker-7", Leases: refs})
+		OwnerDigest: "worker-7", Leases: got.Refs()}) // each lease's Ref: id, epoch and fence
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println("renew:", renewed.Decision)
-	for i, l := range renewed.Leases {
+	for _, l := range renewed.Leases {
 		fmt.Printf("  %s epoch %d, expires in %v\n", l.ResourceClass, l.LeaseEpoch, time.Duration(l.ExpiresAtMs-renewed.NowMs)*time.Millisecond)
-		refs[i].LeaseEpoch = l.LeaseEpoch // the next call presents the new epoch
 	}
 
+	// The renewal's Refs carry the new epochs: the next call presents them.
 	released, err := svc.Release(ctx, capacity.LeasesRequest{SchemaVersion: capacity.SchemaVersion, TenantRef: "acme",
-		OwnerDigest: "worker-7", Leases: refs})
+		OwnerDigest: "worker-7", Leases: renewed.Refs()})
 	if err != nil {
 		panic(err)
 	}

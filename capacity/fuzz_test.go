@@ -26,13 +26,15 @@ var fuzzPrincipals = []log.Principal{
 
 // capSeed is the log of the state every fuzz input starts from: cells in
 // two tenants, leases active (one of them named, one of p1's), released,
-// due but not reclaimed, and keyed results in the ledger.
+// due but not reclaimed, and keyed results in the ledger. A gated seed
+// enables every command version first and also holds a cell and a lease
+// of tenant t in graph g2, under the ids of the default graph's.
 type capSeed struct {
 	log []*raft.Log
 	now int64 // the proposer's clock after the seed
 }
 
-func newCapSeed(t testing.TB) capSeed {
+func newCapSeed(t testing.TB, gated bool) capSeed {
 	l, err := fsmtest.New(capacity.Module())
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +46,13 @@ func newCapSeed(t testing.TB) capSeed {
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+	if gated {
+		must(nil, l.Enable(fsm.ServedBy(capacity.Module())))
+		must(s.UpdateCell(ctx, capacity.UpdateCellRequest{TenantRef: "t", GraphRef: "g2", Cell: capacity.CellSpec{CellID: "c1", Capacities: map[string]uint64{"x": 2}}}))
+		g2 := acquire("g2", capacity.Demand{CellID: "c1", ResourceClass: "x", Amount: 1})
+		g2.GraphRef, g2.LeaseID = "g2", "L1"
+		must(s.Acquire(ctx, g2))
 	}
 	for _, c := range []capacity.UpdateCellRequest{
 		{TenantRef: "t", Cell: capacity.CellSpec{CellID: "c1", Capacities: map[string]uint64{"x": 10, "y": 5}}},
@@ -98,31 +107,38 @@ func fuzzPayloads() map[log.Type][][]byte {
 			rawAcquire{TenantRef: "t", WorkItemID: "w", OwnerDigest: "owner-a", Demands: []capacity.Demand{d("c1", "x", 1)}, LeaseID: "L1", TTLMs: 1000},
 			rawAcquire{TenantRef: "t", WorkItemID: "w", OwnerDigest: "owner-a", Demands: []capacity.Demand{d("nowhere", "x", 1)}, TTLMs: 1000},
 			rawAcquire{TenantRef: "u", WorkItemID: "w", OwnerDigest: "owner-a", Demands: []capacity.Demand{d("c1", "x", 4)}, TTLMs: 1, CostBudgetMicros: i64(5)},
+			rawAcquire{TenantRef: "t", GraphRef: "g2", WorkItemID: "w", OwnerDigest: "owner-a", Demands: []capacity.Demand{d("c1", "x", 1)}, TTLMs: 1000},
+			rawAcquire{TenantRef: "t", GraphRef: "default", WorkItemID: "w", OwnerDigest: "owner-a", Demands: []capacity.Demand{d("c1", "x", 1)}, TTLMs: 1000},
 		},
 		capacity.CmdRenew: {
 			rawLeases{TenantRef: "t", OwnerDigest: "owner-a", Leases: []capacity.LeaseRef{ref("lease-4-0", 2, 1)}},
 			rawLeases{TenantRef: "t", OwnerDigest: "owner-a", Leases: []capacity.LeaseRef{ref("lease-4-0", 2, 1), ref("L1", 1, 2)}, TTLMs: 5},
 			rawLeases{TenantRef: "t", OwnerDigest: capacity.OwnerDigest("p1"), Leases: []capacity.LeaseRef{ref("lease-7-0", 1, 4)}},
+			rawLeases{TenantRef: "t", GraphRef: "g2", OwnerDigest: "owner-a", Leases: []capacity.LeaseRef{ref("L1", 1, 48)}},
 		},
 		capacity.CmdRelease: {
 			rawLeases{TenantRef: "t", OwnerDigest: "owner-a", Leases: []capacity.LeaseRef{ref("L1", 1, 2), ref("lease-6-0", 1, 3)}},
 			rawLeases{TenantRef: "t", OwnerDigest: "owner-a", Leases: []capacity.LeaseRef{ref("lease-4-1", 1, 1)}},
+			rawLeases{TenantRef: "t", GraphRef: "g2", OwnerDigest: "owner-a", Leases: []capacity.LeaseRef{ref("L1", 1, 48)}},
 		},
 		capacity.CmdReclaim: {
 			rawReclaim{TenantRef: "t", MaxCount: 1},
 			rawReclaim{TenantRef: "t", CellID: "c1", MaxCount: 128, Cursor: "reclaim.AAAAAAAAAAAAAA"},
+			rawReclaim{TenantRef: "t", GraphRef: "g2", MaxCount: 4},
 		},
 		capacity.CmdUpdateCell: {
 			rawUpdate{TenantRef: "t", Cell: capacity.CellSpec{CellID: "c1", Capacities: map[string]uint64{"x": 1}}},
 			rawUpdate{TenantRef: "t", Cell: capacity.CellSpec{CellID: "c3", Capacities: map[string]uint64{"z": 1}}, ExpectedEpoch: u64(0)},
 			rawUpdate{TenantRef: "u", Cell: capacity.CellSpec{CellID: "c1", Capacities: map[string]uint64{"x": 9}}, ExpectedEpoch: u64(5)},
+			rawUpdate{TenantRef: "t", GraphRef: "g2", Cell: capacity.CellSpec{CellID: "c1", Capacities: map[string]uint64{"x": 0}}},
 		},
 	}
 	return fsmtest.PayloadVariants(valid)
 }
 
 // FuzzApplyCapacity applies arbitrary payload bytes, wrapped in a valid
-// envelope of each capacity command type, after the seed state.
+// envelope of each capacity command type (at version 1 to 3, keyed in one
+// of a few scopes), after the seed state, gated or not.
 //
 // Whatever the bytes: no panic, recovered or not; the capacity tables keep
 // their invariants; a failure (or a replay) changes nothing but FSM
@@ -144,16 +160,21 @@ func FuzzApplyCapacity(f *testing.F) {
 			if i%4 == 0 && typ != capacity.CmdUpdateCell && typ != capacity.CmdReclaim {
 				key = "fuzz-key"
 			}
-			f.Add(kind, p, uint8(i), key, uint16(i*7))
+			f.Add(kind, p, uint8(i), key, uint16(i*7), false)
+			f.Add(kind, p, uint8(i), key, uint16(i*7+1), true)
 		}
 	}
-	seed := newCapSeed(f)
+	seeds := map[bool]capSeed{false: newCapSeed(f, false), true: newCapSeed(f, true)}
 	notMeta := func(table string) bool { return table != "meta" }
-	f.Fuzz(func(t *testing.T, kind uint8, payload []byte, who uint8, key string, advance uint16) {
-		cmd := log.Command{Type: capTypes[int(kind)%len(capTypes)], Version: 1, Stamp: seed.now + int64(advance)*10,
+	ops := map[log.Type]string{capacity.CmdAcquire: "acquire", capacity.CmdRenew: "renew", capacity.CmdRelease: "release"}
+	f.Fuzz(func(t *testing.T, kind uint8, payload []byte, who uint8, key string, advance uint16, gated bool) {
+		seed := seeds[gated]
+		typ := capTypes[int(kind)%len(capTypes)]
+		cmd := log.Command{Type: typ, Version: 1 + uint16(advance%3), Stamp: seed.now + int64(advance)*10,
 			Principal: fuzzPrincipals[int(who)%len(fuzzPrincipals)], Payload: payload}
 		if key != "" {
-			cmd.IdemScope, cmd.IdemKey = "capacity/fuzz", key
+			scopes := []string{"capacity/fuzz", capGraphScope(ops[typ], "t", ""), capGraphScope(ops[typ], "t", "g2")}
+			cmd.IdemScope, cmd.IdemKey = scopes[int(who/8)%len(scopes)], key
 		}
 		data, err := log.Encode(cmd)
 		if err != nil {
@@ -211,13 +232,13 @@ func checkDenial(t *testing.T, typ log.Type, result []byte, before, after stored
 			return
 		}
 		// A denied acquire may have reclaimed expired leases, nothing else.
-		fences := map[string]uint64{}
+		fences := map[[3]string]uint64{}
 		for _, c := range before.Cells {
-			fences[c.TenantRef+"/"+c.CellID] = c.LastFence
+			fences[[3]string{c.GraphRef, c.TenantRef, c.CellID}] = c.LastFence
 		}
 		for _, c := range after.Cells {
-			if fences[c.TenantRef+"/"+c.CellID] != c.LastFence {
-				t.Fatalf("a denied acquire (%s) moved the fence of cell %s/%s", r.Decision, c.TenantRef, c.CellID)
+			if fences[[3]string{c.GraphRef, c.TenantRef, c.CellID}] != c.LastFence {
+				t.Fatalf("a denied acquire (%s) moved the fence of cell %q/%s/%s", r.Decision, c.GraphRef, c.TenantRef, c.CellID)
 			}
 		}
 		if len(after.Leases) != len(before.Leases) || len(r.Leases) != 0 {

@@ -7,7 +7,7 @@ import (
 	"github.com/arbiterhq/arbiter/log"
 )
 
-// leasesCmd is the payload of CmdRenew and CmdRelease.
+// leasesCmd is the payload of CmdRenew and CmdRelease before graphs.
 type leasesCmd struct {
 	TenantRef   string     `msgpack:"tenant_ref"`
 	OwnerDigest string     `msgpack:"owner_digest"`
@@ -15,13 +15,19 @@ type leasesCmd struct {
 	TTLMs       int64      `msgpack:"ttl_ms"`
 }
 
+// leasesInGraph is their payload from version 2 on: it may name a graph.
+type leasesInGraph struct {
+	leasesCmd
+	GraphRef string `msgpack:"graph_ref,omitempty"`
+}
+
 // prevalidate checks every named lease before anything changes, so a batch
 // is all-or-nothing. It returns the stored leases in request order, or the
 // decision that refuses the batch.
-func prevalidate(tx *fsm.Tx, c *leasesCmd) ([]*Lease, Decision, string, error) {
+func prevalidate(tx *fsm.Tx, c *leasesInGraph) ([]*Lease, Decision, string, error) {
 	out := make([]*Lease, 0, len(c.Leases))
 	for _, ref := range c.Leases {
-		l, err := getLease(tx, c.TenantRef, ref.LeaseID)
+		l, err := getLease(tx, c.GraphRef, c.TenantRef, ref.LeaseID)
 		if err != nil {
 			return nil, "", "", err
 		}
@@ -44,12 +50,18 @@ func prevalidate(tx *fsm.Tx, c *leasesCmd) ([]*Lease, Decision, string, error) {
 	return out, "", "", nil
 }
 
-func decodeLeases(tx *fsm.Tx, cmd *log.Command) (*leasesCmd, error) {
-	var c leasesCmd
-	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
+func decodeLeases(tx *fsm.Tx, cmd *log.Command, op string) (*leasesInGraph, error) {
+	var c leasesInGraph
+	if err := decodeScoped(tx, cmd, &c, &c.leasesCmd); err != nil {
 		return nil, err
 	}
 	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	if err := checkGraph(c.GraphRef); err != nil {
+		return nil, err
+	}
+	if err := checkIdemScope(tx, cmd, op, c.GraphRef, c.TenantRef); err != nil {
 		return nil, err
 	}
 	if err := checkCaller(tx.Principal, c.TenantRef, c.OwnerDigest); err != nil {
@@ -61,7 +73,7 @@ func decodeLeases(tx *fsm.Tx, cmd *log.Command) (*leasesCmd, error) {
 // applyRenew advances the expiry (from FSM time) and the epoch of every
 // lease, or of none.
 func applyRenew(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	return applyLeases(tx, cmd, func(c *leasesCmd, l *Lease) (*Lease, error) {
+	return applyLeases(tx, cmd, "renew", func(c *leasesInGraph, l *Lease) (*Lease, error) {
 		ttl := c.TTLMs
 		if ttl == 0 {
 			ttl = l.TTLMs
@@ -73,15 +85,15 @@ func applyRenew(tx *fsm.Tx, cmd *log.Command) (any, error) {
 // applyRelease returns every lease's usage to its cell and terminalizes
 // it, or does nothing.
 func applyRelease(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	return applyLeases(tx, cmd, func(_ *leasesCmd, l *Lease) (*Lease, error) {
+	return applyLeases(tx, cmd, "release", func(_ *leasesInGraph, l *Lease) (*Lease, error) {
 		return end(tx, l, LeaseReleased)
 	})
 }
 
 // applyLeases runs each on every named lease once all of them passed
 // prevalidate; a refusal of any lease is the batch's decision.
-func applyLeases(tx *fsm.Tx, cmd *log.Command, each func(*leasesCmd, *Lease) (*Lease, error)) (any, error) {
-	c, err := decodeLeases(tx, cmd)
+func applyLeases(tx *fsm.Tx, cmd *log.Command, op string, each func(*leasesInGraph, *Lease) (*Lease, error)) (any, error) {
+	c, err := decodeLeases(tx, cmd, op)
 	if err != nil {
 		return nil, err
 	}

@@ -43,31 +43,43 @@ type mIdem struct {
 	result      any    // the first result, as returned (Replayed false)
 }
 
-// capModel is the whole reference state.
+// capModel is the whole reference state. Cells and leases are keyed by
+// graph ("" the default one), tenant and id: two graphs of a tenant share
+// nothing.
 type capModel struct {
 	clock int64 // the proposer's clock
 	now   int64 // FSM time: the largest stamp applied
-	cells map[string]*mCell
+	cells map[mKey]*mCell
 	// leases holds every lease the FSM still stores, in any state.
-	leases map[string]*capacity.Lease
+	leases map[mKey]*capacity.Lease
 	ledger map[string]*mIdem
 	// topFence is the highest fence ever granted per cell; ended names
 	// every lease (by leaseIdentity) that has ended.
-	topFence map[string]uint64
+	topFence map[mKey]uint64
 	ended    map[string]bool
 }
 
 func newCapModel(clock int64) *capModel {
-	return &capModel{clock: clock, cells: map[string]*mCell{}, leases: map[string]*capacity.Lease{},
-		ledger: map[string]*mIdem{}, topFence: map[string]uint64{}, ended: map[string]bool{}}
+	return &capModel{clock: clock, cells: map[mKey]*mCell{}, leases: map[mKey]*capacity.Lease{},
+		ledger: map[string]*mIdem{}, topFence: map[mKey]uint64{}, ended: map[string]bool{}}
 }
 
-func key2(tenant, id string) string { return tenant + "/" + id }
+// mKey names a cell or a lease: its graph, tenant and id.
+type mKey struct{ graph, tenant, id string }
+
+// mGraph is a request's graph as the FSM keys it: "" for the default
+// graph, by either name.
+func mGraph(g string) string {
+	if g == capacity.DefaultGraph {
+		return ""
+	}
+	return g
+}
 
 // leaseIdentity names one lease for good: an id may be used again once
 // its lease is pruned, but never with the same cell and fence.
 func leaseIdentity(l *capacity.Lease) string {
-	return fmt.Sprintf("%s/%s@%s#%d", l.TenantRef, l.LeaseID, l.CellID, l.FenceToken)
+	return fmt.Sprintf("%q/%s/%s@%s#%d", l.GraphRef, l.TenantRef, l.LeaseID, l.CellID, l.FenceToken)
 }
 
 // stamp is what the FSM does first with every decodable command.
@@ -79,6 +91,17 @@ func (m *capModel) ledgerKey(scope, key string) string { return scope + "\x00" +
 // (a digest of the tenant ref, so that any tenant ref fits the envelope).
 func capScope(op, tenant string) string {
 	sum := sha256.Sum256([]byte(tenant))
+	return "capacity/" + op + "/" + hex.EncodeToString(sum[:16])
+}
+
+// capGraphScope is the scope in a graph: capScope in the default graph
+// (so that keys written before graphs still replay), a digest of tenant
+// and graph in any other.
+func capGraphScope(op, tenant, graph string) string {
+	if graph == "" {
+		return capScope(op, tenant)
+	}
+	sum := sha256.Sum256([]byte(tenant + "\x00" + graph))
 	return "capacity/" + op + "/" + hex.EncodeToString(sum[:16])
 }
 
@@ -94,7 +117,7 @@ func (m *capModel) record(scope, key, fingerprint string, result any) {
 
 // end terminalizes an active lease and returns its usage to the cell.
 func (m *capModel) end(l *capacity.Lease, state string) {
-	c := m.cells[key2(l.TenantRef, l.CellID)]
+	c := m.cells[mKey{l.GraphRef, l.TenantRef, l.CellID}]
 	c.used[l.ResourceClass] -= l.Amount
 	if c.used[l.ResourceClass] == 0 {
 		delete(c.used, l.ResourceClass)
@@ -103,12 +126,12 @@ func (m *capModel) end(l *capacity.Lease, state string) {
 	m.ended[leaseIdentity(l)] = true
 }
 
-// due lists the active leases whose deadline has passed, of one tenant or
-// of all (""), in expiry index order.
-func (m *capModel) due(tenant string) []*capacity.Lease {
+// due lists the active leases whose deadline has passed, of one graph of
+// one tenant or of all (all true), in expiry index order.
+func (m *capModel) due(graph, tenant string, all bool) []*capacity.Lease {
 	var out []*capacity.Lease
 	for _, l := range m.leases {
-		if l.State == capacity.LeaseActive && l.ExpiresAtMs <= m.now && (tenant == "" || l.TenantRef == tenant) {
+		if l.State == capacity.LeaseActive && l.ExpiresAtMs <= m.now && (all || l.GraphRef == graph && l.TenantRef == tenant) {
 			out = append(out, l)
 		}
 	}
@@ -116,6 +139,9 @@ func (m *capModel) due(tenant string) []*capacity.Lease {
 		a, b := out[i], out[j]
 		if a.ExpiresAtMs != b.ExpiresAtMs {
 			return a.ExpiresAtMs < b.ExpiresAtMs
+		}
+		if a.GraphRef != b.GraphRef {
+			return a.GraphRef < b.GraphRef
 		}
 		if a.TenantRef != b.TenantRef {
 			return a.TenantRef < b.TenantRef
@@ -134,15 +160,16 @@ type scanPos struct {
 func (p scanPos) less(q scanPos) bool { return p.at < q.at || p.at == q.at && p.id < q.id }
 
 // reclaim is ReclaimExpiredCapacity (and the page an acquire reclaims
-// first): it walks the tenant's expired leases after the cursor, takes
-// those of the cell, at most max, and examines at most 8 pages' worth of
-// rows. next is the cursor to go on from, nil when the walk reached the end.
-func (m *capModel) reclaim(tenant, cell string, max int, after *scanPos) (ids []string, next *scanPos) {
+// first): it walks the expired leases of a graph of the tenant after the
+// cursor, takes those of the cell, at most max, and examines at most 8
+// pages' worth of rows. next is the cursor to go on from, nil when the
+// walk reached the end.
+func (m *capModel) reclaim(graph, tenant, cell string, max int, after *scanPos) (ids []string, next *scanPos) {
 	const maxScan = 8 * capacity.MaxRowsPerPage
 	var due []*capacity.Lease
 	var last *scanPos
 	scanned, early := 0, false
-	for _, l := range m.due(tenant) {
+	for _, l := range m.due(graph, tenant, false) {
 		p := scanPos{l.ExpiresAtMs, l.LeaseID}
 		if after != nil && !after.less(p) {
 			continue
@@ -168,12 +195,12 @@ func (m *capModel) reclaim(tenant, cell string, max int, after *scanPos) (ids []
 }
 
 // status is the model's CellStatus of a cell.
-func (m *capModel) status(tenant, cell string) capacity.CellStatus {
-	c := m.cells[key2(tenant, cell)]
+func (m *capModel) status(graph, tenant, cell string) capacity.CellStatus {
+	c := m.cells[mKey{graph, tenant, cell}]
 	if c == nil {
 		c = &mCell{}
 	}
-	st := capacity.CellStatus{TenantRef: tenant, CellID: cell, Epoch: c.epoch, LastFence: c.lastFence, UpdatedAtMs: c.updatedAt, Classes: []capacity.Available{}}
+	st := capacity.CellStatus{TenantRef: tenant, GraphRef: graph, CellID: cell, Epoch: c.epoch, LastFence: c.lastFence, UpdatedAtMs: c.updatedAt, Classes: []capacity.Available{}}
 	names := map[string]bool{}
 	for k := range c.caps {
 		names[k] = true
@@ -182,13 +209,13 @@ func (m *capModel) status(tenant, cell string) capacity.CellStatus {
 		names[k] = true
 	}
 	for _, k := range sortedKeys(names) {
-		st.Classes = append(st.Classes, m.available(tenant, cell, k))
+		st.Classes = append(st.Classes, m.available(graph, tenant, cell, k))
 	}
 	return st
 }
 
-func (m *capModel) available(tenant, cell, class string) capacity.Available {
-	c := m.cells[key2(tenant, cell)]
+func (m *capModel) available(graph, tenant, cell, class string) capacity.Available {
+	c := m.cells[mKey{graph, tenant, cell}]
 	capacity_, used := c.caps[class], c.used[class]
 	return capacity.Available{CellID: cell, ResourceClass: class, Capacity: capacity_, Used: used, Free: capacity_ - min(used, capacity_), Epoch: c.epoch}
 }
@@ -202,23 +229,24 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-// cellsOf lists a tenant's cells in id order.
-func (m *capModel) cellsOf(tenant string) []string {
+// cellsOf lists the cells of a graph of a tenant in id order.
+func (m *capModel) cellsOf(graph, tenant string) []string {
 	var out []string
 	for k := range m.cells {
-		if t, c, _ := cutKey(k); t == tenant {
-			out = append(out, c)
+		if k.graph == graph && k.tenant == tenant {
+			out = append(out, k.id)
 		}
 	}
 	sort.Strings(out)
 	return out
 }
 
-// leasesOf lists a tenant's stored leases (of one cell, or all) in id order.
-func (m *capModel) leasesOf(tenant, cell string) []*capacity.Lease {
+// leasesOf lists the stored leases of a graph of a tenant (of one cell, or
+// all) in id order.
+func (m *capModel) leasesOf(graph, tenant, cell string) []*capacity.Lease {
 	var out []*capacity.Lease
 	for _, l := range m.leases {
-		if l.TenantRef == tenant && (cell == "" || l.CellID == cell) {
+		if l.GraphRef == graph && l.TenantRef == tenant && (cell == "" || l.CellID == cell) {
 			out = append(out, l)
 		}
 	}
@@ -226,32 +254,23 @@ func (m *capModel) leasesOf(tenant, cell string) []*capacity.Lease {
 	return out
 }
 
-func cutKey(k string) (tenant, id string, ok bool) {
-	for i := 0; i < len(k); i++ {
-		if k[i] == '/' {
-			return k[:i], k[i+1:], true
-		}
-	}
-	return "", "", false
-}
-
 // updateCell is UpdateCapacityCell: the decision and the cell it reports.
-func (m *capModel) updateCell(tenant, cell string, caps map[string]uint64, expected *uint64) (capacity.Decision, capacity.CellStatus) {
+func (m *capModel) updateCell(graph, tenant, cell string, caps map[string]uint64, expected *uint64) (capacity.Decision, capacity.CellStatus) {
 	m.stamp()
-	c := m.cells[key2(tenant, cell)]
+	c := m.cells[mKey{graph, tenant, cell}]
 	if expected != nil && *expected != epochOf(c) {
-		return capacity.StaleEpoch, m.status(tenant, cell)
+		return capacity.StaleEpoch, m.status(graph, tenant, cell)
 	}
 	if c != nil {
 		for class, used := range c.used {
 			if caps[class] < used {
-				return capacity.Invalid, m.status(tenant, cell)
+				return capacity.Invalid, m.status(graph, tenant, cell)
 			}
 		}
 	}
 	if c == nil {
 		c = &mCell{used: map[string]uint64{}}
-		m.cells[key2(tenant, cell)] = c
+		m.cells[mKey{graph, tenant, cell}] = c
 	}
 	c.caps = map[string]uint64{}
 	for k, v := range caps {
@@ -259,7 +278,7 @@ func (m *capModel) updateCell(tenant, cell string, caps map[string]uint64, expec
 	}
 	c.epoch++
 	c.updatedAt = m.now
-	return capacity.Granted, m.status(tenant, cell)
+	return capacity.Granted, m.status(graph, tenant, cell)
 }
 
 func epochOf(c *mCell) uint64 {
@@ -292,23 +311,24 @@ func (m *capModel) acquire(req capacity.AcquireRequest, base uint64) acqOutcome 
 		return acqOutcome{code: errs.CodeInvalid}
 	}
 	m.stamp()
-	scope := capScope("acquire", req.TenantRef)
+	g := mGraph(req.GraphRef)
+	scope := capGraphScope("acquire", req.TenantRef, g)
 	if e := m.ledger[m.ledgerKey(scope, req.IdempotencyKey)]; e != nil {
 		if e.fingerprint != acquireFingerprint(req) {
 			return acqOutcome{code: errs.CodeIdempotencyConflict}
 		}
 		return acqOutcome{replay: e.result.(*capacity.AcquireResult)}
 	}
-	if req.LeaseID != "" && m.leases[key2(req.TenantRef, req.LeaseID)] != nil {
+	if req.LeaseID != "" && m.leases[mKey{g, req.TenantRef, req.LeaseID}] != nil {
 		return acqOutcome{code: errs.CodeConflict}
 	}
-	ids, _ := m.reclaim(req.TenantRef, "", capacity.MaxRowsPerPage, nil)
+	ids, _ := m.reclaim(g, req.TenantRef, "", capacity.MaxRowsPerPage, nil)
 	out := acqOutcome{reclaimed: len(ids)}
 	type ck struct{ cell, class string }
 	want := map[ck]uint64{}
 	var keys []ck
 	for _, d := range req.Demands {
-		c := m.cells[key2(req.TenantRef, d.CellID)]
+		c := m.cells[mKey{g, req.TenantRef, d.CellID}]
 		if c == nil {
 			out.decision = capacity.Invalid
 			return out
@@ -329,7 +349,7 @@ func (m *capModel) acquire(req capacity.AcquireRequest, base uint64) acqOutcome 
 	availability := func() []capacity.Available {
 		var av []capacity.Available
 		for _, k := range keys {
-			av = append(av, m.available(req.TenantRef, k.cell, k.class))
+			av = append(av, m.available(g, req.TenantRef, k.cell, k.class))
 		}
 		return av
 	}
@@ -341,11 +361,11 @@ func (m *capModel) acquire(req capacity.AcquireRequest, base uint64) acqOutcome 
 		}
 	}
 	for _, d := range req.Demands {
-		c := m.cells[key2(req.TenantRef, d.CellID)]
+		c := m.cells[mKey{g, req.TenantRef, d.CellID}]
 		c.lastFence = max(c.lastFence+1, base)
 		c.used[d.ResourceClass] += d.Amount
 		out.leases = append(out.leases, capacity.Lease{
-			TenantRef: req.TenantRef, CellID: d.CellID, ResourceClass: d.ResourceClass, Amount: d.Amount,
+			TenantRef: req.TenantRef, GraphRef: g, CellID: d.CellID, ResourceClass: d.ResourceClass, Amount: d.Amount,
 			OwnerDigest: req.OwnerDigest, WorkItemID: req.WorkItemID, Priority: req.Priority,
 			LeaseEpoch: 1, FenceToken: c.lastFence, CellEpoch: c.epoch, State: capacity.LeaseActive,
 			AcquiredAtMs: m.now, ExpiresAtMs: m.now + req.TTLMs, TTLMs: req.TTLMs,
@@ -363,12 +383,12 @@ func (m *capModel) acquire(req capacity.AcquireRequest, base uint64) acqOutcome 
 func (m *capModel) addLeases(leases []capacity.Lease) error {
 	for i := range leases {
 		l := leases[i]
-		k := key2(l.TenantRef, l.LeaseID)
+		k := mKey{l.GraphRef, l.TenantRef, l.LeaseID}
 		if old := m.leases[k]; old != nil {
 			return fmt.Errorf("granted lease %s reuses the id of stored lease %s (%s on %s, fence %d)", l.LeaseID, old.LeaseID, old.State, old.CellID, old.FenceToken)
 		}
 		m.leases[k] = &l
-		ck := key2(l.TenantRef, l.CellID)
+		ck := mKey{l.GraphRef, l.TenantRef, l.CellID}
 		if l.FenceToken <= m.topFence[ck] {
 			return fmt.Errorf("lease %s on %s granted fence %d, not above %d granted before", l.LeaseID, l.CellID, l.FenceToken, m.topFence[ck])
 		}
@@ -378,9 +398,9 @@ func (m *capModel) addLeases(leases []capacity.Lease) error {
 }
 
 // acquireFingerprint stands for the request digest: the request without
-// its transport fields.
+// its transport fields, its graph as the FSM keys it.
 func acquireFingerprint(r capacity.AcquireRequest) string {
-	r.IdempotencyKey, r.NowMs, r.SchemaVersion = "", 0, ""
+	r.IdempotencyKey, r.NowMs, r.SchemaVersion, r.GraphRef = "", 0, "", mGraph(r.GraphRef)
 	b, _ := json.Marshal(r)
 	return string(b)
 }
@@ -396,10 +416,8 @@ type leasesOutcome struct {
 // leasesCall is RenewCapacity (renew true) or ReleaseCapacity.
 func (m *capModel) leasesCall(renew bool, req capacity.LeasesRequest) leasesOutcome {
 	m.stamp()
-	scope := capScope("release", req.TenantRef)
-	if renew {
-		scope = capScope("renew", req.TenantRef)
-	}
+	g := mGraph(req.GraphRef)
+	scope := leasesScope(renew, req)
 	if req.IdempotencyKey != "" {
 		if e := m.ledger[m.ledgerKey(scope, req.IdempotencyKey)]; e != nil {
 			if e.fingerprint != leasesFingerprint(req) {
@@ -410,7 +428,7 @@ func (m *capModel) leasesCall(renew bool, req capacity.LeasesRequest) leasesOutc
 	}
 	var found []*capacity.Lease
 	for _, ref := range req.Leases {
-		l := m.leases[key2(req.TenantRef, ref.LeaseID)]
+		l := m.leases[mKey{g, req.TenantRef, ref.LeaseID}]
 		var d capacity.Decision
 		switch {
 		case l == nil:
@@ -447,8 +465,16 @@ func (m *capModel) leasesCall(renew bool, req capacity.LeasesRequest) leasesOutc
 	return out
 }
 
+// leasesScope is the idempotency scope of a renew (or release) request.
+func leasesScope(renew bool, r capacity.LeasesRequest) string {
+	if renew {
+		return capGraphScope("renew", r.TenantRef, mGraph(r.GraphRef))
+	}
+	return capGraphScope("release", r.TenantRef, mGraph(r.GraphRef))
+}
+
 func leasesFingerprint(r capacity.LeasesRequest) string {
-	r.IdempotencyKey, r.NowMs, r.SchemaVersion = "", 0, ""
+	r.IdempotencyKey, r.NowMs, r.SchemaVersion, r.GraphRef = "", 0, "", mGraph(r.GraphRef)
 	b, _ := json.Marshal(r)
 	return string(b)
 }
@@ -474,7 +500,7 @@ func (m *capModel) tick(budget int, retentionMs int64) int {
 	for _, r := range old[:pruned] {
 		delete(m.ledger, r.key)
 	}
-	due := m.due("")
+	due := m.due("", "", true)
 	for _, l := range due[:min(budget, len(due))] {
 		m.end(l, capacity.LeaseExpired)
 	}
@@ -489,13 +515,16 @@ func (m *capModel) tick(budget int, retentionMs int64) int {
 		if a.EndedAtMs != b.EndedAtMs {
 			return a.EndedAtMs < b.EndedAtMs
 		}
+		if a.GraphRef != b.GraphRef {
+			return a.GraphRef < b.GraphRef
+		}
 		if a.TenantRef != b.TenantRef {
 			return a.TenantRef < b.TenantRef
 		}
 		return a.LeaseID < b.LeaseID
 	})
 	for _, l := range gone[:min(budget, len(gone))] {
-		delete(m.leases, key2(l.TenantRef, l.LeaseID))
+		delete(m.leases, mKey{l.GraphRef, l.TenantRef, l.LeaseID})
 	}
 	return pruned
 }
@@ -518,9 +547,9 @@ func (m *capModel) compareStored(st storedState) []string {
 		badf("%d cells stored, the model has %d", len(st.Cells), len(m.cells))
 	}
 	for _, c := range st.Cells {
-		mc := m.cells[key2(c.TenantRef, c.CellID)]
+		mc := m.cells[mKey{c.GraphRef, c.TenantRef, c.CellID}]
 		if mc == nil {
-			badf("stored cell %s/%s is not in the model", c.TenantRef, c.CellID)
+			badf("stored cell %q/%s/%s is not in the model", c.GraphRef, c.TenantRef, c.CellID)
 			continue
 		}
 		caps := c.Capacity
@@ -529,8 +558,8 @@ func (m *capModel) compareStored(st storedState) []string {
 		}
 		if c.Epoch != mc.epoch || c.LastFence != mc.lastFence || c.UpdatedAtMs != mc.updatedAt ||
 			!cmp.Equal(caps, mc.caps) || !cmp.Equal(nonzero(c.Used), nonzero(mc.used)) {
-			badf("cell %s/%s stored as epoch %d fence %d updated %d caps %v used %v; the model has epoch %d fence %d updated %d caps %v used %v",
-				c.TenantRef, c.CellID, c.Epoch, c.LastFence, c.UpdatedAtMs, caps, c.Used, mc.epoch, mc.lastFence, mc.updatedAt, mc.caps, mc.used)
+			badf("cell %q/%s/%s stored as epoch %d fence %d updated %d caps %v used %v; the model has epoch %d fence %d updated %d caps %v used %v",
+				c.GraphRef, c.TenantRef, c.CellID, c.Epoch, c.LastFence, c.UpdatedAtMs, caps, c.Used, mc.epoch, mc.lastFence, mc.updatedAt, mc.caps, mc.used)
 		}
 	}
 	if len(st.Leases) != len(m.leases) {
@@ -541,13 +570,13 @@ func (m *capModel) compareStored(st storedState) []string {
 		if l.State == capacity.LeaseActive && m.ended[leaseIdentity(l)] {
 			badf("lease %s came back to life after it ended", leaseIdentity(l))
 		}
-		ml := m.leases[key2(l.TenantRef, l.LeaseID)]
+		ml := m.leases[mKey{l.GraphRef, l.TenantRef, l.LeaseID}]
 		if ml == nil {
-			badf("stored lease %s/%s is not in the model", l.TenantRef, l.LeaseID)
+			badf("stored lease %q/%s/%s is not in the model", l.GraphRef, l.TenantRef, l.LeaseID)
 			continue
 		}
 		if d := cmp.Diff(*ml, *l); d != "" {
-			badf("lease %s/%s (-model +stored):\n%s", l.TenantRef, l.LeaseID, d)
+			badf("lease %q/%s/%s (-model +stored):\n%s", l.GraphRef, l.TenantRef, l.LeaseID, d)
 		}
 	}
 	return bad
@@ -565,6 +594,9 @@ var (
 		5 * time.Second, 61 * time.Second, 2 * time.Hour}
 	// Absurd request clocks: the FSM must ignore them.
 	mNowMs = []int64{0, 1, -1 << 40, 1 << 62, fsmtest.Epoch + 10*time.Hour.Milliseconds()}
+	// Graphs a request names: the default one (by both names) and g2,
+	// whose cells of tenant t have the default graph's ids.
+	mGraphs = []string{"", "", capacity.DefaultGraph, "g2"}
 )
 
 type capMachine struct {
@@ -573,7 +605,10 @@ type capMachine struct {
 	svc  *capacity.Service
 	m    *capModel
 	keys int // fresh idempotency keys handed out
-	// gated: the cluster's capabilities are enabled (acquire version 2).
+	// gated: the cluster's capabilities are enabled (acquire version 3,
+	// the other commands version 2): fences derive from the log index and
+	// requests may name graphs. Ungated, a graph other than the default
+	// one is refused.
 	gated bool
 	// last is the stored state after the last step (check reads it);
 	// frozenBy names a step that must not have changed the capacity
@@ -597,8 +632,8 @@ func newCapMachine(t *rapid.T) *capMachine {
 		t.Fatal(err)
 	}
 	mc := &capMachine{ctx: context.Background(), l: l, svc: capacity.NewService(l, l), m: newCapModel(fsmtest.Epoch)}
-	// Half the runs enable what the binary serves first: version 2 of
-	// acquire then derives fences from the log index.
+	// Half the runs enable what the binary serves first: acquire then
+	// derives fences from the log index, and graphs are served.
 	if mc.gated = rapid.Bool().Draw(t, "gated"); mc.gated {
 		res, err := l.Propose(mc.ctx, log.Command{Type: fsm.CmdEnable, Version: 1, Payload: log.MustMarshal(fsm.ServedBy(capacity.Module()))})
 		if err != nil || res.Err != nil {
@@ -607,13 +642,38 @@ func newCapMachine(t *rapid.T) *capMachine {
 		mc.m.stamp()
 	}
 	mc.check(t)
-	mc.update(t, "t", "c1", map[string]uint64{"gpu": 8, "mem": 16}, nil)
+	mc.update(t, "", "t", "c1", map[string]uint64{"gpu": 8, "mem": 16}, nil)
 	mc.check(t)
-	mc.update(t, "t", "c2", map[string]uint64{"gpu": 4}, nil)
+	mc.update(t, "", "t", "c2", map[string]uint64{"gpu": 4}, nil)
 	mc.check(t)
-	mc.update(t, "u", "c1", map[string]uint64{"gpu": 4}, nil)
+	mc.update(t, "", "u", "c1", map[string]uint64{"gpu": 4}, nil)
 	mc.check(t)
+	if mc.gated {
+		mc.update(t, "g2", "t", "c1", map[string]uint64{"gpu": 2, "mem": 16}, nil)
+		mc.check(t)
+	}
 	return mc
+}
+
+// graph draws the graph of a request.
+func (mc *capMachine) graph(t *rapid.T) string { return rapid.SampledFrom(mGraphs).Draw(t, "graph") }
+
+// refused reports whether a command in graph must be refused: a graph
+// other than the default one while the state enables no graphs.
+func (mc *capMachine) refused(graph string) bool { return !mc.gated && mGraph(graph) != "" }
+
+// refuseGraph requires call, a command in a graph this state does not
+// serve, to fail unavailable without changing the capacity tables (FSM
+// time moves: the command was applied).
+func (mc *capMachine) refuseGraph(t *rapid.T, what string, call func() (any, error)) {
+	t.Helper()
+	before := mc.last
+	mc.m.stamp()
+	res, err := call()
+	if errs.CodeOf(err) != errs.CodeUnavailable || !isNil(res) {
+		t.Fatalf("%s in a graph while graphs are not enabled: %+v %v, want unavailable", what, res, err)
+	}
+	mc.unchanged(t, before, what+" in a graph not enabled")
 }
 
 func (mc *capMachine) freshKey() string {
@@ -627,12 +687,20 @@ func (mc *capMachine) unchanged(_ *rapid.T, before storedState, what string) {
 	mc.frozen, mc.frozenBy = before.capacityDigest(), what
 }
 
-func (mc *capMachine) update(t *rapid.T, tenant, cell string, caps map[string]uint64, expected *uint64) {
+func (mc *capMachine) update(t *rapid.T, graph, tenant, cell string, caps map[string]uint64, expected *uint64) {
 	t.Helper()
+	req := capacity.UpdateCellRequest{SchemaVersion: "1", TenantRef: tenant, GraphRef: graph,
+		Cell: capacity.CellSpec{CellID: cell, Capacities: caps}, ExpectedEpoch: expected, NowMs: 7}
+	if rapid.IntRange(0, 3).Draw(t, "no_schema") == 0 {
+		req.SchemaVersion = "" // the Go API speaks SchemaVersion
+	}
+	if mc.refused(graph) {
+		mc.refuseGraph(t, "update", func() (any, error) { return mc.svc.UpdateCell(mc.ctx, req) })
+		return
+	}
 	before := mc.last
-	d, want := mc.m.updateCell(tenant, cell, caps, expected)
-	res, err := mc.svc.UpdateCell(mc.ctx, capacity.UpdateCellRequest{SchemaVersion: "1", TenantRef: tenant,
-		Cell: capacity.CellSpec{CellID: cell, Capacities: caps}, ExpectedEpoch: expected, NowMs: 7})
+	d, want := mc.m.updateCell(mGraph(graph), tenant, cell, caps, expected)
+	res, err := mc.svc.UpdateCell(mc.ctx, req)
 	if res == nil {
 		t.Fatalf("update %s/%s: %v", tenant, cell, err)
 	}
@@ -651,6 +719,7 @@ func (mc *capMachine) update(t *rapid.T, tenant, cell string, caps map[string]ui
 }
 
 func (mc *capMachine) updateCell(t *rapid.T) {
+	graph := mc.graph(t)
 	tenant := rapid.SampledFrom(mTenants).Draw(t, "tenant")
 	cell := rapid.SampledFrom(mCellsOf[tenant]).Draw(t, "cell")
 	caps := map[string]uint64{}
@@ -659,12 +728,12 @@ func (mc *capMachine) updateCell(t *rapid.T) {
 			caps[class] = uint64(rapid.IntRange(0, 12).Draw(t, "cap_"+class))
 		}
 	}
-	mc.update(t, tenant, cell, caps, mc.expectedEpoch(t, tenant, cell))
+	mc.update(t, graph, tenant, cell, caps, mc.expectedEpoch(t, graph, tenant, cell))
 }
 
 // expectedEpoch is no guard, the right epoch or a wrong one.
-func (mc *capMachine) expectedEpoch(t *rapid.T, tenant, cell string) *uint64 {
-	e := epochOf(mc.m.cells[key2(tenant, cell)])
+func (mc *capMachine) expectedEpoch(t *rapid.T, graph, tenant, cell string) *uint64 {
+	e := epochOf(mc.m.cells[mKey{mGraph(graph), tenant, cell}])
 	switch rapid.IntRange(0, 9).Draw(t, "expected_epoch") {
 	case 0:
 		return &e
@@ -680,8 +749,8 @@ func (mc *capMachine) expectedEpoch(t *rapid.T, tenant, cell string) *uint64 {
 	return nil
 }
 
-func (mc *capMachine) newAcquire(t *rapid.T, tenant, key string) capacity.AcquireRequest {
-	req := capacity.AcquireRequest{SchemaVersion: "1", TenantRef: tenant, IdempotencyKey: key,
+func (mc *capMachine) newAcquire(t *rapid.T, graph, tenant, key string) capacity.AcquireRequest {
+	req := capacity.AcquireRequest{SchemaVersion: "1", TenantRef: tenant, GraphRef: graph, IdempotencyKey: key,
 		WorkItemID:  rapid.SampledFrom([]string{"w1", "w2"}).Draw(t, "work_item"),
 		OwnerDigest: rapid.SampledFrom(mOwners).Draw(t, "owner"),
 		Priority:    int32(rapid.IntRange(-2, 2).Draw(t, "priority")),
@@ -692,7 +761,7 @@ func (mc *capMachine) newAcquire(t *rapid.T, tenant, key string) capacity.Acquir
 		d := capacity.Demand{CellID: rapid.SampledFrom(mCellsOf[tenant]).Draw(t, "cell"),
 			ResourceClass: rapid.SampledFrom(mClasses).Draw(t, "class"),
 			Amount:        uint64(rapid.IntRange(1, 6).Draw(t, "amount"))}
-		d.ExpectedEpoch = mc.expectedEpoch(t, tenant, d.CellID)
+		d.ExpectedEpoch = mc.expectedEpoch(t, graph, tenant, d.CellID)
 		req.Demands = append(req.Demands, d)
 	}
 	if rapid.IntRange(0, 5).Draw(t, "budgets") == 0 {
@@ -716,11 +785,15 @@ func (mc *capMachine) acquire(t *rapid.T) {
 	case p == 0 && len(mc.acquires) > 0: // a retry: same request, same key
 		req = rapid.SampledFrom(mc.acquires).Draw(t, "retry")
 		req.NowMs = rapid.SampledFrom(mNowMs).Draw(t, "now_ms")
-	case p == 1 && len(mc.acquires) > 0: // another request under a used key
+	case p == 1 && len(mc.acquires) > 0: // another request under a used key, in the same graph or another
 		old := rapid.SampledFrom(mc.acquires).Draw(t, "reuse")
-		req = mc.newAcquire(t, old.TenantRef, old.IdempotencyKey)
+		req = mc.newAcquire(t, mc.graph(t), old.TenantRef, old.IdempotencyKey)
 	default:
-		req = mc.newAcquire(t, rapid.SampledFrom(mTenants).Draw(t, "tenant"), mc.freshKey())
+		req = mc.newAcquire(t, mc.graph(t), rapid.SampledFrom(mTenants).Draw(t, "tenant"), mc.freshKey())
+	}
+	if mc.refused(req.GraphRef) && !strings.HasPrefix(req.LeaseID, "lease-") { // the service refuses such a lease id itself
+		mc.refuseGraph(t, "acquire", func() (any, error) { return mc.svc.Acquire(mc.ctx, req) })
+		return
 	}
 	before := mc.last
 	var base uint64
@@ -787,15 +860,21 @@ func (mc *capMachine) acquire(t *rapid.T) {
 	// Only a grant is kept for replay: a retry of a denial asks again.
 	if res.Decision == capacity.Granted {
 		first := *res
-		mc.m.record(capScope("acquire", req.TenantRef), req.IdempotencyKey, acquireFingerprint(req), &first)
+		mc.m.record(capGraphScope("acquire", req.TenantRef, mGraph(req.GraphRef)), req.IdempotencyKey, acquireFingerprint(req), &first)
 	}
 	mc.acquires = append(mc.acquires, req)
 }
 
-func (mc *capMachine) newLeases(t *rapid.T, tenant, key string) capacity.LeasesRequest {
-	req := capacity.LeasesRequest{SchemaVersion: "1", TenantRef: tenant, IdempotencyKey: key,
+func (mc *capMachine) newLeases(t *rapid.T, graph, tenant, key string) capacity.LeasesRequest {
+	req := capacity.LeasesRequest{SchemaVersion: "1", TenantRef: tenant, GraphRef: graph, IdempotencyKey: key,
 		NowMs: rapid.SampledFrom(mNowMs).Draw(t, "now_ms")}
-	stored := mc.m.leasesOf(tenant, "")
+	// Mostly leases of the request's graph; now and then those of another,
+	// which are no leases of this one.
+	from := mGraph(graph)
+	if rapid.IntRange(0, 9).Draw(t, "other_graph") == 0 {
+		from = mGraph(mc.graph(t))
+	}
+	stored := mc.m.leasesOf(from, tenant, "")
 	seen := map[string]bool{}
 	var owner string
 	for i, n := 0, rapid.IntRange(1, 4).Draw(t, "leases"); i < n; i++ {
@@ -842,15 +921,19 @@ func (mc *capMachine) leases(t *rapid.T, renew bool) {
 		req, renew = old.req, old.renew
 	case p == 1 && len(mc.leaseReqs) > 0:
 		old := rapid.SampledFrom(mc.leaseReqs).Draw(t, "reuse")
-		req, renew = mc.newLeases(t, old.req.TenantRef, old.req.IdempotencyKey), old.renew
+		req, renew = mc.newLeases(t, mc.graph(t), old.req.TenantRef, old.req.IdempotencyKey), old.renew
 	case p < 4:
-		req = mc.newLeases(t, rapid.SampledFrom(mTenants).Draw(t, "tenant"), mc.freshKey())
+		req = mc.newLeases(t, mc.graph(t), rapid.SampledFrom(mTenants).Draw(t, "tenant"), mc.freshKey())
 	default:
-		req = mc.newLeases(t, rapid.SampledFrom(mTenants).Draw(t, "tenant"), "")
+		req = mc.newLeases(t, mc.graph(t), rapid.SampledFrom(mTenants).Draw(t, "tenant"), "")
 	}
 	call, what := mc.svc.Release, "release"
 	if renew {
 		call, what = mc.svc.Renew, "renew"
+	}
+	if mc.refused(req.GraphRef) {
+		mc.refuseGraph(t, what, func() (any, error) { return call(mc.ctx, req) })
+		return
 	}
 	what = fmt.Sprintf("%s %s key %q", what, leasesFingerprint(req), req.IdempotencyKey)
 	before := mc.last
@@ -890,29 +973,32 @@ func (mc *capMachine) leases(t *rapid.T, renew bool) {
 		mc.unchanged(t, before, "a refused "+what)
 	}
 	if req.IdempotencyKey != "" && res.Decision == capacity.Granted {
-		scope := capScope("release", req.TenantRef)
-		if renew {
-			scope = capScope("renew", req.TenantRef)
-		}
 		first := *res
-		mc.m.record(scope, req.IdempotencyKey, leasesFingerprint(req), &first)
+		mc.m.record(leasesScope(renew, req), req.IdempotencyKey, leasesFingerprint(req), &first)
 		mc.leaseReqs = append(mc.leaseReqs, keyedLeases{renew: renew, req: req})
 	}
 }
 
 func (mc *capMachine) reclaim(t *rapid.T) {
+	graph := mc.graph(t)
 	tenant := rapid.SampledFrom(mTenants).Draw(t, "tenant")
 	cell := ""
 	if rapid.Bool().Draw(t, "one_cell") {
 		cell = rapid.SampledFrom(mCellsOf[tenant]).Draw(t, "cell")
 	}
 	max := rapid.IntRange(1, 4).Draw(t, "max_count")
+	if mc.refused(graph) {
+		mc.refuseGraph(t, "reclaim", func() (any, error) {
+			return mc.svc.Reclaim(mc.ctx, capacity.ReclaimRequest{TenantRef: tenant, GraphRef: graph, CellID: cell, MaxCount: max})
+		})
+		return
+	}
 	var after *scanPos
 	cursor := ""
 	for page := 0; ; page++ {
 		mc.m.stamp()
-		ids, next := mc.m.reclaim(tenant, cell, max, after)
-		res, err := mc.svc.Reclaim(mc.ctx, capacity.ReclaimRequest{SchemaVersion: "1", TenantRef: tenant, CellID: cell,
+		ids, next := mc.m.reclaim(mGraph(graph), tenant, cell, max, after)
+		res, err := mc.svc.Reclaim(mc.ctx, capacity.ReclaimRequest{SchemaVersion: "1", TenantRef: tenant, GraphRef: graph, CellID: cell,
 			MaxCount: max, Cursor: cursor, NowMs: rapid.SampledFrom(mNowMs).Draw(t, "now_ms")})
 		if err != nil {
 			t.Fatalf("reclaim %s/%s page %d: %v", tenant, cell, page, err)
@@ -963,41 +1049,44 @@ func (mc *capMachine) tick(t *rapid.T) {
 	}
 }
 
-// reads pages through Status and Reconcile of a tenant with small pages
-// and compares what they show with the model.
+// reads pages through Status and Reconcile of a graph of a tenant with
+// small pages and compares what they show with the model. (Reads are not
+// commands: a graph not enabled reads as empty, as it is.)
 func (mc *capMachine) reads(t *rapid.T) {
+	graph := mc.graph(t)
+	g := mGraph(graph)
 	tenant := rapid.SampledFrom(mTenants).Draw(t, "tenant")
 	cell := ""
 	if rapid.Bool().Draw(t, "one_cell") {
 		cell = rapid.SampledFrom(mCellsOf[tenant]).Draw(t, "cell")
 	}
 	size := rapid.IntRange(1, 3).Draw(t, "max_count")
-	cells, leases, pageCells, err := readAll(mc.ctx, mc.svc, tenant, cell, size)
+	cells, leases, pageCells, err := readAll(mc.ctx, mc.svc, graph, tenant, cell, size)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var wantCells []capacity.CellStatus
-	for _, c := range mc.m.cellsOf(tenant) {
-		wantCells = append(wantCells, mc.m.status(tenant, c))
+	for _, c := range mc.m.cellsOf(g, tenant) {
+		wantCells = append(wantCells, mc.m.status(g, tenant, c))
 	}
 	if diff := cmp.Diff(wantCells, cells); diff != "" {
 		t.Fatalf("status of %s (-model +got):\n%s", tenant, diff)
 	}
 	var wantLeases []capacity.Lease
-	for _, l := range mc.m.leasesOf(tenant, cell) {
+	for _, l := range mc.m.leasesOf(g, tenant, cell) {
 		wantLeases = append(wantLeases, *l)
 	}
 	if diff := cmp.Diff(wantLeases, leases); diff != "" {
 		t.Fatalf("reconcile of %s/%s (-model +got):\n%s", tenant, cell, diff)
 	}
 	for _, c := range pageCells {
-		if diff := cmp.Diff(mc.m.status(tenant, c.CellID), c); diff != "" {
+		if diff := cmp.Diff(mc.m.status(g, tenant, c.CellID), c); diff != "" {
 			t.Fatalf("reconcile of %s shows cell %s (-model +got):\n%s", tenant, c.CellID, diff)
 		}
 	}
 	if len(wantLeases) > 0 {
 		l := rapid.SampledFrom(wantLeases).Draw(t, "lookup")
-		res, err := mc.svc.Reconcile(mc.ctx, capacity.ReadRequest{SchemaVersion: "1", TenantRef: tenant, LeaseID: l.LeaseID, MaxCount: 1}, fsm.Linearizable)
+		res, err := mc.svc.Reconcile(mc.ctx, capacity.ReadRequest{SchemaVersion: "1", TenantRef: tenant, GraphRef: graph, LeaseID: l.LeaseID, MaxCount: 1}, fsm.Linearizable)
 		if err != nil || len(res.Leases) != 1 || !cmp.Equal(res.Leases[0], l) || len(res.Cells) != 1 || res.NowMs != mc.m.now {
 			t.Fatalf("reconcile of lease %s: %+v %v", l.LeaseID, res, err)
 		}

@@ -22,11 +22,11 @@ func Module() fsm.Module {
 		Name:   "capacity",
 		Tables: tables(),
 		Commands: []fsm.CommandSpec{
-			{Type: CmdAcquire, Name: "capacity_acquire", MaxVersion: 2, Apply: applyAcquire}, // 2: fences from the log index
-			{Type: CmdRenew, Name: "capacity_renew", MaxVersion: 1, Apply: applyRenew},
-			{Type: CmdRelease, Name: "capacity_release", MaxVersion: 1, Apply: applyRelease},
-			{Type: CmdReclaim, Name: "capacity_reclaim", MaxVersion: 1, Apply: applyReclaim},
-			{Type: CmdUpdateCell, Name: "capacity_update_cell", MaxVersion: 1, Apply: applyUpdateCell},
+			{Type: CmdAcquire, Name: "capacity_acquire", MaxVersion: 3, Apply: applyAcquire},           // 2: fences from the log index; 3: graphs
+			{Type: CmdRenew, Name: "capacity_renew", MaxVersion: 2, Apply: applyRenew},                 // 2: graphs
+			{Type: CmdRelease, Name: "capacity_release", MaxVersion: 2, Apply: applyRelease},           // 2: graphs
+			{Type: CmdReclaim, Name: "capacity_reclaim", MaxVersion: 2, Apply: applyReclaim},           // 2: graphs
+			{Type: CmdUpdateCell, Name: "capacity_update_cell", MaxVersion: 2, Apply: applyUpdateCell}, // 2: graphs
 		},
 		Queries: []fsm.QuerySpec{
 			{Type: QueryStatus, Name: "capacity_status", Run: runStatus},

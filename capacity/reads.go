@@ -10,6 +10,7 @@ import (
 // readQuery is the payload of QueryStatus and QueryReconcile.
 type readQuery struct {
 	TenantRef string `msgpack:"tenant_ref"`
+	GraphRef  string `msgpack:"graph_ref,omitempty"` // "": the default graph
 	CellID    string `msgpack:"cell_id"`
 	LeaseID   string `msgpack:"lease_id"`
 	MaxCount  int    `msgpack:"max_count"`
@@ -18,6 +19,9 @@ type readQuery struct {
 
 func (q *readQuery) validate(rt *fsm.ReadTx) error {
 	if err := bounds.Identifier("tenant_ref", q.TenantRef); err != nil {
+		return err
+	}
+	if err := checkGraph(q.GraphRef); err != nil {
 		return err
 	}
 	if err := bounds.OptionalIdentifier("cell_id", q.CellID); err != nil {
@@ -45,15 +49,15 @@ func startRead(rt *fsm.ReadTx, payload []byte) (*readQuery, *ReadResult, error) 
 	return &q, &ReadResult{SchemaVersion: SchemaVersion, Cells: []CellStatus{}, Leases: []Lease{}, NowMs: rt.Now}, nil
 }
 
-// runStatus pages the tenant's cells (or reads one), with their usage.
-// With lease_id it also returns that lease.
+// runStatus pages the cells of a graph of the tenant (or reads one), with
+// their usage. With lease_id it also returns that lease.
 func runStatus(rt *fsm.ReadTx, payload []byte) (any, error) {
 	q, res, err := startRead(rt, payload)
 	if err != nil {
 		return nil, err
 	}
 	if q.LeaseID != "" {
-		l, err := getLease(rt.Txn, q.TenantRef, q.LeaseID)
+		l, err := getLease(rt.Txn, q.GraphRef, q.TenantRef, q.LeaseID)
 		if err != nil {
 			return nil, err
 		}
@@ -62,7 +66,7 @@ func runStatus(rt *fsm.ReadTx, payload []byte) (any, error) {
 		}
 	}
 	if q.CellID != "" {
-		c, err := getCell(rt.Txn, q.TenantRef, q.CellID)
+		c, err := getCell(rt.Txn, q.GraphRef, q.TenantRef, q.CellID)
 		if err != nil {
 			return nil, err
 		}
@@ -71,26 +75,27 @@ func runStatus(rt *fsm.ReadTx, payload []byte) (any, error) {
 		}
 		return res, nil
 	}
+	bind := scopeKey(q.GraphRef, q.TenantRef)
 	after := ""
 	if q.Cursor != "" {
-		if err := decodeCursor("status", q.TenantRef, q.Cursor, &after); err != nil {
+		if err := decodeCursor("status", bind, q.Cursor, &after); err != nil {
 			return nil, err
 		}
 	}
-	it, err := rt.Txn.LowerBound(tableCells, "id", q.TenantRef, after)
+	it, err := rt.Txn.LowerBound(tableCells, "id", q.GraphRef, q.TenantRef, after)
 	if err != nil {
 		return nil, errs.Errorf(errs.CodeInternal, "scan cells: %v", err)
 	}
 	for raw := it.Next(); raw != nil; raw = it.Next() {
 		c := raw.(*cellRow)
-		if c.TenantRef != q.TenantRef {
+		if c.GraphRef != q.GraphRef || c.TenantRef != q.TenantRef {
 			break
 		}
 		if c.CellID <= after && q.Cursor != "" {
 			continue
 		}
 		if len(res.Cells) == q.MaxCount {
-			res.NextCursor = encodeCursor("status", q.TenantRef, res.Cells[len(res.Cells)-1].CellID)
+			res.NextCursor = encodeCursor("status", bind, res.Cells[len(res.Cells)-1].CellID)
 			break
 		}
 		res.Cells = append(res.Cells, statusOf(c))
@@ -98,33 +103,35 @@ func runStatus(rt *fsm.ReadTx, payload []byte) (any, error) {
 	return res, nil
 }
 
-// runReconcile pages the tenant's leases (active and recently ended, in
-// lease id order, optionally of one cell or one lease) with the cells they
-// are on, straight from the FSM: no mirror is consulted.
+// runReconcile pages the leases of a graph of the tenant (active and
+// recently ended, in lease id order, optionally of one cell or one lease)
+// with the cells they are on, straight from the FSM: no mirror is
+// consulted.
 func runReconcile(rt *fsm.ReadTx, payload []byte) (any, error) {
 	q, res, err := startRead(rt, payload)
 	if err != nil {
 		return nil, err
 	}
 	if q.LeaseID != "" {
-		l, err := getLease(rt.Txn, q.TenantRef, q.LeaseID)
+		l, err := getLease(rt.Txn, q.GraphRef, q.TenantRef, q.LeaseID)
 		if err != nil {
 			return nil, err
 		}
 		if l != nil && (q.CellID == "" || l.CellID == q.CellID) {
 			res.Leases = append(res.Leases, *l)
 		}
-		return withCells(rt, q.TenantRef, res)
+		return withCells(rt, q.GraphRef, q.TenantRef, res)
 	}
+	bind := scopeKey(q.GraphRef, q.TenantRef) + "\x00" + q.CellID
 	after := ""
 	if q.Cursor != "" {
-		if err := decodeCursor("reconcile", q.TenantRef+"\x00"+q.CellID, q.Cursor, &after); err != nil {
+		if err := decodeCursor("reconcile", bind, q.Cursor, &after); err != nil {
 			return nil, err
 		}
 	}
-	index, args := "id", []any{q.TenantRef, after}
+	index, args := "id", []any{q.GraphRef, q.TenantRef, after}
 	if q.CellID != "" {
-		index, args = "cell", []any{q.TenantRef, q.CellID, after}
+		index, args = "cell", []any{q.GraphRef, q.TenantRef, q.CellID, after}
 	}
 	it, err := rt.Txn.LowerBound(tableLeases, index, args...)
 	if err != nil {
@@ -132,30 +139,30 @@ func runReconcile(rt *fsm.ReadTx, payload []byte) (any, error) {
 	}
 	for raw := it.Next(); raw != nil; raw = it.Next() {
 		l := raw.(*Lease)
-		if l.TenantRef != q.TenantRef || (q.CellID != "" && l.CellID != q.CellID) {
+		if l.GraphRef != q.GraphRef || l.TenantRef != q.TenantRef || (q.CellID != "" && l.CellID != q.CellID) {
 			break
 		}
 		if q.Cursor != "" && l.LeaseID <= after {
 			continue
 		}
 		if len(res.Leases) == q.MaxCount {
-			res.NextCursor = encodeCursor("reconcile", q.TenantRef+"\x00"+q.CellID, res.Leases[len(res.Leases)-1].LeaseID)
+			res.NextCursor = encodeCursor("reconcile", bind, res.Leases[len(res.Leases)-1].LeaseID)
 			break
 		}
 		res.Leases = append(res.Leases, *l)
 	}
-	return withCells(rt, q.TenantRef, res)
+	return withCells(rt, q.GraphRef, q.TenantRef, res)
 }
 
 // withCells adds the cells the page's leases are on.
-func withCells(rt *fsm.ReadTx, tenant string, res *ReadResult) (*ReadResult, error) {
+func withCells(rt *fsm.ReadTx, graph, tenant string, res *ReadResult) (*ReadResult, error) {
 	seen := map[string]bool{}
 	for _, l := range res.Leases {
 		if seen[l.CellID] {
 			continue
 		}
 		seen[l.CellID] = true
-		c, err := getCell(rt.Txn, tenant, l.CellID)
+		c, err := getCell(rt.Txn, graph, tenant, l.CellID)
 		if err != nil {
 			return nil, err
 		}

@@ -7,12 +7,18 @@ import (
 	"github.com/arbiterhq/arbiter/log"
 )
 
-// reclaimCmd is the payload of CmdReclaim.
+// reclaimCmd is the payload of CmdReclaim before graphs.
 type reclaimCmd struct {
 	TenantRef string `msgpack:"tenant_ref"`
 	CellID    string `msgpack:"cell_id"`
 	MaxCount  int    `msgpack:"max_count"`
 	Cursor    string `msgpack:"cursor"`
+}
+
+// reclaimInGraph is its payload from version 2 on: it may name a graph.
+type reclaimInGraph struct {
+	reclaimCmd
+	GraphRef string `msgpack:"graph_ref,omitempty"`
 }
 
 func (c *reclaimCmd) validate() error {
@@ -25,27 +31,27 @@ func (c *reclaimCmd) validate() error {
 	return checkPage(c.MaxCount, c.Cursor)
 }
 
-// applyReclaim expires at most max_count of the tenant's (or one cell's)
-// leases whose deadline has passed, in one command.
+// applyReclaim expires at most max_count of the leases of a graph of the
+// tenant (or of one cell) whose deadline has passed, in one command.
 func applyReclaim(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	var c reclaimCmd
-	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
+	var c reclaimInGraph
+	if err := decodeScoped(tx, cmd, &c, &c.reclaimCmd); err != nil {
 		return nil, err
 	}
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
+	if err := checkGraph(c.GraphRef); err != nil {
+		return nil, err
+	}
 	if !tx.Principal.InTenant(c.TenantRef) || !tx.Principal.HasRole(log.RoleMember) {
 		return nil, errs.Errorf(errs.CodeForbidden, "reclaiming needs the member role in tenant %q", c.TenantRef)
 	}
-	var after *timeRow
-	if c.Cursor != "" {
-		after = new(timeRow)
-		if err := decodeCursor("reclaim", c.TenantRef+"\x00"+c.CellID, c.Cursor, after); err != nil {
-			return nil, err
-		}
+	after, err := decodeReclaimCursor(c.GraphRef, c.TenantRef, c.CellID, c.Cursor)
+	if err != nil {
+		return nil, err
 	}
-	ids, next, err := reclaimTenant(tx, c.TenantRef, c.CellID, c.MaxCount, after)
+	ids, next, err := reclaimTenant(tx, c.GraphRef, c.TenantRef, c.CellID, c.MaxCount, after)
 	if err != nil {
 		return nil, err
 	}
@@ -54,12 +60,39 @@ func applyReclaim(tx *fsm.Tx, cmd *log.Command) (any, error) {
 		res.ReclaimedLeaseIDs = []string{}
 	}
 	if next != nil {
-		res.NextCursor = encodeCursor("reclaim", c.TenantRef+"\x00"+c.CellID, next)
+		res.NextCursor = encodeReclaimCursor(c.GraphRef, c.TenantRef, c.CellID, next)
 	}
 	return res, nil
 }
 
-// tick expires leases of every tenant whose deadline has passed, oldest
+// A reclaim cursor is bound to its graph, tenant and cell; its position
+// is a row of the expiry index without the graph, which the binding
+// names (the position stays as long as before graphs, within
+// maxCursorLen whatever the refs).
+func encodeReclaimCursor(graph, tenant, cell string, pos *timeRow) string {
+	p := *pos
+	p.GraphRef = ""
+	return encodeCursor("reclaim", scopeKey(graph, tenant)+"\x00"+cell, &p)
+}
+
+// decodeReclaimCursor is the position a reclaim cursor names (nil for no
+// cursor), or invalid.
+func decodeReclaimCursor(graph, tenant, cell, cursor string) (*timeRow, error) {
+	if cursor == "" {
+		return nil, nil
+	}
+	pos := new(timeRow)
+	if err := decodeCursor("reclaim", scopeKey(graph, tenant)+"\x00"+cell, cursor, pos); err != nil {
+		return nil, err
+	}
+	if pos.GraphRef != "" {
+		return nil, errs.Errorf(errs.CodeInvalid, "cursor was not issued for this reclaim query")
+	}
+	pos.GraphRef = graph
+	return pos, nil
+}
+
+// tick expires leases of every graph and tenant whose deadline has passed, oldest
 // first, and forgets ended leases older than EndedLeaseRetention: at most
 // budget rows of each.
 func tick(tx *fsm.Tx, budget int) error {
@@ -76,7 +109,7 @@ func tick(tx *fsm.Tx, budget int) error {
 		due = append(due, row)
 	}
 	for _, row := range due {
-		l, err := getLease(tx, row.TenantRef, row.LeaseID)
+		l, err := getLease(tx, row.GraphRef, row.TenantRef, row.LeaseID)
 		if err != nil || l == nil {
 			return errs.Errorf(errs.CodeInternal, "expiry index names lease %s: %v", row.LeaseID, err)
 		}
@@ -101,7 +134,7 @@ func tick(tx *fsm.Tx, budget int) error {
 		if err := tx.Delete(tableEnded, row); err != nil {
 			return err
 		}
-		if l, err := getLease(tx, row.TenantRef, row.LeaseID); err == nil && l != nil {
+		if l, err := getLease(tx, row.GraphRef, row.TenantRef, row.LeaseID); err == nil && l != nil {
 			if err := tx.Delete(tableLeases, l); err != nil {
 				return err
 			}

@@ -14,6 +14,12 @@ import (
 // together with an error of the decision's code (errs.Exhausted,
 // errs.StaleEpoch, errs.StaleFence, errs.Expired, errs.Invalid,
 // errs.Backpressure, errs.Forbidden).
+//
+// Every request is in the graph its GraphRef names, DefaultGraph when it
+// names none, and its SchemaVersion may be left out (it is SchemaVersion).
+// A graph other than the default one needs a cluster that enables the
+// command versions that brought graphs (Require); one that does not
+// refuses it with unavailable.
 type Service struct {
 	p fsm.Proposer
 	r fsm.Reader
@@ -23,9 +29,10 @@ type Service struct {
 func NewService(p fsm.Proposer, r fsm.Reader) *Service { return &Service{p: p, r: r} }
 
 // Acquire is AcquireCapacity: every demand granted in one command, or
-// none. Replaying the same idempotency key with the same request returns
-// the first grant (Replayed); with another request, idempotency_conflict.
-// A denial is not kept: a retry under its key asks again.
+// none. Replaying the same idempotency key with the same request in the
+// same graph and tenant returns the first grant (Replayed); with another
+// request, idempotency_conflict. A denial is not kept: a retry under its
+// key asks again.
 func (s *Service) Acquire(ctx context.Context, req AcquireRequest) (*AcquireResult, error) {
 	if err := checkSchema(req.SchemaVersion); err != nil {
 		return nil, err
@@ -33,16 +40,21 @@ func (s *Service) Acquire(ctx context.Context, req AcquireRequest) (*AcquireResu
 	if err := bounds.Identifier("idempotency_key", req.IdempotencyKey); err != nil {
 		return nil, err
 	}
-	cmd := acquireCmd{
+	cmd := acquireInGraph{GraphRef: graphKey(req.GraphRef), acquireCmd: acquireCmd{
 		TenantRef: req.TenantRef, WorkItemID: req.WorkItemID, OwnerDigest: req.OwnerDigest, Priority: req.Priority,
 		Demands: req.Demands, LeaseID: req.LeaseID, TTLMs: req.TTLMs,
 		CostBudgetMicros: req.CostBudgetMicros, TokenBudget: req.TokenBudget,
-	}
+	}}
 	if err := cmd.validate(); err != nil {
 		return nil, err
 	}
+	if err := checkGraph(cmd.GraphRef); err != nil {
+		return nil, err
+	}
+	envelope := log.Command{Type: CmdAcquire, Version: commandVersion(CmdAcquire, cmd.GraphRef),
+		IdemScope: idemScope("acquire", cmd.GraphRef, req.TenantRef), IdemKey: req.IdempotencyKey}
 	var out AcquireResult
-	res, err := fsm.Submit(ctx, s.p, log.Command{Type: CmdAcquire, IdemScope: idemScope("acquire", req.TenantRef), IdemKey: req.IdempotencyKey}, cmd, &out)
+	res, err := fsm.Submit(ctx, s.p, envelope, cmd, &out)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +63,8 @@ func (s *Service) Acquire(ctx context.Context, req AcquireRequest) (*AcquireResu
 }
 
 // Renew is RenewCapacity: every lease's expiry moves to FSM now + TTL and
-// its epoch advances, or nothing changes.
+// its epoch advances, or nothing changes. The result's Refs are the
+// tokens to present next.
 func (s *Service) Renew(ctx context.Context, req LeasesRequest) (*LeasesResult, error) {
 	return s.leases(ctx, CmdRenew, "renew", req)
 }
@@ -69,16 +82,20 @@ func (s *Service) leases(ctx context.Context, t log.Type, name string, req Lease
 	if err := bounds.OptionalIdentifier("idempotency_key", req.IdempotencyKey); err != nil {
 		return nil, err
 	}
-	cmd := leasesCmd{TenantRef: req.TenantRef, OwnerDigest: req.OwnerDigest, Leases: req.Leases, TTLMs: req.TTLMs}
+	cmd := leasesInGraph{GraphRef: graphKey(req.GraphRef),
+		leasesCmd: leasesCmd{TenantRef: req.TenantRef, OwnerDigest: req.OwnerDigest, Leases: req.Leases, TTLMs: req.TTLMs}}
 	if err := cmd.validate(); err != nil {
+		return nil, err
+	}
+	if err := checkGraph(cmd.GraphRef); err != nil {
 		return nil, err
 	}
 	if err := bounds.Identifier("owner_digest", req.OwnerDigest); err != nil {
 		return nil, err
 	}
-	envelope := log.Command{Type: t}
+	envelope := log.Command{Type: t, Version: commandVersion(t, cmd.GraphRef)}
 	if req.IdempotencyKey != "" {
-		envelope.IdemScope, envelope.IdemKey = idemScope(name, req.TenantRef), req.IdempotencyKey
+		envelope.IdemScope, envelope.IdemKey = idemScope(name, cmd.GraphRef, req.TenantRef), req.IdempotencyKey
 	}
 	var out LeasesResult
 	res, err := fsm.Submit(ctx, s.p, envelope, cmd, &out)
@@ -90,22 +107,26 @@ func (s *Service) leases(ctx context.Context, t log.Type, name string, req Lease
 }
 
 // Reclaim is ReclaimExpiredCapacity: at most max_count expired leases of
-// the tenant (or one cell) end in one command; NextCursor goes on.
+// a graph of the tenant (or of one cell) end in one command; NextCursor
+// goes on.
 func (s *Service) Reclaim(ctx context.Context, req ReclaimRequest) (*ReclaimResult, error) {
 	if err := checkSchema(req.SchemaVersion); err != nil {
 		return nil, err
 	}
-	cmd := reclaimCmd{TenantRef: req.TenantRef, CellID: req.CellID, MaxCount: req.MaxCount, Cursor: req.Cursor}
+	cmd := reclaimInGraph{GraphRef: graphKey(req.GraphRef),
+		reclaimCmd: reclaimCmd{TenantRef: req.TenantRef, CellID: req.CellID, MaxCount: req.MaxCount, Cursor: req.Cursor}}
 	if err := cmd.validate(); err != nil {
 		return nil, err
 	}
-	if req.Cursor != "" {
-		if err := decodeCursor("reclaim", req.TenantRef+"\x00"+req.CellID, req.Cursor, new(timeRow)); err != nil {
-			return nil, err
-		}
+	if err := checkGraph(cmd.GraphRef); err != nil {
+		return nil, err
+	}
+	if _, err := decodeReclaimCursor(cmd.GraphRef, req.TenantRef, req.CellID, req.Cursor); err != nil {
+		return nil, err
 	}
 	var out ReclaimResult
-	if _, err := fsm.Submit(ctx, s.p, log.Command{Type: CmdReclaim}, cmd, &out); err != nil {
+	envelope := log.Command{Type: CmdReclaim, Version: commandVersion(CmdReclaim, cmd.GraphRef)}
+	if _, err := fsm.Submit(ctx, s.p, envelope, cmd, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -116,24 +137,30 @@ func (s *Service) UpdateCell(ctx context.Context, req UpdateCellRequest) (*Updat
 	if err := checkSchema(req.SchemaVersion); err != nil {
 		return nil, err
 	}
-	cmd := updateCellCmd{TenantRef: req.TenantRef, Cell: req.Cell, ExpectedEpoch: req.ExpectedEpoch}
+	cmd := updateCellInGraph{GraphRef: graphKey(req.GraphRef),
+		updateCellCmd: updateCellCmd{TenantRef: req.TenantRef, Cell: req.Cell, ExpectedEpoch: req.ExpectedEpoch}}
 	if err := cmd.validate(); err != nil {
 		return nil, err
 	}
+	if err := checkGraph(cmd.GraphRef); err != nil {
+		return nil, err
+	}
 	var out UpdateCellResult
-	if _, err := fsm.Submit(ctx, s.p, log.Command{Type: CmdUpdateCell}, cmd, &out); err != nil {
+	envelope := log.Command{Type: CmdUpdateCell, Version: commandVersion(CmdUpdateCell, cmd.GraphRef)}
+	if _, err := fsm.Submit(ctx, s.p, envelope, cmd, &out); err != nil {
 		return nil, err
 	}
 	return &out, out.Decision.Err(out.Message)
 }
 
-// Status is CapacityStatus: a page of the tenant's cells with usage.
+// Status is CapacityStatus: a page of the cells of a graph of the tenant,
+// with usage.
 func (s *Service) Status(ctx context.Context, req ReadRequest, c fsm.Consistency) (*ReadResult, error) {
 	return s.read(ctx, QueryStatus, req, c)
 }
 
-// Reconcile is ReconcileCapacity: a page of the tenant's leases and their
-// cells, as the FSM holds them.
+// Reconcile is ReconcileCapacity: a page of the leases of a graph of the
+// tenant and their cells, as the FSM holds them.
 func (s *Service) Reconcile(ctx context.Context, req ReadRequest, c fsm.Consistency) (*ReadResult, error) {
 	return s.read(ctx, QueryReconcile, req, c)
 }
@@ -142,7 +169,7 @@ func (s *Service) read(ctx context.Context, t fsm.QueryType, req ReadRequest, c 
 	if err := checkSchema(req.SchemaVersion); err != nil {
 		return nil, err
 	}
-	q := readQuery{TenantRef: req.TenantRef, CellID: req.CellID, LeaseID: req.LeaseID, MaxCount: req.MaxCount, Cursor: req.Cursor}
+	q := readQuery{TenantRef: req.TenantRef, GraphRef: graphKey(req.GraphRef), LeaseID: req.LeaseID, CellID: req.CellID, MaxCount: req.MaxCount, Cursor: req.Cursor}
 	var out ReadResult
 	if err := fsm.Ask(ctx, s.r, t, c == fsm.Stale, q, &out); err != nil {
 		return nil, err

@@ -102,6 +102,7 @@ func TestAcquireAllOrNothingAndRelease(t *testing.T) {
 // storedCell mirrors the cells table's rows.
 type storedCell struct {
 	TenantRef   string            `msgpack:"tenant_ref"`
+	GraphRef    string            `msgpack:"graph_ref,omitempty"`
 	CellID      string            `msgpack:"cell_id"`
 	Epoch       uint64            `msgpack:"epoch"`
 	Capacity    map[string]uint64 `msgpack:"capacity"`
@@ -114,6 +115,7 @@ type storedCell struct {
 type storedTime struct {
 	AtMs      int64  `msgpack:"at_ms"`
 	TenantRef string `msgpack:"tenant_ref"`
+	GraphRef  string `msgpack:"graph_ref,omitempty"`
 	LeaseID   string `msgpack:"lease_id"`
 }
 
@@ -160,22 +162,23 @@ func (s storedState) capacityDigest() [32]byte {
 // within capacity; fences are unique per cell and not above the cell's
 // counter; every active lease has exactly one expiry row at its deadline
 // and every ended one exactly one ended row at its end; no index row names
-// a missing lease; each tenant's active counter counts its active leases.
+// a missing lease; each tenant's active counter counts its active leases
+// (in all its graphs). Cells and leases are keyed by graph, tenant and id.
 func (s storedState) invariants() []string {
 	var bad []string
 	badf := func(format string, args ...any) { bad = append(bad, fmt.Sprintf(format, args...)) }
-	type cc struct{ tenant, cell, class string }
-	cells := map[[2]string]storedCell{}
+	type cc struct{ graph, tenant, cell, class string }
+	cells := map[[3]string]storedCell{}
 	for _, c := range s.Cells {
-		cells[[2]string{c.TenantRef, c.CellID}] = c
+		cells[[3]string{c.GraphRef, c.TenantRef, c.CellID}] = c
 	}
 	sums := map[cc]uint64{}
-	fences := map[[2]string]map[uint64]string{}
+	fences := map[[3]string]map[uint64]string{}
 	active := map[string]uint64{}
-	leases := map[[2]string]capacity.Lease{}
+	leases := map[[3]string]capacity.Lease{}
 	for _, l := range s.Leases {
-		leases[[2]string{l.TenantRef, l.LeaseID}] = l
-		key := [2]string{l.TenantRef, l.CellID}
+		leases[[3]string{l.GraphRef, l.TenantRef, l.LeaseID}] = l
+		key := [3]string{l.GraphRef, l.TenantRef, l.CellID}
 		c, ok := cells[key]
 		if !ok {
 			badf("lease %s/%s names missing cell %s", l.TenantRef, l.LeaseID, l.CellID)
@@ -191,7 +194,7 @@ func (s storedState) invariants() []string {
 		fences[key][l.FenceToken] = l.LeaseID
 		switch l.State {
 		case capacity.LeaseActive:
-			sums[cc{l.TenantRef, l.CellID, l.ResourceClass}] += l.Amount
+			sums[cc{l.GraphRef, l.TenantRef, l.CellID, l.ResourceClass}] += l.Amount
 			active[l.TenantRef]++
 		case capacity.LeaseReleased, capacity.LeaseExpired:
 		default:
@@ -200,7 +203,7 @@ func (s storedState) invariants() []string {
 	}
 	for _, c := range s.Cells {
 		for class, used := range c.Used {
-			if want := sums[cc{c.TenantRef, c.CellID, class}]; used != want {
+			if want := sums[cc{c.GraphRef, c.TenantRef, c.CellID, class}]; used != want {
 				badf("cell %s/%s uses %d of %s; its active leases sum to %d", c.TenantRef, c.CellID, used, class, want)
 			}
 			if used > c.Capacity[class] {
@@ -209,14 +212,14 @@ func (s storedState) invariants() []string {
 		}
 	}
 	for k, sum := range sums {
-		if c := cells[[2]string{k.tenant, k.cell}]; c.Used[k.class] != sum {
+		if c := cells[[3]string{k.graph, k.tenant, k.cell}]; c.Used[k.class] != sum {
 			badf("active leases of %s/%s %s sum to %d; the cell records %d", k.tenant, k.cell, k.class, sum, c.Used[k.class])
 		}
 	}
 	index := func(name string, rows []storedTime, want func(capacity.Lease) (bool, int64)) {
-		seen := map[[2]string]int{}
+		seen := map[[3]string]int{}
 		for _, r := range rows {
-			key := [2]string{r.TenantRef, r.LeaseID}
+			key := [3]string{r.GraphRef, r.TenantRef, r.LeaseID}
 			seen[key]++
 			l, ok := leases[key]
 			if !ok {
@@ -229,7 +232,7 @@ func (s storedState) invariants() []string {
 		}
 		for key, l := range leases {
 			if in, _ := want(l); in && seen[key] != 1 {
-				badf("lease %s/%s (%s) has %d %s rows, want 1", key[0], key[1], l.State, seen[key], name)
+				badf("lease %q/%s/%s (%s) has %d %s rows, want 1", key[0], key[1], key[2], l.State, seen[key], name)
 			}
 		}
 	}
@@ -287,13 +290,14 @@ func wantDecisionErr(d capacity.Decision, err error) error {
 	return nil
 }
 
-// readAll pages through Status and Reconcile of a tenant with pages of
-// size and returns the cells and leases, checking page sizes and cursors.
-func readAll(ctx context.Context, svc *capacity.Service, tenant, cell string, size int) ([]capacity.CellStatus, []capacity.Lease, []capacity.CellStatus, error) {
+// readAll pages through Status and Reconcile of a graph of a tenant with
+// pages of size and returns the cells and leases, checking page sizes and
+// cursors.
+func readAll(ctx context.Context, svc *capacity.Service, graph, tenant, cell string, size int) ([]capacity.CellStatus, []capacity.Lease, []capacity.CellStatus, error) {
 	var cells []capacity.CellStatus
 	cursor := ""
 	for page := 0; ; page++ {
-		res, err := svc.Status(ctx, capacity.ReadRequest{SchemaVersion: "1", TenantRef: tenant, MaxCount: size, Cursor: cursor}, fsm.Linearizable)
+		res, err := svc.Status(ctx, capacity.ReadRequest{SchemaVersion: "1", TenantRef: tenant, GraphRef: graph, MaxCount: size, Cursor: cursor}, fsm.Linearizable)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("status page %d: %w", page, err)
 		}
@@ -312,7 +316,7 @@ func readAll(ctx context.Context, svc *capacity.Service, tenant, cell string, si
 	var pageCells []capacity.CellStatus
 	cursor = ""
 	for page := 0; ; page++ {
-		res, err := svc.Reconcile(ctx, capacity.ReadRequest{SchemaVersion: "1", TenantRef: tenant, CellID: cell, MaxCount: size, Cursor: cursor}, fsm.Linearizable)
+		res, err := svc.Reconcile(ctx, capacity.ReadRequest{SchemaVersion: "1", TenantRef: tenant, GraphRef: graph, CellID: cell, MaxCount: size, Cursor: cursor}, fsm.Linearizable)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("reconcile page %d: %w", page, err)
 		}

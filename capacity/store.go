@@ -8,8 +8,8 @@ import (
 // The row operations every command shares. They never mutate a row read
 // from the store: they insert changed copies.
 
-func getCell(s fsm.Store, tenant, cell string) (*cellRow, error) {
-	raw, err := s.First(tableCells, "id", tenant, cell)
+func getCell(s fsm.Store, graph, tenant, cell string) (*cellRow, error) {
+	raw, err := s.First(tableCells, "id", graph, tenant, cell)
 	if err != nil {
 		return nil, errs.Errorf(errs.CodeInternal, "read cell: %v", err)
 	}
@@ -19,8 +19,8 @@ func getCell(s fsm.Store, tenant, cell string) (*cellRow, error) {
 	return raw.(*cellRow), nil
 }
 
-func getLease(s fsm.Store, tenant, id string) (*Lease, error) {
-	raw, err := s.First(tableLeases, "id", tenant, id)
+func getLease(s fsm.Store, graph, tenant, id string) (*Lease, error) {
+	raw, err := s.First(tableLeases, "id", graph, tenant, id)
 	if err != nil {
 		return nil, errs.Errorf(errs.CodeInternal, "read lease: %v", err)
 	}
@@ -49,7 +49,7 @@ func addActive(tx *fsm.Tx, tenant string, delta int64) error {
 // grant inserts a new active lease and charges its cell (already copied
 // and charged by the caller).
 func grant(tx *fsm.Tx, l *Lease) error {
-	if old, err := getLease(tx, l.TenantRef, l.LeaseID); err != nil {
+	if old, err := getLease(tx, l.GraphRef, l.TenantRef, l.LeaseID); err != nil {
 		return err
 	} else if old != nil {
 		return errs.Errorf(errs.CodeInternal, "lease id %q is taken", l.LeaseID)
@@ -57,16 +57,18 @@ func grant(tx *fsm.Tx, l *Lease) error {
 	if err := tx.Insert(tableLeases, l); err != nil {
 		return errs.Errorf(errs.CodeInternal, "insert lease: %v", err)
 	}
-	if err := tx.Insert(tableExpiry, &timeRow{AtMs: l.ExpiresAtMs, TenantRef: l.TenantRef, LeaseID: l.LeaseID}); err != nil {
+	if err := tx.Insert(tableExpiry, expiryOf(l)); err != nil {
 		return errs.Errorf(errs.CodeInternal, "index lease expiry: %v", err)
 	}
-	tx.Emit("capacity_acquire", l.LeaseID, l.TenantRef)
+	if err := emit(tx, "capacity_acquire", l.GraphRef, l.LeaseID, l.TenantRef); err != nil {
+		return err
+	}
 	return addActive(tx, l.TenantRef, 1)
 }
 
 // renew moves an active lease's expiry.
 func renew(tx *fsm.Tx, l *Lease, ttlMs int64) (*Lease, error) {
-	if err := tx.Delete(tableExpiry, &timeRow{AtMs: l.ExpiresAtMs, TenantRef: l.TenantRef, LeaseID: l.LeaseID}); err != nil {
+	if err := tx.Delete(tableExpiry, expiryOf(l)); err != nil {
 		return nil, errs.Errorf(errs.CodeInternal, "unindex lease expiry: %v", err)
 	}
 	n := *l
@@ -76,18 +78,17 @@ func renew(tx *fsm.Tx, l *Lease, ttlMs int64) (*Lease, error) {
 	if err := tx.Insert(tableLeases, &n); err != nil {
 		return nil, errs.Errorf(errs.CodeInternal, "renew lease: %v", err)
 	}
-	if err := tx.Insert(tableExpiry, &timeRow{AtMs: n.ExpiresAtMs, TenantRef: n.TenantRef, LeaseID: n.LeaseID}); err != nil {
+	if err := tx.Insert(tableExpiry, expiryOf(&n)); err != nil {
 		return nil, errs.Errorf(errs.CodeInternal, "index lease expiry: %v", err)
 	}
-	tx.Emit("capacity_renew", n.LeaseID, n.TenantRef)
-	return &n, nil
+	return &n, emit(tx, "capacity_renew", n.GraphRef, n.LeaseID, n.TenantRef)
 }
 
 // end terminalizes an active lease (released or expired): its usage is
 // returned to the cell, it leaves the expiry index and enters the ended
 // index, from which Tick prunes it after EndedLeaseRetention.
 func end(tx *fsm.Tx, l *Lease, state string) (*Lease, error) {
-	cell, err := getCell(tx, l.TenantRef, l.CellID)
+	cell, err := getCell(tx, l.GraphRef, l.TenantRef, l.CellID)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +106,7 @@ func end(tx *fsm.Tx, l *Lease, state string) (*Lease, error) {
 	if err := tx.Insert(tableCells, c); err != nil {
 		return nil, errs.Errorf(errs.CodeInternal, "update cell: %v", err)
 	}
-	if err := tx.Delete(tableExpiry, &timeRow{AtMs: l.ExpiresAtMs, TenantRef: l.TenantRef, LeaseID: l.LeaseID}); err != nil {
+	if err := tx.Delete(tableExpiry, expiryOf(l)); err != nil {
 		return nil, errs.Errorf(errs.CodeInternal, "unindex lease expiry: %v", err)
 	}
 	n := *l
@@ -113,23 +114,31 @@ func end(tx *fsm.Tx, l *Lease, state string) (*Lease, error) {
 	if err := tx.Insert(tableLeases, &n); err != nil {
 		return nil, errs.Errorf(errs.CodeInternal, "end lease: %v", err)
 	}
-	if err := tx.Insert(tableEnded, &timeRow{AtMs: n.EndedAtMs, TenantRef: n.TenantRef, LeaseID: n.LeaseID}); err != nil {
+	if err := tx.Insert(tableEnded, &timeRow{AtMs: n.EndedAtMs, TenantRef: n.TenantRef, GraphRef: n.GraphRef, LeaseID: n.LeaseID}); err != nil {
 		return nil, errs.Errorf(errs.CodeInternal, "index ended lease: %v", err)
 	}
-	tx.Emit("capacity_"+state, n.LeaseID, n.TenantRef)
+	if err := emit(tx, "capacity_"+state, n.GraphRef, n.LeaseID, n.TenantRef); err != nil {
+		return nil, err
+	}
 	return &n, addActive(tx, n.TenantRef, -1)
 }
 
-// reclaimTenant expires up to max of a tenant's leases whose deadline has
-// passed, oldest first, optionally of one cell only, starting after the
-// row after. It examines at most maxScanPerReclaim rows; next is the last
-// row examined when it stopped early (nil when no expired row is left).
-func reclaimTenant(tx *fsm.Tx, tenant, cellID string, max int, after *timeRow) (ids []string, next *timeRow, err error) {
-	start := timeRow{TenantRef: tenant, AtMs: -1 << 62}
+// expiryOf is an active lease's row in the expiry index.
+func expiryOf(l *Lease) *timeRow {
+	return &timeRow{AtMs: l.ExpiresAtMs, TenantRef: l.TenantRef, GraphRef: l.GraphRef, LeaseID: l.LeaseID}
+}
+
+// reclaimTenant expires up to max of the leases of a graph of a tenant
+// whose deadline has passed, oldest first, optionally of one cell only,
+// starting after the row after. It examines at most maxScanPerReclaim
+// rows; next is the last row examined when it stopped early (nil when no
+// expired row is left).
+func reclaimTenant(tx *fsm.Tx, graph, tenant, cellID string, max int, after *timeRow) (ids []string, next *timeRow, err error) {
+	start := timeRow{TenantRef: tenant, GraphRef: graph, AtMs: -1 << 62}
 	if after != nil {
 		start = *after
 	}
-	it, err := tx.LowerBound(tableExpiry, "tenant", tenant, start.AtMs, start.LeaseID)
+	it, err := tx.LowerBound(tableExpiry, "scope", graph, tenant, start.AtMs, start.LeaseID)
 	if err != nil {
 		return nil, nil, errs.Errorf(errs.CodeInternal, "scan expiry: %v", err)
 	}
@@ -138,7 +147,7 @@ func reclaimTenant(tx *fsm.Tx, tenant, cellID string, max int, after *timeRow) (
 	scanned, early := 0, false
 	for raw := it.Next(); raw != nil; raw = it.Next() {
 		row := raw.(*timeRow)
-		if row.TenantRef != tenant || row.AtMs > tx.Now {
+		if row.GraphRef != graph || row.TenantRef != tenant || row.AtMs > tx.Now {
 			break
 		}
 		if after != nil && *row == *after {
@@ -150,7 +159,7 @@ func reclaimTenant(tx *fsm.Tx, tenant, cellID string, max int, after *timeRow) (
 		}
 		scanned++
 		last = row
-		l, err := getLease(tx, row.TenantRef, row.LeaseID)
+		l, err := getLease(tx, row.GraphRef, row.TenantRef, row.LeaseID)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -2,7 +2,9 @@ package capacity
 
 import "github.com/arbiterhq/arbiter/errs"
 
-// SchemaVersion is the only DTO schema this package speaks.
+// SchemaVersion is the only DTO schema this package speaks. A request of
+// the Go API that leaves SchemaVersion empty speaks it; over HTTP a body
+// says schema_version "1" (it is not compiled against this package).
 const SchemaVersion = "1"
 
 // Decision is the outcome of a capacity command: granted, or the code of
@@ -40,6 +42,7 @@ type Demand struct {
 type AcquireRequest struct {
 	SchemaVersion  string   `json:"schema_version"`
 	TenantRef      string   `json:"tenant_ref"`
+	GraphRef       string   `json:"graph_ref,omitempty"` // "" or DefaultGraph: the default graph
 	WorkItemID     string   `json:"work_item_id"`
 	OwnerDigest    string   `json:"owner_digest"`
 	IdempotencyKey string   `json:"idempotency_key"`
@@ -60,6 +63,7 @@ type AcquireRequest struct {
 type Lease struct {
 	LeaseID          string `json:"lease_id" msgpack:"lease_id"`
 	TenantRef        string `json:"tenant_ref" msgpack:"tenant_ref"`
+	GraphRef         string `json:"graph_ref,omitempty" msgpack:"graph_ref,omitempty"` // "": the default graph
 	CellID           string `json:"cell_id" msgpack:"cell_id"`
 	ResourceClass    string `json:"resource_class" msgpack:"resource_class"`
 	Amount           uint64 `json:"amount" msgpack:"amount"`
@@ -100,6 +104,10 @@ type AcquireResult struct {
 	Replayed      bool        `json:"replayed,omitempty" msgpack:"-"`
 }
 
+// Refs are the tokens of the granted leases, in order: what a renew or
+// release presents.
+func (r *AcquireResult) Refs() []LeaseRef { return refs(r.Leases) }
+
 // LeaseRef names a lease the caller holds.
 type LeaseRef struct {
 	LeaseID    string `json:"lease_id" msgpack:"lease_id"`
@@ -107,10 +115,25 @@ type LeaseRef struct {
 	FenceToken uint64 `json:"fence_token" msgpack:"fence_token"`
 }
 
+// Ref is the token that names the lease to renew and release: its id,
+// epoch and fence as they are now.
+func (l Lease) Ref() LeaseRef {
+	return LeaseRef{LeaseID: l.LeaseID, LeaseEpoch: l.LeaseEpoch, FenceToken: l.FenceToken}
+}
+
+func refs(leases []Lease) []LeaseRef {
+	out := make([]LeaseRef, len(leases))
+	for i, l := range leases {
+		out[i] = l.Ref()
+	}
+	return out
+}
+
 // LeasesRequest is the request DTO of RenewCapacity and ReleaseCapacity.
 type LeasesRequest struct {
 	SchemaVersion  string     `json:"schema_version"`
 	TenantRef      string     `json:"tenant_ref"`
+	GraphRef       string     `json:"graph_ref,omitempty"`
 	OwnerDigest    string     `json:"owner_digest"`
 	Leases         []LeaseRef `json:"leases"`
 	NowMs          int64      `json:"now_ms,omitempty"` // ignored, as in AcquireRequest
@@ -129,10 +152,16 @@ type LeasesResult struct {
 	Replayed      bool     `json:"replayed,omitempty" msgpack:"-"`
 }
 
+// Refs are the tokens of the leases after the command, in request order:
+// a renewal advanced each epoch, and these are what the next renew or
+// release presents.
+func (r *LeasesResult) Refs() []LeaseRef { return refs(r.Leases) }
+
 // ReclaimRequest is ReclaimExpiredCapacity's request DTO.
 type ReclaimRequest struct {
 	SchemaVersion string `json:"schema_version"`
 	TenantRef     string `json:"tenant_ref"`
+	GraphRef      string `json:"graph_ref,omitempty"`
 	CellID        string `json:"cell_id,omitempty"`
 	MaxCount      int    `json:"max_count"`
 	NowMs         int64  `json:"now_ms,omitempty"`
@@ -152,6 +181,7 @@ type ReclaimResult struct {
 type ReadRequest struct {
 	SchemaVersion string `json:"schema_version"`
 	TenantRef     string `json:"tenant_ref"`
+	GraphRef      string `json:"graph_ref,omitempty"`
 	CellID        string `json:"cell_id,omitempty"`
 	LeaseID       string `json:"lease_id,omitempty"`
 	MaxCount      int    `json:"max_count"`
@@ -161,6 +191,7 @@ type ReadRequest struct {
 // CellStatus is a cell as the FSM holds it.
 type CellStatus struct {
 	TenantRef   string      `json:"tenant_ref" msgpack:"tenant_ref"`
+	GraphRef    string      `json:"graph_ref,omitempty" msgpack:"graph_ref,omitempty"` // "": the default graph
 	CellID      string      `json:"cell_id" msgpack:"cell_id"`
 	Epoch       uint64      `json:"epoch" msgpack:"epoch"`
 	LastFence   uint64      `json:"last_fence" msgpack:"last_fence"`
@@ -188,6 +219,7 @@ type CellSpec struct {
 type UpdateCellRequest struct {
 	SchemaVersion string   `json:"schema_version"`
 	TenantRef     string   `json:"tenant_ref"`
+	GraphRef      string   `json:"graph_ref,omitempty"`
 	Cell          CellSpec `json:"cell"`
 	ExpectedEpoch *uint64  `json:"expected_epoch,omitempty"`
 	NowMs         int64    `json:"now_ms,omitempty"`

@@ -86,6 +86,10 @@ type clockedFSM struct {
 	*fsm.FSM
 	clock   *fsmClock
 	metrics *metrics // nil: not measured
+	// slowestRestore, if set, records the slowest restore's speed (see
+	// restoreMeter).
+	slowestRestore *atomic.Uint64
+	restores       *atomic.Uint64 // successful restores, if set
 }
 
 var (
@@ -110,7 +114,9 @@ func (c clockedFSM) ApplyBatch(logs []*raft.Log) []any {
 
 func (c clockedFSM) Restore(rc io.ReadCloser) error {
 	start := time.Now()
-	err := c.FSM.Restore(rc)
+	meter := &restoreMeter{ReadCloser: rc, began: start, slowest: c.slowestRestore, count: c.restores}
+	err := c.FSM.Restore(meter)
+	meter.done(err)
 	c.clock.observe(c.FSM.Now())
 	if c.metrics != nil {
 		c.metrics.snapshotRestore.Observe(time.Since(start).Seconds())
@@ -121,7 +127,7 @@ func (c clockedFSM) Restore(rc io.ReadCloser) error {
 // raftFSM is the node's FSM as raft sees it: clocked, and measured (apply
 // time on every node, snapshot time and size, restore time).
 func (n *Node) raftFSM() clockedFSM {
-	return clockedFSM{FSM: n.fsm, clock: &n.clock, metrics: n.metrics}
+	return clockedFSM{FSM: n.fsm, clock: &n.clock, metrics: n.metrics, slowestRestore: &n.slowestRestore, restores: &n.snapshotRestores}
 }
 
 func (c clockedFSM) Snapshot() (raft.FSMSnapshot, error) {

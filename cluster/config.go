@@ -32,13 +32,21 @@ type Config struct {
 	// HTTPAdvertise, if set, is the host:port peers and clients use.
 	HTTPAddr      string
 	HTTPAdvertise string
+	// MetricsAddr, if set, is the host:port of a listener that serves
+	// only GET /metrics, without authentication or TLS (bind it where
+	// only the scraper reaches, as etcd's --listen-metrics-urls); the API
+	// then serves no /metrics. Unset, the API serves /metrics to any
+	// authenticated caller (anyone in open development mode).
+	MetricsAddr string
 
 	// Bootstrap makes this node the first voter of a new cluster when its
 	// data directory holds no raft state. Ignored once state exists. A
 	// node without state needs Bootstrap, Join or AwaitJoin.
 	Bootstrap bool
-	// Join lists API base URLs (http://host:port) of existing members; a
-	// node without raft state asks them to add it (as a non-voter, which
+	// Join lists the API addresses of existing members, each a base URL
+	// (http://host:port, https://host:port) or a bare host:port, which
+	// takes https when this node has TLS and http otherwise; a node
+	// without raft state asks them to add it (as a non-voter, which
 	// the leader promotes once it has caught up). A node with state does
 	// not join again, but checks that the members Join names belong to
 	// its own cluster and refuses to start if they do not.
@@ -122,7 +130,13 @@ type Config struct {
 	MaxAppendEntries  int
 	SnapshotInterval  time.Duration
 	SnapshotThreshold uint64
-	TrailingLogs      uint64
+	// TrailingLogs is the least number of log entries kept behind a
+	// snapshot. A node keeps more while its write rate and state size
+	// call for it, so that a follower installing a snapshot finds the log
+	// after it (catchup.go), up to MaxTrailingLogs, which bounds the disk
+	// the log takes.
+	TrailingLogs    uint64
+	MaxTrailingLogs uint64
 
 	// NoSyncUnsafe turns off fsync of the raft log: a crash may lose
 	// acknowledged writes. For benchmarks and tests only.
@@ -201,6 +215,7 @@ func DefaultConfig() Config {
 		SnapshotInterval:      30 * time.Second,
 		SnapshotThreshold:     8192,
 		TrailingLogs:          10240,
+		MaxTrailingLogs:       2_000_000,
 		MaxRestoreBytes:       1 << 30,
 		MaxConcurrentRequests: 1024,
 		ReadHeaderTimeout:     5 * time.Second,
@@ -294,6 +309,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxAppendEntries < 1 || c.MaxAppendEntries > 1024 {
 		bad("%s must be between 1 and 1024", nm("MaxAppendEntries"))
+	}
+	if c.MaxTrailingLogs < c.TrailingLogs {
+		bad("%s (%d) must be at least %s (%d)", nm("MaxTrailingLogs"), c.MaxTrailingLogs, nm("TrailingLogs"), c.TrailingLogs)
 	}
 	if c.SnapshotThreshold < 1 {
 		bad("%s must be positive", nm("SnapshotThreshold"))

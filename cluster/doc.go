@@ -67,7 +67,17 @@
 // has committed an entry of its current term, confirmed its leadership with
 // a quorum (VerifyLeader), and applied everything committed when the read
 // began; concurrent reads share one confirmation that started after all of
-// them. Stale reads are served from local state.
+// them. Stale reads are served from local state; over HTTP they carry how
+// stale they may be (HeaderAppliedIndex, HeaderLeaderContact,
+// HeaderCaughtUp).
+//
+// Readiness (ready.go, /readyz, Node.Ready, Remote.Ready). A node is ready
+// once it knows a leader, has applied what it knows to be committed and
+// what the leader had committed when the node started (startMark: a
+// restarted node's own commit index is 0 until replication reaches it),
+// and the cluster enables every command the caller requires
+// (?require=capacity.acquire,workitem.submit; Remote.WithRequire checks it
+// before the first command).
 //
 // Backups. Node.Backup (GET /v1/cluster/snapshot, `arbiter snapshot save`)
 // streams the whole state from the leader after a read barrier; the stream

@@ -8,6 +8,7 @@ import (
 	stdlog "log"
 	"log/slog"
 	"strconv"
+	"time"
 
 	hclog "github.com/hashicorp/go-hclog"
 )
@@ -39,47 +40,102 @@ func slogLevel(level hclog.Level) slog.Level {
 }
 
 func (h *slogHclog) Log(level hclog.Level, msg string, args ...any) {
-	h.l.Log(context.Background(), slogLevel(level), msg, hclogValues(args)...)
+	lv := slogLevel(level)
+	if lv >= slog.LevelWarn {
+		if quieter, ok := routine[msg]; ok {
+			lv = min(lv, quieter(args))
+		}
+	}
+	h.l.Log(context.Background(), lv, msg, hclogValues(args)...)
 }
 
-// hclogValues renders the values hclog formats itself, which slog would
-// print as Go values: hclog.Fmt("%+v", servers) is a Format, a slice of
-// the format and its arguments, that slog wrote as servers="[%+v [...]]".
-// Hex, Octal, Binary and Quote are rendered as hclog renders them.
+// routine lowers what hashicorp/raft logs at WARN or ERROR during healthy
+// operation, so that a WARN from a node means something to look at
+// (issue 43: a healthy join logged four). Each entry says at which level
+// the message is logged, from its arguments.
+var routine = map[string]func(args []any) slog.Level{
+	// Log repair: a follower (a joiner, a restarted node) lacks the
+	// entry before what the leader sent, and the leader backs up. This is
+	// how a follower catches up, not a fault.
+	"failed to get previous log":                 func([]any) slog.Level { return slog.LevelInfo },
+	"appendEntries rejected, sending older logs": func([]any) slog.Level { return slog.LevelInfo },
+	// A leader deposed by a higher term: what a handover, or a leader
+	// election after a partition heals, looks like from the old leader.
+	// The state change itself is logged at INFO.
+	"peer has newer term, stopping replication": func([]any) slog.Level { return slog.LevelInfo },
+	// A node's first election after a start, with no leader known
+	// before: a cluster forming, not a leader lost.
+	"heartbeat timeout reached, starting election": func(args []any) slog.Level {
+		if argValue(args, "last-leader-id") == "" {
+			return slog.LevelInfo
+		}
+		return slog.LevelWarn
+	},
+}
+
+// argValue is the value of key in hclog's alternating key and value
+// arguments, as a string ("" if absent).
+func argValue(args []any, key string) string {
+	for i := 0; i+1 < len(args); i += 2 {
+		if k, _ := args[i].(string); k == key {
+			return fmt.Sprint(args[i+1])
+		}
+	}
+	return ""
+}
+
+// hclogValues turns raft's alternating keys and values into slog's. A
+// value hclog formats itself is rendered as hclog renders it:
+// hclog.Fmt("%+v", servers) is a Format, a slice of the format and its
+// arguments, that slog wrote as servers="[%+v [...]]"; Hex, Octal,
+// Binary and Quote likewise. Any other value that is not a plain scalar
+// (raft's *Raft, a raft.Server, an error) is rendered with fmt, so that a
+// JSON log shows "Node at ... [Leader]" rather than {}. raft's own
+// "node" key becomes "raft_node": the node's logger already carries
+// "node" (its id), and a JSON line must not hold one key twice.
 func hclogValues(args []any) []any {
 	var out []any // a copy only when something changes
-	for i, a := range args {
-		var v any
-		switch x := a.(type) {
-		case hclog.Format:
-			if len(x) == 0 {
-				v = ""
-			} else if format, ok := x[0].(string); ok {
-				v = fmt.Sprintf(format, x[1:]...)
-			} else {
-				v = fmt.Sprint(x...)
-			}
-		case hclog.Hex:
-			v = "0x" + strconv.FormatUint(uint64(x), 16)
-		case hclog.Octal:
-			v = "0" + strconv.FormatUint(uint64(x), 8)
-		case hclog.Binary:
-			v = "0b" + strconv.FormatUint(uint64(x), 2)
-		case hclog.Quote:
-			v = strconv.Quote(string(x))
-		default:
-			continue
-		}
+	set := func(i int, v any) {
 		if out == nil {
 			out = append([]any(nil), args...)
 		}
 		out[i] = v
+	}
+	for i, a := range args {
+		if i%2 == 0 {
+			if a == "node" {
+				set(i, "raft_node")
+			}
+			continue
+		}
+		switch x := a.(type) {
+		case string, bool, int, int32, int64, uint, uint32, uint64, float64, time.Duration, time.Time, nil:
+		case hclog.Format:
+			if len(x) == 0 {
+				set(i, "")
+			} else if format, ok := x[0].(string); ok {
+				set(i, fmt.Sprintf(format, x[1:]...))
+			} else {
+				set(i, fmt.Sprint(x...))
+			}
+		case hclog.Hex:
+			set(i, "0x"+strconv.FormatUint(uint64(x), 16))
+		case hclog.Octal:
+			set(i, "0"+strconv.FormatUint(uint64(x), 8))
+		case hclog.Binary:
+			set(i, "0b"+strconv.FormatUint(uint64(x), 2))
+		case hclog.Quote:
+			set(i, strconv.Quote(string(x)))
+		default:
+			set(i, fmt.Sprint(x))
+		}
 	}
 	if out == nil {
 		return args
 	}
 	return out
 }
+
 func (h *slogHclog) Trace(msg string, args ...any) { h.Log(hclog.Trace, msg, args...) }
 func (h *slogHclog) Debug(msg string, args ...any) { h.Log(hclog.Debug, msg, args...) }
 func (h *slogHclog) Info(msg string, args ...any)  { h.Log(hclog.Info, msg, args...) }

@@ -10,7 +10,6 @@ import (
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	arblog "github.com/arbiterhq/arbiter/log"
-	"github.com/hashicorp/raft"
 )
 
 func (n *Node) handleStatus(w http.ResponseWriter, r *http.Request) {
@@ -150,20 +149,18 @@ func (n *Node) handleHealthz(w http.ResponseWriter, r *http.Request) {
 	domain.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// handleReadyz is 200 only when a leader is known and this node has applied
-// everything it knows to be committed, and has not halted (fsm.Halt).
+// handleReadyz is 200 when the node is ready (Node.Ready), given the
+// commands ?require= lists (comma-separated; see requirement), else 503
+// saying why (422 for a malformed list).
 func (n *Node) handleReadyz(w http.ResponseWriter, r *http.Request) {
-	_, leader := n.raft.LeaderWithID()
-	switch {
-	case n.fsm.Halted() != nil:
-		domain.WriteError(w, errs.Errorf(errs.CodeUnavailable, "halted: %s", n.fsm.Halted()))
-	case leader == "":
-		domain.WriteError(w, errs.New(errs.CodeUnavailable, "no known leader"))
-	case n.raft.State() == raft.Shutdown:
-		domain.WriteError(w, errs.New(errs.CodeUnavailable, "shut down"))
-	case n.raft.AppliedIndex() < n.raft.CommitIndex():
-		domain.WriteError(w, errs.Errorf(errs.CodeUnavailable, "applied %d of %d committed entries", n.raft.AppliedIndex(), n.raft.CommitIndex()))
-	default:
-		domain.WriteJSON(w, http.StatusOK, map[string]any{"status": "ready", "leader_id": leader})
+	p, err := domain.ParseParams(r, "require")
+	if err == nil {
+		err = n.Ready(p.String("require"))
 	}
+	if err != nil {
+		domain.WriteError(w, err)
+		return
+	}
+	_, leader := n.raft.LeaderWithID()
+	domain.WriteJSON(w, http.StatusOK, map[string]any{"status": "ready", "leader_id": leader})
 }

@@ -389,9 +389,13 @@ func TestConceptHTTPUnavailableWithoutQuorum(t *testing.T) {
 		wantError(t, "transition without quorum", http.StatusServiceUnavailable, errs.CodeUnavailable)
 	apiGet(t, chGetURL(base, "RMDD-1", "tenant-a")).wantError(t, "get without quorum", http.StatusServiceUnavailable, errs.CodeUnavailable)
 	apiGet(t, chListURL(base, "tenant-a")).wantError(t, "list without quorum", http.StatusServiceUnavailable, errs.CodeUnavailable)
-	// Bad requests are still refused at once, without the log.
+	// Malformed requests are still refused at once, without the log.
+	// (Whether a policy covers a well-formed id is the replicated policy
+	// set's to say, in the log: without a quorum, unavailable.)
+	apiPost(t, base+"/v1/concepts/reserve", chReserve("rmdd-5000", "tenant-a", "alice", "a2")).
+		wantError(t, "reserve of a malformed id, without quorum", http.StatusUnprocessableEntity, errs.CodeInvalid)
 	apiPost(t, base+"/v1/concepts/reserve", chReserve("RMDD-5000", "tenant-a", "alice", "a2")).
-		wantError(t, "reserve without a policy, without quorum", http.StatusUnprocessableEntity, errs.CodeInvalid)
+		wantError(t, "reserve without a policy, without quorum", http.StatusServiceUnavailable, errs.CodeUnavailable)
 
 	for _, tc := range []struct {
 		name string

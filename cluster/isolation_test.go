@@ -585,6 +585,8 @@ func TestIsolationMatrix(t *testing.T) {
 	wiClaim := workitem.ClaimRequest{TenantRef: "a", GraphRef: "iso", OwnerRef: "w", WorkItemID: "iso-wi-claim", TTLMs: 600_000}
 	wiDone := workitem.CompleteRequest{TenantRef: "a", WorkItemID: "iso-wi-done", Attempt: wiHeld.Attempt, Fence: wiHeld.Fence, Outcome: workitem.StatusSucceeded}
 	wiCancel := workitem.CancelRequest{TenantRef: "a", WorkItemID: "iso-wi-cancel", Reason: "iso"}
+	isoPolicies := authority.PoliciesRequest{Policies: []authority.ConceptNamespacePolicy{
+		{Namespace: "ISO", Min: 1, Max: 9999, PolicyVersion: "1"}, {Namespace: "ISO", Prefix: "X", Min: 1, Max: 9, PolicyVersion: "x"}}}
 	next := authority.ReserveNextRequest{Namespace: "ISO", From: 100, To: 110, Request: authority.ReserveRequest{TenantRef: "a", RequestRef: "r-next", PurposeDigest: "purpose-next"}}
 
 	alloc := allocation.NewService(c.Node(leader), c.Node(leader))
@@ -628,6 +630,17 @@ func TestIsolationMatrix(t *testing.T) {
 		allocRead("GET /v1/spaces/{slug}/tasks", sp+"/tasks", nil),
 		allocRead("GET /v1/spaces/{slug}/tasks/{id}", sp+"/tasks/1", nil),
 		allocRead("GET /v1/spaces/{slug}/tasks/{id}/notes", sp+"/tasks/1/notes", nil),
+		allocRead("GET /v1/spaces/{slug}/reservations", sp+"/reservations", nil),
+		allocRead("GET /v1/spaces/{slug}/occupancy", sp+"/occupancy", nil),
+		allocRead("GET /v1/spaces/{slug}/duplicates", sp+"/duplicates", nil),
+		// The list shows each principal its tenants' spaces (another
+		// tenant's list leaves iso out: allocation's TestHTTPOtherTenant).
+		{route: "GET /v1/spaces", access: isoPrincipal, valid: readA(200),
+			after: func(t *testing.T, r isoReply) {
+				if !bytes.Contains(r.body, []byte(`"slug":"iso"`)) {
+					t.Errorf("read-a's list of spaces lacks iso: %s", r.body)
+				}
+			}},
 		allocWrite("POST /v1/spaces/{slug}/tasks/{id}/transition", sp+"/tasks/1/transition", allocation.TransitionRequest{Action: "claim"}, "mem-a", 200, "read-a"),
 		allocWrite("POST /v1/spaces/{slug}/tasks/{id}/hold", sp+"/tasks/2/hold", allocation.HoldRequest{Hold: true}, "ctl-a", 200, "mem-a", "read-a"),
 		allocWrite("POST /v1/spaces/{slug}/tasks/{id}/supersede", sp+"/tasks/3/supersede", allocation.SupersedeRequest{SurvivingTask: 1, Reason: "dup"}, "ctl-a", 200, "mem-a", "read-a"),
@@ -669,6 +682,11 @@ func TestIsolationMatrix(t *testing.T) {
 					t.Errorf("read-a's list of tenant a lacks ISO-300: %s", r.body)
 				}
 			}},
+		// The replicated policy set: anyone reads it, admins replace it
+		// (a set that still covers every ISO id the rows use).
+		{route: "PUT /v1/concepts/policies", access: isoAdmin, body: same(isoPolicies),
+			valid: valid("admin", isoPolicies, 200), state: func(t *testing.T) string { return isoAdminGet(t, c, leader, "/v1/concepts/policies") }},
+		{route: "GET /v1/concepts/policies", access: isoPrincipal, valid: readA(200)},
 		{route: "POST /v1/capacity/acquire", access: isoPrincipal,
 			wrongTenant: []isoCase{forbidden("mem-b", acquire("mem-b", "a", "own-lease-acq"))},
 			wrongRole:   []isoCase{forbidden("read-a", acquire("read-a", "a", "own-lease-acq"))},
@@ -786,7 +804,7 @@ func TestIsolationMatrix(t *testing.T) {
 			valid: valid("peer", internalQuery, 200), node: func() int { return c.WaitLeader(10 * time.Second) }},
 		{route: "GET /healthz", access: isoPublic, valid: valid("", nil, 200)},
 		{route: "GET /readyz", access: isoPublic, valid: valid("", nil, 200)},
-		{route: "GET /metrics", access: isoPublic, valid: valid("", nil, 200)},
+		{route: "GET /metrics", access: isoPrincipal, valid: readA(200)},
 		{route: "GET /v1/cluster/snapshot", access: isoAdmin, body: same(nil), valid: valid("admin", nil, 200),
 			node: func() int { return c.WaitLeader(10 * time.Second) },
 			after: func(t *testing.T, r isoReply) {

@@ -57,6 +57,9 @@ func (n *Node) lead(ctx context.Context) {
 	}
 	if ctx.Err() == nil && n.IsLeader() && n.raft.CurrentTerm() == term {
 		n.readyTerm.Store(term)
+		// Its whole log is applied: what a node that leads from its
+		// start must have applied before it is ready (ready.go).
+		n.guard.start.record(n.fsm.AppliedIndex())
 	}
 	n.goBackground(func() { n.promoteLoop(ctx) })
 	t := time.NewTicker(n.cfg.TickInterval)

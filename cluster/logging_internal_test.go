@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -133,5 +134,23 @@ func TestNewLogger(t *testing.T) {
 	}
 	if _, err := NewLogger(&out, "xml", slog.LevelInfo); err == nil || !strings.Contains(err.Error(), "text or json") {
 		t.Errorf("xml: %v", err)
+	}
+}
+
+// raft's values reach a JSON log as text and its "node" key does not
+// collide with the node's own (issue 37: "node" twice, objects as {}).
+func TestHclogJSONValues(t *testing.T) {
+	var buf bytes.Buffer
+	l := slog.New(slog.NewJSONHandler(&buf, nil)).With("node", "n1")
+	h := newHclog(l, "raft")
+	h.Info("entering follower state", "node", raft.Server{ID: "n2", Address: "127.0.0.1:1"}, "leader", raft.ServerAddress("127.0.0.1:2"), "err", errors.New("boom"))
+	line := buf.String()
+	if strings.Contains(line, "{}") || strings.Count(line, `"node":`) != 1 {
+		t.Errorf("JSON line %s: want no {} and one node key", line)
+	}
+	for _, want := range []string{`"node":"n1"`, `"raft_node":"{`, `"leader":"127.0.0.1:2"`, `"err":"boom"`} {
+		if !strings.Contains(line, want) {
+			t.Errorf("JSON line %s lacks %s", line, want)
+		}
 	}
 }

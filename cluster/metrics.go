@@ -122,7 +122,7 @@ func newMetrics(n *Node) *metrics {
 			}
 			return -1
 		}),
-		gauge("arbiter_fsm_handler_panics", "Handler panics turned into internal errors (a bug if not 0).", func() float64 { return float64(n.fsm.Panics()) }),
+		counter("arbiter_fsm_handler_panics_total", "Handler panics turned into internal errors (a bug if not 0).", func() float64 { return float64(n.fsm.Panics()) }),
 		gauge("arbiter_fsm_halted", "1 if this replica met an enabled command its binary cannot apply and stopped applying.", func() float64 {
 			if n.fsm.Halted() != nil {
 				return 1
@@ -134,6 +134,14 @@ func newMetrics(n *Node) *metrics {
 		}),
 		counter("arbiter_fsm_effects_total", "Effects after commit that ran.", func() float64 { return float64(n.fsm.EffectRuns()) }),
 		counter("arbiter_fsm_effect_failures_total", "Effects after commit that failed (logged with their error).", func() float64 { return float64(n.fsm.EffectFailures()) }),
+		counter("arbiter_fsm_effect_retries_total", "Retries of failed keyed effects (a projection file this node could not write), which the node runs on its own with backoff.", func() float64 {
+			return float64(n.fsm.EffectRetries())
+		}),
+		counter("arbiter_fsm_effect_retry_failures_total", "Retries of failed keyed effects that failed again.", func() float64 { return float64(n.fsm.EffectRetryFailures()) }),
+		gauge("arbiter_fsm_effects_failing", "Keyed effects that failed on this node and have not succeeded since (being retried).", func() float64 {
+			c, _ := n.fsm.FailingEffectsReport()
+			return float64(c)
+		}),
 		gauge("arbiter_ledger_rows", "Rows in the idempotency ledger.", func() float64 { return float64(n.fsm.RetentionStats().LedgerRows) }),
 		counter("arbiter_ledger_evictions_total", "Ledger rows evicted by the row cap before their retention ran out.", func() float64 {
 			return float64(n.fsm.RetentionStats().LedgerEvicted)
@@ -192,6 +200,8 @@ var (
 		"Leader only: seconds since the peer last answered an AppendEntries (heartbeats included) or InstallSnapshot in this term; -1 if it has not.", []string{"peer"}, nil)
 	peerLagDesc = prometheus.NewDesc("arbiter_raft_peer_lag_entries",
 		"Leader only: entries the peer's log is behind the leader's, as of its last answer in this term.", []string{"peer"}, nil)
+	trailingLogsDesc = prometheus.NewDesc("arbiter_raft_trailing_logs",
+		"Log entries kept behind the newest snapshot now: --trailing-logs, or more while the write rate and the state's size call for it (up to --max-trailing-logs).", nil, nil)
 	peerFailuresDesc = prometheus.NewDesc("arbiter_raft_peer_rpc_failures_total",
 		"Leader only: AppendEntries and InstallSnapshot RPCs to the peer that got no answer, since this node started.", []string{"peer"}, nil)
 )
@@ -201,6 +211,7 @@ func (c raftCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- peerContactDesc
 	ch <- peerLagDesc
 	ch <- peerFailuresDesc
+	ch <- trailingLogsDesc
 }
 
 func (c raftCollector) Collect(ch chan<- prometheus.Metric) {
@@ -216,6 +227,7 @@ func (c raftCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(raftStateDesc, prometheus.GaugeValue, v, stateLabel(s))
 	}
+	ch <- prometheus.MustNewConstMetric(trailingLogsDesc, prometheus.GaugeValue, float64(c.n.TrailingLogs()))
 	if state != raft.Leader || c.n.guard == nil {
 		return
 	}

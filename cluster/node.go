@@ -43,6 +43,8 @@ type Node struct {
 	mux            *http.ServeMux // the API: the host's routes and every domain's
 	routeTable     []RouteInfo
 	httpSrv        *http.Server
+	metricsSrv     *http.Server // Config.MetricsAddr's, or nil
+	metricsLn      net.Listener
 	raftAddr       string // advertised raft address
 	logStore       string // the log store of the data directory (log.StoreWAL, log.StoreBolt); "" for Config.Stores
 	apiAddr        string // advertised API host:port
@@ -68,6 +70,12 @@ type Node struct {
 
 	// clock turns this node's monotonic clock into FSM time stamps.
 	clock fsmClock
+	// trailingLogs is the TrailingLogs last set by sizeTrailingLogs (0:
+	// the configured one), slowestRestore the slowest restore measured
+	// here (float64 bits of bytes a second; 0: none). See catchup.go.
+	trailingLogs     atomic.Uint64
+	slowestRestore   atomic.Uint64
+	snapshotRestores atomic.Uint64
 
 	// readyTerm is the term in which this node, as leader, has committed
 	// its first entry; linearizable reads are served only in that term.
@@ -212,8 +220,25 @@ func (n *Node) Start(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	if n.cfg.MetricsAddr != "" {
+		mln, err := net.Listen("tcp", n.cfg.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("cluster: listen on %s (%s): %w", n.cfg.MetricsAddr, n.cfg.name("MetricsAddr"), err)
+		}
+		n.metricsLn = mln
+		cleanup = append(cleanup, func() { // Close of a serving server, so that Serve returns ErrServerClosed
+			if n.metricsSrv != nil {
+				_ = n.metricsSrv.Close()
+			} else {
+				_ = mln.Close()
+			}
+		})
+	}
 	n.hurrySoleVoter()
 	n.startHTTP(ln)
+	if n.metricsLn != nil {
+		n.startMetrics(n.metricsLn)
+	}
 	// From here the server owns the listener: closing the server, not the
 	// listener, makes Serve return ErrServerClosed instead of an error.
 	// Then, as in stop, the background goroutines end (they watch n.ctx)
@@ -223,10 +248,14 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		n.wg.Wait()
 	}
 	n.goBackground(func() { n.watchLeadership(notify) })
+	n.goBackground(n.sizeTrailingLogs)
 	n.forwarder.start()
 	n.goBackground(n.registerSelf)
 	n.goBackground(n.keepRecord)
 	n.goBackground(n.watchRemoval)
+	// Failed keyed effects (a projection file) are retried on the node's
+	// own until they succeed.
+	n.goBackground(func() { n.fsm.RetryEffects(n.ctx) })
 	for _, d := range n.cfg.Domains {
 		if d.Start != nil {
 			n.goBackground(func() { d.Start(n.ctx, n) })
@@ -424,6 +453,9 @@ func (n *Node) stop(ctx context.Context, transfer bool) error {
 			_ = n.httpSrv.Close()
 		}
 		cancel()
+		if n.metricsSrv != nil {
+			_ = n.metricsSrv.Close()
+		}
 		if transfer {
 			n.snapshotBeforeStop(ctx)
 		}

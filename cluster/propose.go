@@ -15,6 +15,9 @@ import (
 // leader, and returns its result. See the package doc for what an error
 // means about the command's outcome.
 func (n *Node) Propose(ctx context.Context, cmd arblog.Command) (*fsm.Response, error) {
+	if err := n.stoppedErr(); err != nil {
+		return nil, err
+	}
 	if n.fsm.IsInternal(cmd.Type) {
 		return nil, errs.Errorf(errs.CodeForbidden, "command type %d is internal to the cluster", cmd.Type)
 	}
@@ -24,7 +27,8 @@ func (n *Node) Propose(ctx context.Context, cmd arblog.Command) (*fsm.Response, 
 	if err := n.gate(ctx, cmd); err != nil {
 		return nil, err
 	}
-	return n.propose(ctx, cmd)
+	res, err := n.propose(ctx, cmd)
+	return res, errs.AdviseRetry(err, cmd.IdemKey)
 }
 
 // propose applies cmd on the leader, from wherever it is called, retrying
@@ -54,6 +58,9 @@ func (n *Node) viaLeader(ctx context.Context, what string, onLeader func(context
 	ctx, cancel := n.withTimeout(ctx)
 	defer cancel()
 	for attempt := 0; ; attempt++ {
+		if err := n.stoppedErr(); err != nil {
+			return err
+		}
 		var err error
 		if n.IsLeader() {
 			err = onLeader(ctx)
@@ -67,10 +74,27 @@ func (n *Node) viaLeader(ctx context.Context, what string, onLeader func(context
 		if !retryable(err) {
 			return err
 		}
-		if sleepCtx(ctx, backoff(attempt)) != nil {
+		if n.sleep(ctx, backoff(attempt)) != nil {
+			if stopped := n.stoppedErr(); stopped != nil {
+				return stopped
+			}
 			return errs.Errorf(errs.CodeUnavailable, "%s not done before the deadline: %v", what, err)
 		}
 	}
+}
+
+// stoppedErr is the error of every call on a node that has stopped (or is
+// stopping): at once, naming this node rather than the cluster, and never
+// an unknown outcome, since nothing was handed to raft. nil while it runs.
+func (n *Node) stoppedErr() error {
+	if n.ctx.Err() == nil {
+		return nil
+	}
+	why := "it was shut down or closed"
+	if err := n.Err(); err != nil {
+		why = err.Error()
+	}
+	return errs.Errorf(errs.CodeUnavailable, "node %s is stopped (%s): ask another member, or this node once restarted", n.cfg.ID, why)
 }
 
 // applyLocal stamps and applies cmd on this node, which must be the leader.
@@ -196,5 +220,19 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// sleep is sleepCtx that also ends when the node stops.
+func (n *Node) sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-n.ctx.Done():
+		return n.ctx.Err()
 	}
 }

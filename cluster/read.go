@@ -11,6 +11,9 @@ import (
 // Query answers q as the principal on ctx. Linearizable queries are
 // served by the leader (forwarded from followers); stale ones locally.
 func (n *Node) Query(ctx context.Context, q fsm.Query) ([]byte, error) {
+	if err := n.stoppedErr(); err != nil {
+		return nil, err
+	}
 	p, _ := fsm.PrincipalFrom(ctx)
 	if q.Stale {
 		return n.fsm.Query(p, q)
@@ -53,3 +56,17 @@ func (n *Node) linearize(ctx context.Context) error {
 	n.metrics.readLatency.Observe(time.Since(start).Seconds())
 	return nil
 }
+
+var _ fsm.EffectReporter = (*Node)(nil)
+
+// EffectState waits until this node has run the effects of every entry up
+// to index and reports what key's last effect did here (fsm.EffectReporter):
+// a service that serves a request on this node tells its caller, say,
+// whether this node wrote the file its command asked for.
+func (n *Node) EffectState(ctx context.Context, key string, index uint64) (*fsm.EffectState, error) {
+	return n.fsm.EffectState(ctx, key, index)
+}
+
+// FailingEffects lists this node's failing keyed effects whose key starts
+// with prefix (fsm.EffectReporter).
+func (n *Node) FailingEffects(prefix string) []fsm.EffectState { return n.fsm.FailingEffects(prefix) }

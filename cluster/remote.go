@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,10 @@ type Remote struct {
 	client  *http.Client
 	timeout time.Duration
 	next    atomic.Uint32
+	// require, if set, is what every Propose needs the cluster to
+	// enable (WithRequire); required is set once a node confirmed it.
+	require  []string
+	required atomic.Bool
 }
 
 var _ domain.Conn = (*Remote)(nil)
@@ -64,21 +69,69 @@ func (r *Remote) WithTimeout(d time.Duration) *Remote {
 	return r
 }
 
+// WithRequire makes the remote check, before it submits its first
+// command, that a node is ready and the cluster enables every command
+// names lists (Ready); until a check passes, each command is refused
+// with the check's error (unavailable, naming what is missing) and is not
+// sent. Names are as /readyz?require= takes them: "capacity.acquire",
+// "workitem.submit@2", "projection".
+func (r *Remote) WithRequire(names ...string) *Remote {
+	r.require = names
+	r.required.Store(false)
+	return r
+}
+
+// Ready asks the nodes' /readyz, with the commands require names, one
+// after another, and is nil as soon as one answers that it is ready.
+// Otherwise it returns the last node's answer: unavailable saying why
+// (Detail["missing"] lists the required commands the cluster does not
+// enable), or invalid for a malformed name. Call it before submitting
+// work: a cluster that lacks a command the caller needs is an
+// incompatible deployment.
+func (r *Remote) Ready(ctx context.Context, require ...string) error {
+	if len(r.bases) == 0 {
+		return errs.New(errs.CodeInvalid, "remote has no addresses")
+	}
+	path := "/readyz"
+	if len(require) > 0 {
+		path += "?require=" + url.QueryEscape(strings.Join(require, ","))
+	}
+	ctx, cancel := r.bound(ctx, r.timeout)
+	defer cancel()
+	var err error
+	for range r.bases { // each node once
+		var req *http.Request
+		if req, err = http.NewRequestWithContext(ctx, http.MethodGet, r.pick()+path, nil); err != nil {
+			return errs.Errorf(errs.CodeInvalid, "%v", err)
+		}
+		if err = doJSON(r.client, req, nil); err == nil || errs.CodeOf(err) == errs.CodeInvalid || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
+}
+
 // Propose submits cmd through one of the nodes.
 func (r *Remote) Propose(ctx context.Context, cmd arblog.Command) (*fsm.Response, error) {
+	if len(r.require) > 0 && !r.required.Load() {
+		if err := r.Ready(ctx, r.require...); err != nil {
+			return nil, err
+		}
+		r.required.Store(true)
+	}
 	body, err := arblog.Encode(cmd)
 	if err != nil {
 		return nil, errs.Errorf(errs.CodeInvalid, "encode command: %v", err)
 	}
 	reply, err := r.call(ctx, "/v1/commands", body)
 	if err != nil {
-		return nil, err
+		return nil, errs.AdviseRetry(err, cmd.IdemKey)
 	}
 	if reply.Err != nil {
-		return nil, reply.Err
+		return nil, errs.AdviseRetry(reply.Err, cmd.IdemKey)
 	}
 	if reply.Response == nil {
-		return nil, errs.Unknown("empty reply")
+		return nil, errs.AdviseRetry(errs.Unknown("empty reply"), cmd.IdemKey)
 	}
 	return reply.Response, nil
 }

@@ -49,6 +49,9 @@ func (g *transportGuard) filterInbound(in <-chan raft.RPC, out chan<- raft.RPC) 
 				continue
 			}
 		case *raft.AppendEntriesRequest:
+			if !isHeartbeat(req) {
+				g.start.record(req.LeaderCommitIndex)
+			}
 			rpc.Command = commitOnlyWhatItCarries(req)
 		}
 		asked, reply := rpc, rpc.RespChan

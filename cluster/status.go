@@ -49,16 +49,31 @@ type StorageStatus struct {
 	LastLogIndex      uint64 `json:"last_log_index"`
 	LastSnapshotIndex uint64 `json:"last_snapshot_index"`
 	LastSnapshotTerm  uint64 `json:"last_snapshot_term"`
+	// LastSnapshotBytes is the size of the newest snapshot in the store
+	// (taken here or installed from the leader).
+	LastSnapshotBytes int64 `json:"last_snapshot_bytes"`
 	// DataDirBytes is the size of the files under the data directory
 	// (log, stable store, snapshots); 0 for a node on in-memory stores.
 	DataDirBytes int64 `json:"data_dir_bytes"`
+	// TrailingLogs is how many log entries the node keeps behind its
+	// newest snapshot now (Config.TrailingLogs or more: catchup.go), and
+	// SnapshotRestores how many snapshots it has restored since it
+	// started (its own at start, and installs from the leader).
+	TrailingLogs     uint64 `json:"trailing_logs"`
+	SnapshotRestores uint64 `json:"snapshot_restores"`
 }
 
-// EffectsStatus is a node's record of effects after commit (fsm.Effect).
+// EffectsStatus is a node's record of effects after commit (fsm.Effect):
+// how many ran and failed, the last failure, the retries of failed keyed
+// effects, and the keyed effects failing now (Failing of them; the list
+// holds the first 16 by key), which the node retries on its own.
 type EffectsStatus struct {
 	Runs        uint64             `json:"runs"`
 	Failures    uint64             `json:"failures"`
 	LastFailure *fsm.EffectFailure `json:"last_failure,omitempty"`
+	Retries     uint64             `json:"retries"`
+	Failing     int                `json:"failing"`
+	FailingList []fsm.EffectState  `json:"failing_list,omitempty"`
 }
 
 // MemberStatus is one member: raft's configuration joined with the
@@ -93,7 +108,8 @@ func (n *Node) Status() Status {
 	s.Halted = n.fsm.Halted()
 	s.LogStore = n.logStore
 	s.Storage = n.storageStatus()
-	s.Effects = EffectsStatus{Runs: n.fsm.EffectRuns(), Failures: n.fsm.EffectFailures(), LastFailure: n.fsm.LastEffectFailure()}
+	s.Effects = EffectsStatus{Runs: n.fsm.EffectRuns(), Failures: n.fsm.EffectFailures(), LastFailure: n.fsm.LastEffectFailure(), Retries: n.fsm.EffectRetries()}
+	s.Effects.Failing, s.Effects.FailingList = n.fsm.FailingEffectsReport()
 	meta := map[string]fsm.Member{}
 	for _, m := range n.fsm.Members() {
 		meta[m.ID] = m
@@ -121,6 +137,8 @@ func (n *Node) storageStatus() StorageStatus {
 	stats := n.raft.Stats()
 	st.LastSnapshotIndex, _ = strconv.ParseUint(stats["last_snapshot_index"], 10, 64)
 	st.LastSnapshotTerm, _ = strconv.ParseUint(stats["last_snapshot_term"], 10, 64)
+	st.LastSnapshotBytes = n.newestSnapshotBytes()
+	st.TrailingLogs, st.SnapshotRestores = n.TrailingLogs(), n.snapshotRestores.Load()
 	if n.cfg.DataDir != "" {
 		_ = filepath.WalkDir(n.cfg.DataDir, func(_ string, d fs.DirEntry, err error) error {
 			if err == nil && d.Type().IsRegular() {

@@ -51,6 +51,10 @@ type transportGuard struct {
 	// peers records the answers to this node's AppendEntries and
 	// InstallSnapshot, for the per-peer metrics of a leader (peers.go).
 	peers *peerTracker
+	// start is what this node must apply before it is ready (ready.go):
+	// the filter records the commit index of the first AppendEntries
+	// from a leader that carries one.
+	start startMark
 }
 
 var errShuttingDown = errors.New("cluster: node shutting down")

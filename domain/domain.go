@@ -21,8 +21,7 @@ type Domain struct {
 	Name string
 	// Module builds the replicated state the domain owns: tables,
 	// commands, queries, tick. Every replica calls it for its own FSM.
-	// Nil for a domain that only adds an API over another domain's state
-	// (the concept authority over the node primitives).
+	// Nil for a domain that only adds an API over another domain's state.
 	Module func() fsm.Module
 	// Requires names the domains this one builds on; a set that lacks
 	// one is refused.

@@ -131,8 +131,26 @@ func Errorf(c Code, format string, args ...any) *Error {
 	return &Error{Code: c, Message: fmt.Sprintf(format, args...)}
 }
 
-// From returns err as an *Error: itself when it is one (or wraps one), else
-// an Internal error with err's text. nil stays nil.
+// Coded is an error of a domain's own type that belongs to one code of
+// the closed set: allocation's flat conflict body, which the spec fixes,
+// is one. From, CodeOf and Status see its code, and it should match the
+// code's sentinel with errors.Is (MatchesCode does that), so that the
+// three never disagree.
+type Coded interface {
+	error
+	ErrCode() Code
+}
+
+// MatchesCode is the Is method of a Coded error: target is the sentinel
+// (or any *Error) of code c.
+func MatchesCode(target error, c Code) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == c
+}
+
+// From returns err as an *Error: itself when it is one (or wraps one), an
+// *Error of its code and text when it is Coded, else an Internal error
+// with err's text. nil stays nil.
 func From(err error) *Error {
 	if err == nil {
 		return nil
@@ -140,6 +158,10 @@ func From(err error) *Error {
 	var e *Error
 	if errors.As(err, &e) {
 		return e // nil for a typed nil *Error, which is no error
+	}
+	var c Coded
+	if errors.As(err, &c) {
+		return &Error{Code: c.ErrCode(), Message: err.Error()}
 	}
 	return &Error{Code: CodeInternal, Message: err.Error()}
 }
@@ -195,4 +217,31 @@ func (d Decision) Err(msg string, ok ...Decision) error {
 	e := New(Code(d), msg)
 	e.Detail = map[string]any{"decision": string(d)}
 	return e
+}
+
+// AdviseRetry adds to an error whose outcome is unknown how to learn it:
+// the message says to retry with key, and detail.idempotency_key holds it
+// (a command without a key says instead that a retry may apply it twice).
+// Any other error, and one already advised, is returned as it is.
+func AdviseRetry(err error, key string) error {
+	var e *Error
+	if !errors.As(err, &e) || !e.OutcomeUnknown {
+		return err
+	}
+	if _, done := e.Detail["idempotency_key"]; done {
+		return err
+	}
+	n := *e
+	n.Detail = make(map[string]any, len(e.Detail)+1)
+	for k, v := range e.Detail {
+		n.Detail[k] = v
+	}
+	if key == "" {
+		n.Message += "; the command carried no idempotency key, so a retry may apply it twice"
+		n.Detail["idempotency_key"] = ""
+		return &n
+	}
+	n.Message += fmt.Sprintf("; retry with the same idempotency key %q to learn the outcome", key)
+	n.Detail["idempotency_key"] = key
+	return &n
 }

@@ -92,7 +92,7 @@ func (f *FSM) applyShared(logs []*raft.Log, out []any) (n int, ok bool) {
 	txn.Commit()
 	f.committed(m)
 	f.runEffects(effects, logs[n-1].Index)
-	f.applied.Store(logs[n-1].Index)
+	f.advance(logs[n-1].Index)
 	f.broadcast()
 	return n, true
 }
@@ -114,7 +114,7 @@ func (f *FSM) applyEach(logs []*raft.Log) []any {
 			case halt:
 				txn.Abort()
 				if i > 0 {
-					f.applied.Store(logs[i-1].Index)
+					f.advance(logs[i-1].Index)
 				}
 				f.broadcast()
 				copy(out[i:], f.haltedResponses(logs[i:]))
@@ -136,7 +136,7 @@ func (f *FSM) applyEach(logs []*raft.Log) []any {
 		txn.Commit()
 		f.committed(m)
 		f.runEffects(effects, l.Index)
-		f.applied.Store(l.Index)
+		f.advance(l.Index)
 	}
 	f.broadcast()
 	return out

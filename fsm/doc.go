@@ -37,7 +37,11 @@
 // Side effects (writing a file) never run inside a handler: it registers
 // them with Tx.AfterCommit, and the FSM runs them after the transaction
 // commits, in log order, before the next batch (see Effect for what
-// happens on replay after a restart and after a snapshot restore).
+// happens on replay after a restart and after a snapshot restore). A
+// keyed effect (Tx.AfterCommitKeyed) keeps its outcome per key
+// (EffectState, FailingEffects: what a node tells the caller it served)
+// and is retried after a failure by RetryEffects, which a node runs for
+// its lifetime, until it or a later effect of its key succeeds (effects.go).
 //
 // Rolling upgrades (capabilities.go, halt.go): the replicated state holds
 // the enabled command set. Apply refuses a command outside it on every

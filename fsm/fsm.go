@@ -65,6 +65,10 @@ type FSM struct {
 	// Effects run and failed (see Effect).
 	effectRuns, effectFailures atomic.Uint64
 	lastEffectFailure          atomic.Pointer[EffectFailure]
+	// effectMu runs effects one at a time: the FSM goroutine's and
+	// RetryEffects'. keyed is what keyed effects did (effects.go).
+	effectMu sync.Mutex
+	keyed    keyedEffects
 
 	mu     sync.Mutex
 	notify chan struct{} // closed and replaced after every batch
@@ -88,6 +92,7 @@ func New(cfg Config) (*FSM, error) {
 		commands: map[log.Type]*CommandSpec{},
 		queries:  map[QueryType]*QuerySpec{},
 		notify:   make(chan struct{}),
+		keyed:    keyedEffects{byKey: map[string]*keyedEffect{}, wake: make(chan struct{}, 1)},
 
 		commandModule: map[log.Type]string{},
 		queryModule:   map[QueryType]string{},

@@ -50,10 +50,21 @@ type Module struct {
 // and must never move what it writes backwards (compare with what is
 // already there). The commands a snapshot covers are not replayed; their
 // module's Restored hook is.
+//
+// A keyed effect (Key set, Tx.AfterCommitKeyed) brings one thing up to
+// date (a file): the FSM keeps the outcome of the last effect of each key
+// (EffectState, FailingEffects), and one that failed is retried, off the
+// FSM's goroutine and with backoff, by RetryEffects until it, or a later
+// effect of the same key, succeeds. A retry runs the failed effect again
+// later, after other commands applied: only an effect that is right to
+// run at any later time (it writes the newest it knows and never moves
+// what is there backwards) may have a key.
 type Effect struct {
 	// Name says what the effect is, in logs and metrics.
 	Name string
 	Run  func() error
+	// Key, if set, names what the effect keeps up to date (see above).
+	Key string
 }
 
 // Table is a table's go-memdb schema plus the Go type of its rows, which snapshots need
@@ -166,6 +177,13 @@ func (m *meta) enabledVersion(t log.Type) uint16 {
 // has committed (see Effect).
 func (tx *Tx) AfterCommit(name string, run func() error) {
 	tx.effects = append(tx.effects, Effect{Name: name, Run: run})
+}
+
+// AfterCommitKeyed registers a keyed effect: one whose failure is kept
+// under key and retried until it or a later effect of key succeeds (see
+// Effect).
+func (tx *Tx) AfterCommitKeyed(name, key string, run func() error) {
+	tx.effects = append(tx.effects, Effect{Name: name, Run: run, Key: key})
 }
 
 // Refuse marks the handler's result as a refusal (a capacity denial, for

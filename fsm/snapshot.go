@@ -431,7 +431,12 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		f.logger.Warn("snapshot restore ends a halt", "halted_at", h.Index, "restored_index", st.hdr.Index)
 	}
 	f.broadcast()
+	// What keyed effects did for the state replaced no longer counts;
+	// the Restored hooks bring everything up to the new one.
+	f.resetKeyedEffects()
 	f.runRestored()
+	f.keyed.at.Store(st.hdr.Index)
+	f.broadcast()
 	return nil
 }
 

@@ -74,6 +74,12 @@ func applyCreateNode(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	return create(tx, cmd.Version, c)
+}
+
+// create is node_create's handler after access and decoding, for a
+// command of version v.
+func create(tx *fsm.Tx, v uint16, c createArgs) (any, error) {
 	if err := validateNodeID(c.NodeID); err != nil {
 		return nil, err
 	}
@@ -88,7 +94,7 @@ func applyCreateNode(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err := checkTimeFields(c.SetNow, nil, nil, c.Properties.has); err != nil {
 		return nil, err
 	}
-	if err := c.IndexFields.check(cmd.Version, c.Properties.has, c.SetNow); err != nil {
+	if err := c.IndexFields.check(v, c.Properties.has, c.SetNow); err != nil {
 		return nil, err
 	}
 	if existing, err := getStored(tx, c.NodeID); err != nil {
@@ -133,6 +139,12 @@ func applyCAS(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	return compareAndSet(tx, cmd.Version, &c)
+}
+
+// compareAndSet is node_cas's handler after access and decoding, for a
+// command of version v.
+func compareAndSet(tx *fsm.Tx, v uint16, c *CASCommand) (any, error) {
 	if err := validateNodeID(c.NodeID); err != nil {
 		return nil, err
 	}
@@ -145,7 +157,7 @@ func applyCAS(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err := c.TimeFields.check(c.Updates); err != nil {
 		return nil, err
 	}
-	if err := c.IndexFields.check(cmd.Version, inMap(c.Updates), c.SetNow); err != nil {
+	if err := c.IndexFields.check(v, inMap(c.Updates), c.SetNow); err != nil {
 		return nil, err
 	}
 	if err := c.LabelEdits.check(); err != nil {

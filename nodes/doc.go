@@ -16,6 +16,9 @@
 // The primitives know nothing of tenants: only an admin, or an in-server
 // adapter that checked its caller first (the concept authority), may use
 // them. Client is the typed API over any fsm.Proposer and fsm.Reader.
+// A module built on them may apply a create or CAS inside a command of
+// its own (ApplyCreate, ApplyCAS; embed.go), so that a check of its own
+// state and the node write are one log entry.
 //
 // Command and query types 10-19.
 package nodes

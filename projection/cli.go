@@ -31,7 +31,8 @@ const cliUsage = `usage: arbiter projection <command> [--addr URL] [flags]
 
 BODY is the request as JSON, or read from standard input when --json is
 not given. The answer is printed as JSON; an error answer too, with a
-non-zero exit status.
+non-zero exit status. publish also exits non-zero when the answering node
+did not write its current.json ("file": "failed" or "pending").
 Examples:
   arbiter projection config --lease-ttl 30s
   arbiter projection config --json '{"lease_ttl_ms": 30000}'
@@ -134,6 +135,14 @@ func runCLI(env domain.CLIEnv, args []string) error {
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(answer); err != nil {
 		return err
+	}
+	if callErr == nil && cmd == "publish" {
+		// No success without the file: a publication the answering
+		// node did not write exits non-zero, as Holder fails.
+		var p PublishResult
+		if json.Unmarshal(out, &p) == nil && (p.File == FileFailed || p.File == FilePending) {
+			return notWritten(&p)
+		}
 	}
 	return callErr
 }

@@ -90,8 +90,29 @@
 // never moves a file backwards. A write that fails (root missing, disk
 // full, permission) fails closed: the old file stays whole, the error is
 // logged, counted (arbiter_fsm_effect_failures_total) and reported in
-// /v1/cluster/status (effects.last_failure); the command's result is
-// unaffected. Files are mode 0640.
+// /v1/cluster/status (effects.last_failure, effects.failing_list); the
+// command's result is unaffected. Each write is a keyed effect of its
+// target (fsm.Effect, key "projection/<target_id>"), so the node retries
+// a failed one on its own, with backoff (arbiter_fsm_effect_retries_total),
+// until it or a later write of the target succeeds: rerunning a write is
+// always right, because it never puts an older publication over a newer
+// one. Files are mode 0640.
+//
+// # No success without the file
+//
+// A publish is answered by one node, which may not be the leader. Its
+// answer says what that node did with its own current.json
+// (PublishResult.File): the service of a cluster node waits, at most
+// 5 s, until the node has applied the publication and run its write,
+// and reports the outcome the FSM kept for the target's key: written,
+// failed (with the error), pending (not done in time) or none (no
+// runtime root). Holder treats failed and pending as failures. Before it
+// proposes, a node whose runtime root is gone, or whose write of any
+// target is failing and not yet retried successfully, refuses the publish
+// with unavailable: the lease is not consumed, and the holder may publish
+// through another node. A Service over a remote cluster asks a node's
+// POST /v1/projection/publish, so that its answer carries that node's
+// outcome.
 //
 // # Access
 //

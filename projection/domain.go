@@ -38,8 +38,10 @@ func WithLeaseTTL(ms int64) Option {
 }
 
 // WithObserver calls fn with everything the node's writer does (leases
-// granted, files written, skipped or failed), on the FSM's goroutine in
-// log order: fn must be quick and must not call back into the node.
+// granted, files written, skipped or failed), one at a time: in log order
+// on the FSM's goroutine, and for the retry of a failed write (another
+// event of the same publication) on the node's retry goroutine. fn must
+// be quick and must not call back into the node.
 func WithObserver(fn func(Event)) Option { return func(d *projectionDomain) { d.observe = fn } }
 
 // Domain is fenced single-writer publication as a domain: the module,
@@ -161,6 +163,13 @@ func proposeConfig(ctx context.Context, svc *Service, h domain.Host, ttl int64) 
 
 func (d *projectionDomain) routes(h domain.Host) []domain.Route {
 	s := NewService(h, h)
+	// A publish served here refuses when this node's root is gone.
+	s.rootError = func() error {
+		if d.w == nil {
+			return nil
+		}
+		return d.w.rootError()
+	}
 	consistency := []string{"consistency"}
 	target := func(read func(context.Context, string, fsm.Consistency) (*TargetView, error)) func(context.Context, domain.Params) (*TargetView, error) {
 		return func(ctx context.Context, p domain.Params) (*TargetView, error) {

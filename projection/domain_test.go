@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -196,14 +198,47 @@ type fakeConn struct {
 	fsm.Reader
 	method, path string
 	body         any
+	answer       string // "": {"ok":true}
 }
 
 func (f *fakeConn) CallJSON(_ context.Context, method, path string, body, out any) error {
 	f.method, f.path, f.body = method, path, body
 	if p, ok := out.(*json.RawMessage); ok {
 		*p = json.RawMessage(`{"ok":true}`)
+		if f.answer != "" {
+			*p = json.RawMessage(f.answer)
+		}
 	}
 	return nil
+}
+
+// projection publish exits non-zero, after printing the answer, when the
+// answering node did not write its file.
+func TestCLIPublishWithoutTheFileFails(t *testing.T) {
+	cli := projection.Domain().CLI
+	for _, tc := range []struct {
+		answer string
+		fails  bool
+	}{
+		{answer: `{"target_id":"pt_x","publication_seq":9,"file":"written"}`},
+		{answer: `{"target_id":"pt_x","publication_seq":9,"file":"none"}`},
+		{answer: `{"target_id":"pt_x","publication_seq":9,"file":"failed","file_error":"no space left on device"}`, fails: true},
+		{answer: `{"target_id":"pt_x","publication_seq":9,"file":"pending"}`, fails: true},
+	} {
+		conn := &fakeConn{answer: tc.answer}
+		var out bytes.Buffer
+		env := domain.CLIEnv{Stdin: strings.NewReader(""), Stdout: &out, Stderr: io.Discard,
+			Connect: func(*flag.FlagSet) func() (domain.Conn, error) {
+				return func() (domain.Conn, error) { return conn, nil }
+			}}
+		err := cli.Run(env, []string{"publish", "--json", `{}`})
+		if (err != nil) != tc.fails || !strings.Contains(out.String(), `"publication_seq": 9`) {
+			t.Errorf("answer %s: %v, printed %s", tc.answer, err, out.String())
+		}
+		if tc.fails && (!errors.Is(err, errs.Unavailable) || !strings.Contains(err.Error(), "not written")) {
+			t.Errorf("answer %s: error %v", tc.answer, err)
+		}
+	}
 }
 
 func TestCLI(t *testing.T) {

@@ -28,6 +28,12 @@ type Holder struct {
 // lease expires (retry_after_ms); a publish that came too late is
 // errs.Expired and wrote nothing. The lease is never left held by a
 // failure Publish saw.
+//
+// A publication the serving node did not write (File FileFailed or
+// FilePending) is a failure too: Publish returns the result with an
+// unavailable error saying so (the lease it consumed is released, which
+// changes nothing); the node retries its write on its own, and refuses
+// further publishes until one succeeds.
 func (h *Holder) Publish(ctx context.Context) (*PublishResult, error) {
 	lease, err := h.Service.Acquire(ctx, AcquireRequest{TargetID: h.TargetID, HolderInstanceDigest: h.InstanceDigest})
 	if err != nil {
@@ -40,7 +46,12 @@ func (h *Holder) Publish(ctx context.Context) (*PublishResult, error) {
 		// publication it made, if it made one.
 		res, err = h.Service.Publish(ctx, fence)
 	}
-	if err == nil {
+	switch {
+	case err != nil:
+		res = nil
+	case res.File == FileFailed || res.File == FilePending:
+		err = notWritten(res)
+	default:
 		return res, nil
 	}
 	timeout := h.ReleaseTimeout
@@ -50,7 +61,16 @@ func (h *Holder) Publish(ctx context.Context) (*PublishResult, error) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	defer cancel()
 	if _, rerr := h.Service.Release(rctx, fence); rerr != nil && !errors.Is(rerr, errs.StaleFence) {
-		return nil, errors.Join(err, rerr)
+		return res, errors.Join(err, rerr)
 	}
-	return nil, err
+	return res, err
+}
+
+// notWritten is the error of a publication the serving node recorded and
+// did not write.
+func notWritten(res *PublishResult) error {
+	e := errs.Errorf(errs.CodeUnavailable, "publication %d of %s is recorded, but the serving node's current.json was not written (%s: %s); the node retries the write on its own",
+		res.PublicationSeq, res.TargetID, res.File, res.FileError)
+	e.Detail = map[string]any{"publication_seq": res.PublicationSeq, "file": res.File, "file_error": res.FileError}
+	return e
 }

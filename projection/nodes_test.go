@@ -115,6 +115,9 @@ func TestNodesWithoutOrWithUnwritableRoots(t *testing.T) {
 	pc := newPCluster(t, []string{t.TempDir(), "", readOnly}, clustertest.Options{})
 	id := pc.setup(60_000, "roots")
 	_, pub, body := pc.publishOnce(1, id, 1)
+	if pub.File != projection.FileNone {
+		t.Errorf("publish through n2, without a root: file %q, want %q", pub.File, projection.FileNone)
+	}
 	if !pc.Eventually(10*time.Second, func() bool { return bytes.Equal(pc.file(0, id), body) }) {
 		t.Fatalf("n1 did not write: %s", pc.file(0, id))
 	}

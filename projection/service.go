@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/http"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/arbiterhq/arbiter/domain"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/log"
@@ -21,6 +24,9 @@ type Service struct {
 	p      fsm.Proposer
 	r      fsm.Reader
 	random io.Reader
+	// rootError, set on the service of a node's routes, says why the
+	// node's runtime root cannot be written now (writer.rootError).
+	rootError func() error
 }
 
 // NewService returns the projection API over p and r.
@@ -118,16 +124,86 @@ func (s *Service) Acquire(ctx context.Context, req AcquireRequest) (*Lease, erro
 // time reached its expiry. Either way nothing is written on any node.
 // A retry after an unknown outcome answers the same publication
 // (Replayed).
+//
+// No success without the file. The answer says what the node that served
+// it did with its own current.json (PublishResult.File): on a cluster
+// node (a backend that runs effects, fsm.EffectReporter) the service
+// waits, at most fileWait, for the node to have applied the publication
+// and run its write, and reports the outcome the FSM kept for the
+// target's file (a keyed effect, see fileKeyPrefix). Before it proposes,
+// a node that knows its root is broken (the root is gone, or a write of
+// its has failed and not yet succeeded on retry) refuses with
+// unavailable: the lease is not consumed, and the holder may publish
+// through another node. Over a remote cluster (a domain.Conn such as
+// cluster.Remote) the service asks a node's POST /v1/projection/publish,
+// so that the answer is that node's.
 func (s *Service) Publish(ctx context.Context, req FenceRequest) (*PublishResult, error) {
 	cmd, err := fence(req)
 	if err != nil {
 		return nil, err
 	}
+	node, local := s.p.(fsm.EffectReporter)
+	if conn, ok := s.p.(domain.Conn); ok && !local {
+		var out PublishResult
+		if err := conn.CallJSON(ctx, http.MethodPost, "/v1/projection/publish", req, &out); err != nil {
+			return nil, err
+		}
+		return &out, nil
+	}
+	if local {
+		if err := s.writable(node); err != nil {
+			return nil, err
+		}
+	}
 	var out PublishResult
 	if _, err := fsm.Submit(ctx, s.p, log.Command{Type: CmdPublish}, cmd, &out); err != nil {
 		return nil, err
 	}
+	if local {
+		s.fileOutcome(ctx, node, &out)
+	}
 	return &out, nil
+}
+
+// fileWait bounds how long a publish answer waits for the serving node
+// to have written its file: a follower applies the publication a round
+// trip after the leader, and a write waits at most lockWait for its root.
+const fileWait = 5 * time.Second
+
+// writable refuses a publish on a node that knows it cannot write its
+// file: its root is gone, or a write has failed and not yet succeeded.
+func (s *Service) writable(node fsm.EffectReporter) error {
+	if s.rootError != nil {
+		if err := s.rootError(); err != nil {
+			return errs.Errorf(errs.CodeUnavailable, "this node cannot write projection files: %v; nothing was published and the lease is still held (publish through another node, or restore the root)", err)
+		}
+	}
+	if failing := node.FailingEffects(fileKeyPrefix); len(failing) > 0 {
+		f := failing[0]
+		e := errs.Errorf(errs.CodeUnavailable, "this node's projection writes are failing (%d; %s at index %d: %s) and are being retried; nothing was published and the lease is still held (publish through another node, or fix the runtime root)",
+			len(failing), strings.TrimPrefix(f.Key, fileKeyPrefix), f.Index, f.Error)
+		e.Detail = map[string]any{"failing_writes": len(failing)}
+		return e
+	}
+	return nil
+}
+
+// fileOutcome sets out.File to what the serving node did with the
+// publication's file.
+func (s *Service) fileOutcome(ctx context.Context, node fsm.EffectReporter, out *PublishResult) {
+	ctx, cancel := context.WithTimeout(ctx, fileWait)
+	defer cancel()
+	st, err := node.EffectState(ctx, fileKey(out.TargetID), out.PublicationSeq)
+	switch {
+	case err != nil:
+		out.File, out.FileError = FilePending, err.Error()
+	case st == nil:
+		out.File = FileNone
+	case st.Error != "":
+		out.File, out.FileError = FileFailed, st.Error
+	default:
+		out.File = FileWritten
+	}
 }
 
 // Release ends the lease the request names if it is still held; a lease

@@ -140,7 +140,31 @@ type PublishResult struct {
 	Bytes          int    `json:"bytes" msgpack:"bytes"`
 	SHA256         string `json:"sha256" msgpack:"sha256"`
 	Replayed       bool   `json:"replayed,omitempty" msgpack:"replayed"`
+	// File is what the node that served the publish did with its own
+	// current.json (FileWritten, FileFailed with FileError, FilePending
+	// or FileNone): set by the service of a cluster node (and carried
+	// over HTTP), empty from a backend that runs no effects (a bare FSM).
+	// It is never part of the replicated result.
+	File      string `json:"file,omitempty" msgpack:"-"`
+	FileError string `json:"file_error,omitempty" msgpack:"-"`
 }
+
+// What the serving node did with its current.json (PublishResult.File).
+const (
+	// FileWritten: its current.json holds the publication, or a later
+	// one.
+	FileWritten = "written"
+	// FileFailed: the write failed (FileError says why); the old file is
+	// whole, and the node retries the write on its own until it succeeds.
+	// Holder treats it as a failure.
+	FileFailed = "failed"
+	// FilePending: the node had not run the write when the answer's
+	// wait (5 s, or the request's deadline) ended. Holder treats it as a
+	// failure.
+	FilePending = "pending"
+	// FileNone: the node has no runtime root and writes no files.
+	FileNone = "none"
+)
 
 // ReleaseResult is the lease after a release. Released is false when the
 // lease had already ended (published, released or expired): a release is

@@ -36,7 +36,7 @@ const (
 )
 
 // Event is something a node's writer did, reported to the observer a
-// host program sets (WithObserver) on the FSM's goroutine, in log order:
+// host program sets (WithObserver), one at a time (see WithObserver):
 // to wake the hooks that render a target, or to audit the writes.
 type Event struct {
 	Kind           string // EventGranted, EventWritten, EventSkipped or EventFailed
@@ -58,8 +58,8 @@ const (
 )
 
 // writer writes a node's publications under its runtime root. Its
-// methods run on the FSM's goroutine (effects and the restored hook),
-// one at a time.
+// methods run as effects (fsm.Effect: after commit, the restored hook,
+// and the retries of failed writes), one at a time.
 type writer struct {
 	root    string // "" for a node without a runtime root: it writes nothing
 	observe func(Event)
@@ -93,13 +93,26 @@ func (w *writer) granted(tx *fsm.Tx, target string, epoch uint64) {
 	})
 }
 
+// fileKeyPrefix starts the key of every write of a target's file, a keyed
+// effect (fsm.Effect): the FSM keeps the outcome of a target's last
+// write, which a publish answer reports (Service.Publish), and retries a
+// failed one until it, or a later write of the target, succeeds. A retry
+// is right at any later time: a write never puts an older publication
+// over a newer one.
+const fileKeyPrefix = "projection/"
+
+func fileKey(target string) string { return fileKeyPrefix + target }
+
 // publish registers the write of p as an effect of the command that
-// recorded it.
+// recorded it: keyed by its target on a node with a root, a mere
+// notification on one that has only an observer.
 func (w *writer) publish(tx *fsm.Tx, p *publicationRow) {
-	if !w.active() {
-		return
+	switch {
+	case w.root != "":
+		tx.AfterCommitKeyed("projection publish", fileKey(p.TargetID), func() error { return w.write(p, false) })
+	case w.observe != nil:
+		tx.AfterCommit("projection publish", func() error { return w.write(p, false) })
 	}
-	tx.AfterCommit("projection publish", func() error { return w.write(p, false) })
 }
 
 // restored writes, after a snapshot replaced the state, every target's
@@ -115,7 +128,11 @@ func (w *writer) restored(rt *fsm.ReadTx) []fsm.Effect {
 	var out []fsm.Effect
 	for raw := it.Next(); raw != nil; raw = it.Next() {
 		p := raw.(*publicationRow)
-		out = append(out, fsm.Effect{Name: "projection restored", Run: func() error { return w.write(p, true) }})
+		e := fsm.Effect{Name: "projection restored", Run: func() error { return w.write(p, true) }}
+		if w.root != "" {
+			e.Key = fileKey(p.TargetID)
+		}
+		out = append(out, e)
 	}
 	return out
 }
@@ -212,11 +229,24 @@ func (w *writer) writeFile(p *publicationRow) (wrote bool, err error) {
 	return true, nil
 }
 
+// rootError is why this node cannot write its files now, nil if it can
+// as far as it knows: its root is gone (moved, unmounted) or is no longer
+// a directory. A node without a root has nothing to write.
+func (w *writer) rootError() error {
+	if w.root == "" {
+		return nil
+	}
+	if st, err := os.Stat(w.root); err != nil || !st.IsDir() {
+		return fmt.Errorf("runtime root %s is missing or not a directory", w.root)
+	}
+	return nil
+}
+
 // base is <root>/hook-projections, created if the root exists. A
 // missing root is not created: it may be a volume that is not mounted.
 func (w *writer) base() (string, error) {
-	if st, err := os.Stat(w.root); err != nil || !st.IsDir() {
-		return "", fmt.Errorf("runtime root %s is missing or not a directory", w.root)
+	if err := w.rootError(); err != nil {
+		return "", err
 	}
 	base := filepath.Join(w.root, ProjectionsDir)
 	if err := mkdirSynced(w.ops, w.root, base); err != nil {

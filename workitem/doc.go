@@ -123,11 +123,14 @@
 // replica alike; submit and submit-batch version 2 (enabled with them)
 // check an item's metadata.resource_reservation under the closed
 // schema of package extension (422, detail.reason extension_invalid or
-// fingerprint_mismatch), while version 1 keeps it as opaque metadata;
-// version 3 also refuses a sensitive identifier in it (a path, URL,
-// shell syntax or token: extension.RulesV2, detail.class), and reserve
-// and the admin rewrite read records under those rules from their
-// version 2 on (such a record is not_reservable, and rewritable).
+// fingerprint_mismatch), while version 1 keeps it as opaque metadata.
+// From version 3 a fingerprint may follow RFC 8785 (the rule clients
+// follow, docs/canonical-json.md) as well as the older rule; before it,
+// only the older one (fingerprint_rules.go). Version 3 also refuses a
+// sensitive identifier in the record (a path, URL, shell syntax or
+// token: extension.IdentifiersV2, detail.class), and reserve and the
+// admin rewrite read records under those rules from their version 2 on
+// (such a record is not_reservable, and rewritable).
 //
 //   - Hosts (controllers of every tenant): labels, capacity in four
 //     dimensions (cpu_millis, memory_mib, disk_mib, processes), an epoch

@@ -21,12 +21,12 @@ type rewriteCmd struct {
 }
 
 // rewriteSensitive is the version of workitem_extension_rewrite from
-// which a record answers to extension.RulesV2: a new one must, and one
-// that does not is unreadable, so that an admin can rewrite it.
+// which a record answers to extension.IdentifiersV2: a new one must, and
+// one that does not is unreadable, so that an admin can rewrite it.
 const rewriteSensitive = 2
 
-// validate checks the command under the extension's identifier rules r.
-func (c *rewriteCmd) validate(r extension.Rules) error {
+// validate checks the command, reading the record under rules r.
+func (c *rewriteCmd) validate(r recordRules) error {
 	if err := ident("tenant_ref", c.TenantRef); err != nil {
 		return err
 	}
@@ -39,21 +39,40 @@ func (c *rewriteCmd) validate(r extension.Rules) error {
 	return checkExtension("extension", c.Extension, r)
 }
 
-// rulesFrom are the extension's identifier rules at enabled version v of
-// a command that applies RulesV2 from version from on.
-func rulesFrom(v, from uint16) extension.Rules {
-	if v >= from {
-		return extension.RulesV2
+// recordRules are the rules a record is read under: which canonical
+// JSON its fingerprint may follow (fingerprintRules) and which
+// identifiers it may hold.
+type recordRules struct {
+	fingerprint extension.Rules
+	identifiers extension.Identifiers
+}
+
+// newestRules are what the service checks a request under, before it
+// proposes it: this binary's newest.
+var newestRules = recordRules{extension.RFC8785OrLegacy, extension.CurrentIdentifiers}
+
+func (r recordRules) parse(raw []byte) (*extension.Extension, error) {
+	return extension.ParseWith(raw, r.fingerprint, r.identifiers)
+}
+
+// rulesAt are the rules Apply reads a record under: the fingerprint's
+// per submit's enabled version (fingerprintRules), the identifiers'
+// IdentifiersV2 from version from of the command being applied on, so
+// that a log replays as it was applied.
+func rulesAt(tx *fsm.Tx, cmd log.Type, from uint16) recordRules {
+	r := recordRules{fingerprint: fingerprintRules(tx), identifiers: extension.IdentifiersV1}
+	if tx.EnabledVersion(cmd) >= from {
+		r.identifiers = extension.IdentifiersV2
 	}
-	return extension.RulesV1
+	return r
 }
 
 // checkExtension parses a record under the closed schema and rules r:
 // an invalid error naming field.<path>, with detail.reason
 // extension_invalid or fingerprint_mismatch (and detail.class for a
 // sensitive value).
-func checkExtension(field string, raw []byte, r extension.Rules) error {
-	if _, err := extension.ParseRules(raw, r); err != nil {
+func checkExtension(field string, raw []byte, r recordRules) error {
+	if _, err := r.parse(raw); err != nil {
 		e := errs.From(err)
 		n := *e
 		n.Detail = map[string]any{"reason": e.Detail["reason"], "field": field}
@@ -79,7 +98,7 @@ func applyRewriteExtension(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
 		return nil, err
 	}
-	rules := rulesFrom(tx.EnabledVersion(CmdRewriteExtension), rewriteSensitive)
+	rules := rulesAt(tx, CmdRewriteExtension, rewriteSensitive)
 	if err := c.validate(rules); err != nil {
 		return nil, err
 	}
@@ -105,7 +124,7 @@ func applyRewriteExtension(tx *fsm.Tx, cmd *log.Command) (any, error) {
 		return nil, internal("read stored metadata", err)
 	}
 	if raw, ok := top[extensionField]; ok {
-		if _, err := extension.ParseRules(raw, rules); err == nil {
+		if _, err := rules.parse(raw); err == nil {
 			return nil, errs.Errorf(errs.CodeConflict, "work item %q has a readable extension; it is immutable", c.WorkItemID)
 		}
 	}
@@ -135,7 +154,7 @@ func applyRewriteExtension(tx *fsm.Tx, cmd *log.Command) (any, error) {
 // checkSpecExtensions checks each spec's metadata.resource_reservation,
 // if it has one, under rules r (submit from version 2 on; the service
 // always, under the current rules).
-func checkSpecExtensions(specs []itemSpec, prefix string, r extension.Rules) error {
+func checkSpecExtensions(specs []itemSpec, prefix string, r recordRules) error {
 	for i := range specs {
 		raw, err := itemExtension(specs[i].Metadata)
 		if err != nil {

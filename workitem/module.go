@@ -37,8 +37,9 @@ func Module() fsm.Module {
 		Tables: append(tables(), reservationTables()...),
 		Commands: []fsm.CommandSpec{
 			// submit and submit-batch 2: the extension's closed schema; 3:
-			// keys by tenant (ledger.go), every digest checked, the
-			// extension's sensitive-value rules.
+			// RFC 8785 fingerprints (fingerprint_rules.go), keys by tenant
+			// (ledger.go), every digest checked, the extension's
+			// sensitive-value rules.
 			{Type: CmdSubmit, Name: "workitem_submit", MaxVersion: 3, Apply: applySubmit,
 				LedgerTenant: scopeTenant(opAdmit), LedgerTenantFrom: admitTenantLedger, LedgerLegacyScope: scopeLegacy(opAdmit)},
 			{Type: CmdSubmitBatch, Name: "workitem_submit_batch", MaxVersion: 3, Apply: applySubmitBatch,

@@ -7,7 +7,6 @@ import (
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/canon"
 	"github.com/arbiterhq/arbiter/log"
-	"github.com/arbiterhq/arbiter/workitem/extension"
 )
 
 // The reservation half of Service. Refusals of reserve are conflicts
@@ -151,7 +150,7 @@ func (s *Service) RewriteExtension(ctx context.Context, req RewriteExtensionRequ
 		return nil, fieldErr("extension", "%v", err)
 	}
 	cmd := rewriteCmd{TenantRef: req.TenantRef, WorkItemID: req.WorkItemID, Fence: req.Fence, Extension: c}
-	if err := cmd.validate(extension.CurrentRules); err != nil {
+	if err := cmd.validate(newestRules); err != nil {
 		return nil, err
 	}
 	return s.item(ctx, log.Command{Type: CmdRewriteExtension}, cmd)

@@ -27,7 +27,7 @@ func (c *reserveCmd) validate() error {
 }
 
 // reserveV2 is the version of workitem_reserve from which the item's
-// record answers to extension.RulesV2 (one holding a path, URL, shell
+// record answers to extension.IdentifiersV2 (one holding a path, URL, shell
 // syntax or token is not_reservable until an admin rewrites it) and the
 // reservation records its holder (HeldBy).
 const reserveV2 = 2
@@ -100,7 +100,7 @@ func applyReserve(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if held != nil {
 		return nil, errs.Errorf(errs.CodeInternal, "work item %s holds reservation %s of an ended claim", it.WorkItemID, held.ReservationID)
 	}
-	ext, err := reservable(it, rulesFrom(tx.EnabledVersion(CmdReserve), reserveV2))
+	ext, err := reservable(it, rulesAt(tx, CmdReserve, reserveV2))
 	if err != nil {
 		return nil, err
 	}
@@ -184,12 +184,12 @@ const extensionField = "resource_reservation"
 // item from before the extension) or an unreadable one is
 // not_reservable; a fingerprint that is not the record's is
 // fingerprint_mismatch.
-func reservable(it *WorkItem, r extension.Rules) (*extension.Extension, error) {
+func reservable(it *WorkItem, r recordRules) (*extension.Extension, error) {
 	raw, err := itemExtension(it.Metadata)
 	if err != nil || raw == nil {
 		return nil, refuse(RefuseNotReservable, "work item %q has no metadata.%s; an admin must rewrite it first", it.WorkItemID, extensionField)
 	}
-	ext, err := extension.ParseRules(raw, r)
+	ext, err := r.parse(raw)
 	if err != nil {
 		e := errs.From(err)
 		if e.Detail["reason"] == extension.ReasonFingerprintMismatch {

@@ -7,7 +7,6 @@ import (
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/log"
-	"github.com/arbiterhq/arbiter/workitem/extension"
 )
 
 // Service is the typed Go API of work-item admission over any Proposer
@@ -43,7 +42,7 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (*SubmitResult,
 	if err := cmd.validate(newestSubmit); err != nil {
 		return nil, err
 	}
-	if err := checkSpecExtensions([]itemSpec{cmd.Item}, "", extension.CurrentRules); err != nil {
+	if err := checkSpecExtensions([]itemSpec{cmd.Item}, "", newestRules); err != nil {
 		return nil, err
 	}
 	var out SubmitResult
@@ -87,7 +86,7 @@ func (s *Service) SubmitBatch(ctx context.Context, req BatchRequest) (*BatchResu
 	if err := cmd.validate(newestSubmit); err != nil {
 		return nil, err
 	}
-	if err := checkSpecExtensions(cmd.Items, "requests[%d].", extension.CurrentRules); err != nil {
+	if err := checkSpecExtensions(cmd.Items, "requests[%d].", newestRules); err != nil {
 		return nil, err
 	}
 	var out BatchResult

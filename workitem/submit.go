@@ -27,7 +27,7 @@ func applySubmit(tx *fsm.Tx, cmd *log.Command) (any, error) {
 		return nil, err
 	}
 	if v >= extensionChecked {
-		if err := checkSpecExtensions([]itemSpec{c.Item}, "", rulesFrom(v, digestsChecked)); err != nil {
+		if err := checkSpecExtensions([]itemSpec{c.Item}, "", rulesAt(tx, CmdSubmit, digestsChecked)); err != nil {
 			return nil, err
 		}
 	}
@@ -48,7 +48,7 @@ func applySubmitBatch(tx *fsm.Tx, cmd *log.Command) (any, error) {
 		return nil, err
 	}
 	if v >= extensionChecked {
-		if err := checkSpecExtensions(c.Items, "requests[%d].", rulesFrom(v, digestsChecked)); err != nil {
+		if err := checkSpecExtensions(c.Items, "requests[%d].", rulesAt(tx, CmdSubmitBatch, digestsChecked)); err != nil {
 			return nil, err
 		}
 	}

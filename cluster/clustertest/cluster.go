@@ -79,7 +79,11 @@ func (c *Cluster) Close() { c.close() }
 func (c *Cluster) Size() int { return c.c.Size() }
 
 // Node is node i (nil while it is stopped): a *cluster.Node, which is an
-// fsm.Proposer and fsm.Reader, as an embedding program holds one.
+// fsm.Proposer and fsm.Reader, as an embedding program holds one. A
+// restart makes a new *cluster.Node: a pointer taken before Kill stays
+// stopped, and every call on it fails at once with unavailable ("node
+// ... is stopped"). Ask Node(i) again after Restart, or build services on
+// a Proposer that does (see Example_lockService).
 func (c *Cluster) Node(i int) *cluster.Node { return c.c.Node(i) }
 
 // URL is the base URL of node i's HTTP API (its address stays the same
@@ -145,7 +149,8 @@ func (c *Cluster) Delay(d time.Duration) { c.c.Delay(d) }
 // would; its files remain for Restart.
 func (c *Cluster) Kill(i int) { c.c.Stop(i) }
 
-// Restart starts the stopped node i again on its data and addresses.
+// Restart starts the stopped node i again on its data and addresses, as
+// a new *cluster.Node: Node(i) returns it.
 func (c *Cluster) Restart(i int) { c.c.Restart(i) }
 
 // TransferLeadership asks the leader to hand over to another node and

@@ -144,9 +144,10 @@ func e2eCheckKillWindow(ctx context.Context, t *testing.T, cl *e2eCluster, nodes
 		t.Errorf("window %s retried: %v\nwant its first answer %v", win.key, retry, win.answer)
 	}
 	// Whether replayed or applied now, the answer is the window's own:
-	// a 201 for each title and a 409 for the repeat, naming the task of
-	// the same title that is there now, or was before.
-	created := map[string]int{} // title -> the task this answer names for it
+	// a 201 for each title and a 409 for the repeat, naming the proposal
+	// of the window that took its key (conflict_key_reserved).
+	created := map[string]int{}     // title -> the task this answer names for it
+	proposal := map[string]string{} // title -> the proposal that created it
 	order := e2eWindowOrder(win.proposals)
 	if len(res.Results) != len(order) {
 		t.Fatalf("window %s retried: %v", win.key, retry)
@@ -158,15 +159,15 @@ func e2eCheckKillWindow(ctx context.Context, t *testing.T, cl *e2eCluster, nodes
 		if e.ProposalID != order[i]["proposal_id"] {
 			t.Errorf("window %s: result %d is %s, want %s", win.key, i, e.ProposalID, order[i]["proposal_id"])
 		}
-		if id, ok := created[title]; ok {
-			e2eWantBody(t, "the repeat in window "+win.key, entry, http.StatusConflict, e2eLoserBody(t, target, id))
+		if _, ok := created[title]; ok {
+			e2eWantBody(t, "the repeat in window "+win.key, entry, http.StatusConflict, e2eReservedLoserBody(t, target, proposal[title]))
 			continue
 		}
 		task := e2eWantTask(t, "window "+win.key+" "+e.ProposalID, entry, e2eKillSpace, title, target, "")
 		if prev, ok := before[title]; ok && prev.ID != task.ID {
 			t.Errorf("window %s retried: task %d for %q, but task %d was there before the retry: the window ran twice", win.key, task.ID, title, prev.ID)
 		}
-		created[title] = task.ID
+		created[title], proposal[title] = task.ID, e.ProposalID
 	}
 	if _, a := created[win.titles[0]]; !a || len(created) != 2 {
 		t.Errorf("window %s: created %v, want its two titles %v", win.key, created, win.titles)

@@ -98,7 +98,7 @@ func e2eAllocNotes(ctx context.Context, t *testing.T, cl *e2eCluster, fx e2eFixt
 // e2eAllocSupersede creates a leftover task and supersedes it in favour
 // of the T1 task: the answer records the survivor and the reason; every
 // action on it is the spec's task_superseded 409; lists leave it out
-// unless asked; and its key is free again.
+// unless asked; and its key stays occupied, by the survivor.
 func e2eAllocSupersede(ctx context.Context, t *testing.T, cl *e2eCluster, fx e2eFixture) {
 	space := fx.Space
 	survivor := e2eSlotHolder(ctx, t, cl, space, "T1")
@@ -134,7 +134,7 @@ func e2eAllocSupersede(ctx context.Context, t *testing.T, cl *e2eCluster, fx e2e
 	if listed("") || !listed("?include_superseded=true") || !listed("?status=superseded") {
 		t.Errorf("lists: superseded task %d shown by default, or hidden when asked for", leftover)
 	}
-	if again := e2eWantTask(t, "the leftover's title again", create("leftover-2"), space, title, target, ""); again.ID == leftover {
-		t.Errorf("the new task has the superseded one's id %d", leftover)
-	}
+	// Occupancy stays on the survivor: the leftover's title again is the
+	// spec's 409 naming the survivor.
+	e2eWantBody(t, "the leftover's title again", create("leftover-2"), http.StatusConflict, e2eLoserBody(t, target, survivor))
 }

@@ -37,7 +37,8 @@ func e2ePhrase(rng *rand.Rand, maxWords int) string {
 // titles (some close to a catalog row, some naming a work item), checks
 // POST .../bind against e2eBind exactly (scores as counts, the slot, the
 // target), then creates each title: a free target is a 201 task on the
-// target this test computed, a held one the spec's 409 naming its task.
+// target this test computed, a held one the spec's 409 naming its task,
+// a work item the catalog does not list 422 unknown_work_item.
 func e2eAllocRandomCatalogs(ctx context.Context, t *testing.T, cl *e2eCluster, rng *rand.Rand) {
 	binds, created, lost := 0, 0, 0
 	for s := range 4 {
@@ -63,9 +64,11 @@ func e2eAllocRandomCatalogs(ctx context.Context, t *testing.T, cl *e2eCluster, r
 			}
 			req := map[string]any{"title": title}
 			bound, scores := e2eBind(title, catalog)
+			unlisted := false
 			if rng.IntN(6) == 0 { // a client naming the slot: t0N is TN
 				n := 1 + rng.IntN(len(catalog)+1)
 				req["work_item_id"], bound = fmt.Sprintf("t0%d", n), fmt.Sprintf("T%d", n)
+				unlisted = n > len(catalog)
 			}
 			nodes := e2eRotate(cl.nodes, s+i)
 			what := fmt.Sprintf("%s title %q", space, title)
@@ -74,6 +77,16 @@ func e2eAllocRandomCatalogs(ctx context.Context, t *testing.T, cl *e2eCluster, r
 			if e2eNormalizeTitle(title) == "" {
 				if r.status != http.StatusUnprocessableEntity || e2eErrorCode(r) != "invalid" {
 					t.Errorf("bind of blank %s: %v, want 422 invalid", what, r)
+				}
+				continue
+			}
+			if unlisted { // a work item the catalog does not list: 422 unknown_work_item, bind and create alike
+				req["delivery_mode"] = "result"
+				create := cl.allocDo(ctx, nodes, http.MethodPost, "/v1/spaces/"+space+"/tasks", req, fmt.Sprintf("%s-%d", space, i))
+				for _, r := range []e2eReply{r, create} {
+					if r.status != http.StatusUnprocessableEntity || !strings.Contains(string(r.body), `"reason":"unknown_work_item"`) {
+						t.Errorf("%s naming %s, not in the catalog: %v, want 422 unknown_work_item", what, bound, r)
+					}
 				}
 				continue
 			}

@@ -135,6 +135,21 @@ func e2eLoserBody(t *testing.T, target string, winner int) string {
 	return string(b)
 }
 
+// e2eReservedLoserBody is the spec's 409 of a loser to the reservation
+// of proposal on target: in a window, a later proposal on a key an
+// earlier one of the same window took.
+func e2eReservedLoserBody(t *testing.T, target, proposal string) string {
+	t.Helper()
+	b, err := json.Marshal(map[string]any{"error": "allocation_conflict", "code": "conflict_key_reserved",
+		"conflict_key": map[string]any{"kind": "create_task", "target": target, "delivery_mode": "result"},
+		"outcome":      "idle", "winner": map[string]any{"type": "reserved_intent", "id": proposal},
+		"reserved_proposal_id": proposal, "retry_after_ms": 200, "write_occurred": false})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 // e2eKey is a conflict key as the API shows it.
 type e2eKey struct {
 	Kind         string `json:"kind"`

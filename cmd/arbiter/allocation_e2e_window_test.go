@@ -22,8 +22,8 @@ type e2eWindowResult struct {
 // e2eAllocWindows posts the fixture's empty-board windows (the four T1
 // titles, the three T3 titles, all seven), each in a fresh space: the
 // results come in this test's processing order, the first proposal on
-// each slot creates and every later one is the spec's 409 naming it, one
-// task per slot; a retry with the window's Idempotency-Key answers the
+// each slot creates and every later one is the spec's 409
+// conflict_key_reserved naming that proposal, one task per slot; a retry with the window's Idempotency-Key answers the
 // same. Then a window mixing received_seq, a loser to an earlier window,
 // a blank title and an unknown delivery mode: 201, 409 and 422 each where
 // this test's order puts them.
@@ -54,6 +54,7 @@ func e2eAllocWindows(ctx context.Context, t *testing.T, cl *e2eCluster, fx e2eFi
 			t.Fatalf("%s window: %d results for %d proposals: %v", g.space, len(res.Results), len(order), r)
 		}
 		winners := map[string]int{}
+		winnerProposal := map[string]string{}
 		for i, e := range res.Results {
 			p := order[i]
 			id, title := p["proposal_id"].(string), p["title"].(string)
@@ -63,11 +64,12 @@ func e2eAllocWindows(ctx context.Context, t *testing.T, cl *e2eCluster, fx e2eFi
 			slot := slotOf[id]
 			target := e2eTaskTarget(g.space, title, slot)
 			entry := e2eReply{status: e.Status, body: e.Body}
-			if w, ok := winners[slot]; ok {
-				e2eWantBody(t, g.space+" window loser "+id, entry, http.StatusConflict, e2eLoserBody(t, target, w))
+			if _, ok := winners[slot]; ok {
+				e2eWantBody(t, g.space+" window loser "+id, entry, http.StatusConflict, e2eReservedLoserBody(t, target, winnerProposal[slot]))
 				continue
 			}
 			winners[slot] = e2eWantTask(t, g.space+" window winner "+id, entry, g.space, title, target, slot).ID
+			winnerProposal[slot] = id
 		}
 		if tasks := e2eListTasks(ctx, t, cl, cl.nodes, g.space); len(tasks) != len(winners) {
 			t.Errorf("%s: %d tasks after the window, want one per slot (%v)", g.space, len(tasks), winners)
@@ -85,8 +87,8 @@ func e2eAllocWindows(ctx context.Context, t *testing.T, cl *e2eCluster, fx e2eFi
 // t1Winner, a window whose processing order this test computes: an
 // unknown delivery mode (422), a T1 title (409), then at received_seq 1 a
 // fresh title (201) and a blank one (422) in payload_sha256 order, and at
-// received_seq 2 the fresh title again (409 naming the task the window
-// made).
+// received_seq 2 the fresh title again (409 naming the proposal of the
+// window that took its key).
 func e2eMixedWindow(ctx context.Context, t *testing.T, cl *e2eCluster, fx e2eFixture, t1Winner int) {
 	const space = "win-all"
 	proposals := []map[string]any{
@@ -103,7 +105,6 @@ func e2eMixedWindow(ctx context.Context, t *testing.T, cl *e2eCluster, fx e2eFix
 	if len(res.Results) != len(order) {
 		t.Fatalf("mixed window: %v", r)
 	}
-	fresh := 0
 	for i, e := range res.Results {
 		p := order[i]
 		id, title := p["proposal_id"].(string), p["title"].(string)
@@ -121,9 +122,9 @@ func e2eMixedWindow(ctx context.Context, t *testing.T, cl *e2eCluster, fx e2eFix
 		case "m5":
 			e2eWantBody(t, what, entry, http.StatusConflict, e2eLoserBody(t, e2eTaskTarget(space, title, bound), t1Winner))
 		case "m2":
-			fresh = e2eWantTask(t, what, entry, space, title, e2eTaskTarget(space, title, bound), bound).ID
+			e2eWantTask(t, what, entry, space, title, e2eTaskTarget(space, title, bound), bound)
 		case "m1":
-			e2eWantBody(t, what, entry, http.StatusConflict, e2eLoserBody(t, e2eTaskTarget(space, title, bound), fresh))
+			e2eWantBody(t, what, entry, http.StatusConflict, e2eReservedLoserBody(t, e2eTaskTarget(space, title, bound), "m2"))
 		}
 	}
 }

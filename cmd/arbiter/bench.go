@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/arbiterhq/arbiter/authority"
 	"github.com/arbiterhq/arbiter/capacity"
 	"github.com/arbiterhq/arbiter/cluster"
+	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/loadgen"
 	"github.com/arbiterhq/arbiter/nodes"
@@ -240,25 +242,57 @@ func getOp(prefix string, run int, remotes []*cluster.Remote) loadgen.Op {
 }
 
 // reserveOp reserves a new concept id per call with the authority
-// adapter over each client's Remote, under a bench-only policy (policies
-// shape requests before they are proposed, so the client may hold them).
+// adapter over each client's Remote. Ids are BENCH-<n>, numbered apart
+// per invocation and client; the cluster's replicated policy set must
+// cover them, so the op adds benchPolicy to it first if it lacks it (an
+// admin's change, like every write of the bench's raw node calls).
 func reserveOp(run int, remotes []*cluster.Remote) loadgen.Op {
-	ns := fmt.Sprintf("BENCH%d", time.Now().UnixNano()%1_000_000)
-	policies, _ := authority.NewPolicySet([]authority.ConceptNamespacePolicy{{Namespace: ns, Min: 1, Max: 999_999_999_999_999, PolicyVersion: "bench"}})
+	nonce := uint64(time.Now().UnixNano()/int64(time.Millisecond)) % 100_000
+	policies, _ := authority.NewPolicySet([]authority.ConceptNamespacePolicy{benchPolicy})
+	setupErr := ensureBenchPolicy(remotes[0])
 	return func(ctx context.Context, c, seq int) error {
+		if setupErr != nil {
+			return setupErr
+		}
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		svc := authority.NewService(remotes[c], remotes[c], policies)
-		number := uint64(run)*1_000_000_000_000 + uint64(c)*1_000_000_000 + uint64(seq) + 1
+		number := nonce*10_000_000_000_000 + uint64(run%10)*1_000_000_000_000 + uint64(c)*1_000_000_000 + uint64(seq) + 1
 		res, err := svc.Reserve(ctx, authority.ReserveRequest{
-			ConceptID: fmt.Sprintf("%s-%d", ns, number), TenantRef: "bench-tenant",
-			OwnerRef: fmt.Sprintf("client-%d", c), RequestRef: fmt.Sprintf("req-%d-%d", c, seq), PurposeDigest: "sha256:bench",
+			ConceptID: fmt.Sprintf("%s-%d", benchPolicy.Namespace, number), TenantRef: "bench-tenant",
+			OwnerRef: fmt.Sprintf("client-%d", c), RequestRef: fmt.Sprintf("req-%d-%d-%d", nonce, c, seq), PurposeDigest: "sha256:bench",
 		})
 		if err == nil && !res.Created {
 			err = fmt.Errorf("concept id was not new")
 		}
 		return err
 	}
+}
+
+// benchPolicy covers every id reserveOp makes.
+var benchPolicy = authority.ConceptNamespacePolicy{Namespace: "BENCH", Min: 1, Max: 999_999_999_999_999_999, PolicyVersion: "bench"}
+
+// ensureBenchPolicy adds benchPolicy to the cluster's policy set unless
+// the set has it. A cluster too old to replicate policies (no
+// /v1/concepts/policies) binds them in the service, which holds it.
+func ensureBenchPolicy(r *cluster.Remote) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	svc := authority.NewService(r, r, nil)
+	cur, err := svc.Policies(ctx, fsm.Linearizable)
+	if e := errs.From(err); e != nil && e.Code == errs.CodeInvalid && strings.HasPrefix(e.Message, "unknown query type") {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading concept policies: %w", err)
+	}
+	if slices.Contains(cur.Policies, benchPolicy) {
+		return nil
+	}
+	if _, err := svc.SetPolicies(ctx, authority.PoliciesRequest{Policies: append(cur.Policies, benchPolicy)}); err != nil {
+		return fmt.Errorf("adding the bench's concept policy: %w", err)
+	}
+	return nil
 }
 
 // leaseOp acquires amount 1 on each of cells cells in one command, then
@@ -289,11 +323,7 @@ func leaseOp(prefix string, run, cells int, remotes []*cluster.Remote) loadgen.O
 		if err != nil {
 			return err
 		}
-		refs := make([]capacity.LeaseRef, len(got.Leases))
-		for i, l := range got.Leases {
-			refs[i] = capacity.LeaseRef{LeaseID: l.LeaseID, LeaseEpoch: l.LeaseEpoch, FenceToken: l.FenceToken}
-		}
-		_, err = s.Release(ctx, capacity.LeasesRequest{SchemaVersion: capacity.SchemaVersion, TenantRef: tenant, OwnerDigest: owner, Leases: refs})
+		_, err = s.Release(ctx, capacity.LeasesRequest{SchemaVersion: capacity.SchemaVersion, TenantRef: tenant, OwnerDigest: owner, Leases: got.Refs()})
 		return err
 	}
 }

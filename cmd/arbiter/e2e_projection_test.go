@@ -240,4 +240,37 @@ func TestE2EProjection(t *testing.T) {
 	if bytes.Equal(older, latest) {
 		t.Fatal("n3 restarted with the newest file: the test did not test catching up")
 	}
+
+	// No success without the file: with n1's runtime root moved away, a
+	// publish through n1 is refused before it consumes the lease; through
+	// n2 it succeeds, and says n2 wrote its file; n1 retries its failed
+	// write on its own once the root is back.
+	root1 := filepath.Join(base, n1.id)
+	if err := os.Rename(root1, root1+".away"); err != nil {
+		t.Fatal(err)
+	}
+	submit()
+	l, st, code := acquire(n1, "d")
+	if st != 200 {
+		t.Fatalf("acquire: %d %s", st, code)
+	}
+	if _, st, code := publish(n1, l); st != 503 || code != "unavailable" {
+		t.Fatalf("publish through n1 with its root moved away: %d %s, want 503 unavailable", st, code)
+	}
+	if p, st, code := publish(n2, l); st != 200 || p.File != projection.FileWritten {
+		t.Fatalf("publish through n2 under the lease n1's refusal left held: %d %s %+v", st, code, p)
+	}
+	if err := os.Rename(root1+".away", root1); err != nil {
+		t.Fatal(err)
+	}
+	sameOnAll(current())
+	cl.eventually(ctx, 10*time.Second, "n1 counts its retries", func() (bool, string) {
+		resp, err := cl.c.hc.Get(n1.url() + "/metrics")
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		return bytes.Contains(raw, []byte("\narbiter_fsm_effects_failing 0\n")) && !bytes.Contains(raw, []byte("\narbiter_fsm_effect_retries_total 0\n")), "no retry counted"
+	})
 }

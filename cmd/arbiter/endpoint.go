@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strconv"
 	"sync"
 	"text/tabwriter"
@@ -185,10 +184,14 @@ type endpointHealth struct {
 func (a *app) endpointHealthCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "health",
-		Short: "whether each endpoint is ready: knows a leader and has applied what is committed",
+		Short: "whether each endpoint is ready: knows a leader, has caught up, enables what --require names",
 		Long: `health asks each endpoint's /readyz: healthy means the node knows a leader,
-has applied everything it knows to be committed and has not halted. It exits
-1 unless every endpoint is healthy. With --wait it asks again until they are,
+has applied everything it knows to be committed and everything the leader had
+committed when the node started, and has not halted. With --require, the
+cluster must also enable every command it names (capacity.acquire,
+workitem.submit@2, or a whole domain: projection): a missing one is an
+incompatible deployment, and the error names it. It exits 1 unless every
+endpoint is healthy. With --wait it asks again until they are,
 or until the wait is over: run it after starting nodes, before the first
 command that needs the cluster.
 
@@ -201,6 +204,7 @@ not one of them yet: add --members N to wait, too, until it lists N.`,
 	all := cmd.Flags().Bool("cluster", false, "ask every member of the cluster, not only --addr")
 	members := cmd.Flags().Int("members", 0, "with --cluster: healthy only once the cluster lists at least this many members")
 	wait := waitFlag(cmd.Flags())
+	require := cmd.Flags().StringSlice("require", nil, "commands the caller needs the cluster to enable, as domain.command[@version] or domain (comma-separated or repeated)")
 	cmd.RunE = func(*cobra.Command, []string) error {
 		if err := o.check(); err != nil {
 			return err
@@ -210,7 +214,7 @@ not one of them yet: add --members N to wait, too, until it lists N.`,
 		}
 		deadline := time.Now().Add(*wait)
 		for {
-			rows, err := a.health(*all)
+			rows, err := a.health(*all, *require)
 			healthy := err == nil && len(rows) > 0
 			for _, r := range rows {
 				healthy = healthy && r.Healthy
@@ -245,7 +249,7 @@ func waitFlag(fs *pflag.FlagSet) *time.Duration {
 	return d
 }
 
-func (a *app) health(all bool) ([]endpointHealth, error) {
+func (a *app) health(all bool, require []string) ([]endpointHealth, error) {
 	ctx, cancel := a.context()
 	defer cancel()
 	bases, err := a.endpoints(ctx, all)
@@ -264,7 +268,7 @@ func (a *app) health(all bool) ([]endpointHealth, error) {
 				pctx, pcancel := context.WithTimeout(ctx, probeTimeout)
 				defer pcancel()
 				begin := time.Now()
-				err = r.CallJSON(pctx, http.MethodGet, "/readyz", nil, nil)
+				err = r.Ready(pctx, require...)
 				rows[i].TookMs = time.Since(begin).Milliseconds()
 			}
 			rows[i].Healthy = err == nil

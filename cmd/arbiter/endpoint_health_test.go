@@ -29,3 +29,21 @@ func TestEndpointHealthWaitsForMembers(t *testing.T) {
 		t.Fatalf("--members without --cluster: status %d, stderr %q", r.status, r.stderr)
 	}
 }
+
+// endpoint health --require names the commands the caller needs: an
+// endpoint of a cluster that does not enable one of them is not healthy,
+// and says which ones are missing.
+func TestEndpointHealthRequiresCommands(t *testing.T) {
+	c := clustertest.New(t, clustertest.Options{Nodes: 1})
+	env := map[string]string{"ARBITER_ADDR": c.URL(0)}
+	if r := runCLI(t, env, "", "endpoint", "health", "--wait=20s", "--require", "capacity.acquire,workitem.submit"); r.status != exitOK {
+		t.Fatalf("enabled commands: status %d, stdout %q, stderr %q", r.status, r.stdout, r.stderr)
+	}
+	r := runCLI(t, env, "", "endpoint", "health", "--require", "capacity.acquire", "--require", "nosuch.thing")
+	if r.status != exitError || !strings.Contains(r.stdout, "nosuch.thing") || strings.Contains(r.stdout, "capacity.acquire") {
+		t.Fatalf("a missing command: status %d, stdout %q, stderr %q", r.status, r.stdout, r.stderr)
+	}
+	if r := runCLI(t, env, "", "endpoint", "health", "--require", "Bad..name"); r.status == exitOK {
+		t.Fatalf("a malformed name: status %d, stdout %q, stderr %q", r.status, r.stdout, r.stderr)
+	}
+}

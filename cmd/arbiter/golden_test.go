@@ -24,7 +24,7 @@ var volatile = map[string]bool{
 	"term": true, "last_log_index": true, "last_snapshot_index": true, "last_snapshot_term": true,
 	"seq": true, "next": true, "last_seq": true, "time_ms": true, "now_ms": true, "fsm_time_ms": true,
 	"acquired_at_ms": true, "expires_at_ms": true, "updated_at_ms": true, "took_ms": true,
-	"bytes": true, "rows": true, "data_dir_bytes": true, "snapshot_bytes": true,
+	"bytes": true, "rows": true, "data_dir_bytes": true, "snapshot_bytes": true, "last_snapshot_bytes": true, "snapshot_restores": true,
 	"last_contact_seconds": true, "lag_entries": true, "cluster_id": true, "leader_id": true, "leader_api_addr": true,
 	"state": true, "leader": true, "is_leader": true, "node_id_answering": true,
 	"hash": true, "content_hash": true, "data_hash": true, "state_hash": true, "backup_data_hash": true,
@@ -243,6 +243,7 @@ func TestGoldenJSON(t *testing.T) {
 	g.run("concept-list", "", "concept", "list", "--tenant", "t1")
 	g.run("workitem-list", "", "workitem", "list", "--tenant", "t1")
 	g.run("space-get-missing", "", "space", "get", "--space", "nope")
+	g.run("space-list", "", "space", "list", "--limit", "5")
 
 	// Backups: save, inspect, verify (matches), a write, verify (does not),
 	// restore, verify (matches again).

@@ -48,6 +48,7 @@ it records and refuses other --id, addresses (unless --change-address) or a
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory for the raft log and snapshots")
 	fs.StringVar(&cfg.RaftAddr, "raft-addr", cfg.RaftAddr, "host:port for raft traffic")
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "host:port for the HTTP API")
+	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "host:port of a listener serving only GET /metrics, without authentication or TLS (bind it where only the scraper reaches); the API then serves no /metrics. Unset, the API serves /metrics to any authenticated caller")
 	fs.StringVar(&cfg.RaftAdvertise, "raft-advertise", "", "raft address peers dial, if not --raft-addr")
 	fs.StringVar(&cfg.HTTPAdvertise, "http-advertise", "", "API address peers and clients use, if not --http-addr")
 	bootstrap := fs.Bool("bootstrap", false, "start a new cluster with this node as its first voter (an empty --data-dir needs --bootstrap or --join; serve with no flags at all bootstraps a single node)")
@@ -72,7 +73,8 @@ it records and refuses other --id, addresses (unless --change-address) or a
 	fs.IntVar(&cfg.WALSegmentBytes, "wal-segment-bytes", 0, "size of a WAL segment file, preallocated when it is made (0: 64 MiB; 4 KiB to 1 GiB); compacted entries are freed a whole segment at a time")
 	fs.Uint64Var(&cfg.SnapshotThreshold, "snapshot-threshold", cfg.SnapshotThreshold, "snapshot once the log holds this many entries past the last snapshot")
 	fs.DurationVar(&cfg.SnapshotInterval, "snapshot-interval", cfg.SnapshotInterval, "how often raft checks --snapshot-threshold (a random wait between this and twice this; at least 5ms)")
-	fs.Uint64Var(&cfg.TrailingLogs, "trailing-logs", cfg.TrailingLogs, "log entries kept behind a snapshot, so a follower that lags by fewer catches up without a snapshot install")
+	fs.Uint64Var(&cfg.TrailingLogs, "trailing-logs", cfg.TrailingLogs, "log entries kept behind a snapshot at least, so a follower that lags by fewer catches up without a snapshot install; more are kept while the write rate and the state's size call for it, so that a follower installing a snapshot finds the log after it")
+	fs.Uint64Var(&cfg.MaxTrailingLogs, "max-trailing-logs", cfg.MaxTrailingLogs, "the most log entries kept behind a snapshot, however the write rate and the state's size call for more (bounds the log's disk)")
 	fs.Int64Var(&cfg.MaxRestoreBytes, "max-restore-bytes", cfg.MaxRestoreBytes, "largest backup POST /v1/cluster/restore accepts")
 	fs.DurationVar(&cfg.IdempotencyRetention, "idempotency-retention", cfg.IdempotencyRetention, "how long a keyed write's result is kept for replay")
 	fs.Uint64Var(&cfg.IdempotencyMaxRows, "idempotency-max-rows", cfg.IdempotencyMaxRows, "most keyed results kept for replay; beyond it the oldest are evicted early")
@@ -306,6 +308,7 @@ var serveFlagNames = map[string]string{
 	"DataDir":              "--data-dir",
 	"RaftAddr":             "--raft-addr",
 	"HTTPAddr":             "--http-addr",
+	"MetricsAddr":          "--metrics-addr",
 	"RaftAdvertise":        "--raft-advertise",
 	"HTTPAdvertise":        "--http-advertise",
 	"Bootstrap":            "--bootstrap",
@@ -323,6 +326,7 @@ var serveFlagNames = map[string]string{
 	"IdempotencyMaxRows":   "--idempotency-max-rows",
 	"ChangeFeedRetain":     "--change-feed-retain",
 	"TrailingLogs":         "--trailing-logs",
+	"MaxTrailingLogs":      "--max-trailing-logs",
 	"LogStore":             "--log-store",
 	"WALSegmentBytes":      "--wal-segment-bytes",
 	"Logger":               "--log-level/--log-format",

@@ -18,8 +18,9 @@ func Domains() []domain.Domain { return With(Options{}) }
 // Options configure the built-in domains from Go, for a host program that
 // does not take flags.
 type Options struct {
-	// ConceptPolicies are the concept authority's namespace policies
-	// (nil: none until --concept-policies loads some).
+	// ConceptPolicies seed the cluster's replicated concept namespace
+	// policy set when it has none, or when their version is newer (nil:
+	// no seed until --concept-policies loads one).
 	ConceptPolicies *authority.PolicySet
 	// ProjectionRoot is the runtime root under which the node writes
 	// hook projections ("": none until --projection-root names one).

@@ -76,19 +76,23 @@ func (q *quickstart) startCluster() error {
 		if err := q.start(i, cfg); err != nil {
 			return err
 		}
-		if i == 0 {
-			if _, err := q.waitLeader(10 * time.Second); err != nil {
+		if i == 0 { // the others join through it: it must lead first
+			if err := waitReady(q.nodes[0]); err != nil {
 				return err
 			}
 		}
 	}
+	// n2 and n3 joined as non-voters; the leader promotes them once they
+	// have caught up. Until then the cluster could not survive losing n1,
+	// so wait until every node is ready: a voter that knows the leader and
+	// has applied what was committed when it started.
+	for _, n := range q.nodes {
+		if err := waitReady(n); err != nil {
+			return err
+		}
+	}
 	leader, err := q.waitLeader(10 * time.Second)
 	if err != nil {
-		return err
-	}
-	// n2 and n3 joined as non-voters; the leader promotes them once they
-	// have caught up. Until then the cluster could not survive losing n1.
-	if err := q.waitVoters(leader, 10*time.Second); err != nil {
 		return err
 	}
 	for i, n := range q.nodes {
@@ -278,22 +282,11 @@ func (q *quickstart) waitLeader(timeout time.Duration) (int, error) {
 	return -1, errors.New("no leader elected in time")
 }
 
-// waitVoters waits until the leader counts every node as a voter.
-func (q *quickstart) waitVoters(leader int, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		voters := 0
-		for _, m := range q.nodes[leader].Status().Members {
-			if m.Voter {
-				voters++
-			}
-		}
-		if voters == len(q.nodes) {
-			return nil
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return errors.New("the joined nodes did not become voters in time")
+// waitReady waits, at most 10 s, until n is ready (cluster.Node.WaitReady).
+func waitReady(n *cluster.Node) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return n.WaitReady(ctx)
 }
 
 func (q *quickstart) stopAll() {

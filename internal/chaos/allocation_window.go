@@ -69,11 +69,19 @@ func (c *allocClient) window(svc *allocation.Service, node *cluster.Node, g int,
 	for _, k := range keys {
 		outs[k] = &lin.AllocWindowOutput{}
 	}
+	made := map[string]string{} // proposal id -> the task it created
 	for _, e := range res.Results {
 		k := titles[e.ProposalID]
 		if e.Status == http.StatusCreated {
 			c.won(*e.Task, space, k, g, rec)
+			made[e.ProposalID] = taskHolder(e.Task.ID)
 			outs[k].Results = append(outs[k].Results, lin.AllocOutput{Won: true, Holder: taskHolder(e.Task.ID)})
+			continue
+		}
+		// A loser to an earlier proposal of this window names that
+		// proposal's reservation, which the window turned into its task.
+		if h, ok := made[e.Conflict.ReservedProposalID]; ok && e.Conflict.Winner.Type == allocation.WinnerReservedIntent {
+			outs[k].Results = append(outs[k].Results, lin.AllocOutput{Holder: h})
 			continue
 		}
 		c.w.checkNotExpired(space, e.Conflict, floor)

@@ -12,7 +12,9 @@ import (
 type CapKind uint8
 
 // The capacity operations the model knows. Each touches exactly one cell
-// (one demand, one lease per batch), so the model is partitioned by cell.
+// of one graph (one demand, one lease per batch), so the model is
+// partitioned by (graph, cell): a cell id names a different cell in each
+// graph of the tenant.
 const (
 	// CapAcquire is a single-demand AcquireCapacity of Amount on Cell for
 	// Owner.
@@ -52,14 +54,18 @@ const (
 )
 
 // CapInput is what a client sent. Every cell has one resource class whose
-// capacity is fixed for the whole history (CapacityModel's argument), and
+// capacity is fixed for the whole history (CapacityModel's argument, by
+// cell id: a cell of that id has it in every graph), and
 // every lease TTL is long enough that nothing expires during it: the model
 // does not know FSM time. Within a cell a lease is named by its fence
 // token, which the FSM gives out uniquely per cell; the lease id a client
 // sends stands for it.
 type CapInput struct {
-	Kind  CapKind
-	Cell  string // the model is partitioned by it
+	Kind CapKind
+	// Graph is the graph of Cell ("" the default one); the model is
+	// partitioned by (Graph, Cell).
+	Graph string
+	Cell  string
 	Owner string // acquire: the lease's owner; renew/release: the owner presented
 	// Amount is what an acquire asks for (acquire only).
 	Amount uint64
@@ -155,8 +161,8 @@ func stepCap(capacity map[string]uint64, s capCell, in CapInput) (capCell, CapOu
 }
 
 // CapacityModel is the porcupine model of single-cell acquire, renew,
-// release and status, partitioned by cell; capacity gives each cell's
-// fixed capacity of its one resource class. A decided output must equal
+// release and status, partitioned by (graph, cell); capacity gives each
+// cell id's fixed capacity of its one resource class. A decided output must equal
 // the specification's exactly (the fence a grant hands out, the usage it
 // reports, the epoch a renew reaches); an UnknownOutput is accepted and
 // steps as if the call was applied. Expiry is outside the model: histories
@@ -166,7 +172,10 @@ func CapacityModel(capacity map[string]uint64) porcupine.Model {
 	for k, v := range capacity {
 		caps[k] = v
 	}
-	part, partEvents := PartitionBy(func(in any) string { return in.(CapInput).Cell })
+	part, partEvents := PartitionBy(func(in any) string {
+		c := in.(CapInput)
+		return c.Graph + "\x00" + c.Cell // neither holds a NUL
+	})
 	return porcupine.Model{
 		Partition:      part,
 		PartitionEvent: partEvents,
@@ -212,15 +221,19 @@ func CapacityModel(capacity map[string]uint64) porcupine.Model {
 }
 
 func describeCapInput(in CapInput) string {
+	cell := in.Cell
+	if in.Graph != "" {
+		cell = in.Graph + "/" + in.Cell
+	}
 	switch in.Kind {
 	case CapAcquire:
-		return fmt.Sprintf("acquire(%s, %d for %s)", in.Cell, in.Amount, in.Owner)
+		return fmt.Sprintf("acquire(%s, %d for %s)", cell, in.Amount, in.Owner)
 	case CapRenew, CapRelease:
-		return fmt.Sprintf("%v(%s, fence %d epoch %d by %s)", in.Kind, in.Cell, in.Fence, in.Epoch, in.Owner)
+		return fmt.Sprintf("%v(%s, fence %d epoch %d by %s)", in.Kind, cell, in.Fence, in.Epoch, in.Owner)
 	case CapStatus:
-		return fmt.Sprintf("status(%s)", in.Cell)
+		return fmt.Sprintf("status(%s)", cell)
 	}
-	return fmt.Sprintf("%v(%s)", in.Kind, in.Cell)
+	return fmt.Sprintf("%v(%s)", in.Kind, cell)
 }
 
 func describeCapOutput(output any) string {

@@ -12,6 +12,7 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/arbiterhq/arbiter/capacity"
 	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
 )
 
@@ -35,6 +36,12 @@ func capReleaseIn(cell, owner string, fence, epoch uint64) CapInput {
 }
 
 func capStatusIn(cell string) CapInput { return CapInput{Kind: CapStatus, Cell: cell} }
+
+// inGraph is in on the same cell id of graph g.
+func inGraph(g string, in CapInput) CapInput {
+	in.Graph = g
+	return in
+}
 
 func capGrant(fence, used uint64) CapOutput {
 	return CapOutput{Decision: CapGranted, Fence: fence, Used: used}
@@ -87,6 +94,13 @@ func TestCapacityModelAcceptsLinearizableHistories(t *testing.T) {
 			capOp(1, 0, 1, capAcq("b", "o1", 4), capGrant(1, 4)),
 			capOp(0, 2, 3, capAcq("a", "o1", 1), CapOutput{Decision: CapExhausted, Used: 4}),
 		}},
+		{"a cell id of two graphs names two cells", []porcupine.Operation{
+			capOp(0, 0, 1, capAcq("a", "o1", 4), capGrant(1, 4)),
+			capOp(1, 0, 1, inGraph("g2", capAcq("a", "o1", 3)), capGrant(1, 3)),
+			capOp(0, 2, 3, inGraph("g2", capReleaseIn("a", "o1", 1, 1)), capOK),
+			capOp(1, 4, 5, capStatusIn("a"), capSeen(4, 1)),
+			capOp(1, 6, 7, inGraph("g2", capStatusIn("a")), capSeen(0, 1)),
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if res := checkCap(t, tc.ops); res != porcupine.Ok {
@@ -135,6 +149,14 @@ func TestCapacityModelRejectsNonLinearizableHistories(t *testing.T) {
 			capOp(0, 0, 1, capAcq("a", "o1", 2), capGrant(1, 2)),
 			capOp(0, 2, 3, capReleaseIn("a", "o1", 1, 1), capOK),
 			capOp(1, 4, 5, capStatusIn("a"), capSeen(2, 1)),
+		}},
+		{"a grant seen in another graph", []porcupine.Operation{
+			capOp(0, 0, 1, inGraph("g2", capAcq("a", "o1", 2)), capGrant(1, 2)),
+			capOp(1, 2, 3, capStatusIn("a"), capSeen(2, 1)),
+		}},
+		{"a release of another graph's lease", []porcupine.Operation{
+			capOp(0, 0, 1, capAcq("a", "o1", 4), capGrant(1, 4)),
+			capOp(0, 2, 3, inGraph("g2", capReleaseIn("a", "o1", 1, 1)), capOK),
 		}},
 		{"usage that no grant explains", []porcupine.Operation{
 			capOp(0, 0, 1, capAcq("a", "o1", 2), capGrant(1, 2)),
@@ -233,6 +255,7 @@ func TestCapacityModelDescriptions(t *testing.T) {
 		{capReleaseIn("b", "o2", 3, 2), capDenied(CapStaleFence), "release(b, fence 3 epoch 2 by o2) -> stale_fence"},
 		{capStatusIn("a"), capSeen(1, 2), "status(a) -> {used 1, last fence 2}"},
 		{capAcq("a", "o1", 1), UnknownOutput{}, "acquire(a, 1 for o1) -> ? (outcome unknown)"},
+		{inGraph("g2", capStatusIn("a")), capSeen(1, 2), "status(g2/a) -> {used 1, last fence 2}"},
 	} {
 		if got := m.DescribeOperation(tc.in, tc.out); got != tc.want {
 			t.Errorf("DescribeOperation = %q, want %q", got, tc.want)
@@ -248,56 +271,89 @@ func TestCapacityModelDescriptions(t *testing.T) {
 // the real capacity service over a bare FSM and requires every decided
 // output to be the one the model's step gives: the model is checked
 // against the implementation before it is trusted to judge histories.
+// The calls go to cells a and b of two graphs of one tenant (the default
+// one and g2), with every command version enabled, so fences derive from
+// the log index: each token the service hands out is turned into its
+// order of issue on its cell, which is what the model knows fences by
+// (as chaos's RewriteHistory does), and must be above every token the
+// cell handed out before.
 func TestCapacityModelAgreesWithService(t *testing.T) {
 	ctx := context.Background()
 	l, err := fsmtest.New(capacity.Module())
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := l.Enable(fsm.ServedBy(capacity.Module())); err != nil {
+		t.Fatal(err)
+	}
 	svc := capacity.NewService(l, l)
-	for cell, c := range capCaps {
-		if _, err := svc.UpdateCell(ctx, capacity.UpdateCellRequest{SchemaVersion: "1", TenantRef: "t",
-			Cell: capacity.CellSpec{CellID: cell, Capacities: map[string]uint64{"slot": c}}}); err != nil {
-			t.Fatal(err)
+	graphs, cells := []string{"", "g2"}, []string{"a", "b"}
+	for _, g := range graphs {
+		for cell, c := range capCaps {
+			if _, err := svc.UpdateCell(ctx, capacity.UpdateCellRequest{TenantRef: "t", GraphRef: g,
+				Cell: capacity.CellSpec{CellID: cell, Capacities: map[string]uint64{"slot": c}}}); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	m := CapacityModel(capCaps)
-	state := map[string]any{"a": m.Init(), "b": m.Init()}
+	part := func(in CapInput) string { return in.Graph + "/" + in.Cell }
+	state := map[string]any{}
+	// tokens lists each cell's fence tokens in order of issue: the model's
+	// fence n is tokens[n-1].
+	tokens := map[string][]uint64{}
+	ordinal := func(in CapInput, token uint64) uint64 {
+		if token == 0 {
+			return 0
+		}
+		for i, f := range tokens[part(in)] {
+			if f == token {
+				return uint64(i + 1)
+			}
+		}
+		t.Fatalf("%s: fence token %d was never handed out on this cell", describeCapInput(in), token)
+		return 0
+	}
 	type held struct {
-		cell, id, owner string
-		fence, epoch    uint64
+		graph, cell, id, owner string
+		fence, epoch           uint64 // fence: the token
 	}
 	var leases []held
 	rng := rand.New(rand.NewPCG(1, 2))
 	owners := []string{"o1", "o2"}
-	cells := []string{"a", "b"}
 	for i := 0; i < 600; i++ {
 		var in CapInput
 		var h held
+		token := uint64(0) // the fence token presented
 		p := rng.IntN(10)
 		switch {
 		case p < 4 || len(leases) == 0:
-			in = capAcq(cells[rng.IntN(2)], owners[rng.IntN(2)], uint64(1+rng.IntN(3)))
+			in = inGraph(graphs[rng.IntN(2)], capAcq(cells[rng.IntN(2)], owners[rng.IntN(2)], uint64(1+rng.IntN(3))))
 		case p < 8:
 			h = leases[rng.IntN(len(leases))]
 			kind := CapRenew
 			if p >= 6 {
 				kind = CapRelease
 			}
-			in = CapInput{Kind: kind, Cell: h.cell, Owner: h.owner, Fence: h.fence, Epoch: h.epoch}
+			in = CapInput{Kind: kind, Graph: h.graph, Cell: h.cell, Owner: h.owner, Epoch: h.epoch}
+			token = h.fence
 			switch rng.IntN(6) {
 			case 0:
 				in.Owner = owners[rng.IntN(2)]
 			case 1:
 				in.Epoch += uint64(rng.IntN(3)) - 1
 			}
+			in.Fence = ordinal(in, token)
 		default:
-			in = capStatusIn(cells[rng.IntN(2)])
+			in = inGraph(graphs[rng.IntN(2)], capStatusIn(cells[rng.IntN(2)]))
+		}
+		if state[part(in)] == nil {
+			state[part(in)] = m.Init()
 		}
 		var out CapOutput
 		switch in.Kind {
 		case CapAcquire:
-			res, err := svc.Acquire(ctx, capacity.AcquireRequest{SchemaVersion: "1", TenantRef: "t", WorkItemID: "w",
+			res, err := svc.Acquire(ctx, capacity.AcquireRequest{TenantRef: "t", GraphRef: in.Graph, WorkItemID: "w",
 				OwnerDigest: in.Owner, IdempotencyKey: fmt.Sprintf("k%d", i), TTLMs: time.Hour.Milliseconds(),
 				Demands: []capacity.Demand{{CellID: in.Cell, ResourceClass: "slot", Amount: in.Amount}}})
 			if err != nil && !errors.Is(err, errs.Exhausted) {
@@ -305,45 +361,55 @@ func TestCapacityModelAgreesWithService(t *testing.T) {
 			}
 			out = CapOutput{Decision: string(res.Decision), Used: res.Available[0].Used}
 			if res.Decision == capacity.Granted {
-				out.Fence = res.Leases[0].FenceToken
-				leases = append(leases, held{cell: in.Cell, id: res.Leases[0].LeaseID, owner: in.Owner, fence: out.Fence, epoch: 1})
+				l := res.Leases[0]
+				if ts := tokens[part(in)]; len(ts) > 0 && l.FenceToken <= ts[len(ts)-1] {
+					t.Fatalf("step %d: %s granted fence token %d, not above %d", i, describeCapInput(in), l.FenceToken, ts[len(ts)-1])
+				}
+				tokens[part(in)] = append(tokens[part(in)], l.FenceToken)
+				out.Fence = ordinal(in, l.FenceToken)
+				leases = append(leases, held{graph: in.Graph, cell: in.Cell, id: l.LeaseID, owner: in.Owner, fence: l.FenceToken, epoch: 1})
 			}
 		case CapRenew, CapRelease:
 			call := svc.Renew
 			if in.Kind == CapRelease {
 				call = svc.Release
 			}
-			res, err := call(ctx, capacity.LeasesRequest{SchemaVersion: "1", TenantRef: "t", OwnerDigest: in.Owner,
-				Leases: []capacity.LeaseRef{{LeaseID: h.id, LeaseEpoch: in.Epoch, FenceToken: in.Fence}}})
+			res, err := call(ctx, capacity.LeasesRequest{TenantRef: "t", GraphRef: in.Graph, OwnerDigest: in.Owner,
+				Leases: []capacity.LeaseRef{{LeaseID: h.id, LeaseEpoch: in.Epoch, FenceToken: token}}})
 			if res == nil {
 				t.Fatalf("%v: %v", in.Kind, err)
 			}
 			out = CapOutput{Decision: string(res.Decision)}
 			if in.Kind == CapRenew && res.Decision == capacity.Granted {
-				out.Epoch = res.Leases[0].LeaseEpoch
+				out.Epoch = res.Refs()[0].LeaseEpoch
 				for j := range leases {
-					if leases[j].id == h.id {
+					if leases[j].graph == h.graph && leases[j].id == h.id {
 						leases[j].epoch = out.Epoch
 					}
 				}
 			}
 		case CapStatus:
-			res, err := svc.Status(ctx, capacity.ReadRequest{SchemaVersion: "1", TenantRef: "t", CellID: in.Cell, MaxCount: 1}, 0)
+			res, err := svc.Status(ctx, capacity.ReadRequest{TenantRef: "t", GraphRef: in.Graph, CellID: in.Cell, MaxCount: 1}, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
-			out = CapOutput{Used: res.Cells[0].Classes[0].Used, LastFence: res.Cells[0].LastFence}
+			out = CapOutput{Used: res.Cells[0].Classes[0].Used, LastFence: ordinal(in, res.Cells[0].LastFence)}
 		}
-		ok, next := m.Step(state[in.Cell], in, out)
+		ok, next := m.Step(state[part(in)], in, out)
 		if !ok {
-			_, _, want := stepCapWant(state[in.Cell], in)
+			_, _, want := stepCapWant(state[part(in)], in)
 			t.Fatalf("step %d: %s, the model wants %s (state %s)", i, m.DescribeOperation(in, out),
-				describeCapOutput(want), m.DescribeState(state[in.Cell]))
+				describeCapOutput(want), m.DescribeState(state[part(in)]))
 		}
-		state[in.Cell] = next
+		state[part(in)] = next
 	}
-	descs := []string{m.DescribeState(state["a"]), m.DescribeState(state["b"])}
-	t.Logf("final states: %s", strings.Join(descs, " "))
+	var descs []string
+	for _, k := range []string{"/a", "/b", "g2/a", "g2/b"} {
+		if state[k] != nil {
+			descs = append(descs, k+" "+m.DescribeState(state[k]))
+		}
+	}
+	t.Logf("final states: %s", strings.Join(descs, "; "))
 }
 
 func stepCapWant(state any, in CapInput) (capCell, bool, CapOutput) {

@@ -3,6 +3,7 @@ package netns
 import (
 	"bytes"
 	"fmt"
+	"github.com/arbiterhq/arbiter/internal/privileged"
 	"os"
 	"os/exec"
 	"slices"
@@ -43,7 +44,7 @@ func New(t testing.TB, n int) *Net {
 		t.Fatalf("netns: %d members, want 1..%d", n, MaxMembers)
 	}
 	if reason := unavailable(); reason != "" {
-		t.Skipf("netns: network namespaces cannot be made here: %s", reason)
+		privileged.Unavailable(t, "netns: network namespaces cannot be made here: "+reason)
 	}
 	nw := &Net{t: t, prefix: fmt.Sprintf("arb%d-%d", os.Getpid(), time.Now().UnixNano()%100000), n: n,
 		cut: map[[2]int]bool{}, down: map[[2]int]bool{}}

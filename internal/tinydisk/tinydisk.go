@@ -3,6 +3,7 @@ package tinydisk
 import (
 	"errors"
 	"fmt"
+	"github.com/arbiterhq/arbiter/internal/privileged"
 	"os"
 	"os/exec"
 	"strings"
@@ -17,7 +18,7 @@ func Mount(t testing.TB, size string) string {
 	t.Helper()
 	dir := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a small tmpfs to fill (needs root): %v: %s", err, strings.TrimSpace(string(out)))
+		privileged.Unavailable(t, fmt.Sprintf("cannot mount a small tmpfs to fill (needs root): %v: %s", err, strings.TrimSpace(string(out))))
 	}
 	t.Cleanup(func() {
 		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {

@@ -23,7 +23,9 @@
 // the record, so an identifier is refused (detail.class names the
 // class) when it is, checked in this order:
 //
-//   - shell-like (ClassShell): it contains white space, or any of
+//   - shell-like (ClassShell): it contains a space (Unicode category
+//     Zs: U+0020, a no-break space and the like; tabs and line breaks
+//     are control characters, refused by every version), or any of
 //     ; & | ` $ < > ( ) ' " (separators, pipes, substitution,
 //     redirection, quoting);
 //   - a URL (ClassURL): it contains "://" (a URL with an authority,
@@ -51,19 +53,21 @@
 // such as "etc/passwd" cannot be told from a repository and is
 // accepted; so is a random string without a credential's mark.
 //
-// These are the rules of RulesV2 (CurrentRules: Parse, Seal,
-// Identifier). RulesV1 (ParseRules) refused only absolute and home
+// These are the rules of IdentifiersV2 (CurrentIdentifiers: Parse, Seal,
+// Identifier). IdentifiersV1 (ParseWith) refused only absolute and home
 // paths and URLs with user information; Apply reads a record under the
 // rules of the command version the cluster enables, so a log admitted
-// under RulesV1 replays as it was applied.
+// under IdentifiersV1 replays as it was applied.
 //
 // # Fingerprint
 //
-// fingerprint is "v1:" and the lowercase hex SHA-256 of the canonical
-// JSON (internal/canon: sorted keys, minimal escapes, normalized
-// numbers) of the record without its fingerprint field. Seal computes
-// it for a client; Parse recomputes it and refuses a mismatch with
-// detail.reason "fingerprint_mismatch".
+// fingerprint is "v1:" and the lowercase hex SHA-256 of the RFC 8785
+// canonical JSON (canon.JCS; docs/canonical-json.md states the rule and
+// its test vectors) of the record without its fingerprint field. Seal
+// computes it for a client; Parse recomputes it and refuses a mismatch
+// with detail.reason "fingerprint_mismatch". Records sealed under the
+// older rule (Go's escaping of U+2028 and U+2029) stay accepted; inside
+// Apply, ParseWith takes the rules the cluster has enabled (see Rules).
 //
 // # Branch identity
 //

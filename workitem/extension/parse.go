@@ -13,16 +13,24 @@ var (
 )
 
 // Parse reads one record (a JSON object) under the closed schema and
-// the current identifier rules and checks its fingerprint. Failures are
-// invalid errors with detail.field (a path inside the record) and
-// detail.reason (ReasonInvalid or ReasonFingerprintMismatch); a
-// sensitive value also has detail.class (ClassPath, ClassURL,
-// ClassShell or ClassToken).
-func Parse(raw []byte) (*Extension, error) { return ParseRules(raw, CurrentRules) }
+// the current identifier rules, and checks its fingerprint under either
+// rule of canonical JSON (RFC8785OrLegacy). Failures are invalid errors
+// with detail.field (a path inside the record) and detail.reason
+// (ReasonInvalid or ReasonFingerprintMismatch); a sensitive value also
+// has detail.class (ClassPath, ClassURL, ClassShell or ClassToken).
+func Parse(raw []byte) (*Extension, error) {
+	return ParseWith(raw, RFC8785OrLegacy, CurrentIdentifiers)
+}
 
-// ParseRules is Parse under the identifier rules r: what Apply calls,
-// with the rules of the command version the cluster enables.
-func ParseRules(raw []byte, r Rules) (*Extension, error) {
+// ParseUnder is Parse accepting fingerprints under rules only.
+func ParseUnder(raw []byte, rules Rules) (*Extension, error) {
+	return ParseWith(raw, rules, CurrentIdentifiers)
+}
+
+// ParseWith is Parse under fingerprint rules and identifier rules ids:
+// what Apply calls, with the rules of the command versions the cluster
+// enables, so that a log replays as it was applied.
+func ParseWith(raw []byte, rules Rules, ids Identifiers) (*Extension, error) {
 	fields, err := topFields(raw)
 	if err != nil {
 		return nil, err
@@ -39,7 +47,7 @@ func ParseRules(raw []byte, r Rules) (*Extension, error) {
 		return nil, err
 	}
 	e := &Extension{SchemaVersion: version}
-	if err := e.parseFields(fields, r); err != nil {
+	if err := e.parseFields(fields, ids); err != nil {
 		return nil, err
 	}
 	if e.Exclusivity.Branch && e.Branch == "" {
@@ -48,11 +56,11 @@ func ParseRules(raw []byte, r Rules) (*Extension, error) {
 	if !validFingerprint(e.Fingerprint) {
 		return nil, invalid("fingerprint", `must be "v1:" and 64 lowercase hex digits`)
 	}
-	want, err := fingerprint(fields)
+	ok, want, err := matchesFingerprint(fields, e.Fingerprint, rules)
 	if err != nil {
 		return nil, err
 	}
-	if want != e.Fingerprint {
+	if !ok {
 		err := invalid("fingerprint", "is %s; the record's is %s", e.Fingerprint, want)
 		err.Detail["reason"] = ReasonFingerprintMismatch
 		return nil, err
@@ -72,7 +80,7 @@ func topFields(raw []byte) (object, error) {
 	return o, nil
 }
 
-func (e *Extension) parseFields(f object, r Rules) error {
+func (e *Extension) parseFields(f object, r Identifiers) error {
 	var err error
 	sub := func(name string, keys ...string) object {
 		if err != nil {

@@ -5,24 +5,24 @@ import (
 	"unicode"
 )
 
-// Rules are the versions of the identifier rules a record is read under
-// (see the package doc). A reader that must give the answer an older
-// release gave (Apply, replaying a log) names the version; everything
-// else uses CurrentRules.
-type Rules uint8
+// Identifiers are the versions of the identifier rules a record is read
+// under (see the package doc). A reader that must give the answer an
+// older release gave (Apply, replaying a log) names the version;
+// everything else uses CurrentIdentifiers.
+type Identifiers uint8
 
 const (
-	// RulesV1: bounded UTF-8 without control characters, neither an
-	// absolute or home path nor a URL with user information.
-	RulesV1 Rules = 1
-	// RulesV2 adds the sensitive-value classes (issue 40): no path-like,
-	// URL-with-scheme, shell-like or token-like value.
-	RulesV2 Rules = 2
-	// CurrentRules are what Parse, Seal and Identifier apply.
-	CurrentRules = RulesV2
+	// IdentifiersV1: bounded UTF-8 without control characters, neither
+	// an absolute or home path nor a URL with user information.
+	IdentifiersV1 Identifiers = 1
+	// IdentifiersV2 adds the sensitive-value classes (issue 40): no
+	// path-like, URL-with-scheme, shell-like or token-like value.
+	IdentifiersV2 Identifiers = 2
+	// CurrentIdentifiers are what Parse, Seal and Identifier apply.
+	CurrentIdentifiers = IdentifiersV2
 )
 
-// The classes of sensitive values RulesV2 refuses, in detail.class.
+// The classes of sensitive values IdentifiersV2 refuses, in detail.class.
 const (
 	ClassPath  = "path"
 	ClassURL   = "url"
@@ -32,16 +32,16 @@ const (
 
 // Identifier checks one identifier of the record under the current
 // rules: Opaque, and none of the sensitive-value classes.
-func Identifier(field, s string) error { return identifier(field, s, CurrentRules) }
+func Identifier(field, s string) error { return identifier(field, s, CurrentIdentifiers) }
 
-func identifier(field, s string, r Rules) error {
-	if r < RulesV2 {
+func identifier(field, s string, r Identifiers) error {
+	if r < IdentifiersV2 {
 		return Opaque(field, s)
 	}
 	if err := bounded(field, s); err != nil {
 		return err
 	}
-	// The classes take in everything RulesV1 refused (absolute and home
+	// The classes take in everything IdentifiersV1 refused (absolute and home
 	// paths, URLs with user information), so each refusal names one.
 	if class, why := sensitive(s); class != "" {
 		e := invalid(field, "%s; credentials, paths, command bodies and raw payloads never enter the record", why)
@@ -57,8 +57,8 @@ func identifier(field, s string, r Rules) error {
 func sensitive(s string) (class, why string) {
 	for _, r := range s {
 		switch {
-		case unicode.IsSpace(r):
-			return ClassShell, "contains white space (an identifier is one word)"
+		case unicode.Is(unicode.Zs, r):
+			return ClassShell, "contains a space (an identifier is one word)"
 		case strings.ContainsRune(shellChars, r):
 			return ClassShell, "contains " + string(r) + ", which a shell reads as syntax"
 		}

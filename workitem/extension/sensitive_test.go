@@ -10,7 +10,7 @@ import (
 
 // Issue 40 item 10: credentials, paths, command bodies and raw payloads
 // never enter the record. Each class of sensitive value is refused in
-// every identifier field, naming the field and the class; RulesV1 (what
+// every identifier field, naming the field and the class; IdentifiersV1 (what
 // an older log was admitted under) takes what it took.
 func TestSensitiveValuesAreRefused(t *testing.T) {
 	token := "ghp_" + strings.Repeat("A1b2", 9)
@@ -80,11 +80,11 @@ func TestSensitiveValuesAreRefused(t *testing.T) {
 			t.Errorf("Identifier(%q): %v, want class %s", c.value, err, c.class)
 		}
 	}
-	// RulesV1 took these: a log admitted under it reads the same.
+	// IdentifiersV1 took these: a log admitted under it reads the same.
 	m := sealedMap(t)
 	m["repository"] = "../../etc/passwd"
-	if _, err := extension.ParseRules(resealed(t, m), extension.RulesV1); err != nil {
-		t.Fatalf("RulesV1 refuses what it took: %v", err)
+	if _, err := extension.ParseWith(resealed(t, m), extension.RFC8785OrLegacy, extension.IdentifiersV1); err != nil {
+		t.Fatalf("IdentifiersV1 refuses what it took: %v", err)
 	}
 }
 

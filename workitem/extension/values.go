@@ -42,7 +42,7 @@ func invalid(field, format string, args ...any) *errs.Error {
 	return e
 }
 
-// Opaque checks an opaque identifier under RulesV1 (see the package
+// Opaque checks an opaque identifier under IdentifiersV1 (see the package
 // doc): bounded UTF-8 without control characters that is neither an
 // absolute or home path nor a URL carrying credentials. The record's
 // identifiers answer to more (Identifier).
@@ -151,7 +151,7 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // str decodes a JSON string that is an identifier under rules r.
-func str(field string, raw json.RawMessage, r Rules) (string, error) {
+func str(field string, raw json.RawMessage, r Identifiers) (string, error) {
 	var s string
 	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '"' || json.Unmarshal(t, &s) != nil {
 		return "", invalid(field, "must be a JSON string")
@@ -183,7 +183,7 @@ func boolean(field string, raw json.RawMessage) (bool, error) {
 }
 
 // list decodes a JSON array of at most max distinct identifiers.
-func list(field string, raw json.RawMessage, max int, r Rules) ([]string, error) {
+func list(field string, raw json.RawMessage, max int, r Identifiers) ([]string, error) {
 	var items []json.RawMessage
 	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '[' || json.Unmarshal(t, &items) != nil {
 		return nil, invalid(field, "must be a JSON array of strings")
@@ -206,7 +206,7 @@ func list(field string, raw json.RawMessage, max int, r Rules) ([]string, error)
 }
 
 // labels decodes a JSON object of at most MaxLabels identifier pairs.
-func labels(field string, raw json.RawMessage, r Rules) (map[string]string, error) {
+func labels(field string, raw json.RawMessage, r Identifiers) (map[string]string, error) {
 	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
 		return nil, invalid(field, "must be a JSON object of strings")
 	}
