@@ -192,10 +192,23 @@ func (f *FSM) applyDecoded(txn *statestore.Txn, m *meta, index uint64, cmd log.C
 		return refuse(errs.Errorf(errs.CodeInvalid, "%s: unsupported version %d (max %d)", spec.Name, cmd.Version, spec.MaxVersion))
 	}
 	m.Now = max(m.Now, cmd.Stamp)
+	var ledgerKey string
 	if cmd.IdemKey != "" {
-		if res, done := f.consultLedger(txn, &cmd, m); done {
+		key, e := ledgerID(spec, &cmd, m)
+		if e != nil {
+			return refuse(e)
+		}
+		// A principal's own request from before the switch to a
+		// tenant-keyed ledger answers first (see LedgerLegacyScope).
+		if legacy := legacyCommand(spec, &cmd, m); legacy != nil {
+			if res, done := f.consultLedger(txn, legacy, principalLedgerID(legacy), m); done {
+				return res, nil, clean
+			}
+		}
+		if res, done := f.consultLedger(txn, &cmd, key, m); done {
 			return res, nil, clean
 		}
+		ledgerKey = key
 	}
 
 	tx := &Tx{Now: m.Now, Index: index, Principal: cmd.Principal, Adapter: cmd.Adapter, txn: txn, meta: m}
@@ -222,7 +235,7 @@ func (f *FSM) applyDecoded(txn *statestore.Txn, m *meta, index uint64, cmd log.C
 	}
 	recorded := cmd.IdemKey != "" && !tx.refused
 	if recorded {
-		if err := recordLedger(txn, m, &cmd, res); err != nil {
+		if err := recordLedger(txn, m, &cmd, ledgerKey, res); err != nil {
 			return failed(errs.Errorf(errs.CodeInternal, "%s: idempotency ledger: %v", spec.Name, err), dirty)
 		}
 	}

@@ -40,6 +40,41 @@ func submitHandler[Req, Res any](call func(context.Context, Req) (*Res, error), 
 	})
 }
 
+// jsonHandler serves every other route with a body: at most
+// domain.MaxBodyBytes (413 beyond), decoded strictly as submitHandler
+// decodes (422 naming the field when the decoder names one), answered
+// with status(res) (nil: 200).
+func jsonHandler[Req, Res any](call func(context.Context, Req) (*Res, error), status func(*Res) int) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := domain.ReadBody(w, r, domain.MaxBodyBytes)
+		if err != nil {
+			domain.WriteError(w, err)
+			return
+		}
+		var req Req
+		if err := strictjson.Decode(body, &req); err != nil {
+			domain.WriteError(w, decodeError(err))
+			return
+		}
+		res, err := call(r.Context(), req)
+		if err != nil {
+			domain.WriteError(w, err)
+			return
+		}
+		code := http.StatusOK
+		if status != nil {
+			code = status(res)
+		}
+		domain.WriteJSON(w, code, res)
+	})
+}
+
+// post is a POST route of jsonHandler for any authenticated principal
+// (the module checks tenant and role).
+func post[Req, Res any](path string, call func(context.Context, Req) (*Res, error), status func(*Res) int) domain.Route {
+	return domain.Route{Method: http.MethodPost, Path: path, Access: domain.Authenticated, Handler: jsonHandler(call, status)}
+}
+
 // decodeError is the invalid error of a body that does not decode, with
 // detail.field when the decoder names one.
 func decodeError(err error) error {

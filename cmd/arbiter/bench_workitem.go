@@ -18,7 +18,7 @@ import (
 // in-flight cap (4096) would refuse it.
 func submitOp(prefix string, run, batch int, remotes []*cluster.Remote) loadgen.Op {
 	item := workitem.SubmitRequest{CommandDigest: "sha256:" + strings.Repeat("b", 64), Kind: "bench", InputRef: "bench-input",
-		PolicyDigest: "policy", CatalogDigest: "catalog", ModelDigest: "model", MaxAttempts: 1, MaxTenantInFlight: workitem.MaxTenantInFlight}
+		PolicyDigest: "sha256:" + strings.Repeat("1", 64), CatalogDigest: "sha256:" + strings.Repeat("2", 64), ModelDigest: "sha256:" + strings.Repeat("3", 64), MaxAttempts: 1, MaxTenantInFlight: workitem.MaxTenantInFlight}
 	perTenant := workitem.MaxTenantInFlight / batch
 	return func(ctx context.Context, c, seq int) error {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
