@@ -2,15 +2,13 @@ package workitem
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/arbiterhq/arbiter/domain"
-	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/internal/strictjson"
+	"github.com/arbiterhq/arbiter/retry"
 )
 
 // ProfileFile is what --reservation-profiles holds: the PUT body's
@@ -104,28 +102,20 @@ func (l *profileLoader) start(ctx context.Context, h domain.Host) {
 // them yet (no leader, the command not enabled), until ctx ends, and
 // logs whether the file's set or the cluster's won.
 func (l *profileLoader) propose(ctx context.Context, svc *Service, h domain.Host, f ProfileFile) {
-	for wait := 200 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
-		res, err := svc.seedProfiles(ctx, f)
-		switch {
-		case err == nil && res.Kept:
-			h.Logger().Info("reservation profiles: the cluster's set is kept, not this file's; give the file a file_version above the cluster's to replace it",
-				"file", l.file, "file_version", f.FileVersion, "cluster_source", res.Source, "cluster_file_version", res.FileVersion,
-				"cluster_set_index", res.SetIndex, "cluster_digest", res.Digest)
-			return
-		case err == nil:
-			h.Logger().Info("reservation profiles: this file's set is the cluster's", "file", l.file, "file_version", f.FileVersion,
-				"profiles", len(res.Profiles), "digest", res.Digest, "changed", res.Changed)
-			return
-		case !errors.Is(err, errs.Unavailable):
-			h.Logger().Error("reservation profiles refused", "file", l.file, "error", err)
-			return
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
+	var res *ProfilesResult
+	err := retry.Unavailable(ctx, func(ctx context.Context) (err error) {
+		res, err = svc.seedProfiles(ctx, f)
+		return err
+	})
+	switch {
+	case err == nil && res.Kept:
+		h.Logger().Info("reservation profiles: the cluster's set is kept, not this file's; give the file a file_version above the cluster's to replace it",
+			"file", l.file, "file_version", f.FileVersion, "cluster_source", res.Source, "cluster_file_version", res.FileVersion,
+			"cluster_set_index", res.SetIndex, "cluster_digest", res.Digest)
+	case err == nil:
+		h.Logger().Info("reservation profiles: this file's set is the cluster's", "file", l.file, "file_version", f.FileVersion,
+			"profiles", len(res.Profiles), "digest", res.Digest, "changed", res.Changed)
+	case ctx.Err() == nil:
+		h.Logger().Error("reservation profiles refused", "file", l.file, "error", err)
 	}
 }
