@@ -73,10 +73,18 @@ class Proc:
         with open(self.log, "ab") as out:
             self.popen = subprocess.Popen(self.args, stdout=out, stderr=subprocess.STDOUT)
 
-    def kill(self) -> None:
+    def kill(self, wait: bool = True) -> None:
+        """SIGKILL; ``wait=False`` returns at once (the process dies while
+        the caller's requests are in flight)."""
         if self.popen and self.popen.poll() is None:
             self.popen.send_signal(signal.SIGKILL)
+        if self.popen and wait:
             self.popen.wait(timeout=10)
+
+    def pause(self) -> None:
+        """SIGSTOP: the process keeps its sockets but answers nothing."""
+        if self.popen and self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGSTOP)
 
     def ready(self) -> bool:
         return httpx.get(self.api + "/readyz", timeout=1).status_code == 200
