@@ -19,12 +19,16 @@ JSONObject = Dict[str, Any]
 
 
 class Command(TypedDict):
+    """One command and its version."""
+
     type: int
     name: str
     version: int
 
 
 class DomainCommands(TypedDict):
+    """A domain's commands."""
+
     name: str
     commands: List[Command]
 
@@ -45,6 +49,8 @@ class CapabilitiesResult(TypedDict):
 
 
 class Member(TypedDict):
+    """A member of the cluster."""
+
     id: str
     raft_addr: str
     api_addr: str
@@ -86,6 +92,8 @@ class Whoami(TypedDict):
 
 
 class Ready(TypedDict):
+    """``/readyz``'s answer when the node is ready."""
+
     status: str
     leader_id: str
 
@@ -119,6 +127,8 @@ class ChangesPage(TypedDict):
 
 
 class Node(TypedDict):
+    """A node: ``version`` grows by one per successful CAS; the indexes are the log's."""
+
     node_id: str
     labels: List[str]
     properties: JSONObject
@@ -139,6 +149,8 @@ class CreateResult(_CreateResultBase, total=False):
 
 
 class Failure(TypedDict, total=False):
+    """A CAS check that did not hold."""
+
     field: str
     check: str
     reason: str
@@ -158,6 +170,8 @@ class CASResult(_CASResultBase, total=False):
 
 
 class NodePage(TypedDict):
+    """A page of nodes; ``next_cursor`` is empty on the last."""
+
     nodes: List[Node]
     next_cursor: str
 
@@ -166,6 +180,8 @@ class NodePage(TypedDict):
 
 
 class ConceptPolicy(TypedDict, total=False):
+    """A namespace policy: a number range, optionally under a semantic prefix."""
+
     namespace: str
     prefix: str
     min: int
@@ -174,6 +190,8 @@ class ConceptPolicy(TypedDict, total=False):
 
 
 class Policies(TypedDict, total=False):
+    """The cluster's namespace policy set."""
+
     configured: bool
     version: int
     policies: List[ConceptPolicy]
@@ -215,6 +233,8 @@ class ConceptRecord(TypedDict, total=False):
 
 
 class ReserveResult(TypedDict):
+    """Exactly one of ``created``, ``reclaimed`` and ``replayed`` is true."""
+
     record: ConceptRecord
     created: bool
     reclaimed: bool
@@ -227,10 +247,14 @@ class _TransitionResultBase(TypedDict):
 
 
 class TransitionResult(_TransitionResultBase, total=False):
+    """The record with its new fence; ``promoted_to`` when a release became a tombstone."""
+
     promoted_to: str
 
 
 class ConceptPage(TypedDict):
+    """A page of a tenant's concept claims."""
+
     records: List[ConceptRecord]
     next_cursor: str
 
@@ -287,6 +311,8 @@ class Lease(_LeaseBase, total=False):
 
 
 class Available(TypedDict):
+    """A cell's class: capacity, use and what is free."""
+
     cell_id: str
     resource_class: str
     capacity: int
@@ -305,6 +331,8 @@ class _AcquireResultBase(TypedDict):
 
 
 class AcquireResult(_AcquireResultBase, total=False):
+    """A grant: ``leases`` to present later (:func:`arbiter_client.lease_refs`)."""
+
     replayed: bool
 
 
@@ -317,10 +345,14 @@ class _LeasesResultBase(TypedDict):
 
 
 class LeasesResult(_LeasesResultBase, total=False):
+    """The leases a renew or release changed."""
+
     replayed: bool
 
 
 class CapacityReclaimResult(TypedDict):
+    """The leases a reclaim ended."""
+
     schema_version: str
     decision: str
     reclaimed_lease_ids: List[str]
@@ -338,6 +370,8 @@ class _CellStatusBase(TypedDict):
 
 
 class CellStatus(_CellStatusBase, total=False):
+    """A capacity cell: its epoch, last fence and classes."""
+
     graph_ref: str
 
 
@@ -352,6 +386,8 @@ class CapacityPage(TypedDict):
 
 
 class CellResult(TypedDict):
+    """The cell an update left."""
+
     schema_version: str
     decision: str
     cell: CellStatus
@@ -363,11 +399,15 @@ class CellResult(TypedDict):
 
 
 class Dependencies(TypedDict):
+    """How many dependencies a work item has and how many succeeded."""
+
     total: int
     satisfied: int
 
 
 class Quota(TypedDict):
+    """The tenant's items in flight and its cap."""
+
     in_flight: int
     cap: int
 
@@ -396,6 +436,8 @@ class Submit(_SubmitBase, total=False):
 
 
 class SubmitResult(TypedDict):
+    """An admission (or its replay, ``replayed``)."""
+
     work_item_id: str
     tenant_ref: str
     graph_ref: str
@@ -413,11 +455,15 @@ class SubmitResult(TypedDict):
 
 
 class SequenceRange(TypedDict):
+    """The command sequences a batch took."""
+
     first: int
     last: int
 
 
 class BatchResult(TypedDict):
+    """A batch's admissions, in request order."""
+
     tenant_ref: str
     graph_ref: str
     idempotency_key: str
@@ -454,6 +500,8 @@ class _WorkItemBase(TypedDict):
 
 
 class WorkItem(_WorkItemBase, total=False):
+    """A work item as the cluster holds it."""
+
     deadline_unix: int
     owner_ref: str
     claimed_by: str
@@ -473,10 +521,14 @@ class _ClaimResultBase(TypedDict):
 
 
 class ClaimResult(_ClaimResultBase, total=False):
+    """A claim: keep ``attempt`` and ``fence`` for complete and reserve."""
+
     replayed: bool
 
 
 class ItemResult(TypedDict):
+    """``{"work_item": ...}``."""
+
     work_item: WorkItem
 
 
@@ -496,6 +548,8 @@ class _SummaryBase(TypedDict):
 
 
 class WorkItemSummary(_SummaryBase, total=False):
+    """A work item in a list page."""
+
     owner_ref: str
     claim_expires_at_ms: int
     reason: str
@@ -503,6 +557,8 @@ class WorkItemSummary(_SummaryBase, total=False):
 
 
 class WorkItemPage(TypedDict):
+    """A page of work-item summaries in sequence order."""
+
     work_items: List[WorkItemSummary]
     next_cursor: str
     now_ms: int
@@ -512,6 +568,8 @@ class WorkItemPage(TypedDict):
 
 
 class Dimensions(TypedDict):
+    """The four dimensions of host capacity."""
+
     cpu_millis: int
     memory_mib: int
     disk_mib: int
@@ -519,26 +577,36 @@ class Dimensions(TypedDict):
 
 
 class ProfileRef(TypedDict):
+    """A reservation profile's name and version."""
+
     name: str
     version: str
 
 
 class ConcurrencySpec(TypedDict):
+    """A concurrency key and the limit its holders share."""
+
     key: str
     limit: int
 
 
 class ExclusivitySpec(TypedDict):
+    """Whether the work holds its repository or branch alone."""
+
     repository: bool
     branch: bool
 
 
 class FairnessSpec(TypedDict):
+    """A fairness group and the debt a reservation adds."""
+
     group: str
     cost: int
 
 
 class DiskPolicy(TypedDict):
+    """The free disk a host must keep."""
+
     min_free_mib: int
 
 
@@ -566,6 +634,8 @@ class ReservationRecord(_ReservationRecordBase, total=False):
 
 
 class Telemetry(TypedDict):
+    """A host's last disk report."""
+
     report_seq: int
     disk_free_mib: int
     reported_at_ms: int
@@ -573,6 +643,8 @@ class Telemetry(TypedDict):
 
 
 class Host(TypedDict):
+    """A shared host."""
+
     host_id: str
     labels: Dict[str, str]
     capacity: Dimensions
@@ -588,15 +660,21 @@ class _HostResultBase(TypedDict):
 
 
 class HostResult(_HostResultBase, total=False):
+    """The host a put or a telemetry report left."""
+
     created: bool
 
 
 class HostStatus(Host):
+    """A host with what is free and how old its telemetry is."""
+
     free: Dimensions
     telemetry_age_ms: int
 
 
 class ReservationKeys(TypedDict, total=False):
+    """The exclusivity, concurrency and fairness keys a reservation holds."""
+
     repository: str
     repository_exclusive: bool
     branch: str
@@ -635,6 +713,8 @@ class Reservation(_ReservationBase, total=False):
 
 
 class ReservationResult(TypedDict):
+    """``{"reservation": ...}``."""
+
     reservation: Reservation
 
 
@@ -644,10 +724,14 @@ class _ReservationReclaimBase(TypedDict):
 
 
 class ReservationReclaimResult(_ReservationReclaimBase, total=False):
+    """The reservations a reclaim ended."""
+
     next_cursor: str
 
 
 class Debt(TypedDict):
+    """A fairness group's debt."""
+
     profile: str
     group: str
     debt: int
@@ -665,6 +749,8 @@ class _ReservationQueryBase(TypedDict):
 
 
 class ReservationQueryResult(_ReservationQueryBase, total=False):
+    """One page across reservations, hosts and fairness debts."""
+
     next_cursor: str
 
 
@@ -680,6 +766,8 @@ class Profiles(TypedDict, total=False):
 
 
 class ConflictKey(TypedDict):
+    """What allocation decides the first writer of."""
+
     kind: str
     target: str
     delivery_mode: str
@@ -691,10 +779,14 @@ class _CatalogRowBase(TypedDict):
 
 
 class CatalogRow(_CatalogRowBase, total=False):
+    """A catalog slot of a space."""
+
     aliases: List[str]
 
 
 class Space(TypedDict, total=False):
+    """An allocation space."""
+
     slug: str
     tenant_ref: str
     catalog: List[CatalogRow]
@@ -707,6 +799,8 @@ class Space(TypedDict, total=False):
 
 
 class Winner(TypedDict, total=False):
+    """Who holds a key: a task, a note, a reserved intent or an external winner."""
+
     type: str
     id: Any
     status: str
@@ -737,6 +831,8 @@ class Task(TypedDict, total=False):
 
 
 class Note(TypedDict, total=False):
+    """A post-review note."""
+
     id: int
     space: str
     task_id: int
@@ -748,6 +844,8 @@ class Note(TypedDict, total=False):
 
 
 class AllocationReservation(TypedDict, total=False):
+    """A reservation of a conflict key for a proposal."""
+
     proposal_id: str
     conflict_key: ConflictKey
     expires_at_ms: int
@@ -758,6 +856,8 @@ class AllocationReservation(TypedDict, total=False):
 
 
 class Occupancy(TypedDict, total=False):
+    """A key held now and its holder."""
+
     conflict_key: ConflictKey
     winner: Winner
     proposal_id: str
@@ -765,6 +865,8 @@ class Occupancy(TypedDict, total=False):
 
 
 class Duplicate(TypedDict):
+    """A task that wants a key another holds."""
+
     task_id: int
     title: str
     status: str
@@ -773,6 +875,8 @@ class Duplicate(TypedDict):
 
 
 class DuplicatePage(TypedDict):
+    """A page of duplicates."""
+
     duplicates: List[Duplicate]
     next_cursor: str
 
@@ -782,40 +886,56 @@ class _SpaceResultBase(TypedDict):
 
 
 class SpaceResult(_SpaceResultBase, total=False):
+    """A space after a put (``rebound`` tasks, new ``duplicates``)."""
+
     rebound: int
     duplicates: DuplicatePage
 
 
 class SpacePage(TypedDict):
+    """A page of spaces."""
+
     spaces: List[Space]
     next_cursor: str
 
 
 class TaskResult(TypedDict):
+    """``{"task": ...}``."""
+
     task: Task
 
 
 class TaskPage(TypedDict):
+    """A page of tasks."""
+
     tasks: List[Task]
     next_cursor: str
 
 
 class NoteResult(TypedDict):
+    """``{"note": ...}``."""
+
     note: Note
 
 
 class NotePage(TypedDict):
+    """A page of notes."""
+
     notes: List[Note]
     next_cursor: str
 
 
 class Score(TypedDict):
+    """A catalog row's token overlap with a title."""
+
     work_item_id: str
     intersection: int
     union: int
 
 
 class BindResult(TypedDict):
+    """The slot a title binds to (``None``: the title itself)."""
+
     work_item_id: Optional[str]
     target: str
     scores: List[Score]
@@ -836,30 +956,42 @@ class Proposal(_ProposalBase, total=False):
 
 
 class WindowEntry(TypedDict):
+    """A window proposal's outcome: ``status`` 201, 409 or 422 and its body."""
+
     proposal_id: str
     status: int
     body: JSONObject
 
 
 class WindowResult(TypedDict):
+    """A window's outcomes in processing order."""
+
     results: List[WindowEntry]
 
 
 class AllocationReservationResult(TypedDict):
+    """``{"reservation": ...}``."""
+
     reservation: AllocationReservation
 
 
 class AllocationReservationPage(TypedDict):
+    """A page of reservations."""
+
     reservations: List[AllocationReservation]
     next_cursor: str
 
 
 class OccupancyPage(TypedDict):
+    """A page of occupancy."""
+
     occupancy: List[Occupancy]
     next_cursor: str
 
 
 class DropResult(TypedDict):
+    """What an abort or release dropped."""
+
     proposal_id: str
     conflict_key: ConflictKey
     dropped: bool
@@ -880,11 +1012,15 @@ class Attested(TypedDict):
 
 
 class ChannelBinding(TypedDict):
+    """A channel of a target and the producer bound to it."""
+
     channel: str
     producer: str
 
 
 class ProjectionConfig(TypedDict, total=False):
+    """The projection lease TTL (``lease_ttl_ms`` 0: not configured)."""
+
     lease_ttl_ms: int
     configured: bool
     updated_at_ms: int
@@ -892,11 +1028,15 @@ class ProjectionConfig(TypedDict, total=False):
 
 
 class TargetResult(TypedDict):
+    """A target's id (``created`` false for the same tuple again)."""
+
     target_id: str
     created: bool
 
 
 class ChannelSubmitResult(TypedDict):
+    """``status``: ``accepted`` or ``replayed``."""
+
     status: str
     target_id: str
     channel: str
@@ -931,6 +1071,8 @@ class PublishResult(_PublishResultBase, total=False):
 
 
 class ProjectionReleaseResult(TypedDict):
+    """``released`` false when the lease had already ended."""
+
     target_id: str
     fencing_epoch: int
     state: str
@@ -938,6 +1080,8 @@ class ProjectionReleaseResult(TypedDict):
 
 
 class TargetView(TypedDict, total=False):
+    """A target's channels, lease and last publication."""
+
     target_id: str
     agent_id: str
     attested: Attested

@@ -51,3 +51,16 @@ def test_get_pages_and_exact_numbers(client: Client, unique: str) -> None:
     assert seen == [f"{unique}-{i}" for i in range(3)]
     with pytest.raises(NotFound):
         client.nodes.get(unique + "-nope")
+
+
+def test_replay_sends_the_same_request_with_the_same_key(client: Client, unique: str) -> None:
+    from arbiter_client import OutcomeUnknown
+    from arbiter_client.nodes import Nodes
+
+    call = Nodes.create.build(client.nodes, unique, properties={"v": 1})
+    lost = OutcomeUnknown("the answer was lost", idempotency_key=call.idempotency_key)
+    lost.call = call
+    first = client.replay(lost)
+    assert first["created"]
+    again = client.with_retry(5).replay(lost)
+    assert again["created"] and again.get("replayed") and again["node"] == first["node"]

@@ -135,3 +135,32 @@ def test_readiness_matches_full_and_short_names() -> None:
     with pytest.raises(NotReady) as info:
         r.check(["workitem.submit"])
     assert info.value.missing == ["workitem.submit"]
+
+
+def test_retry_replays_while_unknown_and_stops_on_an_answer() -> None:
+    from arbiter_client import NotReady, retry
+
+    calls: list[int] = []
+
+    def flaky() -> str:
+        calls.append(1)
+        if len(calls) < 3:
+            raise OutcomeUnknown("lost", idempotency_key="k")
+        return "done"
+
+    assert retry(flaky, timeout=5) == "done" and len(calls) == 3
+
+    def not_ready() -> str:
+        calls.append(1)
+        raise NotReady("incompatible deployment", detail={"missing": ["x.y"]})
+
+    calls.clear()
+    with pytest.raises(NotReady):
+        retry(not_ready, timeout=5)
+    assert len(calls) == 1  # another deployment is needed, not another try
+
+    def down() -> str:
+        raise Unavailable("no leader")
+
+    with pytest.raises(Unavailable):
+        retry(down, timeout=0.2)  # bounded by its deadline
