@@ -9,6 +9,7 @@ service per domain.
 from __future__ import annotations
 
 import os
+import ssl
 from dataclasses import replace
 from typing import Any, Awaitable, Generic, Sequence, TypeVar
 
@@ -68,8 +69,7 @@ class _Base(Generic[Tr]):
         if token:
             headers["Authorization"] = "Bearer " + token
         settings = Settings(Addresses(addrs or DEFAULT_ADDR), headers, timeout, connect_timeout)
-        http: dict[str, Any] = {"verify": ca if ca else True, "cert": cert, "trust_env": trust_env,
-                                "timeout": timeout}
+        http: dict[str, Any] = {"verify": _tls(ca, cert), "trust_env": trust_env, "timeout": timeout}
         return settings, http
 
     @staticmethod
@@ -112,6 +112,19 @@ class _Base(Generic[Tr]):
             raise ValueError("this error carries no request to replay") from err
         call: Call[Any] = err.call
         return call
+
+
+def _tls(ca: str | None, cert: str | tuple[str, str] | None) -> ssl.SSLContext | bool:
+    """The TLS configuration of the connections: an SSLContext trusting
+    ``ca`` (else the system's CAs) and presenting ``cert``, which every
+    httpx from 0.23 on takes as ``verify``."""
+    if not ca and not cert:
+        return True
+    ctx = ssl.create_default_context(cafile=ca)
+    if cert:
+        certfile, keyfile = (cert, None) if isinstance(cert, str) else cert
+        ctx.load_cert_chain(certfile, keyfile)
+    return ctx
 
 
 class Client(_Base[SyncTransport]):

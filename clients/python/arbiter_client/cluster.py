@@ -94,8 +94,9 @@ class Cluster(Domain[M]):
         iterator (``async for`` on an :class:`~arbiter_client.AsyncClient`).
 
         Pages hold at most ``limit`` events. With ``follow`` (the default)
-        it long-polls ``wait_ms`` at a time for new changes until the
-        caller stops iterating; without, it ends at the feed's end.
+        it is a stream: it long-polls ``wait_ms`` at a time for new
+        changes until the caller stops iterating (``break``); without, it
+        ends at the feed's end.
         """
         if not 1 <= limit <= MAX_PAGE or not 0 <= wait_ms <= MAX_WAIT_MS:
             raise ValueError(f"limit must be 1..{MAX_PAGE} and wait_ms 0..{MAX_WAIT_MS}")
@@ -109,8 +110,10 @@ class Cluster(Domain[M]):
         return _follow(self._runner.run, page, after, follow)
 
 
-def _done(page: ChangesPage, follow: bool) -> bool:
-    return not follow and (not page["events"] or page["next"] >= page["last_seq"])
+def _done(page: ChangesPage, cursor: int, follow: bool) -> bool:
+    # Without follow: the end is reached once the cursor caught up with
+    # the feed (or stopped moving: nothing more this caller may see).
+    return not follow and (page["next"] >= page["last_seq"] or page["next"] == cursor)
 
 
 def _follow(run: Callable[[Call[Any]], Any], page: Callable[[int], Call[ChangesPage]], after: int,
@@ -118,8 +121,8 @@ def _follow(run: Callable[[Call[Any]], Any], page: Callable[[int], Call[ChangesP
     while True:  # one bounded page per turn; ends at the feed's end unless following
         got: ChangesPage = run(page(after))
         yield from got["events"]
-        after = got["next"]
-        if _done(got, follow):
+        done, after = _done(got, after, follow), got["next"]
+        if done:
             return
 
 
@@ -129,6 +132,6 @@ async def _follow_async(run: Callable[[Call[Any]], Any], page: Callable[[int], C
         got: ChangesPage = await run(page(after))
         for event in got["events"]:
             yield event
-        after = got["next"]
-        if _done(got, follow):
+        done, after = _done(got, after, follow), got["next"]
+        if done:
             return

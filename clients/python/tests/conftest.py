@@ -227,3 +227,35 @@ def unique(request: pytest.FixtureRequest) -> str:
     """A name unique to the test (tenants, ids), so tests share the
     cluster without seeing each other's records."""
     return f"{request.node.name.replace('_', '-')[:40]}-{time.monotonic_ns() % 10**9}"
+
+
+@pytest.fixture(scope="session")
+def tls_node(cluster: Cluster) -> Iterator[tuple[str, Path]]:
+    """One node serving https with client certificates (``arbiter cert``):
+    its URL and the directory of the CA and the ``ops`` certificate."""
+    root = cluster.root / "tls"
+    certs = root / "certs"
+    root.mkdir()
+    run = lambda *a: subprocess.run([str(cluster.binary), "cert", *a, "--dir", str(certs)], check=True,  # noqa: E731
+                                    capture_output=True, timeout=60)
+    run("ca")
+    run("node", "--id", "t1")
+    made = json.loads(run("client", "--principal", "ops", "-o", "json").stdout)
+    (root / "principals.json").write_text(json.dumps(
+        [{"id": "ops", "tenants": ["*"], "roles": ["admin"], "cert_sha256": [made["cert_sha256"]]}]))
+    raft, http = free_ports(2)
+    args = serve_args(cluster.binary, "t1", root, raft, http, [
+        "--bootstrap", "--principals", str(root / "principals.json"), "--tls-cert", str(certs / "t1.pem"),
+        "--tls-key", str(certs / "t1-key.pem"), "--tls-peer-ca", str(certs / "peer-ca.pem"),
+        "--tls-client-ca", str(certs / "client-ca.pem")])
+    p = Proc("t1", f"https://127.0.0.1:{http}", args, root / "t1.log")
+    p.start()
+    try:
+        ca = str(certs / "peer-ca.pem")
+        wait_until("t1 ready", lambda: httpx.get(p.api + "/readyz", verify=ca, timeout=1).status_code == 200)
+        yield p.api, certs
+    except BaseException:
+        sys.stderr.write(f"--- t1 log ---\n{p.tail()}\n")
+        raise
+    finally:
+        p.kill()

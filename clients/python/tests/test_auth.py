@@ -44,3 +44,21 @@ def test_credentials_and_refusals(auth_node: str) -> None:
     with Client(auth_node, token=TOKENS["ops"]) as ops:
         assert ops.cluster.whoami()["roles"] == ["admin"]
         assert ops.nodes.create("made-by-ops")["created"]
+
+
+def test_tls_with_a_client_certificate(tls_node: tuple[str, object]) -> None:
+    from pathlib import Path
+
+    from arbiter_client import Unavailable
+
+    url, certs = tls_node
+    assert isinstance(certs, Path)
+    ca, cert, key = str(certs / "peer-ca.pem"), str(certs / "ops.pem"), str(certs / "ops-key.pem")
+    with Client(url, ca=ca, cert=(cert, key)) as ops:
+        me = ops.cluster.whoami()
+        assert me["principal"] == "ops" and me["credential"] == "client_certificate"
+        assert ops.nodes.create("over-tls")["created"]
+    with Client(url, ca=ca) as anonymous, pytest.raises(Unauthorized):
+        anonymous.cluster.whoami()
+    with Client(url, cert=(cert, key), timeout=2) as untrusting, pytest.raises(Unavailable):
+        untrusting.cluster.whoami()  # the node's CA is not the system's: the handshake fails
