@@ -264,7 +264,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	n.logger.Info("node started", "raft_addr", n.raftAddr, "api_addr", n.apiAddr, "existing_state", hasState,
 		"cluster_id", n.record.get().ClusterID, "log_store", n.logStore, "auth", n.AuthMode(), "tls", n.cfg.TLS != nil)
 	if n.AuthMode() == "open" {
-		n.logger.Warn("open development mode: every caller is trusted; the node listens on loopback only")
+		n.logger.Warn("open development mode: every caller is trusted; the node listens on loopback only (configure principals to authenticate: arbiter serve --principals, Config.Principals)")
 	}
 
 	if !hasState && len(n.cfg.Join) > 0 {

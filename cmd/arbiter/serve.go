@@ -198,9 +198,6 @@ func serve(cfg cluster.Config, o serveOptions) error {
 		return err
 	}
 	cfg.Logger.Info("serving", "id", cfg.ID, "api", node.APIAddr(), "raft", node.RaftAddr(), "auth", node.AuthMode(), "tls", cfg.TLS != nil)
-	if node.AuthMode() == "open" {
-		cfg.Logger.Warn("open development mode: every caller is trusted; listening on loopback only (configure --principals to authenticate)")
-	}
 
 	for stop := false; !stop; {
 		select {
