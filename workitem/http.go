@@ -16,37 +16,27 @@ import (
 // fields, invalid UTF-8 or trailing data: 422 invalid naming the field
 // when it can), answered 201 when it admitted and 200 when it replayed.
 func submitHandler[Req, Res any](call func(context.Context, Req) (*Res, error), replayed func(*Res) bool) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := domain.ReadBody(w, r, MaxRequestBytes)
-		if err != nil {
-			domain.WriteError(w, err)
-			return
-		}
-		var req Req
-		if err := strictjson.Decode(body, &req); err != nil {
-			domain.WriteError(w, decodeError(err))
-			return
-		}
-		res, err := call(r.Context(), req)
-		if err != nil {
-			domain.WriteError(w, err)
-			return
-		}
-		status := http.StatusCreated
+	return bodyHandler(MaxRequestBytes, call, func(res *Res) int {
 		if replayed(res) {
-			status = http.StatusOK
+			return http.StatusOK
 		}
-		domain.WriteJSON(w, status, res)
+		return http.StatusCreated
 	})
 }
 
 // jsonHandler serves every other route with a body: at most
-// domain.MaxBodyBytes (413 beyond), decoded strictly as submitHandler
-// decodes (422 naming the field when the decoder names one), answered
-// with status(res) (nil: 200).
+// domain.MaxBodyBytes (413 beyond), decoded as submitHandler decodes,
+// answered with status(res) (nil: 200).
 func jsonHandler[Req, Res any](call func(context.Context, Req) (*Res, error), status func(*Res) int) http.Handler {
+	return bodyHandler(domain.MaxBodyBytes, call, status)
+}
+
+// bodyHandler reads a body of at most limit bytes, decodes it strictly
+// (422 naming the field when the decoder names one), calls call and
+// answers its result with status(res) (nil: 200).
+func bodyHandler[Req, Res any](limit int64, call func(context.Context, Req) (*Res, error), status func(*Res) int) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := domain.ReadBody(w, r, domain.MaxBodyBytes)
+		body, err := domain.ReadBody(w, r, limit)
 		if err != nil {
 			domain.WriteError(w, err)
 			return
