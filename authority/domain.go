@@ -2,16 +2,14 @@ package authority
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"net/http"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/arbiterhq/arbiter/domain"
-	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/nodes"
+	"github.com/arbiterhq/arbiter/retry"
 )
 
 // Name is the domain's name; it is also the adapter name under which the
@@ -93,23 +91,16 @@ func (d *authorityDomain) start(ctx context.Context, h domain.Host) {
 func (d *authorityDomain) seed(ctx context.Context, svc *Service, h domain.Host, ps *PolicySet) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for wait := 200 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) { // until ctx ends
-		res, err := svc.Seed(ctx, ps)
-		if err == nil {
-			logSeed(h, ps, res)
-			return
-		}
-		if !errors.Is(err, errs.Unavailable) {
-			h.Logger().Error("concept policies: the cluster refused this node's policies", "error", err)
-			return
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
+	var res *PoliciesResult
+	err := retry.Unavailable(ctx, func(ctx context.Context) (err error) {
+		res, err = svc.Seed(ctx, ps)
+		return err
+	})
+	switch {
+	case err == nil:
+		logSeed(h, ps, res)
+	case ctx.Err() == nil:
+		h.Logger().Error("concept policies: the cluster refused this node's policies", "error", err)
 	}
 }
 

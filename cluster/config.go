@@ -32,6 +32,12 @@ type Config struct {
 	// HTTPAdvertise, if set, is the host:port peers and clients use.
 	HTTPAddr      string
 	HTTPAdvertise string
+	// MetricsAddr, if set, is the host:port of a listener that serves
+	// only GET /metrics, without authentication or TLS (bind it where
+	// only the scraper reaches, as etcd's --listen-metrics-urls); the API
+	// then serves no /metrics. Unset, the API serves /metrics to any
+	// authenticated caller (anyone in open development mode).
+	MetricsAddr string
 
 	// Bootstrap makes this node the first voter of a new cluster when its
 	// data directory holds no raft state. Ignored once state exists. A

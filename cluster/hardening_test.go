@@ -461,7 +461,10 @@ func TestHardeningNoSecretsInLogsMetricsOrErrors(t *testing.T) {
 	// What the nodes expose.
 	var metricsText strings.Builder
 	for _, i := range c.Running() {
-		r := do(i, http.MethodGet, "/metrics", "", nil)
+		if r := do(i, http.MethodGet, "/metrics", "", nil); r.status != http.StatusUnauthorized {
+			t.Errorf("/metrics of a node with principals answered %d without a credential", r.status)
+		}
+		r := do(i, http.MethodGet, "/metrics", isoToken("admin"), nil)
 		metricsText.Write(r.body)
 		do(i, http.MethodGet, "/v1/cluster/status", isoToken("admin"), nil)
 	}

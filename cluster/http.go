@@ -40,6 +40,32 @@ func (n *Node) startHTTP(ln net.Listener) {
 	})
 }
 
+func (n *Node) metricsHandler() http.Handler {
+	return promhttp.HandlerFor(n.metrics.registry, promhttp.HandlerOpts{})
+}
+
+// startMetrics serves GET /metrics alone on ln (Config.MetricsAddr).
+func (n *Node) startMetrics(ln net.Listener) {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", n.metricsHandler())
+	n.metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: n.cfg.ReadHeaderTimeout, ReadTimeout: n.cfg.ReadTimeout,
+		WriteTimeout: n.cfg.WriteTimeout, IdleTimeout: n.cfg.IdleTimeout, MaxHeaderBytes: maxHeaderBytes,
+		ErrorLog: newHclog(n.logger, "metrics").StandardLogger(nil)}
+	n.goBackground(func() {
+		if err := n.metricsSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			n.logger.Error("metrics server stopped", "error", err)
+		}
+	})
+}
+
+// MetricsAddr is the address of the metrics listener ("" without one).
+func (n *Node) MetricsAddr() string {
+	if n.metricsLn == nil {
+		return ""
+	}
+	return n.metricsLn.Addr().String()
+}
+
 // clusterRoutes are the host's own routes; every domain's are added to
 // them (see buildMux).
 func (n *Node) clusterRoutes() []domain.Route {
@@ -98,7 +124,10 @@ func (n *Node) buildMux() (*http.ServeMux, error) {
 	}
 	public("GET /healthz", http.HandlerFunc(n.handleHealthz))
 	public("GET /readyz", http.HandlerFunc(n.handleReadyz))
-	public("GET /metrics", promhttp.HandlerFor(n.metrics.registry, promhttp.HandlerOpts{}))
+	if n.cfg.MetricsAddr == "" {
+		mux.Handle("GET /metrics", n.instrument("GET /metrics", domain.Authenticated, n.metricsHandler()))
+		n.routeTable = append(n.routeTable, RouteInfo{Pattern: "GET /metrics", Access: domain.Authenticated})
+	}
 	mux.Handle("/", n.instrument("unknown", domain.Public, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if allow := allowedMethods(mux, r); len(allow) > 0 {
 			w.Header().Set("Allow", strings.Join(allow, ", "))

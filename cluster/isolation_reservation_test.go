@@ -51,7 +51,7 @@ func isoReservationRows(t *testing.T, c *clustertest.Cluster, follower int) []is
 	claims := map[string]workitem.ClaimResult{}
 	for _, id := range []string{"iso-rs-reserve", "iso-rs-release", "iso-rs-legacy"} {
 		req := workitem.SubmitRequest{TenantRef: "a", GraphRef: "iso-rs", WorkItemID: id, IdempotencyKey: "k-" + id, CommandDigest: isoDigest(id),
-			Kind: "rs", InputRef: "in", PolicyDigest: "p", CatalogDigest: "c", ModelDigest: "m", MaxAttempts: 1, MaxTenantInFlight: 100}
+			Kind: "rs", InputRef: "in", PolicyDigest: isoDigest(id), CatalogDigest: isoDigest(id), ModelDigest: isoDigest(id), MaxAttempts: 1, MaxTenantInFlight: 100}
 		if id != "iso-rs-legacy" {
 			req.Metadata, _ = json.Marshal(map[string]json.RawMessage{"resource_reservation": record})
 		}

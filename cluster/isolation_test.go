@@ -452,8 +452,8 @@ func TestIsolationMatrix(t *testing.T) {
 	// one to cancel.
 	wiSubmit := func(id string) workitem.SubmitRequest {
 		return workitem.SubmitRequest{TenantRef: "a", GraphRef: "iso", WorkItemID: id, IdempotencyKey: "k-" + id,
-			CommandDigest: "sha256:" + strings.Repeat("0", 64), Kind: id, InputRef: "in", PolicyDigest: "p", CatalogDigest: "c",
-			ModelDigest: "m", MaxAttempts: 1, MaxTenantInFlight: 100}
+			CommandDigest: "sha256:" + strings.Repeat("0", 64), Kind: id, InputRef: "in", PolicyDigest: "sha256:" + strings.Repeat("1", 64),
+			CatalogDigest: "sha256:" + strings.Repeat("2", 64), ModelDigest: "sha256:" + strings.Repeat("3", 64), MaxAttempts: 1, MaxTenantInFlight: 100}
 	}
 	for _, id := range []string{"iso-wi-claim", "iso-wi-done", "iso-wi-cancel"} {
 		mustOK(id, post("mem-a", "/v1/workitems/submit", wiSubmit(id)))
@@ -804,7 +804,7 @@ func TestIsolationMatrix(t *testing.T) {
 			valid: valid("peer", internalQuery, 200), node: func() int { return c.WaitLeader(10 * time.Second) }},
 		{route: "GET /healthz", access: isoPublic, valid: valid("", nil, 200)},
 		{route: "GET /readyz", access: isoPublic, valid: valid("", nil, 200)},
-		{route: "GET /metrics", access: isoPublic, valid: valid("", nil, 200)},
+		{route: "GET /metrics", access: isoPrincipal, valid: readA(200)},
 		{route: "GET /v1/cluster/snapshot", access: isoAdmin, body: same(nil), valid: valid("admin", nil, 200),
 			node: func() int { return c.WaitLeader(10 * time.Second) },
 			after: func(t *testing.T, r isoReply) {

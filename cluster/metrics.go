@@ -5,6 +5,9 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/fsm"
+	arblog "github.com/arbiterhq/arbiter/log"
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -30,6 +33,10 @@ type metrics struct {
 	snapshotRestore prometheus.Histogram
 	snapshotBytes   prometheus.Gauge
 	snapshotFailed  prometheus.Counter
+	// commandDuration is the time of Node.Propose by domain, command and
+	// outcome: the labels are closed sets (the commands this binary
+	// registers, the error codes), so the series are bounded.
+	commandDuration *prometheus.HistogramVec
 }
 
 func newMetrics(n *Node) *metrics {
@@ -75,6 +82,11 @@ func newMetrics(n *Node) *metrics {
 			Help:    "HTTP request latency by route (the pattern, \"unknown\" for no route) and status code; long polls included.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 14),
 		}, []string{"route", "code"}),
+		commandDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "arbiter_command_duration_seconds",
+			Help:    "Time of the commands callers asked this node for (embedded calls and its API; a follower counts those it forwards to the leader), from the call to its answer, by domain, command and outcome (ok, an error code, or outcome_unknown).",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 14),
+		}, []string{"domain", "command", "outcome"}),
 		snapshotPersist: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "arbiter_snapshot_persist_duration_seconds",
 			Help:    "Time this node took to write a raft snapshot of its state.",
@@ -103,6 +115,7 @@ func newMetrics(n *Node) *metrics {
 	m.registry.MustRegister(
 		m.applyLatency, m.fsmApply, m.appliedEntries, m.readLatency, m.leaderChanges, m.forwarded, m.forwardedRead,
 		m.httpRequests, m.httpDuration, m.snapshotPersist, m.snapshotRestore, m.snapshotBytes, m.snapshotFailed,
+		m.commandDuration, commandCollector{n},
 		gauge("arbiter_commit_index", "Raft commit index.", func() float64 { return float64(n.raftOr(0, (*raft.Raft).CommitIndex)) }),
 		gauge("arbiter_applied_index", "Index of the last entry the FSM applied.", func() float64 { return float64(n.fsm.AppliedIndex()) }),
 		gauge("arbiter_raft_last_index", "Index of the last entry in this node's log.", func() float64 { return float64(n.raftOr(0, (*raft.Raft).LastIndex)) }),
@@ -122,7 +135,7 @@ func newMetrics(n *Node) *metrics {
 			}
 			return -1
 		}),
-		gauge("arbiter_fsm_handler_panics", "Handler panics turned into internal errors (a bug if not 0).", func() float64 { return float64(n.fsm.Panics()) }),
+		counter("arbiter_fsm_handler_panics_total", "Handler panics turned into internal errors (a bug if not 0).", func() float64 { return float64(n.fsm.Panics()) }),
 		gauge("arbiter_fsm_halted", "1 if this replica met an enabled command its binary cannot apply and stopped applying.", func() float64 {
 			if n.fsm.Halted() != nil {
 				return 1
@@ -178,6 +191,43 @@ func (m *metrics) snapshotPersisted(d time.Duration, bytes int64, err error) {
 	}
 	m.snapshotPersist.Observe(d.Seconds())
 	m.snapshotBytes.Set(float64(bytes))
+}
+
+// commandCollector exports the FSM's applied-command counts.
+type commandCollector struct{ n *Node }
+
+var commandsDesc = prometheus.NewDesc("arbiter_commands_total",
+	"Commands this replica applied since it started, by domain, command and outcome (ok, or the refusal's error code); every replica counts every command.",
+	[]string{"domain", "command", "outcome"}, nil)
+
+func (c commandCollector) Describe(ch chan<- *prometheus.Desc) { ch <- commandsDesc }
+
+func (c commandCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, a := range c.n.fsm.CommandCounts() {
+		ch <- prometheus.MustNewConstMetric(commandsDesc, prometheus.CounterValue, float64(a.Count), a.Module, a.Command, a.Outcome)
+	}
+}
+
+// observeCommand records one Node.Propose of a command of type t.
+func (m *metrics) observeCommand(n *Node, t arblog.Type, took time.Duration, res *fsm.Response, err error) {
+	domain, name := n.fsm.CommandName(t)
+	if name == "" {
+		domain, name = "", "unknown"
+	}
+	outcome := "ok"
+	if err == nil && res != nil && res.Err != nil {
+		err = res.Err
+	}
+	if err != nil {
+		outcome = string(errs.CodeOf(err))
+		if !errs.Known(errs.Code(outcome)) {
+			outcome = string(errs.CodeInternal)
+		}
+		if errs.IsOutcomeUnknown(err) {
+			outcome = "outcome_unknown"
+		}
+	}
+	m.commandDuration.WithLabelValues(domain, name, outcome).Observe(took.Seconds())
 }
 
 // raftOr is f of the node's raft, or zero before Start.

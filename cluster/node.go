@@ -43,6 +43,8 @@ type Node struct {
 	mux            *http.ServeMux // the API: the host's routes and every domain's
 	routeTable     []RouteInfo
 	httpSrv        *http.Server
+	metricsSrv     *http.Server // Config.MetricsAddr's, or nil
+	metricsLn      net.Listener
 	raftAddr       string // advertised raft address
 	logStore       string // the log store of the data directory (log.StoreWAL, log.StoreBolt); "" for Config.Stores
 	apiAddr        string // advertised API host:port
@@ -218,8 +220,25 @@ func (n *Node) Start(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	if n.cfg.MetricsAddr != "" {
+		mln, err := net.Listen("tcp", n.cfg.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("cluster: listen on %s (%s): %w", n.cfg.MetricsAddr, n.cfg.name("MetricsAddr"), err)
+		}
+		n.metricsLn = mln
+		cleanup = append(cleanup, func() { // Close of a serving server, so that Serve returns ErrServerClosed
+			if n.metricsSrv != nil {
+				_ = n.metricsSrv.Close()
+			} else {
+				_ = mln.Close()
+			}
+		})
+	}
 	n.hurrySoleVoter()
 	n.startHTTP(ln)
+	if n.metricsLn != nil {
+		n.startMetrics(n.metricsLn)
+	}
 	// From here the server owns the listener: closing the server, not the
 	// listener, makes Serve return ErrServerClosed instead of an error.
 	// Then, as in stop, the background goroutines end (they watch n.ctx)
@@ -245,7 +264,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	n.logger.Info("node started", "raft_addr", n.raftAddr, "api_addr", n.apiAddr, "existing_state", hasState,
 		"cluster_id", n.record.get().ClusterID, "log_store", n.logStore, "auth", n.AuthMode(), "tls", n.cfg.TLS != nil)
 	if n.AuthMode() == "open" {
-		n.logger.Warn("open development mode: every caller is trusted; the node listens on loopback only")
+		n.logger.Warn("open development mode: every caller is trusted; the node listens on loopback only (configure principals to authenticate: arbiter serve --principals, Config.Principals)")
 	}
 
 	if !hasState && len(n.cfg.Join) > 0 {
@@ -434,6 +453,9 @@ func (n *Node) stop(ctx context.Context, transfer bool) error {
 			_ = n.httpSrv.Close()
 		}
 		cancel()
+		if n.metricsSrv != nil {
+			_ = n.metricsSrv.Close()
+		}
 		if transfer {
 			n.snapshotBeforeStop(ctx)
 		}

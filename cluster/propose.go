@@ -27,7 +27,9 @@ func (n *Node) Propose(ctx context.Context, cmd arblog.Command) (*fsm.Response, 
 	if err := n.gate(ctx, cmd); err != nil {
 		return nil, err
 	}
+	began := time.Now()
 	res, err := n.propose(ctx, cmd)
+	n.metrics.observeCommand(n, cmd.Type, time.Since(began), res, err)
 	return res, errs.AdviseRetry(err, cmd.IdemKey)
 }
 
@@ -225,14 +227,8 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // sleep is sleepCtx that also ends when the node stops.
 func (n *Node) sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-n.ctx.Done():
-		return n.ctx.Err()
-	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(n.ctx, cancel)()
+	return sleepCtx(ctx, d)
 }

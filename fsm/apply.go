@@ -70,13 +70,15 @@ func (f *FSM) applyShared(logs []*raft.Log, out []any) (n int, ok bool) {
 	txn := f.db.Load().Txn(true)
 	m := readMeta(txn)
 	var effects []Effect
+	var types []log.Type // of the commands applied, for tally
 	for _, l := range logs {
 		m.Index = l.Index
 		n++
 		if l.Type != raft.LogCommand {
 			continue
 		}
-		res, eff, o := f.applyCommand(txn, m, l.Index, l.Data)
+		res, eff, o, typ := f.applyCommand(txn, m, l.Index, l.Data)
+		types = append(types, typ)
 		if o != clean {
 			txn.Abort()
 			clear(out[:n])
@@ -91,6 +93,7 @@ func (f *FSM) applyShared(logs []*raft.Log, out []any) (n int, ok bool) {
 	writeMeta(txn, m)
 	txn.Commit()
 	f.committed(m)
+	f.tally(out[:n], types)
 	f.runEffects(effects, logs[n-1].Index)
 	f.advance(logs[n-1].Index)
 	f.broadcast()
@@ -103,13 +106,16 @@ func (f *FSM) applyShared(logs []*raft.Log, out []any) (n int, ok bool) {
 func (f *FSM) applyEach(logs []*raft.Log) []any {
 	db := f.db.Load()
 	out := make([]any, len(logs))
+	var types []log.Type // of entry i's command, for tally
 	for i, l := range logs {
 		txn := db.Txn(true)
 		m := readMeta(txn)
 		m.Index = l.Index
 		var effects []Effect
+		types = types[:0]
 		if l.Type == raft.LogCommand {
-			res, eff, o := f.applyCommand(txn, m, l.Index, l.Data)
+			res, eff, o, typ := f.applyCommand(txn, m, l.Index, l.Data)
+			types = append(types[:0], typ)
 			switch o {
 			case halt:
 				txn.Abort()
@@ -135,6 +141,7 @@ func (f *FSM) applyEach(logs []*raft.Log) []any {
 		writeMeta(txn, m)
 		txn.Commit()
 		f.committed(m)
+		f.tally(out[i:i+1], types)
 		f.runEffects(effects, l.Index)
 		f.advance(l.Index)
 	}
@@ -144,14 +151,22 @@ func (f *FSM) applyEach(logs []*raft.Log) []any {
 
 // applyCommand decodes, checks and dispatches one command inside txn,
 // updating m. It returns the response, the effects to run once txn has
-// committed, and whether txn may commit.
-func (f *FSM) applyCommand(txn *statestore.Txn, m *meta, index uint64, data []byte) (*Response, []Effect, outcome) {
-	refuse := func(e *errs.Error) (*Response, []Effect, outcome) {
-		return &Response{Index: index, Time: m.Now, Err: e}, nil, clean
-	}
+// committed, whether txn may commit, and the command's type (for the
+// applied-command counts, tally.go).
+func (f *FSM) applyCommand(txn *statestore.Txn, m *meta, index uint64, data []byte) (*Response, []Effect, outcome, log.Type) {
 	// The payload shares the entry's bytes, which raft never changes:
 	// handlers decode their values out of it and keep nothing of it.
 	cmd, err := log.DecodeView(data)
+	res, eff, o := f.applyDecoded(txn, m, index, cmd, err)
+	return res, eff, o, cmd.Type
+}
+
+// applyDecoded is applyCommand once the entry is decoded (err says
+// whether it could be).
+func (f *FSM) applyDecoded(txn *statestore.Txn, m *meta, index uint64, cmd log.Command, err error) (*Response, []Effect, outcome) {
+	refuse := func(e *errs.Error) (*Response, []Effect, outcome) {
+		return &Response{Index: index, Time: m.Now, Err: e}, nil, clean
+	}
 	if err != nil {
 		return refuse(errs.Errorf(errs.CodeInvalid, "undecodable command: %v", err))
 	}
@@ -177,10 +192,23 @@ func (f *FSM) applyCommand(txn *statestore.Txn, m *meta, index uint64, data []by
 		return refuse(errs.Errorf(errs.CodeInvalid, "%s: unsupported version %d (max %d)", spec.Name, cmd.Version, spec.MaxVersion))
 	}
 	m.Now = max(m.Now, cmd.Stamp)
+	var ledgerKey string
 	if cmd.IdemKey != "" {
-		if res, done := f.consultLedger(txn, &cmd, m); done {
+		key, e := ledgerID(spec, &cmd, m)
+		if e != nil {
+			return refuse(e)
+		}
+		// A principal's own request from before the switch to a
+		// tenant-keyed ledger answers first (see LedgerLegacyScope).
+		if legacy := legacyCommand(spec, &cmd, m); legacy != nil {
+			if res, done := f.consultLedger(txn, legacy, principalLedgerID(legacy), m); done {
+				return res, nil, clean
+			}
+		}
+		if res, done := f.consultLedger(txn, &cmd, key, m); done {
 			return res, nil, clean
 		}
+		ledgerKey = key
 	}
 
 	tx := &Tx{Now: m.Now, Index: index, Principal: cmd.Principal, Adapter: cmd.Adapter, txn: txn, meta: m}
@@ -207,7 +235,7 @@ func (f *FSM) applyCommand(txn *statestore.Txn, m *meta, index uint64, data []by
 	}
 	recorded := cmd.IdemKey != "" && !tx.refused
 	if recorded {
-		if err := recordLedger(txn, m, &cmd, res); err != nil {
+		if err := recordLedger(txn, m, &cmd, ledgerKey, res); err != nil {
 			return failed(errs.Errorf(errs.CodeInternal, "%s: idempotency ledger: %v", spec.Name, err), dirty)
 		}
 	}

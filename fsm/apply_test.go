@@ -117,6 +117,16 @@ func TestBatchWithFailureAfterWriteIsAllOrNothingPerCommand(t *testing.T) {
 	if batched.Panics() != 1 {
 		t.Fatalf("panics = %d, want 1", batched.Panics())
 	}
+	// Each command is counted once, as it committed, though the shared
+	// transaction was thrown away and the batch applied again one by one.
+	counts := map[string]uint64{}
+	for _, c := range batched.CommandCounts() {
+		counts[c.Module+"/"+c.Command+"/"+c.Outcome] += c.Count
+	}
+	if diff := cmp.Diff(map[string]uint64{"nodes/node_create/ok": 3, "misbehaving/write_then_fail/conflict": 1,
+		"misbehaving/write_then_panic/internal": 1}, counts); diff != "" {
+		t.Errorf("applied-command counts (-want +got):\n%s", diff)
+	}
 	for id, idx := range map[string]uint64{"a": 1, "b": 3} {
 		out, err := batched.Query(log.Principal{}, fsm.Query{Type: nodes.QueryGet, Payload: log.MustMarshal(nodes.GetQuery{NodeID: id})})
 		if err != nil {

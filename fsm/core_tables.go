@@ -41,7 +41,7 @@ type meta struct {
 
 // idemRow is one entry of the idempotency ledger.
 type idemRow struct {
-	ID        string   `msgpack:"id"` // ledgerID(principal, scope, key)
+	ID        string   `msgpack:"id"` // see ledgerID
 	Principal string   `msgpack:"principal"`
 	Scope     string   `msgpack:"scope"`
 	Key       string   `msgpack:"key"`

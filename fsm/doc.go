@@ -23,6 +23,13 @@
 //   - validate again: the proposer's checks are not trusted;
 //   - return *errs.Error for a domain failure; the transaction is aborted.
 //
+// The idempotency ledger keys a row by (principal, scope, key), or, for a
+// command that declares CommandSpec.LedgerTenant, by (scope, key) from
+// the enabled version it names on: the FSM then refuses the command
+// unless its principal may act for the tenant the scope names, before it
+// reads the ledger, so any caller of that tenant who repeats a key gets
+// the first result (see ledger.go).
+//
 // A refusal that must commit what it did on the way (a capacity denial
 // after reclaiming expired leases) returns its result after Tx.Refuse: it
 // commits, but the idempotency ledger does not keep it for replay.

@@ -60,6 +60,7 @@ type FSM struct {
 	enabled atomic.Pointer[Capabilities]
 	members atomic.Pointer[membersAt]
 	panics  atomic.Uint64 // handler panics turned into internal errors
+	tallies tallies       // applied commands by type and outcome (tally.go)
 	rewinds atomic.Uint64 // restores behind the applied index
 	halted  atomic.Pointer[Halt]
 	// Effects run and failed (see Effect).
@@ -160,6 +161,9 @@ func (f *FSM) register(m *Module) error {
 		c := &m.Commands[i]
 		if c.Type == 0 || c.Apply == nil || c.MaxVersion == 0 {
 			return fmt.Errorf("fsm: module %s: command %q needs a type, a handler and a version", m.Name, c.Name)
+		}
+		if c.LedgerTenant != nil && (c.LedgerTenantFrom == 0 || c.LedgerTenantFrom > c.MaxVersion) {
+			return fmt.Errorf("fsm: module %s: command %q keys its ledger by tenant from version %d, outside 1..%d", m.Name, c.Name, c.LedgerTenantFrom, c.MaxVersion)
 		}
 		if prev, dup := f.commands[c.Type]; dup {
 			return fmt.Errorf("fsm: module %s: command type %d used by %q and %q", m.Name, c.Type, prev.Name, c.Name)

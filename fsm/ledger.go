@@ -8,24 +8,79 @@ import (
 	"github.com/arbiterhq/arbiter/log"
 )
 
-// The idempotency ledger maps (principal, scope, key) to the digest of the
-// first successful command with that key and its response. The principal
-// is part of the key because the scope comes from the caller's envelope
-// and is not checked against the payload: keyed by scope alone, a caller
-// could name another tenant's scope and make that tenant's keys conflict.
-// (The capacity spec keys acquire replay by tenant; since an external
-// caller's owner_digest is its own principal, two principals can never
-// send the same acquire, and the only difference is that a second
-// principal reusing a key runs its own request.) Only successes
+// The idempotency ledger maps a keyed command to the digest of the first
+// successful command with that key and its response. Only successes
 // are recorded: a failed command changed nothing, so running it again is
 // safe and may succeed. Rows are pruned by Tick once older than the
 // retention the tick carries.
+//
+// A row is keyed one of two ways, which never collide (a principal-keyed
+// id starts with a digit, a tenant-keyed one with "t|"):
+//
+//   - (principal, scope, key), for every command by default. The
+//     principal is part of the key because the scope comes from the
+//     caller's envelope and nothing checks it against a tenant before
+//     the ledger is read: keyed by scope alone, a caller could name
+//     another tenant's scope and read or block that tenant's keys. A
+//     second principal reusing a key runs its own request.
+//   - (scope, key), for a command whose spec declares LedgerTenant, from
+//     its enabled version LedgerTenantFrom on: the scope names its
+//     tenant, and the FSM refuses the command before it reads the
+//     ledger unless the principal may act for that tenant. Any caller
+//     of the tenant who repeats a key then gets the original result
+//     (Replayed) or idempotency_conflict, never a second mutation, as
+//     DESIGN.md's contract says. Entries applied before that version
+//     keep their principal-keyed rows, so a log replays as it was
+//     applied; a retry after the switch of a request applied before it
+//     finds its row through LedgerLegacyScope.
 
-// consultLedger answers a keyed command from the ledger when it can: a
-// replay for the same digest, idempotency_conflict for another. done is
-// false when the key is new and the command must run.
-func (f *FSM) consultLedger(txn *statestore.Txn, cmd *log.Command, m *meta) (*Response, bool) {
-	raw, err := txn.First(tableIdem, "id", ledgerID(cmd))
+// ledgerID is the row id of a keyed command (see above), or the refusal
+// of a tenant-keyed command whose scope names no tenant or whose
+// principal may not act for it. It reads nothing.
+func ledgerID(spec *CommandSpec, cmd *log.Command, m *meta) (string, *errs.Error) {
+	if spec.LedgerTenant == nil || m.enabledVersion(cmd.Type) < spec.LedgerTenantFrom {
+		return principalLedgerID(cmd), nil
+	}
+	tenant, ok := spec.LedgerTenant(cmd.IdemScope)
+	if !ok {
+		e := errs.Errorf(errs.CodeInvalid, "%s: idempotency scope %q names no tenant", spec.Name, cmd.IdemScope)
+		e.Detail = map[string]any{"field": "idempotency_key", "reason": ReasonIdempotencyScope}
+		return "", e
+	}
+	if !cmd.Principal.InTenant(tenant) {
+		return "", errs.Errorf(errs.CodeForbidden, "%s: principal %q may not act for tenant %q", spec.Name, cmd.Principal.ID, tenant)
+	}
+	return tenantLedgerID(cmd), nil
+}
+
+// legacyCommand is cmd as it was sent below its spec's LedgerTenantFrom
+// (the scope LedgerLegacyScope names), whose principal-keyed row a retry
+// across the switch finds; nil when cmd is not tenant-keyed or its spec
+// names no legacy scope.
+func legacyCommand(spec *CommandSpec, cmd *log.Command, m *meta) *log.Command {
+	if spec.LedgerTenant == nil || spec.LedgerLegacyScope == nil || m.enabledVersion(cmd.Type) < spec.LedgerTenantFrom {
+		return nil
+	}
+	scope := spec.LedgerLegacyScope(cmd.IdemScope)
+	if scope == "" {
+		return nil
+	}
+	legacy := *cmd
+	legacy.IdemScope = scope
+	return &legacy
+}
+
+// ReasonIdempotencyScope is detail.reason of the refusal of a
+// tenant-keyed command whose idempotency scope names no tenant: a
+// proposer that built the scope of an older version (see
+// CommandSpec.LedgerTenant) builds the new one and sends again.
+const ReasonIdempotencyScope = "idempotency_scope"
+
+// consultLedger answers a keyed command from the ledger row id when it
+// can: a replay for the same digest, idempotency_conflict for another.
+// done is false when the key is new and the command must run.
+func (f *FSM) consultLedger(txn *statestore.Txn, cmd *log.Command, id string, m *meta) (*Response, bool) {
+	raw, err := txn.First(tableIdem, "id", id)
 	if err != nil || raw == nil {
 		return nil, false
 	}
@@ -39,9 +94,12 @@ func (f *FSM) consultLedger(txn *statestore.Txn, cmd *log.Command, m *meta) (*Re
 	return &res, true
 }
 
-func recordLedger(txn *statestore.Txn, m *meta, cmd *log.Command, res *Response) error {
+// recordLedger records a keyed command's result under row id. Principal
+// is the first caller's, for people; it keys the row only when id says
+// so.
+func recordLedger(txn *statestore.Txn, m *meta, cmd *log.Command, id string, res *Response) error {
 	row := &idemRow{
-		ID: ledgerID(cmd), Principal: cmd.Principal.ID, Scope: cmd.IdemScope, Key: cmd.IdemKey,
+		ID: id, Principal: cmd.Principal.ID, Scope: cmd.IdemScope, Key: cmd.IdemKey,
 		Digest: cmd.Digest(), Response: *res, CreatedAt: m.Now,
 	}
 	if err := txn.Insert(tableIdem, row); err != nil {
@@ -51,11 +109,18 @@ func recordLedger(txn *statestore.Txn, m *meta, cmd *log.Command, res *Response)
 	return nil
 }
 
-// ledgerID joins principal, scope and key unambiguously (each part is
-// length-prefixed), and is never empty, as a memdb string key must be.
-func ledgerID(cmd *log.Command) string {
+// principalLedgerID joins principal, scope and key unambiguously (each
+// part is length-prefixed), and is never empty, as a memdb string key
+// must be.
+func principalLedgerID(cmd *log.Command) string {
 	return fmt.Sprintf("%d:%s|%d:%s|%d:%s", len(cmd.Principal.ID), cmd.Principal.ID,
 		len(cmd.IdemScope), cmd.IdemScope, len(cmd.IdemKey), cmd.IdemKey)
+}
+
+// tenantLedgerID joins scope and key as principalLedgerID does, after a
+// prefix no principal-keyed id has.
+func tenantLedgerID(cmd *log.Command) string {
+	return fmt.Sprintf("t|%d:%s|%d:%s", len(cmd.IdemScope), cmd.IdemScope, len(cmd.IdemKey), cmd.IdemKey)
 }
 
 // pruneLedger deletes at most budget rows created at or before cutoff,

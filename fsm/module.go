@@ -85,6 +85,29 @@ type CommandSpec struct {
 	// membership); external callers are refused.
 	Internal bool
 	Apply    Handler
+	// LedgerTenant, if set, keys the command's idempotency ledger rows by
+	// tenant from enabled version LedgerTenantFrom on (see ledger.go):
+	// it names the tenant an idempotency scope belongs to, ok false for
+	// a scope that names none. Before reading the ledger the FSM refuses
+	// a keyed command whose scope names no tenant (invalid, detail.field
+	// idempotency_key, detail.reason idempotency_scope) or whose
+	// principal may not act for it (forbidden); then any principal of
+	// that tenant who repeats the scope and key gets the first result
+	// (Replayed) or idempotency_conflict. The handler still checks that
+	// the scope is the one its payload's tenant (and graph) make. It must
+	// be pure and deterministic, as a handler is. Below that version,
+	// rows stay keyed by (principal, scope, key), so an older log replays
+	// exactly as it was applied.
+	LedgerTenant     func(scope string) (tenant string, ok bool)
+	LedgerTenantFrom uint16
+	// LedgerLegacyScope, if set, is the scope the same request carried
+	// below LedgerTenantFrom. Before its tenant-keyed row, the FSM looks
+	// for the row that request made then, keyed by the same principal:
+	// a retry that straddles the switch (the first attempt applied
+	// before the cluster enabled the version, the retry after) gets the
+	// first result, not a second mutation. (Another principal's request
+	// from before the switch is not found: keys were per principal then.)
+	LedgerLegacyScope func(scope string) string
 }
 
 // Handler applies one command. It returns the result to encode, or an

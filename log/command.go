@@ -82,8 +82,10 @@ type Command struct {
 	Stamp     int64     `msgpack:"s"`
 	Principal Principal `msgpack:"p"`
 	// IdemScope and IdemKey, when IdemKey is set, key the idempotency ledger
-	// (together with the principal): a second command with the same key and
-	// the same digest replays the first result.
+	// (together with the principal, unless the command keys its ledger by
+	// the tenant its scope names: see fsm.CommandSpec.LedgerTenant): a
+	// second command with the same key and the same digest replays the
+	// first result.
 	IdemScope string `msgpack:"is,omitempty"`
 	IdemKey   string `msgpack:"ik,omitempty"`
 	// Adapter names the in-server adapter that proposed the command on
@@ -104,9 +106,13 @@ const (
 	// (a principal may list 256 tenants and roles of 512 bytes) and for
 	// the difference between the request's JSON and its msgpack.
 	MaxCommandBytes = 5 << 20
-	// MaxKeyBytes bounds the idempotency scope, key, principal id and each
-	// of the principal's tenants and roles.
+	// MaxKeyBytes bounds the idempotency key, principal id and each of
+	// the principal's tenants and roles.
 	MaxKeyBytes = 512
+	// MaxScopeBytes bounds the idempotency scope: room for a whole tenant
+	// (MaxKeyBytes) and what the scope names inside it, since a scope
+	// that keys the ledger by tenant carries its tenant.
+	MaxScopeBytes = 2 * MaxKeyBytes
 	// MaxPrincipalList bounds a principal's tenants and roles.
 	MaxPrincipalList = 256
 )
@@ -174,12 +180,15 @@ func (c *Command) check() error {
 	if len(c.Principal.Tenants) > MaxPrincipalList || len(c.Principal.Roles) > MaxPrincipalList {
 		return fmt.Errorf("%w: principal lists more than %d tenants or roles", ErrMalformed, MaxPrincipalList)
 	}
-	for _, list := range [...][]string{{c.Principal.ID, c.IdemScope, c.IdemKey, c.Adapter}, c.Principal.Tenants, c.Principal.Roles} {
+	for _, list := range [...][]string{{c.Principal.ID, c.IdemKey, c.Adapter}, c.Principal.Tenants, c.Principal.Roles} {
 		for _, s := range list {
 			if len(s) > MaxKeyBytes || !utf8.ValidString(s) {
 				return fmt.Errorf("%w: principal or idempotency field longer than %d bytes or not UTF-8", ErrMalformed, MaxKeyBytes)
 			}
 		}
+	}
+	if len(c.IdemScope) > MaxScopeBytes || !utf8.ValidString(c.IdemScope) {
+		return fmt.Errorf("%w: idempotency scope longer than %d bytes or not UTF-8", ErrMalformed, MaxScopeBytes)
 	}
 	if c.IdemScope != "" && c.IdemKey == "" {
 		return fmt.Errorf("%w: idempotency scope without a key", ErrMalformed)

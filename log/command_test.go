@@ -52,6 +52,15 @@ func TestDecodeRejects(t *testing.T) {
 	if _, err := Encode(Command{Type: 1, IdemKey: long}); !errors.Is(err, ErrMalformed) {
 		t.Errorf("over-long key accepted: %v", err)
 	}
+	// A scope may carry a whole tenant and more (MaxScopeBytes), not
+	// beyond.
+	scope := string(bytes.Repeat([]byte("s"), MaxScopeBytes))
+	if _, err := Encode(Command{Type: 1, IdemScope: scope, IdemKey: "k"}); err != nil {
+		t.Errorf("scope of %d bytes refused: %v", MaxScopeBytes, err)
+	}
+	if _, err := Encode(Command{Type: 1, IdemScope: scope + "s", IdemKey: "k"}); !errors.Is(err, ErrMalformed) {
+		t.Errorf("over-long scope accepted: %v", err)
+	}
 }
 
 func TestDigestIgnoresTransportFields(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -32,12 +31,7 @@ func (pc *pcluster) submitVia(i int, id string, w uint64) {
 // metric is the value of an unlabelled series on node i's /metrics.
 func (pc *pcluster) metric(i int, name string) float64 {
 	pc.t.Helper()
-	resp, err := http.Get(pc.URL(i) + "/metrics")
-	if err != nil {
-		pc.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
+	raw := pc.call(i, reader.ID, http.MethodGet, "/metrics", nil).body // any principal may read them
 	m := regexp.MustCompile(`(?m)^` + name + ` (\S+)$`).FindSubmatch(raw)
 	if m == nil {
 		pc.t.Fatalf("node %d exports no %s", i, name)

@@ -7,6 +7,7 @@ package retry
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/arbiterhq/arbiter/errs"
@@ -46,5 +47,27 @@ func Unknown[T any](ctx context.Context, op func(context.Context) (T, error)) (T
 		case <-t.C:
 		}
 		wait = min(2*wait, maxWait)
+	}
+}
+
+// Unavailable calls op again while it fails with unavailable (no leader
+// yet, a command the cluster has not enabled yet), with backoff from
+// 200 ms to 5 s, until it succeeds or fails otherwise, or ctx ends (then
+// it returns op's last error). For work a node does on its own at start,
+// such as proposing the configuration a file seeds; a caller's write
+// whose outcome is unknown is Unknown's.
+func Unavailable(ctx context.Context, op func(context.Context) error) error {
+	for wait := 200 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+		err := op(ctx)
+		if err == nil || !errors.Is(err, errs.Unavailable) {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
 	}
 }

@@ -47,3 +47,22 @@ func TestUnknownEndsWithItsContext(t *testing.T) {
 		t.Fatalf("%v after %d calls (ctx %v)", err, calls, ctx.Err())
 	}
 }
+
+func TestUnavailableRetriesOnlyUnavailable(t *testing.T) {
+	calls := 0
+	err := retry.Unavailable(context.Background(), func(context.Context) error {
+		calls++
+		if calls < 2 {
+			return errs.New(errs.CodeUnavailable, "no known leader")
+		}
+		return errs.New(errs.CodeForbidden, "not an admin")
+	})
+	if !errors.Is(err, errs.Forbidden) || calls != 2 {
+		t.Fatalf("%v after %d calls", err, calls)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := retry.Unavailable(ctx, func(context.Context) error { return errs.New(errs.CodeUnavailable, "down") }); !errors.Is(err, errs.Unavailable) {
+		t.Fatalf("at the deadline: %v", err)
+	}
+}

@@ -116,14 +116,11 @@ func graphOf(g string) string {
 	return g
 }
 
-// scope is the idempotency scope of an operation in (tenant, graph), of
-// fixed length whatever the refs (the envelope bounds a scope to 512
-// bytes). Submit and batch share one: a key names one admission.
-func scope(op, tenant, graph string) string {
+// graphHash names (tenant, graph) in an idempotency scope in a fixed
+// length whatever the refs: 32 hex digits of SHA-256(tenant NUL graph).
+func graphHash(tenant, graph string) string {
 	sum := sha256.Sum256([]byte(tenant + "\x00" + graph))
-	return "workitem/" + op + "/" + hex.EncodeToString(sum[:16])
+	return hex.EncodeToString(sum[:graphHashLen/2])
 }
 
-func admitScope(tenant, graph string) string { return scope("admit", tenant, graph) }
-
-func claimScope(tenant, graph string) string { return scope("claim", tenant, graph) }
+const graphHashLen = 32

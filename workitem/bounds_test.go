@@ -102,24 +102,23 @@ func TestSubmitBounds(t *testing.T) {
 		}
 	}
 	ok := map[string]func(*workitem.SubmitRequest){
-		"priority -1024":             func(r *workitem.SubmitRequest) { r.Priority = -workitem.MaxPriority },
-		"priority 1024":              func(r *workitem.SubmitRequest) { r.Priority = workitem.MaxPriority },
-		"max_attempts 1":             func(r *workitem.SubmitRequest) { r.MaxAttempts = 1 },
-		"max_attempts 4096":          func(r *workitem.SubmitRequest) { r.MaxAttempts = workitem.MaxAttempts },
-		"1024 dependencies":          func(r *workitem.SubmitRequest) { r.DependsOn = f.deps },
-		"64 provenance refs":         func(r *workitem.SubmitRequest) { r.ProvenanceRefs = repeat(id512, 64) },
-		"input_ref of 1 MiB":         func(r *workitem.SubmitRequest) { r.InputRef = strings.Repeat("i", workitem.MaxInputRefBytes) },
-		"metadata of 64 KiB":         func(r *workitem.SubmitRequest) { r.Metadata = metadataOf(workitem.MaxMetadataBytes) },
-		"padded metadata":            func(r *workitem.SubmitRequest) { r.Metadata = json.RawMessage(" { \"a\" : 1.0 } ") },
-		"null metadata":              func(r *workitem.SubmitRequest) { r.Metadata = json.RawMessage("null") },
-		"a 512-byte dependency":      func(r *workitem.SubmitRequest) { r.DependsOn = []string{id512} },
-		"deadline_unix 9999-12-31":   func(r *workitem.SubmitRequest) { d := int64(workitem.MaxDeadlineUnix); r.DeadlineUnix = &d },
-		"tenant_ref of 512 bytes":    func(r *workitem.SubmitRequest) { r.TenantRef = id512 },
-		"graph_ref of 512 bytes":     func(r *workitem.SubmitRequest) { r.GraphRef = id512 },
-		"work_item_id of 512 bytes":  func(r *workitem.SubmitRequest) { r.WorkItemID = "z" + id512[1:] },
-		"kind of 512 bytes":          func(r *workitem.SubmitRequest) { r.Kind = id512 },
-		"idempotency key 512 bytes":  func(r *workitem.SubmitRequest) { r.IdempotencyKey = id512 },
-		"policy_digest of 512 bytes": func(r *workitem.SubmitRequest) { r.PolicyDigest = id512 },
+		"priority -1024":            func(r *workitem.SubmitRequest) { r.Priority = -workitem.MaxPriority },
+		"priority 1024":             func(r *workitem.SubmitRequest) { r.Priority = workitem.MaxPriority },
+		"max_attempts 1":            func(r *workitem.SubmitRequest) { r.MaxAttempts = 1 },
+		"max_attempts 4096":         func(r *workitem.SubmitRequest) { r.MaxAttempts = workitem.MaxAttempts },
+		"1024 dependencies":         func(r *workitem.SubmitRequest) { r.DependsOn = f.deps },
+		"64 provenance refs":        func(r *workitem.SubmitRequest) { r.ProvenanceRefs = repeat(id512, 64) },
+		"input_ref of 1 MiB":        func(r *workitem.SubmitRequest) { r.InputRef = strings.Repeat("i", workitem.MaxInputRefBytes) },
+		"metadata of 64 KiB":        func(r *workitem.SubmitRequest) { r.Metadata = metadataOf(workitem.MaxMetadataBytes) },
+		"padded metadata":           func(r *workitem.SubmitRequest) { r.Metadata = json.RawMessage(" { \"a\" : 1.0 } ") },
+		"null metadata":             func(r *workitem.SubmitRequest) { r.Metadata = json.RawMessage("null") },
+		"a 512-byte dependency":     func(r *workitem.SubmitRequest) { r.DependsOn = []string{id512} },
+		"deadline_unix 9999-12-31":  func(r *workitem.SubmitRequest) { d := int64(workitem.MaxDeadlineUnix); r.DeadlineUnix = &d },
+		"tenant_ref of 512 bytes":   func(r *workitem.SubmitRequest) { r.TenantRef = id512 },
+		"graph_ref of 512 bytes":    func(r *workitem.SubmitRequest) { r.GraphRef = id512 },
+		"work_item_id of 512 bytes": func(r *workitem.SubmitRequest) { r.WorkItemID = "z" + id512[1:] },
+		"kind of 512 bytes":         func(r *workitem.SubmitRequest) { r.Kind = id512 },
+		"idempotency key 512 bytes": func(r *workitem.SubmitRequest) { r.IdempotencyKey = id512 },
 	}
 	cap1 := req("cap-1")
 	cap1.MaxTenantInFlight = 1
@@ -160,6 +159,9 @@ func TestSubmitBounds(t *testing.T) {
 		"policy_digest of 513 bytes": {"policy_digest", func(r *workitem.SubmitRequest) { r.PolicyDigest = id513 }},
 		"empty catalog_digest":       {"catalog_digest", func(r *workitem.SubmitRequest) { r.CatalogDigest = "" }},
 		"model_digest of 513 bytes":  {"model_digest", func(r *workitem.SubmitRequest) { r.ModelDigest = id513 }},
+		"policy_digest hello":        {"policy_digest", func(r *workitem.SubmitRequest) { r.PolicyDigest = "hello" }},
+		"catalog_digest uppercase":   {"catalog_digest", func(r *workitem.SubmitRequest) { r.CatalogDigest = strings.ToUpper(catalogDigest) }},
+		"model_digest sha1":          {"model_digest", func(r *workitem.SubmitRequest) { r.ModelDigest = "sha1:" + strings.Repeat("a", 40) }},
 		"idempotency key 513 bytes":  {"idempotency_key", func(r *workitem.SubmitRequest) { r.IdempotencyKey = id513 }},
 		"no idempotency key":         {"idempotency_key", func(r *workitem.SubmitRequest) { r.IdempotencyKey = "" }},
 		"a 513-byte dependency":      {"depends_on[0]", func(r *workitem.SubmitRequest) { r.DependsOn = []string{id513} }},
@@ -377,26 +379,28 @@ type rawItem struct {
 }
 
 func validRaw() rawSubmit {
-	return rawSubmit{TenantRef: "t", GraphRef: "default", Item: rawItem{CommandDigest: digest, Kind: "k", InputRef: "i", PolicyDigest: "p",
-		CatalogDigest: "c", ModelDigest: "m", MaxAttempts: 1, Metadata: []byte("{}"), MaxTenantInFlight: 10}}
+	return rawSubmit{TenantRef: "t", GraphRef: "default", Item: rawItem{CommandDigest: digest, Kind: "k", InputRef: "i", PolicyDigest: policyDigest,
+		CatalogDigest: catalogDigest, ModelDigest: modelDigest, MaxAttempts: 1, Metadata: []byte("{}"), MaxTenantInFlight: 10}}
 }
 
-// scopeOf is the service's idempotency scope of an admission.
-func scopeOf(tenant, graph string) string {
-	cmd, _ := captureEnvelope(tenant, graph)
+// scopeOf is the service's idempotency scope of an admission in the
+// cluster r reads (nil: one whose enabled set cannot be read).
+func scopeOf(r fsm.Reader, tenant, graph string) string {
+	cmd, _ := captureEnvelope(r, tenant, graph)
 	return cmd.IdemScope
 }
 
-// captureEnvelope learns the envelope the service builds for a submit.
-func captureEnvelope(tenant, graph string) (log.Command, error) {
+// captureEnvelope learns the envelope the service builds for a submit
+// in the cluster r reads.
+func captureEnvelope(r fsm.Reader, tenant, graph string) (log.Command, error) {
 	var got log.Command
 	p := proposerFunc(func(cmd log.Command) (*fsm.Response, error) {
 		got = cmd
 		return &fsm.Response{Err: errs.New(errs.CodeUnavailable, "captured")}, nil
 	})
-	r := req("capture")
-	r.TenantRef, r.GraphRef = tenant, graph
-	_, err := workitem.NewService(p, nil).Submit(bg, r)
+	rq := req("capture")
+	rq.TenantRef, rq.GraphRef = tenant, graph
+	_, err := workitem.NewService(p, r).Submit(bg, rq)
 	return got, err
 }
 
@@ -416,7 +420,7 @@ func TestApplyValidatesAgain(t *testing.T) {
 			t.Errorf("%s: the state changed", what)
 		}
 	}
-	scope := scopeOf("t", "default")
+	scope := scopeOf(l, "t", "default")
 	for what, change := range map[string]func(*rawSubmit){
 		"priority 1025":          func(r *rawSubmit) { r.Item.Priority = 1025 },
 		"non-canonical metadata": func(r *rawSubmit) { r.Item.Metadata = []byte(`{ "a":1}`) },
@@ -431,7 +435,7 @@ func TestApplyValidatesAgain(t *testing.T) {
 		propose(what, workitem.CmdSubmit, scope, "key-"+what, r, errs.CodeInvalid)
 	}
 	propose("no idempotency key", workitem.CmdSubmit, "", "", validRaw(), errs.CodeInvalid)
-	propose("another scope", workitem.CmdSubmit, scopeOf("u", "default"), "k", validRaw(), errs.CodeInvalid)
+	propose("another scope", workitem.CmdSubmit, scopeOf(l, "u", "default"), "k", validRaw(), errs.CodeInvalid)
 	big := validRaw()
 	big.Item.InputRef = strings.Repeat("i", workitem.MaxPayloadBytes)
 	propose("a payload over MaxPayloadBytes", workitem.CmdSubmit, scope, "big", big, errs.CodeTooLarge)

@@ -60,8 +60,10 @@ func applyClaim(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err := checkMember(tx.Principal, c.TenantRef); err != nil {
 		return nil, err
 	}
-	if cmd.IdemKey != "" && cmd.IdemScope != claimScope(c.TenantRef, c.GraphRef) {
-		return nil, fieldErr("idempotency_key", "a claim's key must be in the scope of its tenant and graph")
+	if cmd.IdemKey != "" {
+		if err := checkIdemScope(tx, cmd, opClaim, c.TenantRef, c.GraphRef, claimTenantLedger, "a keyed claim"); err != nil {
+			return nil, err
+		}
 	}
 	row, err := pick(tx, &c)
 	if err != nil {

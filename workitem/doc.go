@@ -36,11 +36,18 @@
 //
 // # Decisions where the spec and issue are silent
 //
-//   - Idempotency. An admission's key lives in the FSM's ledger (scope:
-//     tenant and graph; the ledger keys by principal too) with the
-//     digest of the whole request, so a retry replays the first result
-//     (Replayed, HTTP 200) and another request under the key is
-//     idempotency_conflict; a single submit and a batch share the scope.
+//   - Idempotency. An admission's key lives in the FSM's ledger, scoped
+//     by (tenant, graph), with the digest of the whole request, so a
+//     retry replays the first result (Replayed, HTTP 200) and another
+//     request under the key is idempotency_conflict; a single submit and
+//     a batch share the scope. The key is the tenant's (ledger.go): from
+//     submit version 3 (claim version 2) on, any member of the tenant
+//     who repeats it gets the first result, and a principal outside the
+//     tenant is refused (403) before the ledger is read; before those
+//     versions the ledger kept keys per principal, and a log from then
+//     replays so; a principal's retry across the switch still finds its
+//     first attempt. The service sends the scope the enabled version
+//     takes.
 //     A batch child's own idempotency_key is optional and only echoed
 //     (the parent's decides). Keys are forgotten after the cluster's
 //     ledger retention (cluster.Config.IdempotencyRetention, 24 h by
@@ -57,7 +64,11 @@
 //   - Complete: only the principal that claimed (or a controller of the
 //     tenant, or the embedding host) may complete; outcome failed ends
 //     the item failed (no further attempt). Sending the same completion
-//     again answers the item unchanged. An expired claim is 409 expired.
+//     again answers the item unchanged, to them only (403 for anyone
+//     else, from complete version 2 on). An expired claim is 409
+//     expired; an item that ended otherwise under the presented claim
+//     (cancelled, another outcome) is 409 conflict (version 2; before,
+//     stale_fence).
 //   - Cancel: any member of the tenant may cancel a pending or claimed
 //     item (its claim ends); cancelling a cancelled item answers it
 //     unchanged; one that succeeded or failed is 409 conflict.
@@ -115,17 +126,28 @@
 // fingerprint_mismatch), while version 1 keeps it as opaque metadata.
 // From version 3 a fingerprint may follow RFC 8785 (the rule clients
 // follow, docs/canonical-json.md) as well as the older rule; before it,
-// only the older one (fingerprint_rules.go).
+// only the older one (fingerprint_rules.go). Version 3 also refuses a
+// sensitive identifier in the record (a path, URL, shell syntax or
+// token: extension.IdentifiersV2, detail.class), and reserve and the
+// admin rewrite read records under those rules from their version 2 on
+// (such a record is not_reservable, and rewritable).
 //
 //   - Hosts (controllers of every tenant): labels, capacity in four
 //     dimensions (cpu_millis, memory_mib, disk_mib, processes), an epoch
 //     that is the log index of the last change (a compare-and-set guard
 //     that a restore never rolls back), capacity never below use; at
 //     most MaxHosts. Telemetry reports free disk under a strictly
-//     increasing report_seq, stamped with FSM time.
+//     increasing report_seq, stamped with FSM time; a change of the
+//     host (a re-registration, as an agent that restarts makes) starts
+//     the sequence again (host_put version 2).
 //   - Profiles (admins; also --reservation-profiles, read at start and
 //     on SIGHUP and proposed by the node once a leader exists): the
-//     whole set replaced by one command, keyed by name and version. An
+//     whole set replaced by one command, keyed by name and version. The
+//     replicated set is the one source of truth (profiles_set version
+//     2): a file seeds it only when the cluster has none yet or the
+//     file's file_version is above every one it took, so an admin's
+//     change is never undone by a node that restarts; the node logs
+//     which set won, and the set says where it came from. An
 //     empty or zero field is a fail-closed marker (profile_incomplete);
 //     mode dark or shadow refuses reserve (profile_disabled), enabled
 //     reserves; the query answers in every mode. A profile that leaves
@@ -168,7 +190,10 @@
 //     of a unit so that decay is exact; see fairness.go.
 //   - Release and reserve may be sent by the claimer or a controller of
 //     the tenant; reclaim by a member for its tenant, or a controller of
-//     every tenant for all.
+//     every tenant for all. A reservation remembers its holder (held_by,
+//     from reserve version 2 on), and release follows it (version 2):
+//     after the claim expired and Tick requeued the item, its holder
+//     still hears the ended reservation unchanged (see releaseV2).
 //   - Reservation ids are "rsv-<log index>": unique, never reissued.
 //
 // Every reservation mutation writes one outbox event (workitem_host_put,

@@ -32,9 +32,9 @@ func admissionRoutes(s *Service) []domain.Route {
 		// MiB), above the host's 1 MiB default: see submitHandler.
 		{Method: http.MethodPost, Path: "/v1/workitems/submit", Access: domain.Authenticated, Handler: submitHandler(s.Submit, func(r *SubmitResult) bool { return r.Replayed })},
 		{Method: http.MethodPost, Path: "/v1/workitems/submit-batch", Access: domain.Authenticated, Handler: submitHandler(s.SubmitBatch, func(r *BatchResult) bool { return r.Replayed })},
-		domain.Post("/v1/workitems/claim", domain.Authenticated, s.Claim, nil),
-		domain.Post("/v1/workitems/complete", domain.Authenticated, s.Complete, nil),
-		domain.Post("/v1/workitems/cancel", domain.Authenticated, s.Cancel, nil),
+		post("/v1/workitems/claim", s.Claim, nil),
+		post("/v1/workitems/complete", s.Complete, nil),
+		post("/v1/workitems/cancel", s.Cancel, nil),
 		domain.Get("/v1/workitems/get", domain.Authenticated, []string{"tenant_ref", "work_item_id", "consistency"},
 			func(ctx context.Context, p domain.Params) (*ItemResult, error) {
 				c, err := p.Consistency()
@@ -61,14 +61,14 @@ func admissionRoutes(s *Service) []domain.Route {
 
 func reservationRoutes(s *Service) []domain.Route {
 	return []domain.Route{
-		domain.Post("/v1/workitems/hosts", domain.Authenticated, s.PutHost, func(r *HostResult) int {
+		post("/v1/workitems/hosts", s.PutHost, func(r *HostResult) int {
 			if r.Created {
 				return http.StatusCreated
 			}
 			return http.StatusOK
 		}),
-		domain.Post("/v1/workitems/hosts/telemetry", domain.Authenticated, s.ReportTelemetry, nil),
-		{Method: http.MethodPut, Path: "/v1/workitems/profiles", Access: domain.Admin, Handler: domain.JSON(s.SetProfiles, nil)},
+		post("/v1/workitems/hosts/telemetry", s.ReportTelemetry, nil),
+		{Method: http.MethodPut, Path: "/v1/workitems/profiles", Access: domain.Admin, Handler: jsonHandler(s.SetProfiles, nil)},
 		domain.Get("/v1/workitems/profiles", domain.Authenticated, []string{"consistency"},
 			func(ctx context.Context, p domain.Params) (*ProfilesResult, error) {
 				c, err := p.Consistency()
@@ -77,12 +77,12 @@ func reservationRoutes(s *Service) []domain.Route {
 				}
 				return s.Profiles(ctx, c)
 			}),
-		domain.Post("/v1/workitems/reserve", domain.Authenticated, s.Reserve, nil),
-		domain.Post("/v1/workitems/release", domain.Authenticated, s.Release, nil),
-		domain.Post("/v1/workitems/reclaim", domain.Authenticated, s.Reclaim, nil),
-		domain.Post("/v1/workitems/reservations/query", domain.Authenticated, func(ctx context.Context, req QueryRequest) (*QueryResult, error) {
+		post("/v1/workitems/reserve", s.Reserve, nil),
+		post("/v1/workitems/release", s.Release, nil),
+		post("/v1/workitems/reclaim", s.Reclaim, nil),
+		post("/v1/workitems/reservations/query", func(ctx context.Context, req QueryRequest) (*QueryResult, error) {
 			return s.Query(ctx, req, fsm.Linearizable)
 		}, nil),
-		domain.Post("/v1/workitems/extension", domain.Authenticated, s.RewriteExtension, nil),
+		post("/v1/workitems/extension", s.RewriteExtension, nil),
 	}
 }

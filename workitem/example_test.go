@@ -27,7 +27,8 @@ func Example() {
 
 	item := func(id, kind string, deps ...string) workitem.SubmitRequest {
 		return workitem.SubmitRequest{WorkItemID: id, CommandDigest: "sha256:" + strings.Repeat("0", 64), Kind: kind,
-			DependsOn: deps, InputRef: "git:abc123", PolicyDigest: "policy-v1", CatalogDigest: "catalog-v1", ModelDigest: "model-v1",
+			DependsOn: deps, InputRef: "git:abc123", PolicyDigest: "sha256:" + strings.Repeat("1", 64),
+			CatalogDigest: "sha256:" + strings.Repeat("2", 64), ModelDigest: "sha256:" + strings.Repeat("3", 64),
 			MaxAttempts: 3, MaxTenantInFlight: 100}
 	}
 	batch := workitem.BatchRequest{TenantRef: "acme", GraphRef: "ci", IdempotencyKey: "pipeline-42",

@@ -20,7 +20,13 @@ type rewriteCmd struct {
 	Extension []byte `msgpack:"extension"`
 }
 
-func (c *rewriteCmd) validate(rules extension.Rules) error {
+// rewriteSensitive is the version of workitem_extension_rewrite from
+// which a record answers to extension.IdentifiersV2: a new one must, and
+// one that does not is unreadable, so that an admin can rewrite it.
+const rewriteSensitive = 2
+
+// validate checks the command, reading the record under rules r.
+func (c *rewriteCmd) validate(r recordRules) error {
 	if err := ident("tenant_ref", c.TenantRef); err != nil {
 		return err
 	}
@@ -30,17 +36,49 @@ func (c *rewriteCmd) validate(rules extension.Rules) error {
 	if len(c.Extension) > MaxMetadataBytes || len(c.Extension) == 0 || c.Extension[0] != '{' || !canon.IsCanonical(c.Extension) {
 		return fieldErr("extension", "must be a JSON object in canonical form, at most %d bytes", MaxMetadataBytes)
 	}
-	return checkExtension("extension", c.Extension, rules)
+	return checkExtension("extension", c.Extension, r)
 }
 
-// checkExtension parses a record under the closed schema: an invalid
-// error naming field.<path>, with detail.reason extension_invalid or
-// fingerprint_mismatch.
-func checkExtension(field string, raw []byte, rules extension.Rules) error {
-	if _, err := extension.ParseUnder(raw, rules); err != nil {
+// recordRules are the rules a record is read under: which canonical
+// JSON its fingerprint may follow (fingerprintRules) and which
+// identifiers it may hold.
+type recordRules struct {
+	fingerprint extension.Rules
+	identifiers extension.Identifiers
+}
+
+// newestRules are what the service checks a request under, before it
+// proposes it: this binary's newest.
+var newestRules = recordRules{extension.RFC8785OrLegacy, extension.CurrentIdentifiers}
+
+func (r recordRules) parse(raw []byte) (*extension.Extension, error) {
+	return extension.ParseWith(raw, r.fingerprint, r.identifiers)
+}
+
+// rulesAt are the rules Apply reads a record under: the fingerprint's
+// per submit's enabled version (fingerprintRules), the identifiers'
+// IdentifiersV2 from version from of the command being applied on, so
+// that a log replays as it was applied.
+func rulesAt(tx *fsm.Tx, cmd log.Type, from uint16) recordRules {
+	r := recordRules{fingerprint: fingerprintRules(tx), identifiers: extension.IdentifiersV1}
+	if tx.EnabledVersion(cmd) >= from {
+		r.identifiers = extension.IdentifiersV2
+	}
+	return r
+}
+
+// checkExtension parses a record under the closed schema and rules r:
+// an invalid error naming field.<path>, with detail.reason
+// extension_invalid or fingerprint_mismatch (and detail.class for a
+// sensitive value).
+func checkExtension(field string, raw []byte, r recordRules) error {
+	if _, err := r.parse(raw); err != nil {
 		e := errs.From(err)
 		n := *e
 		n.Detail = map[string]any{"reason": e.Detail["reason"], "field": field}
+		if class, ok := e.Detail["class"]; ok {
+			n.Detail["class"] = class
+		}
 		if f, _ := e.Detail["field"].(string); f != "" {
 			n.Detail["field"] = field + "." + f
 		}
@@ -60,7 +98,8 @@ func applyRewriteExtension(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
 		return nil, err
 	}
-	if err := c.validate(fingerprintRules(tx)); err != nil {
+	rules := rulesAt(tx, CmdRewriteExtension, rewriteSensitive)
+	if err := c.validate(rules); err != nil {
 		return nil, err
 	}
 	if !tx.Principal.HasRole(log.RoleAdmin) || !tx.Principal.InTenant(c.TenantRef) {
@@ -85,7 +124,7 @@ func applyRewriteExtension(tx *fsm.Tx, cmd *log.Command) (any, error) {
 		return nil, internal("read stored metadata", err)
 	}
 	if raw, ok := top[extensionField]; ok {
-		if _, err := extension.ParseUnder(raw, fingerprintRules(tx)); err == nil {
+		if _, err := rules.parse(raw); err == nil {
 			return nil, errs.Errorf(errs.CodeConflict, "work item %q has a readable extension; it is immutable", c.WorkItemID)
 		}
 	}
@@ -113,8 +152,9 @@ func applyRewriteExtension(tx *fsm.Tx, cmd *log.Command) (any, error) {
 }
 
 // checkSpecExtensions checks each spec's metadata.resource_reservation,
-// if it has one (submit from version 2 on; the service always).
-func checkSpecExtensions(specs []itemSpec, prefix string, rules extension.Rules) error {
+// if it has one, under rules r (submit from version 2 on; the service
+// always, under the current rules).
+func checkSpecExtensions(specs []itemSpec, prefix string, r recordRules) error {
 	for i := range specs {
 		raw, err := itemExtension(specs[i].Metadata)
 		if err != nil {
@@ -127,7 +167,7 @@ func checkSpecExtensions(specs []itemSpec, prefix string, rules extension.Rules)
 		if prefix != "" {
 			field = fmt.Sprintf(prefix, i) + field
 		}
-		if err := checkExtension(field, raw, rules); err != nil {
+		if err := checkExtension(field, raw, r); err != nil {
 			if prefix != "" {
 				err = withDetail(err, "request_index", i)
 			}

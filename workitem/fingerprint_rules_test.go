@@ -106,7 +106,10 @@ func withFingerprint(t *testing.T, rec json.RawMessage, fp string) json.RawMessa
 // submitRaw proposes a submit of item id with rec as
 // metadata.resource_reservation straight to the FSM, past the service's
 // own check, so that Apply decides.
-func submitRaw(l fsm.Proposer, id string, rec json.RawMessage) error {
+func submitRaw(l interface {
+	fsm.Proposer
+	fsm.Reader
+}, id string, rec json.RawMessage) error {
 	return rawSubmitMeta(l, id, fmt.Sprintf(`{"resource_reservation":%s}`, rec))
 }
 

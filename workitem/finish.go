@@ -56,9 +56,19 @@ func (c *cancelCmd) validate() error {
 	return ident("reason", c.Reason)
 }
 
+// completeV2 is the version of workitem_complete from which sending the
+// claimer's completion again is the claimer's (or a controller's) to
+// hear: anyone else is forbidden, as for the completion itself; and an
+// item that ended otherwise under the presented claim (cancelled, or
+// completed with another outcome or result) is a conflict, not
+// stale_fence: the claim was not stale, the item is over. Version 1
+// answered both as such.
+const completeV2 = 2
+
 // applyComplete ends a claimed item succeeded or failed, fenced by the
 // claim's exact attempt and fence (else stale_fence; an expired claim:
-// expired). Only the principal that claimed it, a controller of its
+// expired; an item that ended otherwise under it: conflict, see
+// completeV2). Only the principal that claimed it, a controller of its
 // tenant or the embedding host may. Sending the same completion again
 // answers the item as it ended, unchanged (a retry after an unknown
 // outcome). Dependents learn of the end at once (up to InlineCascade of
@@ -79,8 +89,18 @@ func applyComplete(tx *fsm.Tx, cmd *log.Command) (any, error) {
 		return nil, err
 	}
 	same := old.Attempt == c.Attempt && old.Fence == c.Fence
+	v2 := tx.EnabledVersion(CmdComplete) >= completeV2
+	claimer := old.ClaimedBy == tx.Principal.ID || tx.Principal.HasRole(log.RoleController)
 	if same && old.Status == c.Outcome && old.Reason == "" && old.ResultRef == c.ResultRef {
+		if v2 && !claimer {
+			return nil, errs.Errorf(errs.CodeForbidden, "work item %q was claimed by another principal", c.WorkItemID)
+		}
 		return &ItemResult{WorkItem: *old}, nil // this very completion, already applied
+	}
+	if v2 && same && old.Status != StatusPending && old.Status != StatusClaimed {
+		e := errs.Errorf(errs.CodeConflict, "work item %q has ended %s", c.WorkItemID, old.Status)
+		e.Detail = map[string]any{"status": old.Status, "attempt": old.Attempt, "fence": old.Fence}
+		return nil, e
 	}
 	if old.Status != StatusClaimed || !same {
 		e := errs.Errorf(errs.CodeStaleFence, "work item %q is %s at attempt %d fence %d; attempt %d fence %d was presented",
@@ -88,7 +108,7 @@ func applyComplete(tx *fsm.Tx, cmd *log.Command) (any, error) {
 		e.Detail = map[string]any{"status": old.Status, "attempt": old.Attempt, "fence": old.Fence}
 		return nil, e
 	}
-	if old.ClaimedBy != tx.Principal.ID && !tx.Principal.HasRole(log.RoleController) {
+	if !claimer {
 		return nil, errs.Errorf(errs.CodeForbidden, "work item %q was claimed by another principal", c.WorkItemID)
 	}
 	if tx.Now >= old.ClaimExpiresAtMs {

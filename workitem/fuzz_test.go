@@ -23,8 +23,9 @@ var fuzzPrincipals = []log.Principal{{}, member, member2, reader, ctl, outsider}
 // claim, ended items with their cascade done and one still queued, a
 // deadline, keyed results in the ledger.
 type wiSeed struct {
-	log []*raft.Log
-	now int64
+	log   []*raft.Log
+	now   int64
+	scope string // the admission scope of (t, default) the seed's state takes
 }
 
 func newSeed(t testing.TB) wiSeed {
@@ -52,7 +53,7 @@ func newSeed(t testing.TB) wiSeed {
 	must(s.Claim(as(member), workitem.ClaimRequest{TenantRef: "t", OwnerRef: "m", WorkItemID: "x1", TTLMs: 1000, IdempotencyKey: "ck"}))
 	l.Advance(time.Second)
 	must(s.Cancel(bg, workitem.CancelRequest{TenantRef: "t", WorkItemID: "wi-4-0", Reason: "r"}))
-	return wiSeed{log: l.Log(), now: fsmtest.Epoch + 1000}
+	return wiSeed{log: l.Log(), now: fsmtest.Epoch + 1000, scope: scopeOf(l, "t", "default")}
 }
 
 func (s wiSeed) replica(t testing.TB) *fsm.FSM {
@@ -119,7 +120,7 @@ func FuzzApplyWorkItem(f *testing.F) {
 		}
 	}
 	seed := newSeed(f)
-	scope := scopeOf("t", "default")
+	scope := seed.scope
 	notMeta := func(table string) bool { return table != "meta" }
 	f.Fuzz(func(t *testing.T, kind uint8, payload []byte, who uint8, key string, advance uint32) {
 		cmd := log.Command{Type: fuzzTypes[int(kind)%len(fuzzTypes)], Version: 1, Stamp: seed.now + int64(advance),

@@ -14,8 +14,13 @@ import (
 
 var bg = context.Background()
 
-// digest is a valid command digest.
-var digest = "sha256:" + strings.Repeat("ab", 32)
+// digest is a valid command digest; policy, catalog and model digests.
+var (
+	digest        = "sha256:" + strings.Repeat("ab", 32)
+	policyDigest  = "sha256:" + strings.Repeat("01", 32)
+	catalogDigest = "sha256:" + strings.Repeat("02", 32)
+	modelDigest   = "sha256:" + strings.Repeat("03", 32)
+)
 
 func newService(t testing.TB) (*fsmtest.Local, *workitem.Service) {
 	t.Helper()
@@ -29,7 +34,7 @@ func newService(t testing.TB) (*fsmtest.Local, *workitem.Service) {
 // req is a valid submit request of tenant t with key and depends_on.
 func req(key string, deps ...string) workitem.SubmitRequest {
 	return workitem.SubmitRequest{TenantRef: "t", IdempotencyKey: key, CommandDigest: digest, Kind: "build",
-		DependsOn: deps, InputRef: "input:" + key, PolicyDigest: "policy-1", CatalogDigest: "catalog-1", ModelDigest: "model-1",
+		DependsOn: deps, InputRef: "input:" + key, PolicyDigest: policyDigest, CatalogDigest: catalogDigest, ModelDigest: modelDigest,
 		MaxAttempts: 2, MaxTenantInFlight: 100}
 }
 

@@ -76,6 +76,14 @@ func hosts(s fsm.Store) ([]*Host, error) {
 	return out, nil
 }
 
+// putHostV2 is the version of workitem_host_put from which a change of
+// a registered host (a re-registration: its epoch advances) resets its
+// report sequence, so a host agent that restarts counts report_seq
+// from 1 again after registering; the last report's free disk and time
+// stay until a new report replaces them. Version 1 kept the sequence,
+// and a restarted agent's reports were stale_report for good.
+const putHostV2 = 2
+
 // applyPutHost registers a host or changes its labels and capacity
 // (controllers of every tenant). The epoch becomes the command's log
 // index: it only grows, also across a restore, so expected_epoch is a
@@ -131,6 +139,9 @@ func applyPutHost(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	h.Labels = map[string]string{}
 	maps.Copy(h.Labels, c.Labels)
 	h.Capacity, h.Epoch, h.UpdatedAtMs = c.Capacity, tx.Index, tx.Now
+	if tx.EnabledVersion(CmdPutHost) >= putHostV2 {
+		h.Telemetry.ReportSeq = 0
+	}
 	if err := tx.Insert(tableHosts, &h); err != nil {
 		return nil, internal("store host", err)
 	}

@@ -369,9 +369,6 @@ func (f *httpFixture) atTheLimits() {
 		"work_item_id of 512 bytes": {"work_item_id": "z" + id512[1:]},
 		"kind of 512 bytes":         {"kind": id512},
 		"idempotency_key 512 bytes": {"idempotency_key": id512},
-		"policy_digest 512 bytes":   {"policy_digest": id512},
-		"catalog_digest 512 bytes":  {"catalog_digest": id512},
-		"model_digest 512 bytes":    {"model_digest": id512},
 		"a 512-byte dependency":     {"depends_on": []string{"z" + id512[1:]}},
 		"deadline_unix 9999":        {"deadline_unix": workitem.MaxDeadlineUnix},
 	} {

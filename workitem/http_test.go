@@ -232,7 +232,7 @@ func (f *httpFixture) ok(what string, r reply, out any) {
 // body is a valid submit request as JSON fields; with overrides.
 func body(key string, overrides map[string]any) map[string]any {
 	b := map[string]any{"tenant_ref": "t", "idempotency_key": key, "command_digest": digest, "kind": "build", "priority": 0,
-		"depends_on": []string{}, "input_ref": "in", "policy_digest": "p", "catalog_digest": "c", "model_digest": "m",
+		"depends_on": []string{}, "input_ref": "in", "policy_digest": policyDigest, "catalog_digest": catalogDigest, "model_digest": modelDigest,
 		"max_attempts": 3, "metadata": map[string]any{}, "provenance_refs": []string{}, "max_tenant_in_flight": 4096}
 	maps.Copy(b, overrides)
 	for k, v := range overrides {

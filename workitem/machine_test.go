@@ -66,7 +66,11 @@ func newMachine(t *rapid.T) *wiMachine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &wiMachine{ctx: context.Background(), l: l, svc: workitem.NewService(l, l), m: newModel(fsmtest.Epoch)}
+	enable(t, l) // the newest versions: keys are the tenant's
+	mc := &wiMachine{ctx: context.Background(), l: l, svc: workitem.NewService(l, l), m: newModel(fsmtest.Epoch)}
+	mc.m.apply() // the enable command, and its change event
+	mc.m.emit()
+	return mc
 }
 
 func (mc *wiMachine) key() string {
@@ -88,8 +92,8 @@ func (mc *wiMachine) ids() []string {
 // those of the model.
 func (mc *wiMachine) spec(t *rapid.T, label string, earlier []string) workitem.SubmitRequest {
 	r := workitem.SubmitRequest{CommandDigest: digest, Kind: rapid.SampledFrom(mKinds).Draw(t, label+"kind"),
-		Priority: rapid.SampledFrom(mPriorities).Draw(t, label+"priority"), InputRef: "in", PolicyDigest: "p", CatalogDigest: "c",
-		ModelDigest: "m", MaxAttempts: rapid.Int64Range(1, 3).Draw(t, label+"attempts"),
+		Priority: rapid.SampledFrom(mPriorities).Draw(t, label+"priority"), InputRef: "in", PolicyDigest: policyDigest, CatalogDigest: catalogDigest,
+		ModelDigest: modelDigest, MaxAttempts: rapid.Int64Range(1, 3).Draw(t, label+"attempts"),
 		MaxTenantInFlight: rapid.SampledFrom(mCaps).Draw(t, label+"cap"), WorkItemID: rapid.SampledFrom(mIDs).Draw(t, label+"id"),
 		Metadata: rapid.SampledFrom(mMetadata).Draw(t, label+"metadata")}
 	if rapid.IntRange(0, 3).Draw(t, label+"has_deadline") == 0 {
@@ -156,12 +160,12 @@ func (mc *wiMachine) submit(t *rapid.T) {
 	}
 	graph := graphOr(r.GraphRef)
 	mc.m.apply()
-	lk := ledgerKey(p, "admit", r.TenantRef, graph, r.IdempotencyKey)
+	lk := ledgerKey("admit", r.TenantRef, graph, r.IdempotencyKey)
 	fp := fingerprint("one", normalized(r))
 	var want *workitem.SubmitResult
 	var werr *mErr
 	replay := false
-	if prev, e, done := mc.m.consult(lk, fp); done {
+	if prev, e, done := mc.m.consult(p, r.TenantRef, lk, fp); done {
 		werr, replay = e, e == nil
 		if prev != nil {
 			first := prev.(workitem.SubmitResult)
@@ -248,12 +252,12 @@ func (mc *wiMachine) batchWith(t *rapid.T, p log.Principal, r workitem.BatchRequ
 		norm[i] = normalized(c)
 		norm[i].IdempotencyKey = c.IdempotencyKey
 	}
-	lk := ledgerKey(p, "admit", r.TenantRef, graph, r.IdempotencyKey)
+	lk := ledgerKey("admit", r.TenantRef, graph, r.IdempotencyKey)
 	fp := fingerprint("batch", norm)
 	var want *workitem.BatchResult
 	var werr *mErr
 	replay := false
-	if prev, e, done := mc.m.consult(lk, fp); done {
+	if prev, e, done := mc.m.consult(p, r.TenantRef, lk, fp); done {
 		werr, replay = e, e == nil
 		if prev != nil {
 			first := prev.(workitem.BatchResult)
@@ -311,9 +315,9 @@ func (mc *wiMachine) claim(t *rapid.T) {
 	var want *workitem.ClaimResult
 	var werr *mErr
 	replay := false
-	lk := ledgerKey(p, "claim", r.TenantRef, graphOr(r.GraphRef), r.IdempotencyKey)
+	lk := ledgerKey("claim", r.TenantRef, graphOr(r.GraphRef), r.IdempotencyKey)
 	fp := fingerprint("claim", workitem.ClaimRequest{TenantRef: r.TenantRef, GraphRef: graphOr(r.GraphRef), OwnerRef: r.OwnerRef, Kinds: r.Kinds, WorkItemID: r.WorkItemID, TTLMs: r.TTLMs})
-	if prev, e, done := mc.m.consult(lk, fp); r.IdempotencyKey != "" && done {
+	if prev, e, done := mc.m.consult(p, r.TenantRef, lk, fp); r.IdempotencyKey != "" && done {
 		werr, replay = e, e == nil
 		if prev != nil {
 			first := prev.(workitem.ClaimResult)

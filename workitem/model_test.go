@@ -71,8 +71,9 @@ func (e *mErr) Error() string { return fmt.Sprintf("%s (%s %s)", e.code, e.reaso
 
 func fail(code errs.Code) *mErr { return &mErr{code: code} }
 
-func ledgerKey(p log.Principal, op, tenant, graph, key string) string {
-	return strings.Join([]string{p.ID, op, tenant, graph, key}, "\x00")
+// ledgerKey is a keyed command's row: the tenant's, whoever sends it.
+func ledgerKey(op, tenant, graph, key string) string {
+	return strings.Join([]string{op, tenant, graph, key}, "\x00")
 }
 
 // fingerprint is what makes two keyed commands the same request: the
@@ -82,9 +83,13 @@ func fingerprint(typ string, v any) string {
 	return typ + string(b)
 }
 
-// consult answers a keyed command from the ledger: done with the first
-// result (replayed) or idempotency_conflict.
-func (m *wiModel) consult(key, fp string) (any, *mErr, bool) {
+// consult answers a keyed command of p in tenant from the ledger: done
+// with the first result (replayed) or idempotency_conflict, or, before
+// the ledger is read, forbidden for a principal outside the tenant.
+func (m *wiModel) consult(p log.Principal, tenant, key, fp string) (any, *mErr, bool) {
+	if !p.InTenant(tenant) {
+		return nil, fail(errs.CodeForbidden), true
+	}
 	row, ok := m.ledger[key]
 	switch {
 	case !ok:
@@ -261,9 +266,14 @@ func (m *wiModel) complete(p log.Principal, r workitem.CompleteRequest) (*workit
 		return nil, fail(errs.CodeNotFound)
 	}
 	same := it.Attempt == r.Attempt && it.Fence == r.Fence
+	claimer := it.ClaimedBy == p.ID || p.HasRole(log.RoleController)
 	switch {
+	case same && it.Status == r.Outcome && it.Reason == "" && it.ResultRef == r.ResultRef && !claimer:
+		return nil, fail(errs.CodeForbidden)
 	case same && it.Status == r.Outcome && it.Reason == "" && it.ResultRef == r.ResultRef:
 		return it, nil
+	case same && it.Status != workitem.StatusPending && it.Status != workitem.StatusClaimed:
+		return nil, fail(errs.CodeConflict) // ended otherwise
 	case it.Status != workitem.StatusClaimed || !same:
 		return nil, fail(errs.CodeStaleFence)
 	case it.ClaimedBy != p.ID && !p.HasRole(log.RoleController):

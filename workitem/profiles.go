@@ -72,16 +72,65 @@ type ProfileStatus struct {
 }
 
 // ProfilesResult is the profile set; Changed says a set command changed
-// it (the same set again changes nothing and writes no event).
+// it (the same set again changes nothing and writes no event). Source
+// says where the set came from ("api", "file"; empty for a set made
+// before profiles_set version 2 recorded it), FileVersion is the newest
+// file_version of --reservation-profiles the cluster ever took, and
+// SetIndex the log index of the last change. Kept says that a file's set
+// was not taken, because the cluster's wins (see applySetProfiles).
 type ProfilesResult struct {
-	Profiles []ProfileStatus `json:"profiles" msgpack:"profiles"`
-	Digest   string          `json:"digest" msgpack:"digest"`
-	Changed  bool            `json:"changed" msgpack:"changed"`
+	Profiles    []ProfileStatus `json:"profiles" msgpack:"profiles"`
+	Digest      string          `json:"digest" msgpack:"digest"`
+	Changed     bool            `json:"changed" msgpack:"changed"`
+	Source      string          `json:"source,omitempty" msgpack:"source,omitempty"`
+	FileVersion uint64          `json:"file_version,omitempty" msgpack:"file_version,omitempty"`
+	SetIndex    uint64          `json:"set_index,omitempty" msgpack:"set_index,omitempty"`
+	Kept        bool            `json:"kept,omitempty" msgpack:"kept,omitempty"`
 }
 
-// profilesCmd is the payload of CmdSetProfiles.
+// Where a profile set came from (ProfilesResult.Source).
+const (
+	ProfileSourceAPI  = "api"
+	ProfileSourceFile = "file"
+)
+
+// profilesCmd is the payload of CmdSetProfiles. Seed marks a set read
+// from --reservation-profiles, whose file_version is FileVersion (0: the
+// file has none); it travels in command version 2 only.
 type profilesCmd struct {
-	Profiles []Profile `msgpack:"profiles"`
+	Profiles    []Profile `msgpack:"profiles"`
+	Seed        bool      `msgpack:"seed,omitempty"`
+	FileVersion uint64    `msgpack:"file_version,omitempty"`
+}
+
+// profilesV2 is the version of workitem_profiles_set from which the
+// cluster records where its set came from (profileSource), and a set
+// read from a file (a seed, sent as command version 2) is taken only
+// when the cluster has no set yet or the file's file_version is above
+// every file version it took: an admin's change through the API is
+// never undone by a node that restarts with its file.
+const profilesV2 = 2
+
+// profileSource is the one row that says where the profile set came
+// from.
+type profileSource struct {
+	ID          string `msgpack:"id"` // profileSourceID
+	Source      string `msgpack:"source"`
+	FileVersion uint64 `msgpack:"file_version"`
+	Index       uint64 `msgpack:"index"`
+}
+
+const profileSourceID = "profiles"
+
+func getProfileSource(s fsm.Store) (*profileSource, error) {
+	raw, err := s.First(tableProfileSource, "id", profileSourceID)
+	if err != nil {
+		return nil, internal("read profile source", err)
+	}
+	if raw == nil {
+		return nil, nil
+	}
+	return raw.(*profileSource), nil
 }
 
 func (c *profilesCmd) validate() error {
@@ -211,10 +260,13 @@ func getProfile(s fsm.Store, name, version string) (*Profile, error) {
 	return raw.(*Profile), nil
 }
 
-func profilesResult(ps []Profile, changed bool) *ProfilesResult {
+func profilesResult(ps []Profile, changed bool, src *profileSource) *ProfilesResult {
 	out := &ProfilesResult{Profiles: make([]ProfileStatus, len(ps)), Digest: profilesDigest(ps), Changed: changed}
 	for i, p := range ps {
 		out.Profiles[i] = statusOf(p)
+	}
+	if src != nil {
+		out.Source, out.FileVersion, out.SetIndex = src.Source, src.FileVersion, src.Index
 	}
 	return out
 }
@@ -222,7 +274,12 @@ func profilesResult(ps []Profile, changed bool) *ProfilesResult {
 // applySetProfiles replaces the profile set (admins, or the embedding
 // host that read --reservation-profiles). The same set again changes
 // nothing. Reservations already made keep what they hold; a profile
-// that leaves the set refuses new reserves (profile_disabled).
+// that leaves the set refuses new reserves (profile_disabled). From
+// version 2 on (profilesV2) the cluster records where its set came
+// from, and a file's set (a seed) is taken only when the cluster has
+// none yet (no set was ever recorded and none is stored) or its
+// file_version is above the newest the cluster took; otherwise the
+// answer is the cluster's set, Kept, and nothing changes.
 func applySetProfiles(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	var c profilesCmd
 	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
@@ -230,6 +287,9 @@ func applySetProfiles(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	}
 	if err := c.validate(); err != nil {
 		return nil, err
+	}
+	if (c.Seed || c.FileVersion != 0) && cmd.Version < profilesV2 {
+		return nil, errs.Errorf(errs.CodeInvalid, "a profile set from a file travels in version %d of the command", profilesV2)
 	}
 	if !tx.Principal.HasRole(log.RoleAdmin) || !allTenants(tx.Principal) {
 		return nil, errs.Errorf(errs.CodeForbidden, "setting reservation profiles needs the admin role for every tenant; principal %q has not", tx.Principal.ID)
@@ -240,8 +300,49 @@ func applySetProfiles(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	recorded := tx.EnabledVersion(CmdSetProfiles) >= profilesV2
+	var src *profileSource
+	if recorded {
+		if src, err = getProfileSource(tx); err != nil {
+			return nil, err
+		}
+	}
+	if c.Seed {
+		var newest uint64 // the newest file version the cluster took
+		if src != nil {
+			newest = src.FileVersion
+		}
+		if none := src == nil && len(have) == 0; !none && c.FileVersion <= newest {
+			res := profilesResult(have, false, src)
+			res.Kept = true
+			return res, nil
+		}
+		return setProfiles(tx, want, have, src, &profileSource{ID: profileSourceID, Source: ProfileSourceFile, FileVersion: c.FileVersion, Index: tx.Index})
+	}
 	if bytes.Equal(log.MustMarshal(want), log.MustMarshal(have)) {
-		return profilesResult(have, false), nil
+		return profilesResult(have, false, src), nil
+	}
+	var next *profileSource
+	if recorded {
+		next = &profileSource{ID: profileSourceID, Source: ProfileSourceAPI, Index: tx.Index}
+		if src != nil {
+			next.FileVersion = src.FileVersion
+		}
+	}
+	return setProfiles(tx, want, have, src, next)
+}
+
+// setProfiles replaces have with want, records next as the set's source
+// (nil: version 1, which recorded none) and writes the event.
+func setProfiles(tx *fsm.Tx, want, have []Profile, prev, next *profileSource) (*ProfilesResult, error) {
+	changed := !bytes.Equal(log.MustMarshal(want), log.MustMarshal(have))
+	if next != nil {
+		if err := tx.Insert(tableProfileSource, next); err != nil {
+			return nil, internal("store profile source", err)
+		}
+	}
+	if !changed {
+		return profilesResult(have, false, next), emitProfiles(tx, have, have, prev, next)
 	}
 	for i := range have {
 		if err := tx.Delete(tableProfiles, &have[i]); err != nil {
@@ -254,15 +355,32 @@ func applySetProfiles(tx *fsm.Tx, cmd *log.Command) (any, error) {
 			return nil, internal("store profile", err)
 		}
 	}
-	res := profilesResult(want, true)
-	if err := emitJSON(tx, EventProfilesSet, "profiles", "", struct {
-		Digest   string `json:"digest"`
-		Count    int    `json:"count"`
-		Previous string `json:"previous"`
-	}{res.Digest, len(want), profilesDigest(have)}); err != nil {
-		return nil, err
+	return profilesResult(want, true, next), emitProfiles(tx, want, have, prev, next)
+}
+
+// emitProfiles writes the profiles_set event: the new set's digest and
+// size, the previous digest and, from version 2 on, where the set came
+// from.
+func emitProfiles(tx *fsm.Tx, want, have []Profile, prev, next *profileSource) error {
+	if next == nil {
+		return emitJSON(tx, EventProfilesSet, "profiles", "", struct {
+			Digest   string `json:"digest"`
+			Count    int    `json:"count"`
+			Previous string `json:"previous"`
+		}{profilesDigest(want), len(want), profilesDigest(have)})
 	}
-	return res, nil
+	var prevSource string
+	if prev != nil {
+		prevSource = prev.Source
+	}
+	return emitJSON(tx, EventProfilesSet, "profiles", "", struct {
+		Digest         string `json:"digest"`
+		Count          int    `json:"count"`
+		Previous       string `json:"previous"`
+		Source         string `json:"source"`
+		FileVersion    uint64 `json:"file_version"`
+		PreviousSource string `json:"previous_source,omitempty"`
+	}{profilesDigest(want), len(want), profilesDigest(have), next.Source, next.FileVersion, prevSource})
 }
 
 // runProfiles answers QueryProfiles: the set, with each profile's
@@ -272,5 +390,9 @@ func runProfiles(rt *fsm.ReadTx, _ []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return profilesResult(ps, false), nil
+	src, err := getProfileSource(rt.Txn)
+	if err != nil {
+		return nil, err
+	}
+	return profilesResult(ps, false, src), nil
 }

@@ -22,10 +22,24 @@ func (c *releaseCmd) validate() error {
 	return ident("reservation_id", c.ReservationID)
 }
 
+// releaseV2 is the version of workitem_release from which the holder
+// is the reservation's own (HeldBy), not whoever holds the item's claim
+// now: once a claim expired and Tick requeued the item (which clears
+// its claimer but keeps its fence), the principal that held the
+// reservation still gets its ended reservation back, and nobody else
+// does. A reservation made before reserve version 2 names no holder:
+// while its claim is the item's current one the claimer holds it, and
+// once that claim has ended any member of the tenant hears it
+// unchanged (it frees nothing then). Version 1 asked the item's current
+// claimer whenever the fence was the item's, which refused the holder
+// after a requeue. (The embedding host's claims have no claimer id:
+// theirs are held as before version 2.)
+const releaseV2 = 2
+
 // applyRelease frees a reservation's capacity and keys, fenced by the
-// claim's exact attempt and fence (else stale_fence): only the holder
-// of that claim (or a controller) may. Releasing a reservation that has
-// already ended (released, or ended with its claim) answers it
+// claim's exact attempt and fence (else stale_fence): only its holder
+// (or a controller) may (see releaseV2). Releasing a reservation that
+// has already ended (released, or ended with its claim) answers it
 // unchanged; its fairness charge stays and decays.
 func applyRelease(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	var c releaseCmd
@@ -55,8 +69,8 @@ func applyRelease(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if it != nil && it.ClaimedBy != tx.Principal.ID && it.Fence == c.Fence && !tx.Principal.HasRole(log.RoleController) {
-		return nil, errs.Errorf(errs.CodeForbidden, "work item %q was claimed by another principal", c.WorkItemID)
+	if !holds(tx, r, it) {
+		return nil, errs.Errorf(errs.CodeForbidden, "reservation %s of work item %q is held by another principal", r.ReservationID, c.WorkItemID)
 	}
 	if r.Status != ReservationActive {
 		return &ReservationResult{Reservation: *r}, nil
@@ -130,4 +144,27 @@ func endWithClaim(tx *fsm.Tx, it *WorkItem, reason string) error {
 	}
 	_, err = finish(tx, r, ReservationEnded, reason)
 	return err
+}
+
+// holds reports whether the caller may release r (it is the item, nil
+// if it is gone): a controller always; otherwise its holder (see
+// releaseV2).
+func holds(tx *fsm.Tx, r *Reservation, it *WorkItem) bool {
+	if tx.Principal.HasRole(log.RoleController) {
+		return true
+	}
+	if tx.EnabledVersion(CmdRelease) < releaseV2 {
+		return it == nil || it.ClaimedBy == tx.Principal.ID || it.Fence != r.Fence
+	}
+	if r.HeldBy != "" {
+		return r.HeldBy == tx.Principal.ID
+	}
+	// Made before reserve version 2, or for the embedding host (whose
+	// id is empty): while the claim lasts, its claimer holds it; once
+	// the claim has ended, so has the reservation, and the answer
+	// changes nothing.
+	if it != nil && it.Status == StatusClaimed && it.Fence == r.Fence {
+		return it.ClaimedBy == tx.Principal.ID
+	}
+	return true
 }

@@ -55,7 +55,8 @@ func Example_reservation() {
 		}
 		meta, _ := json.Marshal(map[string]any{"repository_request_v1": map[string]string{"repo": "acme/app"}, "resource_reservation": json.RawMessage(record)})
 		must(svc.Submit(ctx, workitem.SubmitRequest{TenantRef: "acme", WorkItemID: id, IdempotencyKey: id, CommandDigest: "sha256:" + strings.Repeat("0", 64),
-			Kind: "build", InputRef: "git:abc", PolicyDigest: "p", CatalogDigest: "c", ModelDigest: "m", MaxAttempts: 3, MaxTenantInFlight: 10, Metadata: meta}))
+			Kind: "build", InputRef: "git:abc", PolicyDigest: "sha256:" + strings.Repeat("1", 64),
+			CatalogDigest: "sha256:" + strings.Repeat("2", 64), ModelDigest: "sha256:" + strings.Repeat("3", 64), MaxAttempts: 3, MaxTenantInFlight: 10, Metadata: meta}))
 		c, err := svc.Claim(ctx, workitem.ClaimRequest{TenantRef: "acme", OwnerRef: "worker-" + id, WorkItemID: id, TTLMs: 600_000})
 		if err != nil {
 			panic(err)
@@ -80,7 +81,7 @@ func Example_reservation() {
 		panic(err)
 	}
 	fmt.Printf("build-2 on %s, holding the repository exclusively: %t\n", r.Reservation.HostID, r.Reservation.Keys.RepositoryExclusive)
-	q, _ := svc.Query(ctx, workitem.QueryRequest{TenantRef: "acme"}, fsm.Linearizable)
+	q, _ := svc.Query(ctx, workitem.QueryRequest{TenantRef: "acme", MaxCount: workitem.MaxQueryPage}, fsm.Linearizable)
 	for _, x := range q.Reservations {
 		fmt.Println(x.WorkItemID, x.Status+strings.TrimRight(" "+x.EndReason, " "))
 	}

@@ -45,7 +45,7 @@ func resSeed(t testing.TB) wiSeed {
 	r.WorkItemID = "legacy"
 	mustSubmit(t, s, r)
 	l.Advance(time.Second)
-	return wiSeed{log: l.Log(), now: fsmtest.Epoch + 1000}
+	return wiSeed{log: l.Log(), now: fsmtest.Epoch + 1000, scope: scopeOf(l, "t", "default")}
 }
 
 func resFuzzPayloads(t testing.TB) map[log.Type][][]byte {
@@ -106,7 +106,7 @@ func FuzzApplyReservation(f *testing.F) {
 		cmd := log.Command{Type: typ, Version: 1, Stamp: seed.now + int64(advance),
 			Principal: resFuzzPrincipals[int(who)%len(resFuzzPrincipals)], Payload: payload}
 		if typ == workitem.CmdSubmit {
-			cmd.IdemScope, cmd.IdemKey = scopeOf("t", "default"), "fuzz-key"
+			cmd.IdemScope, cmd.IdemKey = seed.scope, "fuzz-key"
 		}
 		data, err := log.Encode(cmd)
 		if err != nil {

@@ -92,7 +92,7 @@ func TestFairnessDecays(t *testing.T) {
 	b := claimed(t, s, "b", e, time.Hour)
 	refusedFSM(t, l, "1200 > 1000", errs.CodeConflict, workitem.RefuseFairness, func() error { _, err := s.Reserve(as(member), reserveOf(b, "")); return err })
 	debt := func() workitem.Debt {
-		q, err := s.Query(as(reader), workitem.QueryRequest{TenantRef: "t"}, 0)
+		q, err := s.Query(as(reader), workitem.QueryRequest{TenantRef: "t", MaxCount: workitem.MaxQueryPage}, 0)
 		noErr(t, "query", err)
 		if len(q.Fairness) != 1 {
 			t.Fatalf("fairness rows %+v", q.Fairness)
@@ -115,7 +115,7 @@ func TestFairnessDecays(t *testing.T) {
 	}
 	l.Advance(2000 * time.Second)
 	tick(t, l, 10)
-	q, err := s.Query(as(reader), workitem.QueryRequest{TenantRef: "t"}, 0)
+	q, err := s.Query(as(reader), workitem.QueryRequest{TenantRef: "t", MaxCount: workitem.MaxQueryPage}, 0)
 	if err != nil || len(q.Fairness) != 0 {
 		t.Fatalf("a paid debt stays: %+v %v", q, err)
 	}
@@ -252,10 +252,10 @@ func TestQueryPages(t *testing.T) {
 	if _, err := s.Query(as(reader), workitem.QueryRequest{TenantRef: "t", WorkItemID: "a", MaxCount: 1, Cursor: first.NextCursor}, 0); !errors.Is(err, errs.Invalid) {
 		t.Fatalf("a cursor of another query: %v", err)
 	}
-	if _, err := s.Query(as(outsider), workitem.QueryRequest{TenantRef: "t"}, 0); !errors.Is(err, errs.NotFound) {
+	if _, err := s.Query(as(outsider), workitem.QueryRequest{TenantRef: "t", MaxCount: workitem.MaxQueryPage}, 0); !errors.Is(err, errs.NotFound) {
 		t.Fatalf("another tenant: %v", err)
 	}
-	one, err := s.Query(as(reader), workitem.QueryRequest{TenantRef: "t", WorkItemID: "b", HostID: "h2"}, 0)
+	one, err := s.Query(as(reader), workitem.QueryRequest{TenantRef: "t", WorkItemID: "b", HostID: "h2", MaxCount: workitem.MaxQueryPage}, 0)
 	if err != nil || len(one.Hosts) != 1 || len(one.Reservations) > 1 {
 		t.Fatalf("one item on one host: %+v %v", one, err)
 	}

@@ -34,6 +34,7 @@ func oldDomains() []domain.Domain {
 			for _, c := range m.Commands {
 				if c.Type < workitem.CmdPutHost {
 					c.MaxVersion = 1
+					c.LedgerTenant, c.LedgerTenantFrom, c.LedgerLegacyScope = nil, 0, nil // not yet
 					cmds = append(cmds, c)
 				}
 			}
@@ -226,10 +227,19 @@ func (r *resHTTP) setup() {
 		r.call("host "+h.HostID, http.MethodPost, "hosts", "ops", h, http.StatusCreated, &res)
 		r.call("telemetry "+h.HostID, http.MethodPost, "hosts/telemetry", "ops", workitem.TelemetryRequest{HostID: h.HostID, ReportSeq: 1, DiskFreeMiB: 102400}, http.StatusOK, nil)
 	}
-	r.call("host again", http.MethodPost, "hosts", "ops", workitem.PutHostRequest{HostID: "h1", Labels: map[string]string{"zone": "a"}, Capacity: capacity}, http.StatusOK, nil)
+	// A re-registration (a host agent restarting) answers created false
+	// and resets the report sequence: the agent counts from 1 again.
+	var again map[string]any
+	r.call("host again", http.MethodPost, "hosts", "ops", workitem.PutHostRequest{HostID: "h1", Labels: map[string]string{"zone": "a"}, Capacity: capacity}, http.StatusOK, &again)
+	if created, ok := again["created"]; !ok || created != false {
+		r.t.Fatalf("host again: created %v (present %t), want false", created, ok)
+	}
+	r.call("a report after the re-registration", http.MethodPost, "hosts/telemetry", "ops", workitem.TelemetryRequest{HostID: "h1", ReportSeq: 1, DiskFreeMiB: 102400}, http.StatusOK, nil)
 	r.refused("host by a tenant's controller", http.MethodPost, "hosts", "ctl", workitem.PutHostRequest{HostID: "h9"}, http.StatusForbidden, errs.CodeForbidden, "")
 	r.refused("a path as host id", http.MethodPost, "hosts", "ops", workitem.PutHostRequest{HostID: "/dev/sda"}, http.StatusUnprocessableEntity, errs.CodeInvalid, "")
-	r.refused("an unknown field", http.MethodPost, "hosts", "ops", []byte(`{"host_id":"h9","tenant_ref":"t"}`), http.StatusUnprocessableEntity, errs.CodeInvalid, "")
+	if e := r.refused("an unknown field", http.MethodPost, "hosts", "ops", []byte(`{"host_id":"h9","tenant_ref":"t"}`), http.StatusUnprocessableEntity, errs.CodeInvalid, ""); e.Error.Detail["field"] != "tenant_ref" {
+		r.t.Fatalf("an unknown field: detail %v, want field tenant_ref", e.Error.Detail)
+	}
 	r.refused("a stale report", http.MethodPost, "hosts/telemetry", "ops", workitem.TelemetryRequest{HostID: "h1", ReportSeq: 1, DiskFreeMiB: 1}, http.StatusConflict, errs.CodeConflict, "stale_report")
 }
 
@@ -301,8 +311,8 @@ func (r *resHTTP) refusals(tampered []byte) {
 		"resource_reservation": json.RawMessage(tampered)}}), http.StatusUnprocessableEntity, errs.CodeInvalid, extension.ReasonFingerprintMismatch)
 	r.refused("a reclaim of every tenant by a member", http.MethodPost, "reclaim", "p1", workitem.ReclaimRequest{MaxCount: 1}, http.StatusForbidden, errs.CodeForbidden, "")
 	r.refused("max_count 129", http.MethodPost, "reclaim", "p1", workitem.ReclaimRequest{TenantRef: "t", MaxCount: 129}, http.StatusUnprocessableEntity, errs.CodeInvalid, "")
-	r.refused("a query of another tenant", http.MethodPost, "reservations/query", "ou", workitem.QueryRequest{TenantRef: "t"}, http.StatusNotFound, errs.CodeNotFound, "")
-	r.refused("a forged cursor", http.MethodPost, "reservations/query", "rd", workitem.QueryRequest{TenantRef: "t", Cursor: "query.AAAAAAAAAAAA"}, http.StatusUnprocessableEntity, errs.CodeInvalid, "")
+	r.refused("a query of another tenant", http.MethodPost, "reservations/query", "ou", workitem.QueryRequest{TenantRef: "t", MaxCount: 1}, http.StatusNotFound, errs.CodeNotFound, "")
+	r.refused("a forged cursor", http.MethodPost, "reservations/query", "rd", workitem.QueryRequest{TenantRef: "t", MaxCount: 1, Cursor: "query.AAAAAAAAAAAA"}, http.StatusUnprocessableEntity, errs.CodeInvalid, "")
 	_, good, _ := extension.Seal(baseExt())
 	r.refused("a rewrite by a member", http.MethodPost, "extension", "p1", workitem.RewriteExtensionRequest{TenantRef: "t", WorkItemID: "legacy", Fence: lc.Fence, Extension: good}, http.StatusForbidden, errs.CodeForbidden, "")
 	r.refused("a rewrite with a tampered record", http.MethodPost, "extension", "ops", workitem.RewriteExtensionRequest{TenantRef: "t", WorkItemID: "legacy", Fence: lc.Fence, Extension: tampered}, http.StatusUnprocessableEntity, errs.CodeInvalid, extension.ReasonFingerprintMismatch)

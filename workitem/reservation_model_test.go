@@ -98,6 +98,7 @@ func (m *resModel) putHost(p log.Principal, r workitem.PutHostRequest) (*workite
 		h.Labels = map[string]string{}
 	}
 	h.Capacity, h.Epoch, h.UpdatedAtMs = r.Capacity, m.index, m.now
+	h.Telemetry.ReportSeq = 0 // a re-registration: the agent counts again
 	m.hosts[r.HostID] = h
 	return &workitem.HostResult{Host: *h, Created: old == nil}, nil
 }
@@ -319,7 +320,7 @@ func (m *resModel) reserve(p log.Principal, r workitem.ReserveRequest) (*workite
 		return nil, rRefuse(workitem.RefuseFairness)
 	}
 	res := &workitem.Reservation{ReservationID: fmt.Sprintf("rsv-%d", m.index), TenantRef: "t", WorkItemID: it.id, Attempt: it.attempt,
-		Fence: it.fence, HostID: host.HostID, Dimensions: e.Dimensions, Keys: workitem.Keys{Repository: e.Repository,
+		Fence: it.fence, HeldBy: it.claimedBy, HostID: host.HostID, Dimensions: e.Dimensions, Keys: workitem.Keys{Repository: e.Repository,
 			RepositoryExclusive: e.Exclusivity.Repository, Branch: branch, BranchExclusive: e.Exclusivity.Branch, Concurrency: e.Concurrency.Key,
 			ConcurrencyLimit: e.Concurrency.Limit, AntiAffinity: append([]string{}, e.AntiAffinity...), FairnessGroup: e.Fairness.Group},
 		ProfileName: prof.Name, ProfileVersion: prof.Version, Fingerprint: e.Fingerprint, FairnessCost: e.Fairness.Cost,
@@ -352,7 +353,15 @@ func (m *resModel) release(p log.Principal, rq workitem.ReleaseRequest) (*workit
 	case r.Attempt != rq.Attempt || r.Fence != rq.Fence:
 		return nil, rFail(errs.CodeStaleFence)
 	}
-	if it := m.items[rq.WorkItemID]; it != nil && it.fence == rq.Fence && !mayAct(p, it.claimedBy) {
+	// Its holder (or a controller); one without (the embedding host's)
+	// is its claimer's while the claim lasts.
+	holder := r.HeldBy
+	if it := m.items[rq.WorkItemID]; holder == "" && it != nil && it.status == workitem.StatusClaimed && it.fence == r.Fence {
+		holder = it.claimedBy
+	} else if holder == "" {
+		holder = p.ID
+	}
+	if !mayAct(p, holder) {
 		return nil, rFail(errs.CodeForbidden)
 	}
 	if r.Status == workitem.ReservationActive {
@@ -374,8 +383,12 @@ func (m *resModel) complete(p log.Principal, id string, attempt int64, fence uin
 	switch {
 	case it == nil:
 		return rFail(errs.CodeNotFound)
+	case it.attempt == attempt && it.fence == fence && it.status == workitem.StatusSucceeded && !mayAct(p, it.claimedBy):
+		return rFail(errs.CodeForbidden)
 	case it.attempt == attempt && it.fence == fence && it.status == workitem.StatusSucceeded:
 		return nil
+	case it.attempt == attempt && it.fence == fence && it.status != workitem.StatusClaimed && it.status != workitem.StatusPending:
+		return rFail(errs.CodeConflict) // ended otherwise
 	case it.status != workitem.StatusClaimed || it.attempt != attempt || it.fence != fence:
 		return rFail(errs.CodeStaleFence)
 	case !mayAct(p, it.claimedBy):

@@ -7,7 +7,6 @@ import (
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/canon"
 	"github.com/arbiterhq/arbiter/log"
-	"github.com/arbiterhq/arbiter/workitem/extension"
 )
 
 // The reservation half of Service. Refusals of reserve are conflicts
@@ -44,9 +43,22 @@ func (s *Service) ReportTelemetry(ctx context.Context, req TelemetryRequest) (*H
 	return &out, nil
 }
 
-// SetProfiles replaces the profile set (admins of every tenant).
+// SetProfiles replaces the profile set (admins of every tenant). No
+// node's --reservation-profiles file undoes it (see seedProfiles).
 func (s *Service) SetProfiles(ctx context.Context, req ProfilesRequest) (*ProfilesResult, error) {
-	cmd := profilesCmd(req)
+	return s.setProfiles(ctx, profilesCmd{Profiles: req.Profiles}, 1)
+}
+
+// seedProfiles proposes a --reservation-profiles file's set: the
+// cluster takes it only when it has no set yet or the file's
+// file_version is above every one it took (else the answer is Kept).
+// It needs version 2 of the command, so a cluster that does not enable
+// it yet answers unavailable.
+func (s *Service) seedProfiles(ctx context.Context, f ProfileFile) (*ProfilesResult, error) {
+	return s.setProfiles(ctx, profilesCmd{Profiles: f.Profiles, Seed: true, FileVersion: f.FileVersion}, profilesV2)
+}
+
+func (s *Service) setProfiles(ctx context.Context, cmd profilesCmd, version uint16) (*ProfilesResult, error) {
 	if cmd.Profiles == nil {
 		cmd.Profiles = []Profile{}
 	}
@@ -54,7 +66,7 @@ func (s *Service) SetProfiles(ctx context.Context, req ProfilesRequest) (*Profil
 		return nil, err
 	}
 	var out ProfilesResult
-	if _, err := s.propose(ctx, log.Command{Type: CmdSetProfiles}, cmd, &out); err != nil {
+	if _, err := fsm.Submit(ctx, s.p, log.Command{Type: CmdSetProfiles, Version: version}, cmd, &out); err != nil {
 		return nil, err
 	}
 	out.tidy()
@@ -112,12 +124,10 @@ func (s *Service) Reclaim(ctx context.Context, req ReclaimRequest) (*ReclaimResu
 	return &out, nil
 }
 
-// Query reads one page of the native status (see QueryRequest).
+// Query reads one page of the native status (see QueryRequest);
+// max_count is required (1..MaxQueryPage), as reclaim's is.
 func (s *Service) Query(ctx context.Context, req QueryRequest, c fsm.Consistency) (*QueryResult, error) {
 	q := queryCmd(req)
-	if q.MaxCount == 0 {
-		q.MaxCount = MaxQueryPage
-	}
 	if err := q.validate(); err != nil {
 		return nil, err
 	}
@@ -140,7 +150,7 @@ func (s *Service) RewriteExtension(ctx context.Context, req RewriteExtensionRequ
 		return nil, fieldErr("extension", "%v", err)
 	}
 	cmd := rewriteCmd{TenantRef: req.TenantRef, WorkItemID: req.WorkItemID, Fence: req.Fence, Extension: c}
-	if err := cmd.validate(extension.RFC8785OrLegacy); err != nil {
+	if err := cmd.validate(newestRules); err != nil {
 		return nil, err
 	}
 	return s.item(ctx, log.Command{Type: CmdRewriteExtension}, cmd)

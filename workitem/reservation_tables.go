@@ -14,6 +14,9 @@ const (
 	tableResKeys      = "workitem_res_keys"
 	tableFairness     = "workitem_fairness"
 	tableResEnded     = "workitem_res_ended"
+	// tableProfileSource holds one row (profileSource), from
+	// profiles_set version 2 on; a snapshot from before has none.
+	tableProfileSource = "workitem_profile_source"
 )
 
 // activeRow is an item's one active reservation, indexed by the claim's
@@ -95,5 +98,6 @@ func reservationTables() []fsm.Table {
 			index("anchor", compound(intf("AnchorMs"), str("TenantRef"), str("Profile"), str("Group")))),
 		table(tableResEnded, func() any { return new(resTimeRow) },
 			index("id", compound(intf("AtMs"), str("ReservationID")))),
+		table(tableProfileSource, func() any { return new(profileSource) }, index("id", str("ID"))),
 	}
 }

@@ -305,14 +305,17 @@ func tamper(raw []byte) []byte {
 
 // rawSubmitMeta proposes a submit of item id whose metadata is meta (in
 // canonical form), past the service's checks.
-func rawSubmitMeta(l fsm.Proposer, id, meta string) error {
+func rawSubmitMeta(l interface {
+	fsm.Proposer
+	fsm.Reader
+}, id, meta string) error {
 	c, err := canon.JSON([]byte(meta))
 	if err != nil {
 		return err
 	}
 	r := validRaw()
 	r.Item.WorkItemID, r.Item.Metadata, r.Item.MaxAttempts = id, c, 2
-	res, err := l.Propose(bg, log.Command{Type: workitem.CmdSubmit, Version: 1, IdemScope: scopeOf("t", "default"), IdemKey: "raw-" + id,
+	res, err := l.Propose(bg, log.Command{Type: workitem.CmdSubmit, Version: 1, IdemScope: scopeOf(l, "t", "default"), IdemKey: "raw-" + id,
 		Payload: log.MustMarshal(r)})
 	if err != nil {
 		return err

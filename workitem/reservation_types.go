@@ -54,7 +54,8 @@ type PutHostRequest struct {
 }
 
 // TelemetryRequest reports a host's free disk. ReportSeq must be above
-// the host's last; FSM time stamps the report.
+// the host's last since it was registered or changed (a change resets
+// it: see putHostV2); FSM time stamps the report.
 type TelemetryRequest struct {
 	HostID      string `json:"host_id"`
 	ReportSeq   uint64 `json:"report_seq"`
@@ -84,10 +85,12 @@ type Telemetry struct {
 	DiskReservedMiB int64  `json:"disk_reserved_mib" msgpack:"disk_reserved_mib"`
 }
 
-// HostResult is a host after a registration or a report.
+// HostResult is a host after a registration or a report. Created says
+// a registration added the host (false for a change of one, and for a
+// report).
 type HostResult struct {
 	Host    Host `json:"host" msgpack:"host"`
-	Created bool `json:"created,omitempty" msgpack:"created"`
+	Created bool `json:"created" msgpack:"created"`
 }
 
 // ReserveRequest reserves host resources for a claimed item, fenced by
@@ -130,11 +133,16 @@ type Keys struct {
 // Reservation is a reservation as the FSM holds it (the row it stores).
 // An ended one stays readable for ReservationRetention.
 type Reservation struct {
-	ReservationID  string     `json:"reservation_id" msgpack:"reservation_id"`
-	TenantRef      string     `json:"tenant_ref" msgpack:"tenant_ref"`
-	WorkItemID     string     `json:"work_item_id" msgpack:"work_item_id"`
-	Attempt        int64      `json:"attempt" msgpack:"attempt"`
-	Fence          uint64     `json:"fence" msgpack:"fence"`
+	ReservationID string `json:"reservation_id" msgpack:"reservation_id"`
+	TenantRef     string `json:"tenant_ref" msgpack:"tenant_ref"`
+	WorkItemID    string `json:"work_item_id" msgpack:"work_item_id"`
+	Attempt       int64  `json:"attempt" msgpack:"attempt"`
+	Fence         uint64 `json:"fence" msgpack:"fence"`
+	// HeldBy is the principal whose claim the reservation belongs to
+	// (the claimer, also when a controller reserved for it): the one
+	// that may release it, or hear it again once it ended. Empty for a
+	// reservation made before reserve version 2.
+	HeldBy         string     `json:"held_by,omitempty" msgpack:"held_by,omitempty"`
 	HostID         string     `json:"host_id" msgpack:"host_id"`
 	Dimensions     Dimensions `json:"dimensions" msgpack:"dimensions"`
 	Keys           Keys       `json:"keys" msgpack:"keys"`

@@ -26,6 +26,12 @@ func (c *reserveCmd) validate() error {
 	return optionalOpaque("host_id", c.HostID)
 }
 
+// reserveV2 is the version of workitem_reserve from which the item's
+// record answers to extension.IdentifiersV2 (one holding a path, URL, shell
+// syntax or token is not_reservable until an admin rewrites it) and the
+// reservation records its holder (HeldBy).
+const reserveV2 = 2
+
 // checkHolder validates the fields that name a claim.
 func checkHolder(tenant, id string, attempt int64, fence uint64) error {
 	if err := ident("tenant_ref", tenant); err != nil {
@@ -94,7 +100,7 @@ func applyReserve(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if held != nil {
 		return nil, errs.Errorf(errs.CodeInternal, "work item %s holds reservation %s of an ended claim", it.WorkItemID, held.ReservationID)
 	}
-	ext, err := reservable(it, fingerprintRules(tx))
+	ext, err := reservable(it, rulesAt(tx, CmdReserve, reserveV2))
 	if err != nil {
 		return nil, err
 	}
@@ -126,6 +132,9 @@ func applyReserve(tx *fsm.Tx, cmd *log.Command) (any, error) {
 		Attempt: it.Attempt, Fence: it.Fence, HostID: host.HostID, Dimensions: ext.Dimensions, Keys: keysOf(ext),
 		ProfileName: prof.Name, ProfileVersion: prof.Version, Fingerprint: ext.Fingerprint, FairnessCost: ext.Fairness.Cost,
 		FairnessDebtAfter: units(after), Status: ReservationActive, CreatedAtMs: tx.Now, ExpiresAtMs: it.ClaimExpiresAtMs, Index: tx.Index,
+	}
+	if tx.EnabledVersion(CmdReserve) >= reserveV2 {
+		r.HeldBy = it.ClaimedBy
 	}
 	if err := take(tx, r, host); err != nil {
 		return nil, err
@@ -171,15 +180,16 @@ func itemExtension(meta []byte) (json.RawMessage, error) {
 // extensionField is the metadata field that holds the extension.
 const extensionField = "resource_reservation"
 
-// reservable re-reads the item's extension: none (an item from before
-// the extension) or an unreadable one is not_reservable; a fingerprint
-// that is not the record's is fingerprint_mismatch.
-func reservable(it *WorkItem, rules extension.Rules) (*extension.Extension, error) {
+// reservable re-reads the item's extension under rules r: none (an
+// item from before the extension) or an unreadable one is
+// not_reservable; a fingerprint that is not the record's is
+// fingerprint_mismatch.
+func reservable(it *WorkItem, r recordRules) (*extension.Extension, error) {
 	raw, err := itemExtension(it.Metadata)
 	if err != nil || raw == nil {
 		return nil, refuse(RefuseNotReservable, "work item %q has no metadata.%s; an admin must rewrite it first", it.WorkItemID, extensionField)
 	}
-	ext, err := extension.ParseUnder(raw, rules)
+	ext, err := r.parse(raw)
 	if err != nil {
 		e := errs.From(err)
 		if e.Detail["reason"] == extension.ReasonFingerprintMismatch {

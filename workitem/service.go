@@ -7,7 +7,6 @@ import (
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/log"
-	"github.com/arbiterhq/arbiter/workitem/extension"
 )
 
 // Service is the typed Go API of work-item admission over any Proposer
@@ -19,8 +18,9 @@ import (
 // and cap), idempotency_conflict, not_found, stale_fence, expired,
 // too_large, backpressure, unavailable.
 type Service struct {
-	p fsm.Proposer
-	r fsm.Reader
+	p      fsm.Proposer
+	r      fsm.Reader
+	scopes ledgerScopes
 }
 
 // NewService returns the work-item API over p and r.
@@ -39,15 +39,15 @@ func (s *Service) Submit(ctx context.Context, req SubmitRequest) (*SubmitResult,
 		return nil, err
 	}
 	cmd := submitCmd{TenantRef: req.TenantRef, GraphRef: graph, Item: spec}
-	if err := cmd.validate(); err != nil {
+	if err := cmd.validate(newestSubmit); err != nil {
 		return nil, err
 	}
-	if err := checkSpecExtensions([]itemSpec{cmd.Item}, "", extension.RFC8785OrLegacy); err != nil {
+	if err := checkSpecExtensions([]itemSpec{cmd.Item}, "", newestRules); err != nil {
 		return nil, err
 	}
 	var out SubmitResult
-	env := log.Command{Type: CmdSubmit, IdemScope: admitScope(req.TenantRef, graph), IdemKey: req.IdempotencyKey}
-	replayed, err := s.propose(ctx, env, cmd, &out)
+	env := log.Command{Type: CmdSubmit, IdemKey: req.IdempotencyKey}
+	replayed, err := s.proposeScoped(ctx, env, opAdmit, req.TenantRef, graph, admitTenantLedger, cmd, &out)
 	if err != nil {
 		return nil, err
 	}
@@ -83,15 +83,15 @@ func (s *Service) SubmitBatch(ctx context.Context, req BatchRequest) (*BatchResu
 		spec.IdempotencyKey = child.IdempotencyKey
 		cmd.Items[i] = spec
 	}
-	if err := cmd.validate(); err != nil {
+	if err := cmd.validate(newestSubmit); err != nil {
 		return nil, err
 	}
-	if err := checkSpecExtensions(cmd.Items, "requests[%d].", extension.RFC8785OrLegacy); err != nil {
+	if err := checkSpecExtensions(cmd.Items, "requests[%d].", newestRules); err != nil {
 		return nil, err
 	}
 	var out BatchResult
-	env := log.Command{Type: CmdSubmitBatch, IdemScope: admitScope(req.TenantRef, graph), IdemKey: req.IdempotencyKey}
-	replayed, err := s.propose(ctx, env, cmd, &out)
+	env := log.Command{Type: CmdSubmitBatch, IdemKey: req.IdempotencyKey}
+	replayed, err := s.proposeScoped(ctx, env, opAdmit, req.TenantRef, graph, admitTenantLedger, cmd, &out)
 	if err != nil {
 		return nil, err
 	}
@@ -115,11 +115,15 @@ func (s *Service) Claim(ctx context.Context, req ClaimRequest) (*ClaimResult, er
 		return nil, err
 	}
 	env := log.Command{Type: CmdClaim}
-	if req.IdempotencyKey != "" {
-		env.IdemScope, env.IdemKey = claimScope(cmd.TenantRef, cmd.GraphRef), req.IdempotencyKey
-	}
 	var out ClaimResult
-	replayed, err := s.propose(ctx, env, cmd, &out)
+	var replayed bool
+	var err error
+	if req.IdempotencyKey != "" {
+		env.IdemKey = req.IdempotencyKey
+		replayed, err = s.proposeScoped(ctx, env, opClaim, cmd.TenantRef, cmd.GraphRef, claimTenantLedger, cmd, &out)
+	} else {
+		replayed, err = s.propose(ctx, env, cmd, &out)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -66,9 +66,12 @@ func specOf(r SubmitRequest, prefix string) (itemSpec, error) {
 	}, nil
 }
 
-// validate checks every bound of one item; field names carry prefix
-// ("requests[3]." for a batch child).
-func (s *itemSpec) validate(prefix string) error {
+// validate checks every bound of one item as submit version v does;
+// field names carry prefix ("requests[3]." for a batch child). From
+// version 3 on policy_digest, catalog_digest and model_digest are
+// digests, as command_digest always was ("sha256:" and 64 lowercase hex
+// digits); before, they were any identifier.
+func (s *itemSpec) validate(prefix string, v uint16) error {
 	f := func(name string) string { return prefix + name }
 	if err := optionalIdent(f("work_item_id"), s.WorkItemID); err != nil {
 		return err
@@ -79,13 +82,17 @@ func (s *itemSpec) validate(prefix string) error {
 	if err := optionalIdent(f("idempotency_key"), s.IdempotencyKey); err != nil {
 		return err
 	}
-	if err := checkDigest(f("command_digest"), s.CommandDigest); err != nil {
+	if err := ident(f("kind"), s.Kind); err != nil {
 		return err
 	}
 	for _, field := range []struct{ name, v string }{
-		{"kind", s.Kind}, {"policy_digest", s.PolicyDigest}, {"catalog_digest", s.CatalogDigest}, {"model_digest", s.ModelDigest},
+		{"command_digest", s.CommandDigest}, {"policy_digest", s.PolicyDigest}, {"catalog_digest", s.CatalogDigest}, {"model_digest", s.ModelDigest},
 	} {
-		if err := ident(f(field.name), field.v); err != nil {
+		check := checkDigest
+		if v < digestsChecked && field.name != "command_digest" {
+			check = ident
+		}
+		if err := check(f(field.name), field.v); err != nil {
 			return err
 		}
 	}
@@ -145,17 +152,28 @@ func checkScope(tenant, graph string) error {
 	return ident("graph_ref", graph)
 }
 
-func (c *submitCmd) validate() error {
+// The submit and submit-batch versions whose checks differ (the
+// cluster's enabled version in Apply; the newest in the service, which
+// checks first): version 2 reads the extension under its closed schema,
+// version 3 checks every digest and the extension's sensitive-value
+// rules, and keys the ledger by tenant (ledger.go).
+const (
+	extensionChecked = 2
+	digestsChecked   = 3
+	newestSubmit     = 3
+)
+
+func (c *submitCmd) validate(v uint16) error {
 	if err := checkScope(c.TenantRef, c.GraphRef); err != nil {
 		return err
 	}
 	if c.Item.IdempotencyKey != "" {
 		return fieldErr("idempotency_key", "a single submit's key travels in the command envelope")
 	}
-	return c.Item.validate("")
+	return c.Item.validate("", v)
 }
 
-func (c *batchCmd) validate() error {
+func (c *batchCmd) validate(v uint16) error {
 	if err := checkScope(c.TenantRef, c.GraphRef); err != nil {
 		return err
 	}
@@ -167,7 +185,7 @@ func (c *batchCmd) validate() error {
 	for i := range c.Items {
 		prefix := fmt.Sprintf("requests[%d].", i)
 		s := &c.Items[i]
-		if err := s.validate(prefix); err != nil {
+		if err := s.validate(prefix, v); err != nil {
 			return err
 		}
 		if j, dup := ids[s.WorkItemID]; dup && s.WorkItemID != "" {

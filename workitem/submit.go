@@ -22,11 +22,12 @@ func applySubmit(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err := decode(cmd, &c); err != nil {
 		return nil, err
 	}
-	if err := c.validate(); err != nil {
+	v := tx.EnabledVersion(CmdSubmit)
+	if err := c.validate(v); err != nil {
 		return nil, err
 	}
-	if tx.EnabledVersion(CmdSubmit) >= 2 {
-		if err := checkSpecExtensions([]itemSpec{c.Item}, "", fingerprintRules(tx)); err != nil {
+	if v >= extensionChecked {
+		if err := checkSpecExtensions([]itemSpec{c.Item}, "", rulesAt(tx, CmdSubmit, digestsChecked)); err != nil {
 			return nil, err
 		}
 	}
@@ -42,11 +43,12 @@ func applySubmitBatch(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err := decode(cmd, &c); err != nil {
 		return nil, err
 	}
-	if err := c.validate(); err != nil {
+	v := tx.EnabledVersion(CmdSubmitBatch)
+	if err := c.validate(v); err != nil {
 		return nil, err
 	}
-	if tx.EnabledVersion(CmdSubmitBatch) >= 2 {
-		if err := checkSpecExtensions(c.Items, "requests[%d].", fingerprintRules(tx)); err != nil {
+	if v >= extensionChecked {
+		if err := checkSpecExtensions(c.Items, "requests[%d].", rulesAt(tx, CmdSubmitBatch, digestsChecked)); err != nil {
 			return nil, err
 		}
 	}
@@ -82,8 +84,8 @@ func admit(tx *fsm.Tx, cmd *log.Command, tenant, graph string, specs []itemSpec,
 	if err := checkMember(tx.Principal, tenant); err != nil {
 		return nil, err
 	}
-	if cmd.IdemKey == "" || cmd.IdemScope != admitScope(tenant, graph) {
-		return nil, fieldErr("idempotency_key", "an admission needs an idempotency key in the scope of its tenant and graph")
+	if err := checkIdemScope(tx, cmd, opAdmit, tenant, graph, admitTenantLedger, "an admission"); err != nil {
+		return nil, err
 	}
 	g, err := getGraph(tx, tenant, graph)
 	if err != nil {

@@ -14,7 +14,8 @@ import (
 
 // benchItem is the work item every work-item op submits.
 var benchItem = workitem.SubmitRequest{CommandDigest: "sha256:" + strings.Repeat("b", 64), Kind: "bench", InputRef: "bench-input",
-	PolicyDigest: "policy", CatalogDigest: "catalog", ModelDigest: "model", MaxAttempts: 1, MaxTenantInFlight: workitem.MaxTenantInFlight}
+	PolicyDigest: "sha256:" + strings.Repeat("1", 64), CatalogDigest: "sha256:" + strings.Repeat("2", 64), ModelDigest: "sha256:" + strings.Repeat("3", 64),
+	MaxAttempts: 1, MaxTenantInFlight: workitem.MaxTenantInFlight}
 
 // submitOp admits work items through each client's Remote: one
 // SubmitWorkItem per call (batch 1), or one SubmitWorkItems of batch

@@ -37,7 +37,7 @@ func TestE2EReservations(t *testing.T) {
 	defer cancel()
 	file := filepath.Join(t.TempDir(), "profiles.json")
 	r := &rsE2E{t: t, file: file}
-	r.writeProfiles(workitem.ModeEnabled)
+	r.writeProfiles(workitem.ModeEnabled, 0)
 	r.cl = startE2ECluster(ctx, t, "--reservation-profiles", file)
 	r.waitProfiles(ctx, workitem.ModeEnabled)
 	r.hosts(ctx)
@@ -135,12 +135,13 @@ func rsE2EProfile(name, mode string, maxAge int64) workitem.Profile {
 		TelemetryMaxAgeMs: maxAge, Mode: mode}
 }
 
-// writeProfiles writes the profile file: p in mode, and one profile for
-// each other case (quick telemetry, incomplete, dark, shadow).
-func (r *rsE2E) writeProfiles(mode string) {
+// writeProfiles writes the profile file, at fileVersion: p in mode, and
+// one profile for each other case (quick telemetry, incomplete, dark,
+// shadow).
+func (r *rsE2E) writeProfiles(mode string, fileVersion uint64) {
 	inc := rsE2EProfile("inc", workitem.ModeEnabled, 600_000)
 	inc.Weights.Disk = 0
-	set := workitem.ProfilesRequest{Profiles: []workitem.Profile{rsE2EProfile("p", mode, 600_000), rsE2EProfile("quick", workitem.ModeEnabled, 1500),
+	set := workitem.ProfileFile{FileVersion: fileVersion, Profiles: []workitem.Profile{rsE2EProfile("p", mode, 600_000), rsE2EProfile("quick", workitem.ModeEnabled, 1500),
 		inc, rsE2EProfile("dark", workitem.ModeDark, 600_000), rsE2EProfile("shadow", workitem.ModeShadow, 600_000)}}
 	b, err := json.Marshal(set)
 	if err != nil {
@@ -364,10 +365,11 @@ func (r *rsE2E) expiryFreesHost(ctx context.Context, winner workitem.Reservation
 	r.t.Logf("h1's last capacity went to %s once %s's claim expired", res.Reservation.WorkItemID, winner.WorkItemID)
 }
 
-// darkProfile rewrites the file with p dark and SIGHUPs every node: a
-// reserve under p is refused while the query still answers.
+// darkProfile rewrites the file with p dark under a newer file_version
+// (the file replaces the cluster's set only then) and SIGHUPs every
+// node: a reserve under p is refused while the query still answers.
 func (r *rsE2E) darkProfile(ctx context.Context) {
-	r.writeProfiles(workitem.ModeDark)
+	r.writeProfiles(workitem.ModeDark, 1)
 	for _, n := range r.cl.nodes {
 		n.signal(r.t, syscall.SIGHUP)
 	}

@@ -129,7 +129,7 @@ type wiE2E struct {
 
 func wiE2EItem(id string) workitem.SubmitRequest {
 	return workitem.SubmitRequest{WorkItemID: id, CommandDigest: "sha256:" + strings.Repeat("e", 64), Kind: "e2e", InputRef: "in",
-		PolicyDigest: "p", CatalogDigest: "c", ModelDigest: "m", MaxAttempts: 3, MaxTenantInFlight: workitem.MaxTenantInFlight}
+		PolicyDigest: "sha256:" + strings.Repeat("1", 64), CatalogDigest: "sha256:" + strings.Repeat("2", 64), ModelDigest: "sha256:" + strings.Repeat("3", 64), MaxAttempts: 3, MaxTenantInFlight: workitem.MaxTenantInFlight}
 }
 
 func wiE2ESubmit(key, graph string, deps ...string) workitem.SubmitRequest {

@@ -48,6 +48,7 @@ it records and refuses other --id, addresses (unless --change-address) or a
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "directory for the raft log and snapshots")
 	fs.StringVar(&cfg.RaftAddr, "raft-addr", cfg.RaftAddr, "host:port for raft traffic")
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", cfg.HTTPAddr, "host:port for the HTTP API")
+	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "host:port of a listener serving only GET /metrics, without authentication or TLS (bind it where only the scraper reaches); the API then serves no /metrics. Unset, the API serves /metrics to any authenticated caller")
 	fs.StringVar(&cfg.RaftAdvertise, "raft-advertise", "", "raft address peers dial, if not --raft-addr")
 	fs.StringVar(&cfg.HTTPAdvertise, "http-advertise", "", "API address peers and clients use, if not --http-addr")
 	bootstrap := fs.Bool("bootstrap", false, "start a new cluster with this node as its first voter (an empty --data-dir needs --bootstrap or --join; serve with no flags at all bootstraps a single node)")
@@ -197,9 +198,6 @@ func serve(cfg cluster.Config, o serveOptions) error {
 		return err
 	}
 	cfg.Logger.Info("serving", "id", cfg.ID, "api", node.APIAddr(), "raft", node.RaftAddr(), "auth", node.AuthMode(), "tls", cfg.TLS != nil)
-	if node.AuthMode() == "open" {
-		cfg.Logger.Warn("open development mode: every caller is trusted; listening on loopback only (configure --principals to authenticate)")
-	}
 
 	for stop := false; !stop; {
 		select {
@@ -307,6 +305,7 @@ var serveFlagNames = map[string]string{
 	"DataDir":              "--data-dir",
 	"RaftAddr":             "--raft-addr",
 	"HTTPAddr":             "--http-addr",
+	"MetricsAddr":          "--metrics-addr",
 	"RaftAdvertise":        "--raft-advertise",
 	"HTTPAdvertise":        "--http-advertise",
 	"Bootstrap":            "--bootstrap",

@@ -218,7 +218,7 @@ func (c *rsClient) submitAndClaim(svc *workitem.Service, tenant string, rec *Rec
 	meta, _ := json.Marshal(map[string]json.RawMessage{"resource_reservation": records[c.rng.IntN(len(records))]})
 	ctx, cancel := rec.OpContext()
 	_, err := svc.Submit(ctx, workitem.SubmitRequest{TenantRef: tenant, WorkItemID: id, IdempotencyKey: id, CommandDigest: "sha256:" + strings.Repeat("d", 64),
-		Kind: "chaos", InputRef: "in", PolicyDigest: "p", CatalogDigest: "c", ModelDigest: "m", MaxAttempts: 3, MaxTenantInFlight: workitem.MaxTenantInFlight, Metadata: meta})
+		Kind: "chaos", InputRef: "in", PolicyDigest: "sha256:" + strings.Repeat("1", 64), CatalogDigest: "sha256:" + strings.Repeat("2", 64), ModelDigest: "sha256:" + strings.Repeat("3", 64), MaxAttempts: 3, MaxTenantInFlight: workitem.MaxTenantInFlight, Metadata: meta})
 	cancel()
 	if err != nil && !errs.IsOutcomeUnknown(err) {
 		c.failed("submit "+id, err, rec)
@@ -227,7 +227,7 @@ func (c *rsClient) submitAndClaim(svc *workitem.Service, tenant string, rec *Rec
 	if err != nil { // retried under its key: a replay if it was applied
 		ctx, cancel = rec.OpContext()
 		_, err = svc.Submit(ctx, workitem.SubmitRequest{TenantRef: tenant, WorkItemID: id, IdempotencyKey: id, CommandDigest: "sha256:" + strings.Repeat("d", 64),
-			Kind: "chaos", InputRef: "in", PolicyDigest: "p", CatalogDigest: "c", ModelDigest: "m", MaxAttempts: 3, MaxTenantInFlight: workitem.MaxTenantInFlight, Metadata: meta})
+			Kind: "chaos", InputRef: "in", PolicyDigest: "sha256:" + strings.Repeat("1", 64), CatalogDigest: "sha256:" + strings.Repeat("2", 64), ModelDigest: "sha256:" + strings.Repeat("3", 64), MaxAttempts: 3, MaxTenantInFlight: workitem.MaxTenantInFlight, Metadata: meta})
 		cancel()
 		if err != nil {
 			c.failed("submit "+id, err, rec)
@@ -335,7 +335,7 @@ func (c *rsClient) complete(svc *workitem.Service, k int, rec *Recorder) {
 			rec.ReadBack("the end with its claim of "+h.reservation, readBackReservation(workitem.Reservation{ReservationID: h.reservation,
 				TenantRef: h.tenant, WorkItemID: h.id, Index: 0}, workitem.ReservationEnded))
 		}
-	case errs.CodeExpired, errs.CodeStaleFence:
+	case errs.CodeExpired, errs.CodeStaleFence, errs.CodeConflict:
 		c.w.count("complete " + string(code))
 		c.ended = append(c.ended, h)
 	default:

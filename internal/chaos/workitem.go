@@ -127,7 +127,7 @@ func wiRequest(tenant string, n, variant int) (lin.WIInput, workitem.SubmitReque
 		in.Dep = wiID(n - 1)
 	}
 	r := workitem.SubmitRequest{TenantRef: tenant, WorkItemID: in.ID, IdempotencyKey: in.Key, CommandDigest: "sha256:" + strings.Repeat("c", 64),
-		Kind: "chaos", Priority: in.Priority, InputRef: "in", PolicyDigest: "p", CatalogDigest: "c", ModelDigest: "m",
+		Kind: "chaos", Priority: in.Priority, InputRef: "in", PolicyDigest: "sha256:" + strings.Repeat("1", 64), CatalogDigest: "sha256:" + strings.Repeat("2", 64), ModelDigest: "sha256:" + strings.Repeat("3", 64),
 		MaxAttempts: 3, MaxTenantInFlight: in.Cap}
 	if in.Dep != "" {
 		r.DependsOn = []string{in.Dep}
@@ -285,7 +285,7 @@ func (c *wiClient) complete(svc *workitem.Service, h wiHolding, rec *Recorder) {
 				return it.Status == workitem.StatusSucceeded && it.Attempt == h.attempt
 			}))
 		call.Decided(lin.WIOutput{Decision: lin.WIOK}, "complete/ok", true)
-	case errs.CodeStaleFence, errs.CodeNotFound:
+	case errs.CodeStaleFence, errs.CodeConflict, errs.CodeNotFound:
 		call.Decided(lin.WIOutput{Decision: string(code)}, "complete/"+string(code), false)
 	default:
 		call.Failed(err, true)

@@ -90,7 +90,8 @@ type WIInput struct {
 //     admission's), or a refusal (exhausted, dependency_missing,
 //     dependency_failed, conflict, idempotency_conflict);
 //   - claim: ok with the ID, Attempt and Fence claimed, or not_found;
-//   - complete: ok or stale_fence (or not_found);
+//   - complete: ok, stale_fence, conflict or stale_fence (the item
+//     ended otherwise under the presented claim) or not_found;
 //   - cancel: ok, conflict (ended otherwise) or not_found;
 //   - list: List, the first 128 items (one page) as
 //     "id:status:attempt:dependency-ready" in sequence order.
@@ -208,6 +209,15 @@ func stepWI(s wiTenant, in WIInput, got WIOutput, unknown bool) (next wiTenant, 
 			want = WIOutput{Decision: WIStaleFence}
 		case next.Items[i].Status == "succeeded":
 			want = WIOutput{Decision: WIOK} // the same completion again
+		case next.Items[i].Status == "failed" || next.Items[i].Status == "cancelled":
+			// Ended otherwise under this claim: conflict from
+			// workitem_complete version 2 on, stale_fence before (a
+			// history says nothing of the version, and recorded ones
+			// predate it).
+			want = WIOutput{Decision: WIConflict}
+			if got.Decision == WIStaleFence {
+				want = got
+			}
 		case next.Items[i].Status != "claimed":
 			want = WIOutput{Decision: WIStaleFence}
 		default:

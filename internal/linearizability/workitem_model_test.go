@@ -68,6 +68,7 @@ func TestWorkItemModelAcceptsLinearizableHistories(t *testing.T) {
 			wiOp(0, 24, 25, wiCancelIn("i-a"), wiSays(WIConflict)),
 			wiOp(0, 26, 27, wiSub("c", 0, "i-b", 5), wiSays(WIDependencyFailed)),
 			wiOp(0, 28, 29, wiSub("d", 0, "i-zz", 5), wiSays(WIDependencyMissing)),
+			wiOp(0, 30, 31, wiDone("i-b", 1, 30), wiSays(WIConflict)), // cancelled under this claim
 		}},
 		{"the in-flight cap", []porcupine.Operation{
 			wiOp(0, 0, 1, wiSub("a", 0, "", 2), wiAdmitted(1, 1)),
@@ -226,7 +227,7 @@ func TestWorkItemModelAgreesWithService(t *testing.T) {
 				in.Dep = fmt.Sprintf("i%d", n-1)
 			}
 			r := workitem.SubmitRequest{TenantRef: "t", WorkItemID: in.ID, IdempotencyKey: in.Key, CommandDigest: "sha256:" + strings.Repeat("c", 64),
-				Kind: "k", Priority: in.Priority, InputRef: "in", PolicyDigest: "p", CatalogDigest: "c", ModelDigest: "m", MaxAttempts: 3, MaxTenantInFlight: in.Cap}
+				Kind: "k", Priority: in.Priority, InputRef: "in", PolicyDigest: "sha256:" + strings.Repeat("1", 64), CatalogDigest: "sha256:" + strings.Repeat("2", 64), ModelDigest: "sha256:" + strings.Repeat("3", 64), MaxAttempts: 3, MaxTenantInFlight: in.Cap}
 			if in.Dep != "" {
 				r.DependsOn = []string{in.Dep}
 			}

@@ -17,12 +17,47 @@
 //
 // Every string (profile name and version, concurrency key, repository,
 // branch, base_ref, fairness group, host label keys and values,
-// anti-affinity keys, target policies) is an opaque identifier: 1 to
-// MaxIdentifierBytes bytes of UTF-8 without control characters. Since
-// credentials, paths, command bodies and raw payloads must never enter
-// the record, a value that starts like an absolute path ("/", "\",
-// "C:\" or "C:/"), a home path ("~"), or is a URL whose authority holds
-// user information ("https://token@host/...") is refused.
+// anti-affinity keys, target policies) is an identifier: 1 to
+// MaxIdentifierBytes bytes of UTF-8 without control characters.
+// Credentials, paths, command bodies and raw payloads must never enter
+// the record, so an identifier is refused (detail.class names the
+// class) when it is, checked in this order:
+//
+//   - shell-like (ClassShell): it contains a space (Unicode category
+//     Zs: U+0020, a no-break space and the like; tabs and line breaks
+//     are control characters, refused by every version), or any of
+//     ; & | ` $ < > ( ) ' " (separators, pipes, substitution,
+//     redirection, quoting);
+//   - a URL (ClassURL): it contains "://" (a URL with an authority,
+//     whatever the scheme: https://x, file:///etc/passwd,
+//     git+ssh://host/repo), starts with "file:" or "data:" (either
+//     case), or is an scp-style remote "user@host:path";
+//   - path-like (ClassPath): it starts with "/", "\", "~" or a drive
+//     ("C:\", "C:/"), contains a backslash, or has a "/"-separated
+//     segment that is empty, "." or ".." (a leading, doubled or trailing
+//     slash, a step in place or up);
+//   - token-like (ClassToken): a known credential prefix (ghp_, gho_,
+//     ghu_, ghs_, ghr_, github_pat_, glpat-, xoxa-, xoxb-, xoxp-, xoxr-,
+//     xoxs-, sk-, sk_live_, sk_test_, rk_live_) at the start or after a
+//     character that is not [A-Za-z0-9_-], followed by at least 16 such
+//     characters; an AWS access key id (AKIA or ASIA and 16 uppercase
+//     letters or digits); a JSON Web Token (three dot-separated base64url
+//     parts, the first starting "eyJ"); "-----BEGIN" (a PEM block); or
+//     password=, passwd=, secret=, token=, api_key=, apikey= or
+//     access_key= (either case).
+//
+// A repository "org/repo" or a branch "feature/x" is a relative name of
+// plain segments: it names nothing outside wherever its reader roots
+// it, and stays accepted. "../../etc" is a path because it steps out of
+// that root, "/etc" because it names one of its own. A relative name
+// such as "etc/passwd" cannot be told from a repository and is
+// accepted; so is a random string without a credential's mark.
+//
+// These are the rules of IdentifiersV2 (CurrentIdentifiers: Parse, Seal,
+// Identifier). IdentifiersV1 (ParseWith) refused only absolute and home
+// paths and URLs with user information; Apply reads a record under the
+// rules of the command version the cluster enables, so a log admitted
+// under IdentifiersV1 replays as it was applied.
 //
 // # Fingerprint
 //
@@ -32,7 +67,7 @@
 // computes it for a client; Parse recomputes it and refuses a mismatch
 // with detail.reason "fingerprint_mismatch". Records sealed under the
 // older rule (Go's escaping of U+2028 and U+2029) stay accepted; inside
-// Apply, ParseUnder takes the rules the cluster has enabled (see Rules).
+// Apply, ParseWith takes the rules the cluster has enabled (see Rules).
 //
 // # Branch identity
 //

@@ -13,14 +13,24 @@ var (
 )
 
 // Parse reads one record (a JSON object) under the closed schema and
-// checks its fingerprint under either rule (RFC8785OrLegacy). Failures
-// are invalid errors with detail.field (a path inside the record) and
-// detail.reason (ReasonInvalid or ReasonFingerprintMismatch).
-func Parse(raw []byte) (*Extension, error) { return ParseUnder(raw, RFC8785OrLegacy) }
+// the current identifier rules, and checks its fingerprint under either
+// rule of canonical JSON (RFC8785OrLegacy). Failures are invalid errors
+// with detail.field (a path inside the record) and detail.reason
+// (ReasonInvalid or ReasonFingerprintMismatch); a sensitive value also
+// has detail.class (ClassPath, ClassURL, ClassShell or ClassToken).
+func Parse(raw []byte) (*Extension, error) {
+	return ParseWith(raw, RFC8785OrLegacy, CurrentIdentifiers)
+}
 
-// ParseUnder is Parse accepting fingerprints under rules only: inside
-// Apply, the rules the cluster has enabled.
+// ParseUnder is Parse accepting fingerprints under rules only.
 func ParseUnder(raw []byte, rules Rules) (*Extension, error) {
+	return ParseWith(raw, rules, CurrentIdentifiers)
+}
+
+// ParseWith is Parse under fingerprint rules and identifier rules ids:
+// what Apply calls, with the rules of the command versions the cluster
+// enables, so that a log replays as it was applied.
+func ParseWith(raw []byte, rules Rules, ids Identifiers) (*Extension, error) {
 	fields, err := topFields(raw)
 	if err != nil {
 		return nil, err
@@ -37,7 +47,7 @@ func ParseUnder(raw []byte, rules Rules) (*Extension, error) {
 		return nil, err
 	}
 	e := &Extension{SchemaVersion: version}
-	if err := e.parseFields(fields); err != nil {
+	if err := e.parseFields(fields, ids); err != nil {
 		return nil, err
 	}
 	if e.Exclusivity.Branch && e.Branch == "" {
@@ -70,7 +80,7 @@ func topFields(raw []byte) (object, error) {
 	return o, nil
 }
 
-func (e *Extension) parseFields(f object) error {
+func (e *Extension) parseFields(f object, r Identifiers) error {
 	var err error
 	sub := func(name string, keys ...string) object {
 		if err != nil {
@@ -90,8 +100,8 @@ func (e *Extension) parseFields(f object) error {
 		return err
 	}
 	steps := []func() error{
-		func() (err error) { e.Profile.Name, err = str("profile.name", p["name"]); return },
-		func() (err error) { e.Profile.Version, err = str("profile.version", p["version"]); return },
+		func() (err error) { e.Profile.Name, err = str("profile.name", p["name"], r); return },
+		func() (err error) { e.Profile.Version, err = str("profile.version", p["version"], r); return },
 		func() (err error) {
 			e.Dimensions.CPUMillis, err = integer("dimensions."+DimCPU, d[DimCPU], 0, MaxDimension)
 			return
@@ -108,7 +118,7 @@ func (e *Extension) parseFields(f object) error {
 			e.Dimensions.Processes, err = integer("dimensions."+DimProcesses, d[DimProcesses], 0, MaxDimension)
 			return
 		},
-		func() (err error) { e.Concurrency.Key, err = str("concurrency.key", c["key"]); return },
+		func() (err error) { e.Concurrency.Key, err = str("concurrency.key", c["key"], r); return },
 		func() (err error) {
 			e.Concurrency.Limit, err = integer("concurrency.limit", c["limit"], 1, MaxLimit)
 			return
@@ -118,28 +128,28 @@ func (e *Extension) parseFields(f object) error {
 			return
 		},
 		func() (err error) { e.Exclusivity.Branch, err = boolean("exclusivity.branch", x["branch"]); return },
-		func() (err error) { e.Repository, err = str("repository", f["repository"]); return },
+		func() (err error) { e.Repository, err = str("repository", f["repository"], r); return },
 		func() (err error) {
 			if raw, ok := f["branch"]; ok {
-				e.Branch, err = str("branch", raw)
+				e.Branch, err = str("branch", raw, r)
 			}
 			return
 		},
 		func() (err error) {
 			if raw, ok := f["base_ref"]; ok {
-				e.BaseRef, err = str("base_ref", raw)
+				e.BaseRef, err = str("base_ref", raw, r)
 			}
 			return
 		},
-		func() (err error) { e.Fairness.Group, err = str("fairness.group", fa["group"]); return },
+		func() (err error) { e.Fairness.Group, err = str("fairness.group", fa["group"], r); return },
 		func() (err error) { e.Fairness.Cost, err = integer("fairness.cost", fa["cost"], 0, MaxCost); return },
-		func() (err error) { e.HostLabels, err = labels("host_labels", f["host_labels"]); return },
+		func() (err error) { e.HostLabels, err = labels("host_labels", f["host_labels"], r); return },
 		func() (err error) {
-			e.AntiAffinity, err = list("anti_affinity", f["anti_affinity"], MaxAntiAffinity)
+			e.AntiAffinity, err = list("anti_affinity", f["anti_affinity"], MaxAntiAffinity, r)
 			return
 		},
 		func() (err error) {
-			e.TargetPolicies, err = list("target_policies", f["target_policies"], MaxTargetPolicies)
+			e.TargetPolicies, err = list("target_policies", f["target_policies"], MaxTargetPolicies, r)
 			return
 		},
 		func() (err error) {

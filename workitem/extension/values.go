@@ -42,10 +42,30 @@ func invalid(field, format string, args ...any) *errs.Error {
 	return e
 }
 
-// Opaque checks an opaque identifier (see the package doc): bounded
-// UTF-8 without control characters that is neither a path nor a URL
-// carrying credentials.
+// Opaque checks an opaque identifier under IdentifiersV1 (see the package
+// doc): bounded UTF-8 without control characters that is neither an
+// absolute or home path nor a URL carrying credentials. The record's
+// identifiers answer to more (Identifier).
 func Opaque(field, s string) error {
+	if err := bounded(field, s); err != nil {
+		return err
+	}
+	switch {
+	case s[0] == '/' || s[0] == '\\':
+		return invalid(field, "is an absolute path; paths never enter the record")
+	case s[0] == '~':
+		return invalid(field, "is a home-relative path; paths never enter the record")
+	case isDrive(s):
+		return invalid(field, "is an absolute path; paths never enter the record")
+	case hasUserInfo(s):
+		return invalid(field, "is a URL with user information; credentials never enter the record")
+	}
+	return nil
+}
+
+// bounded checks an identifier's size and characters: 1 to
+// MaxIdentifierBytes of UTF-8 without control characters.
+func bounded(field, s string) error {
 	switch {
 	case s == "":
 		return invalid(field, "is empty")
@@ -59,17 +79,12 @@ func Opaque(field, s string) error {
 			return invalid(field, "contains control character %U", r)
 		}
 	}
-	switch {
-	case s[0] == '/' || s[0] == '\\':
-		return invalid(field, "is an absolute path; paths never enter the record")
-	case s[0] == '~':
-		return invalid(field, "is a home-relative path; paths never enter the record")
-	case len(s) >= 3 && isLetter(s[0]) && s[1] == ':' && (s[2] == '\\' || s[2] == '/'):
-		return invalid(field, "is an absolute path; paths never enter the record")
-	case hasUserInfo(s):
-		return invalid(field, "is a URL with user information; credentials never enter the record")
-	}
 	return nil
+}
+
+// isDrive reports whether s starts with a drive: "C:\" or "C:/".
+func isDrive(s string) bool {
+	return len(s) >= 3 && isLetter(s[0]) && s[1] == ':' && (s[2] == '\\' || s[2] == '/')
 }
 
 func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
@@ -135,13 +150,13 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// str decodes a JSON string that is an opaque identifier.
-func str(field string, raw json.RawMessage) (string, error) {
+// str decodes a JSON string that is an identifier under rules r.
+func str(field string, raw json.RawMessage, r Identifiers) (string, error) {
 	var s string
 	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '"' || json.Unmarshal(t, &s) != nil {
 		return "", invalid(field, "must be a JSON string")
 	}
-	return s, Opaque(field, s)
+	return s, identifier(field, s, r)
 }
 
 // integer decodes a JSON integer in lo..hi.
@@ -168,7 +183,7 @@ func boolean(field string, raw json.RawMessage) (bool, error) {
 }
 
 // list decodes a JSON array of at most max distinct identifiers.
-func list(field string, raw json.RawMessage, max int) ([]string, error) {
+func list(field string, raw json.RawMessage, max int, r Identifiers) ([]string, error) {
 	var items []json.RawMessage
 	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '[' || json.Unmarshal(t, &items) != nil {
 		return nil, invalid(field, "must be a JSON array of strings")
@@ -178,7 +193,7 @@ func list(field string, raw json.RawMessage, max int) ([]string, error) {
 	}
 	out := make([]string, 0, len(items))
 	for i, it := range items {
-		s, err := str(fmt.Sprintf("%s[%d]", field, i), it)
+		s, err := str(fmt.Sprintf("%s[%d]", field, i), it, r)
 		if err != nil {
 			return nil, err
 		}
@@ -191,7 +206,7 @@ func list(field string, raw json.RawMessage, max int) ([]string, error) {
 }
 
 // labels decodes a JSON object of at most MaxLabels identifier pairs.
-func labels(field string, raw json.RawMessage) (map[string]string, error) {
+func labels(field string, raw json.RawMessage, r Identifiers) (map[string]string, error) {
 	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
 		return nil, invalid(field, "must be a JSON object of strings")
 	}
@@ -204,10 +219,10 @@ func labels(field string, raw json.RawMessage) (map[string]string, error) {
 	}
 	out := make(map[string]string, len(o))
 	for _, k := range sortedKeys(o) {
-		if err := Opaque(field+" key", k); err != nil {
+		if err := identifier(field+" key", k, r); err != nil {
 			return nil, err
 		}
-		v, err := str(join(field, k), o[k])
+		v, err := str(join(field, k), o[k], r)
 		if err != nil {
 			return nil, err
 		}
