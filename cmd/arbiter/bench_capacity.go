@@ -59,13 +59,7 @@ func acquireOp(e benchEnv) (loadgen.Op, string, error) {
 	note := fmt.Sprintf("room for %d leases in %d tenant(s) made in %v", n, len(tenants), time.Since(begin).Round(time.Millisecond))
 	pool := newPool(slots, e.span)
 	demands := []capacity.Demand{{CellID: "cell-0", ResourceClass: "slot", Amount: 1}}
-	return func(ctx context.Context, c, seq int) error {
-		tenant, err := pool.take(ctx)
-		if err != nil {
-			return err
-		}
-		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
+	return pool.op(func(ctx context.Context, c, seq int, tenant string) error {
 		got, err := capacity.NewService(e.remotes[c], e.remotes[c]).Acquire(ctx, capacity.AcquireRequest{SchemaVersion: capacity.SchemaVersion, TenantRef: tenant,
 			WorkItemID: fmt.Sprintf("w-%d-%d", c, seq), OwnerDigest: fmt.Sprintf("client-%d", c), IdempotencyKey: fmt.Sprintf("k-%d-%d", c, seq),
 			Demands: demands, TTLMs: benchTTL.Milliseconds()})
@@ -73,7 +67,7 @@ func acquireOp(e benchEnv) (loadgen.Op, string, error) {
 			err = fmt.Errorf("acquire answered %s with %d lease(s), not a new lease", got.Decision, len(got.Leases))
 		}
 		return err
-	}, note, nil
+	}), note, nil
 }
 
 // heldLease is a lease the setup acquired and who holds it.
@@ -115,18 +109,12 @@ func releaseOp(e benchEnv) (loadgen.Op, string, error) {
 	}
 	note := fmt.Sprintf("%d leases acquired in %v", len(held), time.Since(begin).Round(time.Millisecond))
 	pool := newPool(held, e.span)
-	return func(ctx context.Context, c, _ int) error {
-		h, err := pool.take(ctx)
-		if err != nil {
-			return err
-		}
-		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
+	return pool.op(func(ctx context.Context, c, _ int, h heldLease) error {
 		got, err := capacity.NewService(e.remotes[c], e.remotes[c]).Release(ctx, capacity.LeasesRequest{SchemaVersion: capacity.SchemaVersion,
 			TenantRef: h.tenant, OwnerDigest: h.owner, Leases: []capacity.LeaseRef{h.ref}})
 		if err == nil && (got.Decision != capacity.Granted || len(got.Leases) != 1 || got.Leases[0].State != capacity.LeaseReleased) {
 			err = fmt.Errorf("release answered %s with %d lease(s), not the lease released", got.Decision, len(got.Leases))
 		}
 		return err
-	}, note, nil
+	}), note, nil
 }

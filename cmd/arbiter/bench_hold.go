@@ -126,16 +126,10 @@ func holdReserveOp(e benchEnv) (loadgen.Op, string, error) {
 	}
 	note := fmt.Sprintf("%d items with a reservation record admitted and claimed, %d hosts, in %v", len(claims), benchHosts, time.Since(begin).Round(time.Millisecond))
 	pool := newPool(claims, e.span)
-	return func(ctx context.Context, c, _ int) error {
-		cl, err := pool.take(ctx)
-		if err != nil {
-			return err
-		}
-		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		_, err = reserveFor(ctx, workitem.NewService(e.remotes[c], e.remotes[c]), cl)
+	return pool.op(func(ctx context.Context, c, _ int, cl *workitem.ClaimResult) error {
+		_, err := reserveFor(ctx, workitem.NewService(e.remotes[c], e.remotes[c]), cl)
 		return err
-	}, note, nil
+	}), note, nil
 }
 
 // heldClaim is a claim and the reservation it holds.
@@ -163,13 +157,7 @@ func holdReleaseOp(e benchEnv) (loadgen.Op, string, error) {
 	}
 	note := fmt.Sprintf("%d items admitted, claimed and reserved on %d hosts in %v", len(held), benchHosts, time.Since(begin).Round(time.Millisecond))
 	pool := newPool(held, e.span)
-	return func(ctx context.Context, c, _ int) error {
-		h, err := pool.take(ctx)
-		if err != nil {
-			return err
-		}
-		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
+	return pool.op(func(ctx context.Context, c, _ int, h heldClaim) error {
 		cl := h.claim
 		res, err := workitem.NewService(e.remotes[c], e.remotes[c]).Release(ctx, workitem.ReleaseRequest{TenantRef: cl.WorkItem.TenantRef,
 			WorkItemID: cl.WorkItem.WorkItemID, Attempt: cl.Attempt, Fence: cl.Fence, ReservationID: h.id})
@@ -177,5 +165,5 @@ func holdReleaseOp(e benchEnv) (loadgen.Op, string, error) {
 			err = fmt.Errorf("release of %s answered %s", h.id, res.Reservation.Status)
 		}
 		return err
-	}, note, nil
+	}), note, nil
 }

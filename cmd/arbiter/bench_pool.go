@@ -139,6 +139,20 @@ func (p *benchPool[T]) take(ctx context.Context) (T, error) {
 	return zero, errPoolRanOut(len(p.items))
 }
 
+// op is a load generator's op that takes the next entry and calls call
+// with it, within 10 s: each measured call is call alone.
+func (p *benchPool[T]) op(call func(ctx context.Context, c, seq int, item T) error) loadgen.Op {
+	return func(ctx context.Context, c, seq int) error {
+		item, err := p.take(ctx)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		return call(ctx, c, seq, item)
+	}
+}
+
 func errPoolRanOut(n int) error {
 	return fmt.Errorf("the %d entries the setup made ran out before the run ended: give a larger --pool", n)
 }

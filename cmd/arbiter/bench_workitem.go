@@ -120,16 +120,10 @@ func claimOp(e benchEnv) (loadgen.Op, string, error) {
 	}
 	note := fmt.Sprintf("%d pending items admitted in %v", len(tenants), time.Since(begin).Round(time.Millisecond))
 	pool := newPool(tenants, e.span)
-	return func(ctx context.Context, c, _ int) error {
-		tenant, err := pool.take(ctx)
-		if err != nil {
-			return err
-		}
-		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		_, err = claimItem(ctx, workitem.NewService(e.remotes[c], e.remotes[c]), tenant, fmt.Sprintf("client-%d", c), "")
+	return pool.op(func(ctx context.Context, c, _ int, tenant string) error {
+		_, err := claimItem(ctx, workitem.NewService(e.remotes[c], e.remotes[c]), tenant, fmt.Sprintf("client-%d", c), "")
 		return err
-	}, note, nil
+	}), note, nil
 }
 
 // claimAll claims every item submitPending admitted (one claim each, as
@@ -158,18 +152,12 @@ func completeOp(e benchEnv) (loadgen.Op, string, error) {
 	}
 	note := fmt.Sprintf("%d items admitted and claimed in %v", len(claims), time.Since(begin).Round(time.Millisecond))
 	pool := newPool(claims, e.span)
-	return func(ctx context.Context, c, _ int) error {
-		cl, err := pool.take(ctx)
-		if err != nil {
-			return err
-		}
-		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
+	return pool.op(func(ctx context.Context, c, _ int, cl *workitem.ClaimResult) error {
 		res, err := workitem.NewService(e.remotes[c], e.remotes[c]).Complete(ctx, workitem.CompleteRequest{TenantRef: cl.WorkItem.TenantRef,
 			WorkItemID: cl.WorkItem.WorkItemID, Attempt: cl.Attempt, Fence: cl.Fence, Outcome: workitem.StatusSucceeded})
 		if err == nil && (res.WorkItem.Status != workitem.StatusSucceeded || res.WorkItem.WorkItemID != cl.WorkItem.WorkItemID) {
 			err = fmt.Errorf("complete of %s answered status %q", cl.WorkItem.WorkItemID, res.WorkItem.Status)
 		}
 		return err
-	}, note, nil
+	}), note, nil
 }
