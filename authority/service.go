@@ -207,11 +207,14 @@ func (s *Service) mode(ctx context.Context) (mode, error) {
 // authority module.
 type mode struct{ ModeView }
 
-// askMode asks QueryMode. A yes comes from the replica behind the
-// service and may be stale (a command sent on it is refused on every
-// replica alike if the cluster has lowered the set since); a no is
-// confirmed by a linearizable read, as nodes.IndexFieldsEnabled confirms
-// its own. A server that does not know the query has no authority
+// askMode asks QueryMode. Only the newest answer (claims bound, fences
+// from the log index) is taken from the replica behind the service, which
+// may be stale (a command sent on it is refused on every replica alike if
+// the cluster has lowered the set since); any other is confirmed by a
+// linearizable read, as nodes.IndexFieldsEnabled confirms its own. A
+// replica that lags (one wiped and rejoining reads as an ungated state)
+// must not make the service fence by count where the cluster fences by
+// log index: every fence is the index of the write that issued it. A server that does not know the query has no authority
 // module: the service binds policies itself, and fences as that server
 // lets it.
 func (s *Service) askMode(ctx context.Context) (mode, error) {
@@ -225,7 +228,7 @@ func (s *Service) askMode(ctx context.Context) (mode, error) {
 		if err != nil {
 			return mode{}, fromCluster(err)
 		}
-		if v.Bound {
+		if v.Bound && (v.IndexFences || !stale) {
 			return mode{v}, nil
 		}
 	}
