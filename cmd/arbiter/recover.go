@@ -51,7 +51,6 @@ func (a *app) recoverCommand() *cobra.Command {
 	_ = cmd.MarkFlagRequired("data-dir")
 	_ = cmd.MarkFlagRequired("members")
 	o := outputFlag(cmd.Flags(), "table")
-	o.jsonAlias(cmd.Flags())
 	cmd.RunE = func(*cobra.Command, []string) error {
 		if err := o.check(); err != nil {
 			return err
