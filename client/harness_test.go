@@ -54,6 +54,11 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer os.RemoveAll(root)
+	for i := range 3 {
+		if err := os.Mkdir(fmt.Sprintf("%s/projection-%d", root, i), 0o700); err != nil {
+			return 0, err
+		}
+	}
 	shared, err = clustertest.Start(clustertest.Options{Nodes: 3, Principals: reg,
 		// Every node writes hook projections under a root of its own.
 		Domains: func(i int) []domain.Domain {
