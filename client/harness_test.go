@@ -18,7 +18,6 @@ import (
 	"github.com/arbiterhq/arbiter/domain/builtin"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/identity"
-	arblog "github.com/arbiterhq/arbiter/log"
 )
 
 // The tests share one 3-node cluster with authentication (started once
@@ -43,8 +42,8 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) (int, error) {
 	reg, err := identity.NewRegistry([]identity.PrincipalConfig{
-		{ID: "ops", Tenants: []string{"*"}, Roles: []string{arblog.RoleAdmin}, TokenSHA256: []string{identity.HashToken(tokens["ops"])}},
-		{ID: "agent", Tenants: []string{"t"}, Roles: []string{arblog.RoleMember}, TokenSHA256: []string{identity.HashToken(tokens["agent"])}},
+		{ID: "ops", Tenants: []string{"*"}, Roles: []string{identity.RoleAdmin}, TokenSHA256: []string{identity.HashToken(tokens["ops"])}},
+		{ID: "agent", Tenants: []string{"t"}, Roles: []string{identity.RoleMember}, TokenSHA256: []string{identity.HashToken(tokens["agent"])}},
 	})
 	if err != nil {
 		return 0, err
