@@ -3,7 +3,7 @@ package allocation
 import (
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
-	"github.com/arbiterhq/arbiter/log"
+	"github.com/arbiterhq/arbiter/identity"
 )
 
 // Who may do what. A space belongs to one tenant (its tenant_ref): reads
@@ -16,10 +16,10 @@ import (
 // principalID is how a principal is recorded (created_by, note
 // principal, supersession): its id; "" is the trusted embedding host
 // (and every caller of a node without authentication).
-func principalID(p log.Principal) string { return p.ID }
+func principalID(p identity.Principal) string { return p.ID }
 
 // checkAccess requires role in tenant.
-func checkAccess(p log.Principal, tenant, role string) error {
+func checkAccess(p identity.Principal, tenant, role string) error {
 	if !p.InTenant(tenant) || !p.HasRole(role) {
 		return errs.Errorf(errs.CodeForbidden, "principal %q needs the %s role in tenant %q", p.ID, role, tenant)
 	}
@@ -42,7 +42,7 @@ func noSpace(slug string) error { return errs.Errorf(errs.CodeNotFound, "no spac
 // exactly the not_found of a slug no one has put. A write outside the
 // tenant is forbidden instead: slugs are global, so a put of a taken slug
 // has to be refused anyway, and a writer is told why.
-func spaceFor(s fsm.Store, p log.Principal, slug, role string) (*spaceRow, error) {
+func spaceFor(s fsm.Store, p identity.Principal, slug, role string) (*spaceRow, error) {
 	if !p.HasRole(role) {
 		return nil, errs.Errorf(errs.CodeForbidden, "principal %q lacks the %s role", p.ID, role)
 	}
@@ -51,7 +51,7 @@ func spaceFor(s fsm.Store, p log.Principal, slug, role string) (*spaceRow, error
 		return nil, err
 	}
 	if !p.InTenant(sp.Space.TenantRef) {
-		if role == log.RoleReader {
+		if role == identity.RoleReader {
 			return nil, noSpace(slug)
 		}
 		return nil, errs.Errorf(errs.CodeForbidden, "principal %q may not act in space %q's tenant %q", p.ID, slug, sp.Space.TenantRef)

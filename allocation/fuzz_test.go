@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/log"
 	"github.com/hashicorp/raft"
@@ -16,12 +17,12 @@ import (
 var fuzzTypes = []log.Type{CmdPutSpace, CmdCreateTask, CmdWindow, CmdReserve, CmdCommit, CmdAbort, CmdRelease,
 	CmdTransition, CmdSupersede, CmdHold, CmdPostNote}
 
-var fuzzPrincipals = []log.Principal{
+var fuzzPrincipals = []identity.Principal{
 	{},
-	{ID: "m1", Tenants: []string{"s"}, Roles: []string{log.RoleMember}},
-	{ID: "r", Tenants: []string{"s"}, Roles: []string{log.RoleReader}},
-	{ID: "ctl", Tenants: []string{"*"}, Roles: []string{log.RoleController}},
-	{ID: "o", Tenants: []string{"other"}, Roles: []string{log.RoleMember}},
+	{ID: "m1", Tenants: []string{"s"}, Roles: []string{identity.RoleMember}},
+	{ID: "r", Tenants: []string{"s"}, Roles: []string{identity.RoleReader}},
+	{ID: "ctl", Tenants: []string{"*"}, Roles: []string{identity.RoleController}},
+	{ID: "o", Tenants: []string{"other"}, Roles: []string{identity.RoleMember}},
 }
 
 // fuzzSeed is the log of the state every fuzz input starts from: a space

@@ -9,8 +9,8 @@ import (
 	"github.com/arbiterhq/arbiter/allocation"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
-	"github.com/arbiterhq/arbiter/log"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -526,12 +526,12 @@ func TestListSpaces(t *testing.T) {
 	if want := []string{"a-one", "b-two", "c-three", f.Space}; !cmp.Equal(all, want) {
 		t.Fatalf("spaces %v, want %v", all, want)
 	}
-	reader := fsm.WithPrincipal(ctx, log.Principal{ID: "r", Tenants: []string{"a"}, Roles: []string{log.RoleReader}})
+	reader := fsm.WithPrincipal(ctx, identity.Principal{ID: "r", Tenants: []string{"a"}, Roles: []string{identity.RoleReader}})
 	page, err := s.ListSpaces(reader, "", 0, 0)
 	if err != nil || len(page.Spaces) != 3 || page.NextCursor != "" {
 		t.Fatalf("tenant a's reader: %+v %v", page, err)
 	}
-	other := fsm.WithPrincipal(ctx, log.Principal{ID: "o", Tenants: []string{"b"}, Roles: []string{log.RoleReader}})
+	other := fsm.WithPrincipal(ctx, identity.Principal{ID: "o", Tenants: []string{"b"}, Roles: []string{identity.RoleReader}})
 	if page, err := s.ListSpaces(other, "", 0, 0); err != nil || len(page.Spaces) != 0 {
 		t.Fatalf("tenant b's reader: %+v %v", page, err)
 	}

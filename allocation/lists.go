@@ -5,7 +5,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
-	"github.com/arbiterhq/arbiter/log"
+	"github.com/arbiterhq/arbiter/identity"
 )
 
 // The lists a user needs besides tasks and notes: the spaces a principal
@@ -35,8 +35,8 @@ func runSpaces(rt *fsm.ReadTx, payload []byte) (any, error) {
 	if err := checkLimit(q.Limit); err != nil {
 		return nil, err
 	}
-	if !rt.Principal.HasRole(log.RoleReader) {
-		return nil, errs.Errorf(errs.CodeForbidden, "principal %q lacks the %s role", rt.Principal.ID, log.RoleReader)
+	if !rt.Principal.HasRole(identity.RoleReader) {
+		return nil, errs.Errorf(errs.CodeForbidden, "principal %q lacks the %s role", rt.Principal.ID, identity.RoleReader)
 	}
 	pos, err := decodeCursorBytes("spaces", "", q.Cursor, maxCursorLen)
 	if err != nil {

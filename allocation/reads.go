@@ -5,7 +5,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
-	"github.com/arbiterhq/arbiter/log"
+	"github.com/arbiterhq/arbiter/identity"
 )
 
 // Queries read with the reader role in the space's tenant.
@@ -18,7 +18,7 @@ func readableSpace(rt *fsm.ReadTx, slug string) (*spaceRow, error) {
 	if err := checkSlug(slug); err != nil {
 		return nil, err
 	}
-	return spaceFor(rt.Txn, rt.Principal, slug, log.RoleReader)
+	return spaceFor(rt.Txn, rt.Principal, slug, identity.RoleReader)
 }
 
 func runSpace(rt *fsm.ReadTx, payload []byte) (any, error) {

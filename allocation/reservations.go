@@ -3,6 +3,7 @@ package allocation
 import (
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/bounds"
 	"github.com/arbiterhq/arbiter/log"
 )
@@ -66,7 +67,7 @@ func applyReserve(tx *fsm.Tx, cmd *log.Command) (any, error) {
 			return nil, err
 		}
 	}
-	sp, err := spaceFor(tx, tx.Principal, c.Space, log.RoleMember)
+	sp, err := spaceFor(tx, tx.Principal, c.Space, identity.RoleMember)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +136,7 @@ func ownReservation(tx *fsm.Tx, c *reservationCmd) (*spaceRow, *reservationRow, 
 	if err := checkProposalID(c.ProposalID); err != nil {
 		return nil, nil, err
 	}
-	sp, err := spaceFor(tx, tx.Principal, c.Space, log.RoleMember)
+	sp, err := spaceFor(tx, tx.Principal, c.Space, identity.RoleMember)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -146,7 +147,7 @@ func ownReservation(tx *fsm.Tx, c *reservationCmd) (*spaceRow, *reservationRow, 
 	if r == nil {
 		return nil, nil, errs.Errorf(errs.CodeNotFound, "no reservation %q in space %q", clip(c.ProposalID), sp.Slug)
 	}
-	if r.Principal != principalID(tx.Principal) && !tx.Principal.HasRole(log.RoleController) {
+	if r.Principal != principalID(tx.Principal) && !tx.Principal.HasRole(identity.RoleController) {
 		return nil, nil, errs.Errorf(errs.CodeForbidden, "reservation %q is principal %q's", clip(c.ProposalID), r.Principal)
 	}
 	return sp, r, nil

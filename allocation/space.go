@@ -5,6 +5,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/bounds"
 	"github.com/arbiterhq/arbiter/log"
 )
@@ -139,13 +140,13 @@ func applyPutSpace(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkAccess(tx.Principal, sp.TenantRef, log.RoleController); err != nil {
+	if err := checkAccess(tx.Principal, sp.TenantRef, identity.RoleController); err != nil {
 		return nil, err
 	}
 	row := &spaceRow{Slug: sp.Slug, NextTaskID: 1, NextNoteID: 1}
 	var version uint64
 	if old != nil {
-		if err := checkAccess(tx.Principal, old.Space.TenantRef, log.RoleController); err != nil {
+		if err := checkAccess(tx.Principal, old.Space.TenantRef, identity.RoleController); err != nil {
 			return nil, err
 		}
 		row.NextTaskID, row.NextNoteID, version = old.NextTaskID, old.NextNoteID, old.Space.Version

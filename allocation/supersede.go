@@ -3,6 +3,7 @@ package allocation
 import (
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/bounds"
 	"github.com/arbiterhq/arbiter/log"
 )
@@ -42,7 +43,7 @@ func applySupersede(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if c.SurvivingTask == c.TaskID {
 		return nil, errs.New(errs.CodeInvalid, "a task cannot supersede itself")
 	}
-	sp, err := spaceFor(tx, tx.Principal, c.Space, log.RoleController)
+	sp, err := spaceFor(tx, tx.Principal, c.Space, identity.RoleController)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +110,7 @@ func applyHold(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err := checkSlug(c.Space); err != nil {
 		return nil, err
 	}
-	sp, err := spaceFor(tx, tx.Principal, c.Space, log.RoleController)
+	sp, err := spaceFor(tx, tx.Principal, c.Space, identity.RoleController)
 	if err != nil {
 		return nil, err
 	}

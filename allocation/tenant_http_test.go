@@ -9,16 +9,15 @@ import (
 
 	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
-	"github.com/arbiterhq/arbiter/log"
 )
 
 // Principals of the tenant tests: ctl-a, mem-a and read-a act in tenant
 // a, mem-b in tenant b.
 var tenantPrincipals = []identity.PrincipalConfig{
-	{ID: "ctl-a", Tenants: []string{"a"}, Roles: []string{log.RoleController}},
-	{ID: "mem-a", Tenants: []string{"a"}, Roles: []string{log.RoleMember}},
-	{ID: "read-a", Tenants: []string{"a"}, Roles: []string{log.RoleReader}},
-	{ID: "mem-b", Tenants: []string{"b"}, Roles: []string{log.RoleMember}},
+	{ID: "ctl-a", Tenants: []string{"a"}, Roles: []string{identity.RoleController}},
+	{ID: "mem-a", Tenants: []string{"a"}, Roles: []string{identity.RoleMember}},
+	{ID: "read-a", Tenants: []string{"a"}, Roles: []string{identity.RoleReader}},
+	{ID: "mem-b", Tenants: []string{"b"}, Roles: []string{identity.RoleMember}},
 }
 
 func tenantToken(id string) string { return "alloc-tenant-token-" + id }

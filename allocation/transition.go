@@ -5,6 +5,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/bounds"
 	"github.com/arbiterhq/arbiter/log"
 )
@@ -74,7 +75,7 @@ func applyTransition(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	sp, err := spaceFor(tx, tx.Principal, c.Space, log.RoleMember)
+	sp, err := spaceFor(tx, tx.Principal, c.Space, identity.RoleMember)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/canon"
 	"github.com/arbiterhq/arbiter/log"
 )
@@ -173,7 +174,7 @@ func applyWindow(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	sp, err := spaceFor(tx, tx.Principal, c.Space, log.RoleMember)
+	sp, err := spaceFor(tx, tx.Principal, c.Space, identity.RoleMember)
 	if err != nil {
 		return nil, err
 	}

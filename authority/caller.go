@@ -5,7 +5,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
-	"github.com/arbiterhq/arbiter/log"
+	"github.com/arbiterhq/arbiter/identity"
 )
 
 // The adapter checks the caller before it touches the graph: the principal
@@ -17,7 +17,7 @@ import (
 
 // authorize checks role and tenant. Reads answer not_found for another
 // tenant, so that an error reveals nothing about it.
-func authorize(ctx context.Context, role, tenant string) (log.Principal, error) {
+func authorize(ctx context.Context, role, tenant string) (identity.Principal, error) {
 	p, _ := fsm.PrincipalFrom(ctx)
 	if p.Trusted() {
 		return p, nil
@@ -26,7 +26,7 @@ func authorize(ctx context.Context, role, tenant string) (log.Principal, error) 
 		return p, errs.Errorf(errs.CodeForbidden, "principal %q lacks the %s role", p.ID, role)
 	}
 	if !p.InTenant(tenant) {
-		if role == log.RoleReader {
+		if role == identity.RoleReader {
 			return p, errs.New(errs.CodeNotFound, "no such reservation")
 		}
 		return p, errs.Errorf(errs.CodeForbidden, "principal %q may not act for tenant %q", p.ID, tenant)
@@ -36,7 +36,7 @@ func authorize(ctx context.Context, role, tenant string) (log.Principal, error) 
 
 // bindOwner fills an empty owner ref with the principal's digest and
 // refuses any other.
-func bindOwner(p log.Principal, owner *string) error {
+func bindOwner(p identity.Principal, owner *string) error {
 	if p.Trusted() {
 		return nil
 	}

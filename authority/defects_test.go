@@ -50,7 +50,7 @@ func TestMaterializeWithTheOwnerFromThePrincipal(t *testing.T) {
 	crs := authority.NewConceptReservationService(svc, repo)
 	var owners []string
 	for i, who := range []string{"agent-7", "agent-8"} {
-		p := log.Principal{ID: who, Tenants: []string{"tenant-a"}, Roles: []string{log.RoleMember}}
+		p := identity.Principal{ID: who, Tenants: []string{"tenant-a"}, Roles: []string{identity.RoleMember}}
 		ctx := fsm.WithPrincipal(context.Background(), p)
 		res, err := svc.Reserve(ctx, request("RMDD-"+strconv.Itoa(40+i), "", "r-"+who))
 		if err != nil {
@@ -151,7 +151,7 @@ func cliRun(t *testing.T, conn domain.Conn, out any, args ...string) string {
 // became a tombstone.
 func TestConceptCLIKeepsTheProjectionInStep(t *testing.T) {
 	const token = "defects-token-agent-7"
-	reg, err := identity.NewRegistry([]identity.PrincipalConfig{{ID: "agent-7", Tenants: []string{clusterTenant}, Roles: []string{log.RoleMember},
+	reg, err := identity.NewRegistry([]identity.PrincipalConfig{{ID: "agent-7", Tenants: []string{clusterTenant}, Roles: []string{identity.RoleMember},
 		TokenSHA256: []string{identity.HashToken(token)}}})
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +162,7 @@ func TestConceptCLIKeepsTheProjectionInStep(t *testing.T) {
 	}})
 	conn := cluster.NewRemote(c.Node(0).APIAddr()).WithToken(token)
 	repo := t.TempDir()
-	owner := (log.Principal{ID: "agent-7"}).OwnerDigest()
+	owner := (identity.Principal{ID: "agent-7"}).OwnerDigest()
 	reconcile := func() authority.ReconcileReport {
 		t.Helper()
 		var rep authority.ReconcileReport

@@ -6,6 +6,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/authority"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/nodes"
@@ -13,10 +14,10 @@ import (
 
 var authorityFuzzTypes = []log.Type{authority.CmdSetPolicies, authority.CmdReserve, authority.CmdReclaim}
 
-var authorityFuzzPrincipals = []log.Principal{
+var authorityFuzzPrincipals = []identity.Principal{
 	{},
-	{ID: "admin", Tenants: []string{"*"}, Roles: []string{log.RoleAdmin}},
-	{ID: "member", Tenants: []string{"tenant-a"}, Roles: []string{log.RoleMember}},
+	{ID: "admin", Tenants: []string{"*"}, Roles: []string{identity.RoleAdmin}},
+	{ID: "member", Tenants: []string{"tenant-a"}, Roles: []string{identity.RoleMember}},
 }
 
 // FuzzApplyAuthority: whatever bytes the authority's commands carry, from

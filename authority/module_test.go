@@ -8,6 +8,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/authority"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/nodes"
@@ -45,7 +46,7 @@ func TestPolicySetSnapshotRestore(t *testing.T) {
 	restored := fsmtest.RestoreFresh(t, snap, nodes.Module(), authority.Module())
 	fsmtest.AssertSameState(t, local.FSM, restored)
 	var got authority.PoliciesResult
-	raw, err := restored.Query(log.Principal{}, fsm.Query{Type: authority.QueryPolicies, Payload: log.MustMarshal(struct{}{})})
+	raw, err := restored.Query(identity.Principal{}, fsm.Query{Type: authority.QueryPolicies, Payload: log.MustMarshal(struct{}{})})
 	if err != nil || log.Unmarshal(raw, &got) != nil || got.Version != 4 || len(got.Policies) != 2 || got.Source != authority.SourceSeed {
 		t.Fatalf("restored policy set: %+v %v", got, err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/log"
 )
 
@@ -117,7 +118,7 @@ func applySetPolicies(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	// A seed is the node's own configuration: the node itself, or the
 	// authority's in-server adapter (which builds the payload from that
 	// configuration, never from a caller), may propose it.
-	if !(c.Seed && tx.Adapter == Name) && !(tx.Principal.HasRole(log.RoleAdmin) && allTenants(tx.Principal)) {
+	if !(c.Seed && tx.Adapter == Name) && !(tx.Principal.HasRole(identity.RoleAdmin) && allTenants(tx.Principal)) {
 		return nil, errs.Errorf(errs.CodeForbidden, "setting concept policies needs the admin role for every tenant; principal %q has not", tx.Principal.ID)
 	}
 	list, err := checkPolicies(c.Policies)
@@ -179,7 +180,7 @@ func applySetPolicies(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	return policiesResult(next, true), nil
 }
 
-func allTenants(p log.Principal) bool {
+func allTenants(p identity.Principal) bool {
 	return p.Trusted() || slices.Contains(p.Tenants, "*")
 }
 

@@ -14,9 +14,9 @@ import (
 	"github.com/arbiterhq/arbiter/domain/builtin"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
-	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/nodes"
 )
 
@@ -167,9 +167,9 @@ func TestSettingPoliciesNeedsAnAdmin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	member := fsm.WithPrincipal(context.Background(), log.Principal{ID: "m", Tenants: []string{"*"}, Roles: []string{log.RoleMember}})
-	tenantAdmin := fsm.WithPrincipal(context.Background(), log.Principal{ID: "ta", Tenants: []string{"tenant-a"}, Roles: []string{log.RoleAdmin}})
-	admin := fsm.WithPrincipal(context.Background(), log.Principal{ID: "a", Tenants: []string{"*"}, Roles: []string{log.RoleAdmin}})
+	member := fsm.WithPrincipal(context.Background(), identity.Principal{ID: "m", Tenants: []string{"*"}, Roles: []string{identity.RoleMember}})
+	tenantAdmin := fsm.WithPrincipal(context.Background(), identity.Principal{ID: "ta", Tenants: []string{"tenant-a"}, Roles: []string{identity.RoleAdmin}})
+	admin := fsm.WithPrincipal(context.Background(), identity.Principal{ID: "a", Tenants: []string{"*"}, Roles: []string{identity.RoleAdmin}})
 	req := authority.PoliciesRequest{Policies: []pol{{Namespace: "RMDD", Min: 1, Max: 9, PolicyVersion: "1"}}}
 	direct := authority.NewService(local, local, nil)
 	for name, ctx := range map[string]context.Context{"member": member, "tenant admin": tenantAdmin} {

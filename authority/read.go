@@ -8,8 +8,8 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/bounds"
-	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/nodes"
 )
 
@@ -58,7 +58,7 @@ func (s *Service) Get(ctx context.Context, conceptID, tenantRef string) (*Record
 		if tenantRef == "" {
 			return nil, errs.New(errs.CodeInvalid, "tenant_ref is required")
 		}
-		if _, err := authorize(ctx, log.RoleReader, tenantRef); err != nil {
+		if _, err := authorize(ctx, identity.RoleReader, tenantRef); err != nil {
 			return nil, err
 		}
 	}
@@ -88,7 +88,7 @@ func (s *Service) List(ctx context.Context, req ListRequest) (*RecordPage, error
 	if err := bounds.Identifier("tenant_ref", req.TenantRef); err != nil {
 		return nil, err
 	}
-	if _, err := authorize(ctx, log.RoleReader, req.TenantRef); err != nil {
+	if _, err := authorize(ctx, identity.RoleReader, req.TenantRef); err != nil {
 		return nil, err
 	}
 	if req.Limit < 0 || req.Limit > nodes.MaxLabelPage {

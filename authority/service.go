@@ -7,6 +7,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/bounds"
 	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/nodes"
@@ -141,7 +142,7 @@ func (req *ReserveRequest) validate() error {
 // stored claim as a replay, a reclaimable claim or a conflict. A conflict
 // is an errs.Conflict whose Detail holds the winner's public fields.
 func (s *Service) Reserve(ctx context.Context, req ReserveRequest) (*ReserveResult, error) {
-	p, err := authorize(ctx, log.RoleMember, req.TenantRef)
+	p, err := authorize(ctx, identity.RoleMember, req.TenantRef)
 	if err != nil {
 		return nil, err
 	}

@@ -4,8 +4,8 @@ import (
 	"context"
 
 	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/bounds"
-	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/nodes"
 )
 
@@ -180,7 +180,7 @@ func replaced(r *Record, written uint64) uint64 {
 // transition returns the committed record; every other stale call fails
 // with errs.StaleFence.
 func (s *Service) Transition(ctx context.Context, req TransitionRequest) (*TransitionResult, error) {
-	p, err := authorize(ctx, log.RoleMember, req.TenantRef)
+	p, err := authorize(ctx, identity.RoleMember, req.TenantRef)
 	if err != nil {
 		return nil, err
 	}

@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/bounds"
-	"github.com/arbiterhq/arbiter/log"
 )
 
 // The spec's bounds.
@@ -68,18 +68,18 @@ func checkPage(maxCount int, cursor string) error {
 }
 
 // OwnerDigest is the owner digest bound to a principal's persistent id
-// (log.Principal.OwnerDigest).
-func OwnerDigest(principalID string) string { return log.Principal{ID: principalID}.OwnerDigest() }
+// (identity.Principal.OwnerDigest).
+func OwnerDigest(principalID string) string { return identity.Principal{ID: principalID}.OwnerDigest() }
 
 // checkCaller requires the member role in the tenant and refuses an owner
 // digest that is not the verified principal's. A command without a
 // principal comes from an embedding host, which is trusted to name owners
 // itself.
-func checkCaller(p log.Principal, tenant, owner string) error {
+func checkCaller(p identity.Principal, tenant, owner string) error {
 	if err := bounds.Identifier("owner_digest", owner); err != nil {
 		return err
 	}
-	if !p.InTenant(tenant) || !p.HasRole(log.RoleMember) {
+	if !p.InTenant(tenant) || !p.HasRole(identity.RoleMember) {
 		return errs.Errorf(errs.CodeForbidden, "principal %q may not hold capacity in tenant %q", p.ID, tenant)
 	}
 	if !p.Trusted() && owner != p.OwnerDigest() {

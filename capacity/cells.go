@@ -6,6 +6,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/log"
 )
 
@@ -36,7 +37,7 @@ func applyUpdateCell(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err := checkGraph(c.GraphRef); err != nil {
 		return nil, err
 	}
-	if !tx.Principal.HasRole(log.RoleController) || !tx.Principal.InTenant(c.TenantRef) {
+	if !tx.Principal.HasRole(identity.RoleController) || !tx.Principal.InTenant(c.TenantRef) {
 		return nil, errs.Errorf(errs.CodeForbidden, "updating capacity cells needs the controller role in tenant %q", c.TenantRef)
 	}
 	res := &UpdateCellResult{SchemaVersion: SchemaVersion, NowMs: tx.Now}

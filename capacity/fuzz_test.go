@@ -7,6 +7,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/capacity"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/log"
 	"github.com/hashicorp/raft"
@@ -16,12 +17,12 @@ import (
 var capTypes = []log.Type{capacity.CmdAcquire, capacity.CmdRenew, capacity.CmdRelease, capacity.CmdReclaim, capacity.CmdUpdateCell}
 
 // fuzzPrincipals are who a fuzzed command runs as.
-var fuzzPrincipals = []log.Principal{
+var fuzzPrincipals = []identity.Principal{
 	{},
-	{ID: "p1", Tenants: []string{"t"}, Roles: []string{log.RoleMember}},
-	{ID: "r", Tenants: []string{"t"}, Roles: []string{log.RoleReader}},
-	{ID: "ctl", Tenants: []string{"*"}, Roles: []string{log.RoleController}},
-	{ID: "o", Tenants: []string{"u"}, Roles: []string{log.RoleMember}},
+	{ID: "p1", Tenants: []string{"t"}, Roles: []string{identity.RoleMember}},
+	{ID: "r", Tenants: []string{"t"}, Roles: []string{identity.RoleReader}},
+	{ID: "ctl", Tenants: []string{"*"}, Roles: []string{identity.RoleController}},
+	{ID: "o", Tenants: []string{"u"}, Roles: []string{identity.RoleMember}},
 }
 
 // capSeed is the log of the state every fuzz input starts from: cells in

@@ -3,8 +3,8 @@ package capacity
 import (
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/bounds"
-	"github.com/arbiterhq/arbiter/log"
 )
 
 // readQuery is the payload of QueryStatus and QueryReconcile.
@@ -30,7 +30,7 @@ func (q *readQuery) validate(rt *fsm.ReadTx) error {
 	if err := bounds.OptionalIdentifier("lease_id", q.LeaseID); err != nil {
 		return err
 	}
-	if !rt.Principal.InTenant(q.TenantRef) || !rt.Principal.HasRole(log.RoleReader) {
+	if !rt.Principal.InTenant(q.TenantRef) || !rt.Principal.HasRole(identity.RoleReader) {
 		return errs.Errorf(errs.CodeNotFound, "no capacity records for tenant %q", q.TenantRef)
 	}
 	return checkPage(q.MaxCount, q.Cursor)

@@ -3,6 +3,7 @@ package capacity
 import (
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/bounds"
 	"github.com/arbiterhq/arbiter/log"
 )
@@ -44,7 +45,7 @@ func applyReclaim(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err := checkGraph(c.GraphRef); err != nil {
 		return nil, err
 	}
-	if !tx.Principal.InTenant(c.TenantRef) || !tx.Principal.HasRole(log.RoleMember) {
+	if !tx.Principal.InTenant(c.TenantRef) || !tx.Principal.HasRole(identity.RoleMember) {
 		return nil, errs.Errorf(errs.CodeForbidden, "reclaiming needs the member role in tenant %q", c.TenantRef)
 	}
 	after, err := decodeReclaimCursor(c.GraphRef, c.TenantRef, c.CellID, c.Cursor)

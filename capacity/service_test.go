@@ -12,6 +12,7 @@ import (
 	"github.com/arbiterhq/arbiter/capacity"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/log"
 	"github.com/google/go-cmp/cmp"
@@ -420,16 +421,16 @@ func TestPrincipalBinding(t *testing.T) {
 		t.Fatal(err)
 	}
 	as := func(id string, tenants []string, roles ...string) context.Context {
-		return fsm.WithPrincipal(ctx, log.Principal{ID: id, Tenants: tenants, Roles: roles})
+		return fsm.WithPrincipal(ctx, identity.Principal{ID: id, Tenants: tenants, Roles: roles})
 	}
-	p1 := as("p1", []string{"t"}, log.RoleMember)
-	p2 := as("p2", []string{"t"}, log.RoleMember)
-	reader := as("r", []string{"t"}, log.RoleReader)
-	outsider := as("o", []string{"u"}, log.RoleAdmin)
+	p1 := as("p1", []string{"t"}, identity.RoleMember)
+	p2 := as("p2", []string{"t"}, identity.RoleMember)
+	reader := as("r", []string{"t"}, identity.RoleReader)
+	outsider := as("o", []string{"u"}, identity.RoleAdmin)
 	noRole := as("n", []string{"t"})
-	noTenant := as("m", nil, log.RoleMember)
-	star := as("s", []string{"*"}, log.RoleMember)
-	controller := as("ctl", []string{"t"}, log.RoleController)
+	noTenant := as("m", nil, identity.RoleMember)
+	star := as("s", []string{"*"}, identity.RoleMember)
+	controller := as("ctl", []string{"t"}, identity.RoleController)
 
 	d := capacity.Demand{CellID: "c", ResourceClass: "x", Amount: 1}
 	acq := func(key, owner, tenant string) capacity.AcquireRequest {

@@ -8,12 +8,11 @@ import (
 	"github.com/arbiterhq/arbiter/domain"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/identity"
-	arblog "github.com/arbiterhq/arbiter/log"
 )
 
 // caller is who sent a request.
 type caller struct {
-	principal arblog.Principal
+	principal identity.Principal
 	peer      bool   // another node of this cluster
 	via       string // the credential that identified it (Whoami.Credential)
 }
@@ -113,7 +112,7 @@ func authorizeRoute(a domain.Access, c caller) error {
 			return errs.New(errs.CodeForbidden, "this endpoint is for the cluster's nodes only")
 		}
 	case domain.Admin:
-		if !c.peer && !c.principal.HasRole(arblog.RoleAdmin) {
+		if !c.peer && !c.principal.HasRole(identity.RoleAdmin) {
 			return errs.New(errs.CodeForbidden, "this endpoint needs the admin role")
 		}
 	}

@@ -86,7 +86,7 @@ func (n *Node) RestoreWith(ctx context.Context, r io.Reader, opts fsm.RestoreOpt
 	defer n.restoring.Unlock()
 
 	// In the snapshot directory, the stream is a *.tmp that the next start
-	// removes if a crash leaves it behind (log.OpenStores).
+	// removes if a crash leaves it behind (logstore.Open).
 	dir := ""
 	if n.cfg.DataDir != "" {
 		dir = filepath.Join(n.cfg.DataDir, "snapshots")

@@ -9,9 +9,10 @@ import (
 	"testing"
 	"time"
 
+	logstore "github.com/arbiterhq/arbiter/log/store"
+
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
-	arblog "github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/nodes"
 )
 
@@ -24,7 +25,7 @@ import (
 //
 //	go test -run '^$' -bench EmbeddedCreates -benchtime 20000x ./cluster
 func BenchmarkEmbeddedCreates(b *testing.B) {
-	for _, store := range []string{arblog.StoreBolt, arblog.StoreWAL} {
+	for _, store := range []string{logstore.Bolt, logstore.WAL} {
 		b.Run(store, func(b *testing.B) { embeddedCreates(b, store) })
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
-	arblog "github.com/arbiterhq/arbiter/log"
 )
 
 // The capacity HTTP tests run with authentication on. Principals (each
@@ -30,12 +29,12 @@ import (
 //	rd   tenant t   reader
 //	ou   tenant u   member
 var capHPrincipals = []identity.PrincipalConfig{
-	{ID: "ops", Tenants: []string{"*"}, Roles: []string{arblog.RoleAdmin}},
-	{ID: "ctl", Tenants: []string{"t"}, Roles: []string{arblog.RoleController}},
-	{ID: "p1", Tenants: []string{"t"}, Roles: []string{arblog.RoleMember}},
-	{ID: "p2", Tenants: []string{"t"}, Roles: []string{arblog.RoleMember}},
-	{ID: "rd", Tenants: []string{"t"}, Roles: []string{arblog.RoleReader}},
-	{ID: "ou", Tenants: []string{"u"}, Roles: []string{arblog.RoleMember}},
+	{ID: "ops", Tenants: []string{"*"}, Roles: []string{identity.RoleAdmin}},
+	{ID: "ctl", Tenants: []string{"t"}, Roles: []string{identity.RoleController}},
+	{ID: "p1", Tenants: []string{"t"}, Roles: []string{identity.RoleMember}},
+	{ID: "p2", Tenants: []string{"t"}, Roles: []string{identity.RoleMember}},
+	{ID: "rd", Tenants: []string{"t"}, Roles: []string{identity.RoleReader}},
+	{ID: "ou", Tenants: []string{"u"}, Roles: []string{identity.RoleMember}},
 }
 
 func capHToken(id string) string { return "capacity-http-token-" + id }

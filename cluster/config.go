@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"time"
 
-	arblog "github.com/arbiterhq/arbiter/log"
+	logstore "github.com/arbiterhq/arbiter/log/store"
 
 	"github.com/arbiterhq/arbiter/domain"
 	"github.com/arbiterhq/arbiter/fsm"
@@ -143,11 +143,11 @@ type Config struct {
 	NoSyncUnsafe bool
 	// LogStore is the raft log store of a new data directory: "wal"
 	// (hashicorp/raft-wal) or "bolt" (raft-boltdb); "" is the default
-	// (log.DefaultStore). A data directory keeps the store it was created
+	// (logstore.Default). A data directory keeps the store it was created
 	// with, whatever this says.
 	LogStore string
 	// WALSegmentBytes is the size of a raft-wal segment file (0: 64 MiB;
-	// log.MinWALSegmentBytes to log.MaxWALSegmentBytes). Each segment is
+	// logstore.MinWALSegmentBytes to logstore.MaxWALSegmentBytes). Each segment is
 	// preallocated when it is made, and the WAL drops compacted entries a
 	// whole sealed segment at a time.
 	WALSegmentBytes int
@@ -241,12 +241,12 @@ func (c *Config) Validate() error {
 		bad("%s is empty", nm("DataDir"))
 	}
 	switch c.LogStore {
-	case "", arblog.StoreWAL, arblog.StoreBolt:
+	case "", logstore.WAL, logstore.Bolt:
 	default:
-		bad("LogStore %q: want %s or %s", c.LogStore, arblog.StoreWAL, arblog.StoreBolt)
+		bad("LogStore %q: want %s or %s", c.LogStore, logstore.WAL, logstore.Bolt)
 	}
-	if c.WALSegmentBytes != 0 && (c.WALSegmentBytes < arblog.MinWALSegmentBytes || c.WALSegmentBytes > arblog.MaxWALSegmentBytes) {
-		bad("%s %d: want 0 (64 MiB) or %d to %d bytes", nm("WALSegmentBytes"), c.WALSegmentBytes, arblog.MinWALSegmentBytes, arblog.MaxWALSegmentBytes)
+	if c.WALSegmentBytes != 0 && (c.WALSegmentBytes < logstore.MinWALSegmentBytes || c.WALSegmentBytes > logstore.MaxWALSegmentBytes) {
+		bad("%s %d: want 0 (64 MiB) or %d to %d bytes", nm("WALSegmentBytes"), c.WALSegmentBytes, logstore.MinWALSegmentBytes, logstore.MaxWALSegmentBytes)
 	}
 	if c.Transport == nil {
 		checkHostPort(bad, nm("RaftAddr"), c.RaftAddr, false)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	arblog "github.com/arbiterhq/arbiter/log"
 )
 
@@ -29,8 +30,8 @@ const mimeMsgpack = "application/msgpack"
 const maxReplyBytes = 8 << 20
 
 type wireQuery struct {
-	Query     fsm.Query        `msgpack:"q"`
-	Principal arblog.Principal `msgpack:"p"`
+	Query     fsm.Query          `msgpack:"q"`
+	Principal identity.Principal `msgpack:"p"`
 }
 
 type wireReply struct {
@@ -52,7 +53,7 @@ func newPeerTransport() *http.Transport {
 
 // forwardQuery asks the leader for a linearizable read. Reads change
 // nothing, so every transport failure is safe to retry.
-func (n *Node) forwardQuery(ctx context.Context, api string, q fsm.Query, p arblog.Principal) ([]byte, error) {
+func (n *Node) forwardQuery(ctx context.Context, api string, q fsm.Query, p identity.Principal) ([]byte, error) {
 	body, err := arblog.Marshal(wireQuery{Query: q, Principal: p})
 	if err != nil {
 		return nil, errs.Errorf(errs.CodeInvalid, "encode query: %v", err)

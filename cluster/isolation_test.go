@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/arbiterhq/arbiter/allocation"
 	"io"
 	"net/http"
 	"net/url"
@@ -15,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/arbiterhq/arbiter/allocation"
 
 	"github.com/arbiterhq/arbiter/authority"
 	"github.com/arbiterhq/arbiter/capacity"
@@ -56,12 +57,12 @@ type isoPrincipalCfg struct {
 }
 
 var isoPrincipals = []isoPrincipalCfg{
-	{"admin", []string{"*"}, []string{arblog.RoleAdmin}},
-	{"ctl-a", []string{"a"}, []string{arblog.RoleController}},
-	{"mem-a", []string{"a"}, []string{arblog.RoleMember}},
-	{"mem-a2", []string{"a"}, []string{arblog.RoleMember}},
-	{"mem-b", []string{"b"}, []string{arblog.RoleMember}},
-	{"read-a", []string{"a"}, []string{arblog.RoleReader}},
+	{"admin", []string{"*"}, []string{identity.RoleAdmin}},
+	{"ctl-a", []string{"a"}, []string{identity.RoleController}},
+	{"mem-a", []string{"a"}, []string{identity.RoleMember}},
+	{"mem-a2", []string{"a"}, []string{identity.RoleMember}},
+	{"mem-b", []string{"b"}, []string{identity.RoleMember}},
+	{"read-a", []string{"a"}, []string{identity.RoleReader}},
 }
 
 // isoRegistry builds a registry of the named principals (all when none is
@@ -504,8 +505,8 @@ func TestIsolationMatrix(t *testing.T) {
 		Commands [][]byte `msgpack:"cmds"`
 	}{[][]byte{encode(createCmd("iso-internal"))}})
 	internalQuery := marshal(struct {
-		Query     fsm.Query        `msgpack:"q"`
-		Principal arblog.Principal `msgpack:"p"`
+		Query     fsm.Query          `msgpack:"q"`
+		Principal identity.Principal `msgpack:"p"`
 	}{Query: nodeGetQuery})
 
 	members := func(*testing.T) string {
@@ -755,7 +756,7 @@ func TestIsolationMatrix(t *testing.T) {
 			after: func(t *testing.T, r isoReply) {
 				var w cluster.Whoami
 				if err := json.Unmarshal(r.body, &w); err != nil || w.Principal != "read-a" || w.OwnerDigest != capacity.OwnerDigest("read-a") ||
-					!slices.Equal(w.Tenants, []string{"a"}) || !slices.Equal(w.Roles, []string{arblog.RoleReader}) || w.Credential != "bearer_token" {
+					!slices.Equal(w.Tenants, []string{"a"}) || !slices.Equal(w.Roles, []string{identity.RoleReader}) || w.Credential != "bearer_token" {
 					t.Errorf("whoami as read-a: %s (%v)", r.body, err)
 				}
 			}},
@@ -1165,7 +1166,7 @@ func TestIsolationRawNodeAPIAndForgedEnvelope(t *testing.T) {
 	if res, err := adminNodes.CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "raw-existing", Properties: map[string]any{"v": 1}}); err != nil || !res.Created {
 		t.Fatalf("admin create: %+v %v", res, err)
 	}
-	admin := arblog.Principal{ID: "admin", Tenants: []string{"*"}, Roles: []string{arblog.RoleAdmin}}
+	admin := identity.Principal{ID: "admin", Tenants: []string{"*"}, Roles: []string{identity.RoleAdmin}}
 	payload, err := arblog.Marshal(nodes.CreateCommand{NodeID: "raw-forged"})
 	if err != nil {
 		t.Fatal(err)
@@ -1202,7 +1203,7 @@ func TestIsolationRawNodeAPIAndForgedEnvelope(t *testing.T) {
 				{Type: nodes.CmdCreate, Version: 1, Principal: admin, Payload: payload},
 				{Type: nodes.CmdCreate, Version: 1, Adapter: "authority", Payload: payload},
 				{Type: nodes.CmdCreate, Version: 1, Principal: admin, Adapter: "authority", Payload: payload},
-				{Type: nodes.CmdCreate, Version: 1, Principal: arblog.Principal{}, Adapter: "authority", Payload: payload},
+				{Type: nodes.CmdCreate, Version: 1, Principal: identity.Principal{}, Adapter: "authority", Payload: payload},
 			}
 			for i, cmd := range forged {
 				res, err := r.Propose(actx, cmd)
@@ -1270,7 +1271,7 @@ func TestIsolationOwnerBinding(t *testing.T) {
 		t.Helper()
 		return isoDo(t, isoClient, http.MethodPost, isoURL(c, follower, path), isoToken(who), body)
 	}
-	mine := arblog.Principal{ID: "mem-a"}.OwnerDigest()
+	mine := identity.Principal{ID: "mem-a"}.OwnerDigest()
 	if mine != capacity.OwnerDigest("mem-a") {
 		t.Fatalf("the two owner digests of mem-a differ: %s %s", mine, capacity.OwnerDigest("mem-a"))
 	}
@@ -1285,8 +1286,8 @@ func TestIsolationOwnerBinding(t *testing.T) {
 		status int
 	}{
 		{"someone else's ref", "owner-of-someone-else", http.StatusForbidden},
-		{"another principal's digest", arblog.Principal{ID: "mem-a2"}.OwnerDigest(), http.StatusForbidden},
-		{"the digest of the admin", arblog.Principal{ID: "admin"}.OwnerDigest(), http.StatusForbidden},
+		{"another principal's digest", identity.Principal{ID: "mem-a2"}.OwnerDigest(), http.StatusForbidden},
+		{"the digest of the admin", identity.Principal{ID: "admin"}.OwnerDigest(), http.StatusForbidden},
 		{"empty", "", http.StatusCreated},
 		{"its own digest", mine, http.StatusCreated},
 	}
@@ -1393,8 +1394,8 @@ func TestIsolationReloadPrincipals(t *testing.T) {
 	}
 	// Drop mem-a, add mem-c, move read-a to tenant b.
 	next := isoRegistry(t, []string{"admin", "ctl-a", "mem-a2", "mem-b"},
-		identity.PrincipalConfig{ID: "mem-c", Tenants: []string{"c"}, Roles: []string{arblog.RoleMember}, TokenSHA256: []string{identity.HashToken(isoToken("mem-c"))}},
-		identity.PrincipalConfig{ID: "read-a", Tenants: []string{"b"}, Roles: []string{arblog.RoleReader}, TokenSHA256: []string{identity.HashToken(isoToken("read-a"))}})
+		identity.PrincipalConfig{ID: "mem-c", Tenants: []string{"c"}, Roles: []string{identity.RoleMember}, TokenSHA256: []string{identity.HashToken(isoToken("mem-c"))}},
+		identity.PrincipalConfig{ID: "read-a", Tenants: []string{"b"}, Roles: []string{identity.RoleReader}, TokenSHA256: []string{identity.HashToken(isoToken("read-a"))}})
 	for i := 0; i < 3; i++ {
 		if err := c.Node(i).SetPrincipals(next); err != nil {
 			t.Fatalf("SetPrincipals on node %d: %v", i, err)

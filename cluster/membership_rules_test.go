@@ -13,10 +13,11 @@ import (
 	"testing"
 	"time"
 
+	logstore "github.com/arbiterhq/arbiter/log/store"
+
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
-	arblog "github.com/arbiterhq/arbiter/log"
 )
 
 // memberOf is the member id of st, or nil.
@@ -351,7 +352,7 @@ func apiDoWith(t *testing.T, url string, v any, headers map[string]string) apiRe
 // log store: the start checks must see a raft-wal directory's state as
 // well as raft.db's.
 func TestRestartWithoutFlagsOnEitherLogStore(t *testing.T) {
-	for _, kind := range []string{arblog.StoreBolt, arblog.StoreWAL} {
+	for _, kind := range []string{logstore.Bolt, logstore.WAL} {
 		t.Run(kind, func(t *testing.T) {
 			cfg := standaloneConfig(t, "solo")
 			cfg.LogStore, cfg.Bootstrap = kind, true

@@ -14,12 +14,13 @@ import (
 	"testing"
 	"time"
 
+	logstore "github.com/arbiterhq/arbiter/log/store"
+
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/domain/builtin"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
-	arblog "github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/nodes"
 	"github.com/hashicorp/raft"
 )
@@ -129,7 +130,7 @@ func (l *configLog) indexes() []uint64 {
 // wrapped in a configLog.
 func recordConfigs(t *testing.T, cfg *cluster.Config) *configLog {
 	t.Helper()
-	s, err := arblog.OpenStores(cfg.DataDir, arblog.StoreOptions{NoSyncUnsafe: true})
+	s, err := logstore.Open(cfg.DataDir, logstore.Options{NoSyncUnsafe: true})
 	if err != nil {
 		t.Fatalf("open stores of %s: %v", cfg.ID, err)
 	}

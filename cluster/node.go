@@ -13,10 +13,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	logstore "github.com/arbiterhq/arbiter/log/store"
+
 	"github.com/arbiterhq/arbiter/domain"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/identity"
-	arblog "github.com/arbiterhq/arbiter/log"
 	"github.com/hashicorp/raft"
 )
 
@@ -46,7 +47,7 @@ type Node struct {
 	metricsSrv     *http.Server // Config.MetricsAddr's, or nil
 	metricsLn      net.Listener
 	raftAddr       string // advertised raft address
-	logStore       string // the log store of the data directory (log.StoreWAL, log.StoreBolt); "" for Config.Stores
+	logStore       string // the log store of the data directory (logstore.WAL, logstore.Bolt); "" for Config.Stores
 	apiAddr        string // advertised API host:port
 	sem            chan struct{}
 	// restoring admits one restore at a time.
@@ -330,7 +331,7 @@ func (n *Node) openStores() error {
 		}
 		return nil
 	}
-	s, err := arblog.OpenStores(n.cfg.DataDir, arblog.StoreOptions{
+	s, err := logstore.Open(n.cfg.DataDir, logstore.Options{
 		Kind:            n.cfg.LogStore,
 		NoSyncUnsafe:    n.cfg.NoSyncUnsafe,
 		WALSegmentBytes: n.cfg.WALSegmentBytes,

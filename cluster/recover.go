@@ -8,11 +8,12 @@ import (
 	"net"
 	"slices"
 
+	logstore "github.com/arbiterhq/arbiter/log/store"
+
 	"github.com/arbiterhq/arbiter/domain"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/bounds"
-	arblog "github.com/arbiterhq/arbiter/log"
 	"github.com/hashicorp/raft"
 )
 
@@ -195,7 +196,7 @@ func openOffline(dir string) (*Stores, *MemberRecord, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	ls, err := arblog.OpenStores(dir, arblog.StoreOptions{LogOutput: io.Discard})
+	ls, err := logstore.Open(dir, logstore.Options{LogOutput: io.Discard})
 	if err != nil {
 		return nil, nil, errs.Errorf(errs.CodeUnavailable, "%v (is a node running on %s? stop it first)", err, dir)
 	}

@@ -7,18 +7,19 @@ import (
 	"testing"
 	"time"
 
+	logstore "github.com/arbiterhq/arbiter/log/store"
+
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/domain/builtin"
 	"github.com/arbiterhq/arbiter/errs"
-	arblog "github.com/arbiterhq/arbiter/log"
 )
 
 // The offline tools refuse bad input and a running node's data directory,
 // and change nothing then: a running node keeps serving. Both log stores:
 // raft-wal's meta store alone would make a tool wait forever on a running
-// node's lock (log.OpenStores takes its own lock with a timeout).
+// node's lock (logstore.Open takes its own lock with a timeout).
 func TestOfflineToolsRefuseBadInput(t *testing.T) {
-	for _, store := range []string{arblog.StoreBolt, arblog.StoreWAL} {
+	for _, store := range []string{logstore.Bolt, logstore.WAL} {
 		t.Run(store, func(t *testing.T) { offlineToolsRefuseBadInput(t, store) })
 	}
 }

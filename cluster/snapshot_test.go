@@ -7,10 +7,11 @@ import (
 	"testing"
 	"time"
 
+	logstore "github.com/arbiterhq/arbiter/log/store"
+
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
-	arblog "github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/nodes"
 )
 
@@ -22,7 +23,7 @@ import (
 // emptied by raft when a snapshot is installed (Consul's known raft-wal
 // trouble was a follower catching up after a long disconnect).
 func TestLaggingFollowerInstallsSnapshot(t *testing.T) {
-	for _, store := range []string{arblog.StoreWAL, arblog.StoreBolt} {
+	for _, store := range []string{logstore.WAL, logstore.Bolt} {
 		t.Run(store, func(t *testing.T) { laggingFollowerInstallsSnapshot(t, store) })
 	}
 }

@@ -10,9 +10,10 @@ import (
 	"strings"
 	"time"
 
+	logstore "github.com/arbiterhq/arbiter/log/store"
+
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
-	arblog "github.com/arbiterhq/arbiter/log"
 	"github.com/hashicorp/raft"
 )
 
@@ -32,13 +33,13 @@ import (
 // snapshot). It creates nothing in a directory without a log store; opening
 // an existing one fails after a second while another process has it.
 func HasState(dataDir string) (bool, error) {
-	if logs, err := arblog.HasLogFiles(dataDir); err != nil {
+	if logs, err := logstore.HasLogFiles(dataDir); err != nil {
 		return false, err
 	} else if !logs {
 		snaps, err := filepath.Glob(filepath.Join(dataDir, "snapshots", "*", "meta.json"))
 		return len(snaps) > 0, err
 	}
-	s, err := arblog.OpenStores(dataDir, arblog.StoreOptions{LogOutput: io.Discard})
+	s, err := logstore.Open(dataDir, logstore.Options{LogOutput: io.Discard})
 	if err != nil {
 		return false, fmt.Errorf("%w (is a node running on %s?)", err, dataDir)
 	}
@@ -54,7 +55,7 @@ func (n *Node) checkFresh() error {
 	if n.cfg.Stores != nil {
 		return nil
 	}
-	if logs, err := arblog.HasLogFiles(n.cfg.DataDir); err != nil || logs {
+	if logs, err := logstore.HasLogFiles(n.cfg.DataDir); err != nil || logs {
 		return nil // state perhaps: judged once the stores are open
 	}
 	snaps, err := filepath.Glob(filepath.Join(n.cfg.DataDir, "snapshots", "*", "meta.json"))

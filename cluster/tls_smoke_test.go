@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/nodes"
 
 	"github.com/arbiterhq/arbiter/fsm"
@@ -30,7 +29,7 @@ func TestTLSClusterForwardsAndJoins(t *testing.T) {
 	c.WaitConverged(10 * time.Second)
 }
 
-func mustPrincipal(t *testing.T, reg *identity.Registry, token string) log.Principal {
+func mustPrincipal(t *testing.T, reg *identity.Registry, token string) identity.Principal {
 	t.Helper()
 	got, ok := reg.ByToken(token)
 	if !ok {

@@ -151,7 +151,7 @@ func TestTLSRogueNodeIsRefused(t *testing.T) {
 	t.Run("forward", func(t *testing.T) {
 		clientCert := c.ClientCA.Issue(t, "client-admin")
 		// The client certificate names the admin: still not a node.
-		reg := isoRegistry(t, []string{"mem-a", "mem-b"}, identity.PrincipalConfig{ID: "admin", Tenants: []string{"*"}, Roles: []string{arblog.RoleAdmin},
+		reg := isoRegistry(t, []string{"mem-a", "mem-b"}, identity.PrincipalConfig{ID: "admin", Tenants: []string{"*"}, Roles: []string{identity.RoleAdmin},
 			TokenSHA256: []string{identity.HashToken(admin)}, CertSHA256: []string{identity.HashCert(clientCert.Certificate[0])}})
 		for _, i := range c.Running() {
 			if err := c.Node(i).SetPrincipals(reg); err != nil {
@@ -369,7 +369,7 @@ func TestTLSClientCertificates(t *testing.T) {
 	certA := c.ClientCA.Issue(t, "cert-a")
 	unregistered := c.ClientCA.Issue(t, "nobody")
 	rogue := clustertest.NewCA(t, "rogue-clients").Issue(t, "cert-a")
-	reg := isoRegistry(t, nil, identity.PrincipalConfig{ID: "cert-a", Tenants: []string{"a"}, Roles: []string{arblog.RoleMember},
+	reg := isoRegistry(t, nil, identity.PrincipalConfig{ID: "cert-a", Tenants: []string{"a"}, Roles: []string{identity.RoleMember},
 		CertSHA256: []string{identity.HashCert(certA.Certificate[0])}})
 	for _, i := range c.Running() {
 		if err := c.Node(i).SetPrincipals(reg); err != nil {
@@ -406,7 +406,7 @@ func TestTLSClientCertificates(t *testing.T) {
 			}
 			if tc.status == 201 {
 				var res authority.ReserveResult
-				if err := json.Unmarshal(r.body, &res); err != nil || res.Record.OwnerRef != (arblog.Principal{ID: "cert-a"}).OwnerDigest() {
+				if err := json.Unmarshal(r.body, &res); err != nil || res.Record.OwnerRef != (identity.Principal{ID: "cert-a"}).OwnerDigest() {
 					t.Errorf("the reserve did not run as cert-a: %s", r.body)
 				}
 			}

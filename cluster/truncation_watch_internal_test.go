@@ -5,7 +5,8 @@ import (
 	"log/slog"
 	"testing"
 
-	arblog "github.com/arbiterhq/arbiter/log"
+	logstore "github.com/arbiterhq/arbiter/log/store"
+
 	"github.com/hashicorp/raft"
 )
 
@@ -64,8 +65,8 @@ func TestRaftSeesTheWALAsMonotonic(t *testing.T) {
 	for _, tc := range []struct {
 		kind      string
 		monotonic bool
-	}{{arblog.StoreWAL, true}, {arblog.StoreBolt, false}} {
-		stores, err := arblog.OpenStores(t.TempDir(), arblog.StoreOptions{Kind: tc.kind})
+	}{{logstore.WAL, true}, {logstore.Bolt, false}} {
+		stores, err := logstore.Open(t.TempDir(), logstore.Options{Kind: tc.kind})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,7 +12,6 @@ import (
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
-	arblog "github.com/arbiterhq/arbiter/log"
 )
 
 func whoamiOf(t *testing.T, r isoReply) cluster.Whoami {
@@ -55,7 +54,7 @@ func TestWhoamiTokenPrincipals(t *testing.T) {
 	}
 	// The Go client asks the same.
 	w, err := cluster.NewRemote(c.Node(1).APIAddr()).WithToken(isoToken("mem-a")).Whoami(context.Background())
-	if err != nil || w.Principal != "mem-a" || w.OwnerDigest != (arblog.Principal{ID: "mem-a"}).OwnerDigest() {
+	if err != nil || w.Principal != "mem-a" || w.OwnerDigest != (identity.Principal{ID: "mem-a"}).OwnerDigest() {
 		t.Fatalf("Remote.Whoami: %+v %v", w, err)
 	}
 }
@@ -66,7 +65,7 @@ func TestWhoamiTokenPrincipals(t *testing.T) {
 func TestWhoamiCertificatesPeersAndOpenMode(t *testing.T) {
 	c := clustertest.New(t, clustertest.Options{Nodes: 1, TLS: true, Principals: isoRegistry(t, []string{"admin"})})
 	cert := c.ClientCA.Issue(t, "cert-a")
-	reg := isoRegistry(t, []string{"admin"}, identity.PrincipalConfig{ID: "cert-a", Tenants: []string{"a", "b"}, Roles: []string{arblog.RoleMember},
+	reg := isoRegistry(t, []string{"admin"}, identity.PrincipalConfig{ID: "cert-a", Tenants: []string{"a", "b"}, Roles: []string{identity.RoleMember},
 		CertSHA256: []string{identity.HashCert(cert.Certificate[0])}})
 	if err := c.Node(0).SetPrincipals(reg); err != nil {
 		t.Fatal(err)

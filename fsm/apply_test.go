@@ -6,6 +6,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/nodes"
 	"github.com/google/go-cmp/cmp"
@@ -109,7 +110,7 @@ func TestBatchWithFailureAfterWriteIsAllOrNothingPerCommand(t *testing.T) {
 		t.Fatalf("state differs: batched %d/%x, single %d/%x", ia, ha, ib, hb)
 	}
 	// Nothing the failed commands wrote survived.
-	out, err := batched.Query(log.Principal{}, fsm.Query{Type: 90})
+	out, err := batched.Query(identity.Principal{}, fsm.Query{Type: 90})
 	var scratch int
 	if err != nil || log.Unmarshal(out, &scratch) != nil || scratch != 0 {
 		t.Fatalf("scratch rows after failed commands: %d (%v), want 0", scratch, err)
@@ -128,7 +129,7 @@ func TestBatchWithFailureAfterWriteIsAllOrNothingPerCommand(t *testing.T) {
 		t.Errorf("applied-command counts (-want +got):\n%s", diff)
 	}
 	for id, idx := range map[string]uint64{"a": 1, "b": 3} {
-		out, err := batched.Query(log.Principal{}, fsm.Query{Type: nodes.QueryGet, Payload: log.MustMarshal(nodes.GetQuery{NodeID: id})})
+		out, err := batched.Query(identity.Principal{}, fsm.Query{Type: nodes.QueryGet, Payload: log.MustMarshal(nodes.GetQuery{NodeID: id})})
 		if err != nil {
 			t.Fatalf("get %s: %v", id, err)
 		}

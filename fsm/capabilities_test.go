@@ -9,6 +9,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/nodes"
@@ -139,7 +140,7 @@ func TestReplicaHaltsOnAnEnabledCommandItCannotApply(t *testing.T) {
 	if _, err := lacks.Snapshot(); err == nil {
 		t.Error("a halted replica took a snapshot")
 	}
-	if _, err := lacks.Query(log.Principal{}, fsm.Query{Type: fsm.QueryMembers}); !errors.Is(err, errs.Unavailable) {
+	if _, err := lacks.Query(identity.Principal{}, fsm.Query{Type: fsm.QueryMembers}); !errors.Is(err, errs.Unavailable) {
 		t.Errorf("query on a halted replica: %v, want unavailable", err)
 	}
 	before, _, _ := lacks.StateHash()

@@ -6,6 +6,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/nodes"
 	"github.com/google/go-cmp/cmp"
@@ -26,7 +27,7 @@ func effecting(f **fsm.FSM, seen *[][2]uint64) fsm.Module {
 	m := misbehaving()
 	m.Name = "effecting"
 	count := func() uint64 {
-		out, err := (*f).Query(log.Principal{}, fsm.Query{Type: 90})
+		out, err := (*f).Query(identity.Principal{}, fsm.Query{Type: 90})
 		var n uint64
 		if err != nil || log.Unmarshal(out, &n) != nil {
 			return 1 << 60

@@ -8,6 +8,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/log"
 	memdb "github.com/hashicorp/go-memdb"
 	"github.com/hashicorp/raft"
@@ -47,7 +48,7 @@ type effectLog struct {
 func (l *effectLog) run(index uint64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out, err := l.f.Query(log.Principal{}, fsm.Query{Type: queryEffectRow, Payload: log.MustMarshal(index)})
+	out, err := l.f.Query(identity.Principal{}, fsm.Query{Type: queryEffectRow, Payload: log.MustMarshal(index)})
 	var found bool
 	if err != nil || log.Unmarshal(out, &found) != nil || !found {
 		l.unseen = append(l.unseen, index)

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 
 	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/statestore"
-	"github.com/arbiterhq/arbiter/log"
 )
 
 // The change feed: every committed mutation appends events with a monotonic
@@ -113,7 +113,7 @@ func readChanges(rt *ReadTx, req ChangesRequest, values map[string]EventValue) (
 	if err != nil {
 		return nil, errs.Errorf(errs.CodeInternal, "changes: %v", err)
 	}
-	admin := p.HasRole(log.RoleAdmin)
+	admin := p.HasRole(identity.RoleAdmin)
 	valueBytes := 0
 	for raw, scanned := it.Next(), 0; raw != nil && scanned < req.Limit; raw, scanned = it.Next(), scanned+1 {
 		e := *raw.(*Event)

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/statestore"
 	"github.com/arbiterhq/arbiter/log"
 	memdb "github.com/hashicorp/go-memdb"
@@ -271,7 +272,7 @@ func (f *FSM) WaitApplied(ctx context.Context, index uint64) error {
 }
 
 // Query runs a read against the current local state.
-func (f *FSM) Query(p log.Principal, q Query) (out []byte, err error) {
+func (f *FSM) Query(p identity.Principal, q Query) (out []byte, err error) {
 	spec := f.queries[q.Type]
 	if spec == nil {
 		return nil, errs.Errorf(errs.CodeInvalid, "unknown query type %d", q.Type)

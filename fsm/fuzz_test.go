@@ -10,6 +10,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/nodes"
@@ -267,7 +268,7 @@ func FuzzRestore(f *testing.F) {
 				t.Fatal("an accepted snapshot does not reach a fixed point")
 			}
 			for _, q := range readQueries() {
-				_, _ = target.Query(log.Principal{}, q)
+				_, _ = target.Query(identity.Principal{}, q)
 			}
 			if target.Panics() != 0 {
 				t.Fatal("a query panicked on a restored state")
@@ -326,7 +327,7 @@ func FuzzQuery(f *testing.F) {
 	target := newSeed(f).fsm(f)
 	_, hash := fsmtest.StateHash(f, target)
 	f.Fuzz(func(t *testing.T, typ uint16, payload []byte) {
-		out, err := target.Query(log.Principal{}, fsm.Query{Type: fsm.QueryType(typ), Payload: payload})
+		out, err := target.Query(identity.Principal{}, fsm.Query{Type: fsm.QueryType(typ), Payload: payload})
 		if target.Panics() != 0 {
 			t.Fatal("a query handler panicked")
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/log"
 	memdb "github.com/hashicorp/go-memdb"
@@ -60,14 +61,14 @@ func tallied() fsm.Module {
 }
 
 var (
-	tallyA1 = log.Principal{ID: "a1", Tenants: []string{"x"}, Roles: []string{log.RoleMember}}
-	tallyA2 = log.Principal{ID: "a2", Tenants: []string{"x"}, Roles: []string{log.RoleMember}}
-	tallyB  = log.Principal{ID: "b", Tenants: []string{"y"}, Roles: []string{log.RoleMember}}
-	tallyW  = log.Principal{ID: "w", Tenants: []string{"*"}, Roles: []string{log.RoleMember}}
+	tallyA1 = identity.Principal{ID: "a1", Tenants: []string{"x"}, Roles: []string{identity.RoleMember}}
+	tallyA2 = identity.Principal{ID: "a2", Tenants: []string{"x"}, Roles: []string{identity.RoleMember}}
+	tallyB  = identity.Principal{ID: "b", Tenants: []string{"y"}, Roles: []string{identity.RoleMember}}
+	tallyW  = identity.Principal{ID: "w", Tenants: []string{"*"}, Roles: []string{identity.RoleMember}}
 )
 
 // tally sends the command as p, with scope, key and payload body.
-func tally(t *testing.T, l *fsmtest.Local, p log.Principal, scope, key, body string) *fsm.Response {
+func tally(t *testing.T, l *fsmtest.Local, p identity.Principal, scope, key, body string) *fsm.Response {
 	t.Helper()
 	res, err := l.Propose(fsm.WithPrincipal(context.Background(), p),
 		log.Command{Type: cmdTally, Version: 1, IdemScope: scope, IdemKey: key, Payload: log.MustMarshal(body)})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/statestore"
 	"github.com/arbiterhq/arbiter/log"
 	memdb "github.com/hashicorp/go-memdb"
@@ -146,7 +147,7 @@ type Store interface {
 type Tx struct {
 	Now       int64
 	Index     uint64
-	Principal log.Principal
+	Principal identity.Principal
 	Adapter   string // see log.Command.Adapter
 	txn       *statestore.Txn
 	wrote     bool
@@ -256,7 +257,7 @@ func (tx *Tx) EmitPayload(kind, key, tenant string, payload []byte) (uint64, err
 type ReadTx struct {
 	Now       int64
 	Index     uint64
-	Principal log.Principal
+	Principal identity.Principal
 	Adapter   string // see log.Command.Adapter
 	Txn       *statestore.Txn
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/nodes"
 	"github.com/google/go-cmp/cmp"
@@ -124,7 +125,7 @@ func TestEmitPayloadSequences(t *testing.T) {
 type localReader struct{ f *fsm.FSM }
 
 func (r localReader) Query(_ context.Context, q fsm.Query) ([]byte, error) {
-	return r.f.Query(log.Principal{}, q)
+	return r.f.Query(identity.Principal{}, q)
 }
 
 // The content hash ignores what every command moves (index, FSM time)

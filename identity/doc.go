@@ -1,8 +1,10 @@
-// Package identity maps credentials to principals: who is calling, for
-// which tenants, in which roles. Every module takes the principal from the
-// context (set by the HTTP layer from the verified credential, or by an
-// embedding host), and the leader stamps it into every command, so no
-// module invents its own identity and no request body can claim one.
+// Package identity says who is calling: the Principal a command runs as
+// (its id, tenants and roles, stamped into every log.Command) and the
+// Registry that maps credentials to principals. Every module takes the
+// principal from the context (set by the HTTP layer from the verified
+// credential, or by an embedding host), and the leader stamps it into
+// every command, so no module invents its own identity and no request
+// body can claim one.
 //
 // Principals come from the deployment (Go config, or a JSON file for
 // `arbiter serve --principals`), with tokens stored only as SHA-256

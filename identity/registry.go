@@ -9,7 +9,6 @@ import (
 
 	"github.com/arbiterhq/arbiter/internal/bounds"
 	"github.com/arbiterhq/arbiter/internal/strictjson"
-	"github.com/arbiterhq/arbiter/log"
 )
 
 // PrincipalConfig is one principal as the deployment declares it.
@@ -26,8 +25,8 @@ type PrincipalConfig struct {
 
 // Registry resolves credentials. It is immutable; replace it to reload.
 type Registry struct {
-	byToken map[string]log.Principal
-	byCert  map[string]log.Principal
+	byToken map[string]Principal
+	byCert  map[string]Principal
 	count   int
 }
 
@@ -43,12 +42,12 @@ func HashCert(der []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-var knownRoles = []string{log.RoleAdmin, log.RoleController, log.RoleMember, log.RoleReader}
+var knownRoles = []string{RoleAdmin, RoleController, RoleMember, RoleReader}
 
 // NewRegistry validates principals: unique ids, known roles, at least one
 // tenant and role each, well-formed and unshared digests.
 func NewRegistry(principals []PrincipalConfig) (*Registry, error) {
-	r := &Registry{byToken: map[string]log.Principal{}, byCert: map[string]log.Principal{}, count: len(principals)}
+	r := &Registry{byToken: map[string]Principal{}, byCert: map[string]Principal{}, count: len(principals)}
 	ids := map[string]bool{}
 	for _, pc := range principals {
 		if err := bounds.Identifier("principal id", pc.ID); err != nil {
@@ -74,11 +73,11 @@ func NewRegistry(principals []PrincipalConfig) (*Registry, error) {
 		if len(pc.TokenSHA256)+len(pc.CertSHA256) == 0 {
 			return nil, fmt.Errorf("identity: principal %q has no credential", pc.ID)
 		}
-		p := log.Principal{ID: pc.ID, Tenants: slices.Clone(pc.Tenants), Roles: slices.Clone(pc.Roles)}
+		p := Principal{ID: pc.ID, Tenants: slices.Clone(pc.Tenants), Roles: slices.Clone(pc.Roles)}
 		for _, set := range []struct {
 			name string
 			list []string
-			into map[string]log.Principal
+			into map[string]Principal
 		}{{"token_sha256", pc.TokenSHA256, r.byToken}, {"cert_sha256", pc.CertSHA256, r.byCert}} {
 			for _, h := range set.list {
 				h = strings.ToLower(h)
@@ -109,20 +108,20 @@ func (r *Registry) Len() int { return r.count }
 
 // ByToken resolves a bearer token. The lookup is by digest, so the time it
 // takes says nothing about how close a wrong token came.
-func (r *Registry) ByToken(token string) (log.Principal, bool) {
+func (r *Registry) ByToken(token string) (Principal, bool) {
 	p, ok := r.byToken[HashToken(token)]
 	return clonePrincipal(p), ok
 }
 
 // ByCert resolves a client certificate (DER).
-func (r *Registry) ByCert(der []byte) (log.Principal, bool) {
+func (r *Registry) ByCert(der []byte) (Principal, bool) {
 	p, ok := r.byCert[HashCert(der)]
 	return clonePrincipal(p), ok
 }
 
 // clonePrincipal keeps callers from changing the registry through the
 // slices of a principal it returns.
-func clonePrincipal(p log.Principal) log.Principal {
+func clonePrincipal(p Principal) Principal {
 	p.Tenants, p.Roles = slices.Clone(p.Tenants), slices.Clone(p.Roles)
 	return p
 }

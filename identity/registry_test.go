@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/arbiterhq/arbiter/identity"
-	"github.com/arbiterhq/arbiter/log"
 )
 
 // sum is an independent SHA-256 hex digest, to check the package's own.
@@ -25,7 +24,7 @@ func tok(t string) []string { return []string{sum([]byte(t))} }
 
 // good is a valid principal with a bearer token digest.
 func good(id string) identity.PrincipalConfig {
-	return identity.PrincipalConfig{ID: id, Tenants: []string{"a"}, Roles: []string{log.RoleMember}, TokenSHA256: tok("token-of-" + id)}
+	return identity.PrincipalConfig{ID: id, Tenants: []string{"a"}, Roles: []string{identity.RoleMember}, TokenSHA256: tok("token-of-" + id)}
 }
 
 func TestRegistryHashesAreSHA256(t *testing.T) {
@@ -170,13 +169,13 @@ func TestRegistryErrorsDoNotEchoCredentials(t *testing.T) {
 func TestRegistryResolvesTokensAndCertificates(t *testing.T) {
 	certDER := []byte("pretend DER of a client certificate")
 	cfgs := []identity.PrincipalConfig{
-		{ID: "admin", Tenants: []string{"*"}, Roles: []string{log.RoleAdmin}, TokenSHA256: tok("admin-token")},
+		{ID: "admin", Tenants: []string{"*"}, Roles: []string{identity.RoleAdmin}, TokenSHA256: tok("admin-token")},
 		// Two tokens (rotation) and a certificate for one principal; the
 		// digests are given in upper case, as some tools print them.
-		{ID: "mem-a", Tenants: []string{"a", "a2"}, Roles: []string{log.RoleMember, log.RoleReader},
+		{ID: "mem-a", Tenants: []string{"a", "a2"}, Roles: []string{identity.RoleMember, identity.RoleReader},
 			TokenSHA256: []string{strings.ToUpper(sum([]byte("mem-a-old"))), sum([]byte("mem-a-new"))},
 			CertSHA256:  []string{strings.ToUpper(sum(certDER))}},
-		{ID: "cert-only", Tenants: []string{"b"}, Roles: []string{log.RoleReader}, CertSHA256: tok("other-cert")},
+		{ID: "cert-only", Tenants: []string{"b"}, Roles: []string{identity.RoleReader}, CertSHA256: tok("other-cert")},
 	}
 	r, err := identity.NewRegistry(cfgs)
 	if err != nil {
@@ -185,13 +184,13 @@ func TestRegistryResolvesTokensAndCertificates(t *testing.T) {
 	if r.Len() != 3 {
 		t.Errorf("Len = %d, want 3", r.Len())
 	}
-	memA := log.Principal{ID: "mem-a", Tenants: []string{"a", "a2"}, Roles: []string{log.RoleMember, log.RoleReader}}
-	admin := log.Principal{ID: "admin", Tenants: []string{"*"}, Roles: []string{log.RoleAdmin}}
+	memA := identity.Principal{ID: "mem-a", Tenants: []string{"a", "a2"}, Roles: []string{identity.RoleMember, identity.RoleReader}}
+	admin := identity.Principal{ID: "admin", Tenants: []string{"*"}, Roles: []string{identity.RoleAdmin}}
 	cases := []struct {
 		name  string
 		token string
 		cert  []byte
-		want  *log.Principal
+		want  *identity.Principal
 	}{
 		{"admin token", "admin-token", nil, &admin},
 		{"old token", "mem-a-old", nil, &memA},
@@ -206,7 +205,7 @@ func TestRegistryResolvesTokensAndCertificates(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var got log.Principal
+			var got identity.Principal
 			var ok bool
 			if tc.cert != nil {
 				got, ok = r.ByCert(tc.cert)
@@ -244,19 +243,19 @@ func TestRegistryResolvesTokensAndCertificates(t *testing.T) {
 // The registry is immutable: changing the configuration it was built from,
 // or a principal it returned, changes nothing it resolves later.
 func TestRegistryIsImmutable(t *testing.T) {
-	cfg := identity.PrincipalConfig{ID: "p", Tenants: []string{"a"}, Roles: []string{log.RoleReader}, TokenSHA256: tok("p-token")}
+	cfg := identity.PrincipalConfig{ID: "p", Tenants: []string{"a"}, Roles: []string{identity.RoleReader}, TokenSHA256: tok("p-token")}
 	r, err := identity.NewRegistry([]identity.PrincipalConfig{cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Tenants[0], cfg.Roles[0] = "*", log.RoleAdmin
+	cfg.Tenants[0], cfg.Roles[0] = "*", identity.RoleAdmin
 	p, _ := r.ByToken("p-token")
-	if p.InTenant("b") || p.HasRole(log.RoleAdmin) {
+	if p.InTenant("b") || p.HasRole(identity.RoleAdmin) {
 		t.Fatalf("editing the config after NewRegistry changed the principal: %+v", p)
 	}
-	p.Tenants[0], p.Roles[0] = "*", log.RoleAdmin
+	p.Tenants[0], p.Roles[0] = "*", identity.RoleAdmin
 	again, _ := r.ByToken("p-token")
-	if again.InTenant("b") || again.HasRole(log.RoleAdmin) {
+	if again.InTenant("b") || again.HasRole(identity.RoleAdmin) {
 		t.Fatalf("editing a returned principal changed the registry: %+v", again)
 	}
 }
@@ -303,10 +302,10 @@ func TestRegistryLoad(t *testing.T) {
 				if r.Len() != 2 {
 					t.Errorf("Len = %d, want 2", r.Len())
 				}
-				if p, ok := r.ByToken("load-admin-token"); !ok || p.ID != "admin" || !p.HasRole(log.RoleAdmin) || !p.InTenant("zzz") {
+				if p, ok := r.ByToken("load-admin-token"); !ok || p.ID != "admin" || !p.HasRole(identity.RoleAdmin) || !p.InTenant("zzz") {
 					t.Errorf("admin token: %+v %v", p, ok)
 				}
-				if p, ok := r.ByCert([]byte("reader-cert")); !ok || p.ID != "reader" || p.HasRole(log.RoleMember) || p.InTenant("b") {
+				if p, ok := r.ByCert([]byte("reader-cert")); !ok || p.ID != "reader" || p.HasRole(identity.RoleMember) || p.InTenant("b") {
 					t.Errorf("reader cert: %+v %v", p, ok)
 				}
 				return

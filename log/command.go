@@ -3,73 +3,15 @@ package log
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/arbiterhq/arbiter/identity"
 )
 
 // Type identifies a command. Zero is never a valid type. Ranges are reserved
 // per package so that modules never collide (see fsm's package doc).
 type Type uint16
-
-// Principal is the verified identity a command runs as. The leader stamps it
-// from authentication or from the embedding host's context; a request body
-// never supplies it.
-type Principal struct {
-	ID string `msgpack:"id"`
-	// Tenants the principal may act for ("*": every tenant) and the roles
-	// it holds (admin, controller, member, reader). An empty principal is
-	// an embedding host acting for itself, which handlers trust.
-	Tenants []string `msgpack:"tenants,omitempty"`
-	Roles   []string `msgpack:"roles,omitempty"`
-}
-
-// Role names.
-const (
-	RoleAdmin      = "admin"
-	RoleController = "controller"
-	RoleMember     = "member"
-	RoleReader     = "reader"
-)
-
-// OwnerDigest is the owner digest bound to the principal's persistent id:
-// an external caller may only act as the owner its principal derives.
-func (p Principal) OwnerDigest() string {
-	sum := sha256.Sum256([]byte("arbiter-owner\x00" + p.ID))
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
-
-// Trusted reports whether p is the empty principal of an embedding host.
-func (p Principal) Trusted() bool { return p.ID == "" && len(p.Roles) == 0 && len(p.Tenants) == 0 }
-
-// HasRole reports whether p may act in role: admin implies controller,
-// controller implies member, member implies reader. The trusted empty
-// principal holds every role.
-func (p Principal) HasRole(role string) bool {
-	if p.Trusted() {
-		return true
-	}
-	rank := map[string]int{RoleReader: 1, RoleMember: 2, RoleController: 3, RoleAdmin: 4}
-	for _, r := range p.Roles {
-		if rank[r] >= rank[role] && rank[role] > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// InTenant reports whether p may act for tenant.
-func (p Principal) InTenant(tenant string) bool {
-	if p.Trusted() {
-		return true
-	}
-	for _, t := range p.Tenants {
-		if t == "*" || t == tenant {
-			return true
-		}
-	}
-	return false
-}
 
 // Command is the one envelope of every log entry Arbiter writes.
 type Command struct {
@@ -79,8 +21,8 @@ type Command struct {
 	// command: the last FSM time plus the time elapsed on its monotonic
 	// clock (see cluster's fsmClock). The FSM's clock is max(previous,
 	// stamp).
-	Stamp     int64     `msgpack:"s"`
-	Principal Principal `msgpack:"p"`
+	Stamp     int64              `msgpack:"s"`
+	Principal identity.Principal `msgpack:"p"`
 	// IdemScope and IdemKey, when IdemKey is set, key the idempotency ledger
 	// (together with the principal, unless the command keys its ledger by
 	// the tenant its scope names: see fsm.CommandSpec.LedgerTenant): a

@@ -6,12 +6,13 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/google/go-cmp/cmp"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
 func TestEncodeDecodeRoundTrip(t *testing.T) {
-	in := Command{Type: 7, Version: 2, Stamp: 1700000000123, Principal: Principal{ID: "alice"},
+	in := Command{Type: 7, Version: 2, Stamp: 1700000000123, Principal: identity.Principal{ID: "alice"},
 		IdemScope: "nodes", IdemKey: "k1", Payload: MustMarshal(map[string]any{"b": 1, "a": "x"})}
 	b, err := Encode(in)
 	if err != nil {
@@ -64,9 +65,9 @@ func TestDecodeRejects(t *testing.T) {
 }
 
 func TestDigestIgnoresTransportFields(t *testing.T) {
-	a := Command{Type: 3, Version: 1, Stamp: 1, Principal: Principal{ID: "p"}, IdemScope: "s", IdemKey: "k1", Payload: []byte{1}}
+	a := Command{Type: 3, Version: 1, Stamp: 1, Principal: identity.Principal{ID: "p"}, IdemScope: "s", IdemKey: "k1", Payload: []byte{1}}
 	b := a
-	b.Stamp, b.Principal, b.IdemKey = 99, Principal{ID: "q"}, "k2"
+	b.Stamp, b.Principal, b.IdemKey = 99, identity.Principal{ID: "q"}, "k2"
 	if a.Digest() != b.Digest() {
 		t.Fatal("digest depends on stamp, principal or key")
 	}
@@ -94,7 +95,7 @@ func TestCheckShape(t *testing.T) {
 }
 
 func FuzzDecode(f *testing.F) {
-	good, _ := Encode(Command{Type: 5, Version: 1, Stamp: 9, Principal: Principal{ID: "x"}, IdemKey: "k", Payload: []byte{0x80}})
+	good, _ := Encode(Command{Type: 5, Version: 1, Stamp: 9, Principal: identity.Principal{ID: "x"}, IdemKey: "k", Payload: []byte{0x80}})
 	f.Add(good)
 	f.Add([]byte{formatV1, 0x80})
 	f.Add([]byte{formatV1, 0xdf, 0xff, 0xff, 0xff, 0xff})

@@ -1,5 +1,5 @@
-// Package log defines what goes into the replicated log and where the log
-// lives on disk.
+// Package log defines what goes into the replicated log: the command
+// envelope, its canonical codec and the shapes a decoder accepts.
 //
 // Every entry Arbiter proposes is one Command: a versioned envelope holding
 // the command type, the payload version, the leader's time stamp, the
@@ -22,12 +22,6 @@
 // direct decoder has a fuzz test that it only ever agrees with it. The
 // envelope itself is coded this way (envelope.go).
 //
-// OpenStores opens the raft log and stable store (hashicorp/raft-wal,
-// the default for a new data directory, or raft-boltdb/v2, each behind a
-// raft.LogCache; a directory keeps the kind it was created with) and the
-// file snapshot store, with fsync on unless the caller explicitly asks for
-// the unsafe no-sync mode. A directory in use by another opener is refused
-// after a second on either kind (bolt's own open timeout; for the WAL, the
-// lock file wal.lock), so an offline tool pointed at a running node's
-// directory says so instead of waiting.
+// Where the log lives on disk is package log/store, which only the host
+// imports: a domain or a client that imports log links no raft store.
 package log

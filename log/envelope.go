@@ -1,5 +1,7 @@
 package log
 
+import "github.com/arbiterhq/arbiter/identity"
+
 // The envelope is encoded and decoded on every write: once by the
 // proposer, once by Apply on each replica. Going through msgpack's
 // reflection and then the canonical pass cost about a sixth of a create's
@@ -41,7 +43,7 @@ func appendCommand(b []byte, c *Command) []byte {
 	return b
 }
 
-func appendPrincipal(b []byte, p *Principal) []byte {
+func appendPrincipal(b []byte, p *identity.Principal) []byte {
 	n := 1
 	if len(p.Roles) > 0 {
 		n++
@@ -98,8 +100,8 @@ func decodeCommand(b []byte, view bool) (Command, bool) {
 	return c, true
 }
 
-func decodePrincipal(r *Reader) Principal {
-	var p Principal
+func decodePrincipal(r *Reader) identity.Principal {
+	var p identity.Principal
 	r.Map(func(key []byte) {
 		switch string(key) {
 		case "id":

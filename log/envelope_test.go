@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/google/go-cmp/cmp"
 	"pgregory.net/rapid"
 )
@@ -40,7 +41,7 @@ func genCommand(t *rapid.T) Command {
 		Version: rapid.Uint16().Draw(t, "version"),
 		Stamp: rapid.OneOf(rapid.Int64(), rapid.Int64Range(-300, 300),
 			rapid.SampledFrom([]int64{-1 << 63, 1<<63 - 1, -1 << 31, 1<<32 - 1, 1 << 32})).Draw(t, "stamp"),
-		Principal: Principal{ID: text().Draw(t, "id"), Tenants: list("tenants"), Roles: list("roles")},
+		Principal: identity.Principal{ID: text().Draw(t, "id"), Tenants: list("tenants"), Roles: list("roles")},
 		IdemScope: text().Draw(t, "scope"),
 		IdemKey:   text().Draw(t, "key"),
 		Adapter:   text().Draw(t, "adapter"),
@@ -108,8 +109,8 @@ func TestDecodeCommandTakesWhatEncodeWrites(t *testing.T) {
 // with an equal result: the direct one only ever saves time.
 func FuzzDecodeCommandAgrees(f *testing.F) {
 	for _, c := range []Command{
-		{Type: 5, Version: 1, Stamp: 9, Principal: Principal{ID: "x"}, IdemKey: "k", Payload: []byte{0x80}},
-		{Type: 300, Version: 2, Stamp: -40, Principal: Principal{ID: "p", Tenants: []string{"*"}, Roles: []string{"admin", "reader"}},
+		{Type: 5, Version: 1, Stamp: 9, Principal: identity.Principal{ID: "x"}, IdemKey: "k", Payload: []byte{0x80}},
+		{Type: 300, Version: 2, Stamp: -40, Principal: identity.Principal{ID: "p", Tenants: []string{"*"}, Roles: []string{"admin", "reader"}},
 			IdemScope: "s", IdemKey: "k", Adapter: "authority", Payload: []byte{}},
 	} {
 		f.Add(appendCommand(nil, &c))

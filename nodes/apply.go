@@ -6,6 +6,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/statestore"
 	"github.com/arbiterhq/arbiter/log"
 	memdb "github.com/hashicorp/go-memdb"
@@ -222,8 +223,8 @@ func compareAndSet(tx *fsm.Tx, v uint16, c *CASCommand) (any, error) {
 // and know nothing of tenants, so only an admin may use them directly; a
 // tenant's caller reaches them through an in-server adapter (such as the
 // concept authority) that checked its tenant and role first.
-func rawAccess(p log.Principal, adapter string) error {
-	if adapter != "" || p.HasRole(log.RoleAdmin) {
+func rawAccess(p identity.Principal, adapter string) error {
+	if adapter != "" || p.HasRole(identity.RoleAdmin) {
 		return nil
 	}
 	return errs.Errorf(errs.CodeForbidden, "the raw node API needs the admin role")

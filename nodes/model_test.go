@@ -14,6 +14,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/canon"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/log"
@@ -574,8 +575,8 @@ func (s *nodesMachine) snapshotRestore(t *rapid.T) {
 		queries = append(queries, fsm.Query{Type: nodes.QueryByLabel, Payload: log.MustMarshal(nodes.LabelQuery{Label: l})})
 	}
 	for _, q := range queries {
-		a, errA := orig.Query(log.Principal{}, q)
-		b, errB := fresh.Query(log.Principal{}, q)
+		a, errA := orig.Query(identity.Principal{}, q)
+		b, errB := fresh.Query(identity.Principal{}, q)
 		if !bytes.Equal(a, b) || errs.CodeOf(errA) != errs.CodeOf(errB) {
 			t.Fatalf("query %d %x reads differently after restore: %x, %v vs %x, %v", q.Type, q.Payload, a, errA, b, errB)
 		}

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/bounds"
-	"github.com/arbiterhq/arbiter/log"
 )
 
 // Bounds (each an explicit error when exceeded).
@@ -135,14 +135,14 @@ func (c *registerCmd) validate() error {
 
 // agentFor is the agent a registration is for: the verified principal,
 // or the agent a trusted embedding host names.
-func agentFor(p log.Principal, requested string) (string, error) {
+func agentFor(p identity.Principal, requested string) (string, error) {
 	if p.Trusted() {
 		if requested == "" {
 			return "", errs.New(errs.CodeInvalid, "agent_id is required from a trusted host (an authenticated caller registers its own targets)")
 		}
 		return requested, nil
 	}
-	if !p.HasRole(log.RoleMember) {
+	if !p.HasRole(identity.RoleMember) {
 		return "", errs.Errorf(errs.CodeForbidden, "principal %q may not register projection targets (role member or above)", p.ID)
 	}
 	if requested != "" && requested != p.ID {

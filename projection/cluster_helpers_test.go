@@ -17,7 +17,6 @@ import (
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
-	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/projection"
 )
 
@@ -28,7 +27,7 @@ func token(id string) string { return "projection-test-token-" + id }
 func registry(t testing.TB) *identity.Registry {
 	t.Helper()
 	var cfgs []identity.PrincipalConfig
-	for _, p := range []log.Principal{admin, agent, agent2, router, frontier, reader, stranger} {
+	for _, p := range []identity.Principal{admin, agent, agent2, router, frontier, reader, stranger} {
 		cfgs = append(cfgs, identity.PrincipalConfig{ID: p.ID, Tenants: p.Tenants, Roles: p.Roles, TokenSHA256: []string{identity.HashToken(token(p.ID))}})
 	}
 	reg, err := identity.NewRegistry(cfgs)

@@ -3,6 +3,7 @@ package projection
 import (
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/strictjson"
 	"github.com/arbiterhq/arbiter/log"
 )
@@ -22,7 +23,7 @@ func applySetConfig(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err := checkLeaseTTL(c.LeaseTTLMs); err != nil {
 		return nil, err
 	}
-	if !tx.Principal.HasRole(log.RoleAdmin) {
+	if !tx.Principal.HasRole(identity.RoleAdmin) {
 		return nil, errs.Errorf(errs.CodeForbidden, "principal %q may not configure projections (admin only)", tx.Principal.ID)
 	}
 	cur, err := getConfig(tx)

@@ -10,7 +10,7 @@ import (
 	"github.com/arbiterhq/arbiter/cluster/clustertest"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
-	"github.com/arbiterhq/arbiter/log"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/projection"
 )
 
@@ -29,9 +29,9 @@ func Example() {
 	}
 	svc := projection.NewService(local, local)
 	as := func(id, role string) context.Context {
-		return fsm.WithPrincipal(context.Background(), log.Principal{ID: id, Roles: []string{role}})
+		return fsm.WithPrincipal(context.Background(), identity.Principal{ID: id, Roles: []string{role}})
 	}
-	agent, producer, ops := as("agent-7", log.RoleMember), as("router", log.RoleMember), as("ops", log.RoleAdmin)
+	agent, producer, ops := as("agent-7", identity.RoleMember), as("router", identity.RoleMember), as("ops", identity.RoleAdmin)
 
 	// No default lease: acquire fails until an admin sets one.
 	if _, err := svc.SetConfig(ops, projection.ConfigRequest{LeaseTTLMs: 10_000}); err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/projection"
@@ -19,7 +20,7 @@ import (
 var projTypes = []log.Type{projection.CmdSetConfig, projection.CmdRegisterTarget, projection.CmdSubmit,
 	projection.CmdAcquire, projection.CmdPublish, projection.CmdRelease}
 
-var fuzzPrincipals = []log.Principal{{}, agent, router, frontier, admin, reader, stranger}
+var fuzzPrincipals = []identity.Principal{{}, agent, router, frontier, admin, reader, stranger}
 
 // fuzzHash is the token hash of the seed's leases: sha256 of 32 bytes of n.
 func fuzzHash(n byte) string {
@@ -71,7 +72,7 @@ func newProjSeed(t testing.TB) projSeed {
 		t.Fatal(err)
 	}
 	for _, sub := range []struct {
-		who     log.Principal
+		who     identity.Principal
 		target  string
 		channel string
 		w       uint64

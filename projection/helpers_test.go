@@ -12,24 +12,24 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/canon"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
-	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/projection"
 )
 
 // Principals of the unit tests.
 var (
-	admin    = log.Principal{ID: "ops", Tenants: []string{"*"}, Roles: []string{log.RoleAdmin}}
-	agent    = log.Principal{ID: "agent-7", Tenants: []string{"a"}, Roles: []string{log.RoleMember}}
-	agent2   = log.Principal{ID: "agent-8", Tenants: []string{"a"}, Roles: []string{log.RoleMember}}
-	router   = log.Principal{ID: "route-producer", Tenants: []string{"a"}, Roles: []string{log.RoleMember}}
-	frontier = log.Principal{ID: "frontier-producer", Tenants: []string{"a"}, Roles: []string{log.RoleMember}}
-	reader   = log.Principal{ID: "agent-7-reader", Tenants: []string{"a"}, Roles: []string{log.RoleReader}}
-	stranger = log.Principal{ID: "stranger", Tenants: []string{"*"}, Roles: []string{log.RoleController}}
+	admin    = identity.Principal{ID: "ops", Tenants: []string{"*"}, Roles: []string{identity.RoleAdmin}}
+	agent    = identity.Principal{ID: "agent-7", Tenants: []string{"a"}, Roles: []string{identity.RoleMember}}
+	agent2   = identity.Principal{ID: "agent-8", Tenants: []string{"a"}, Roles: []string{identity.RoleMember}}
+	router   = identity.Principal{ID: "route-producer", Tenants: []string{"a"}, Roles: []string{identity.RoleMember}}
+	frontier = identity.Principal{ID: "frontier-producer", Tenants: []string{"a"}, Roles: []string{identity.RoleMember}}
+	reader   = identity.Principal{ID: "agent-7-reader", Tenants: []string{"a"}, Roles: []string{identity.RoleReader}}
+	stranger = identity.Principal{ID: "stranger", Tenants: []string{"*"}, Roles: []string{identity.RoleController}}
 )
 
-func as(p log.Principal) context.Context { return fsm.WithPrincipal(context.Background(), p) }
+func as(p identity.Principal) context.Context { return fsm.WithPrincipal(context.Background(), p) }
 
 // digest is a digest of sha256:<hex of s>, for the attested tuple.
 func digest(s string) string {
@@ -102,7 +102,7 @@ func envelope(channel string, w uint64, expires int64, body any) json.RawMessage
 // later is an expiry an hour after the test clock's start.
 const later = fsmtest.Epoch + 3_600_000
 
-func (e *env) submit(p log.Principal, target, channel string, w uint64, body any) (*projection.SubmitResult, error) {
+func (e *env) submit(p identity.Principal, target, channel string, w uint64, body any) (*projection.SubmitResult, error) {
 	return e.s.Submit(as(p), projection.SubmitRequest{TargetID: target, Channel: channel, SourceWatermark: w, Envelope: envelope(channel, w, later, body)})
 }
 

@@ -13,8 +13,8 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
-	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/projection"
 	"pgregory.net/rapid"
 )
@@ -156,7 +156,7 @@ func (pm *projMachine) advance(t *rapid.T) {
 func (pm *projMachine) submit(t *rapid.T) {
 	target := rapid.SampledFrom(pm.targets).Draw(t, "target")
 	channel := rapid.SampledFrom(projection.Channels).Draw(t, "channel")
-	who := rapid.SampledFrom([]log.Principal{router, frontier}).Draw(t, "producer")
+	who := rapid.SampledFrom([]identity.Principal{router, frontier}).Draw(t, "producer")
 	w := rapid.Uint64Range(0, 4).Draw(t, "watermark")
 	body := rapid.SampledFrom([]string{"a", "b"}).Draw(t, "body")
 	life := rapid.SampledFrom([]int64{-1, 2000, 60_000}).Draw(t, "life")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/projection"
@@ -66,7 +67,7 @@ func TestFSMValidatesAgain(t *testing.T) {
 	hash := strings.Repeat("ab", 32)
 	for _, tc := range []struct {
 		name    string
-		who     log.Principal
+		who     identity.Principal
 		typ     log.Type
 		payload any
 		code    errs.Code

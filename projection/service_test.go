@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
-	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/projection"
 )
 
@@ -21,7 +21,7 @@ func TestSetConfig(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		who  log.Principal
+		who  identity.Principal
 		ttl  int64
 		code errs.Code
 	}{
@@ -56,7 +56,7 @@ func TestSetConfig(t *testing.T) {
 func TestAcquireWithoutLeaseTTLFailsLoudly(t *testing.T) {
 	e := newEnv(t)
 	id := e.target("unconfigured")
-	for _, p := range []log.Principal{agent, admin, {}} {
+	for _, p := range []identity.Principal{agent, admin, {}} {
 		e.unchanged("acquire before configuration", func() {
 			_, err := e.s.Acquire(as(p), projection.AcquireRequest{TargetID: id, HolderInstanceDigest: digest("h")})
 			wantCode(t, "acquire as "+p.ID, err, errs.CodeUnavailable)
@@ -93,7 +93,7 @@ func TestRegisterTarget(t *testing.T) {
 		t.Fatalf("another agent's target = %+v, %v", other, err)
 	}
 	// A trusted host names the agent; the id is the agent's own.
-	hosted, err := e.s.RegisterTarget(as(log.Principal{}), projection.TargetRequest{AgentID: agent.ID, Attested: attested("k"), Channels: bothChannels})
+	hosted, err := e.s.RegisterTarget(as(identity.Principal{}), projection.TargetRequest{AgentID: agent.ID, Attested: attested("k"), Channels: bothChannels})
 	if err != nil || hosted.TargetID != res.TargetID {
 		t.Fatalf("the host's registration for agent-7 = %+v, %v; want %s", hosted, err, res.TargetID)
 	}
@@ -105,14 +105,14 @@ func TestRegisterTarget(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		who  log.Principal
+		who  identity.Principal
 		req  projection.TargetRequest
 		code errs.Code
 	}{
 		{"other bindings", agent, projection.TargetRequest{Attested: attested("k"), Channels: bothChannels[:1]}, errs.CodeConflict},
 		{"a reader", reader, bad(func(*projection.TargetRequest) {}), errs.CodeForbidden},
 		{"another agent's id", agent, bad(func(r *projection.TargetRequest) { r.AgentID = agent2.ID }), errs.CodeForbidden},
-		{"a host without agent_id", log.Principal{}, bad(func(*projection.TargetRequest) {}), errs.CodeInvalid},
+		{"a host without agent_id", identity.Principal{}, bad(func(*projection.TargetRequest) {}), errs.CodeInvalid},
 		{"a path as capability", agent, bad(func(r *projection.TargetRequest) { r.Attested.Capability = "/etc/passwd" }), errs.CodeInvalid},
 		{"a relative path as kind", agent, bad(func(r *projection.TargetRequest) { r.Attested.ProjectionKind = "../../x" }), errs.CodeInvalid},
 		{"dot dot", agent, bad(func(r *projection.TargetRequest) { r.Attested.HarnessType = "a..b" }), errs.CodeInvalid},
@@ -224,7 +224,7 @@ func TestSubmitIdentityAndAdmission(t *testing.T) {
 	route, front := projection.ChannelComputedRoute, projection.ChannelLifecycleFrontier
 	for _, tc := range []struct {
 		name    string
-		who     log.Principal
+		who     identity.Principal
 		target  string
 		channel string
 		code    errs.Code
@@ -245,13 +245,13 @@ func TestSubmitIdentityAndAdmission(t *testing.T) {
 		})
 	}
 	// The producer, with a reader's role only, may not write either.
-	demoted := log.Principal{ID: router.ID, Tenants: router.Tenants, Roles: []string{log.RoleReader}}
+	demoted := identity.Principal{ID: router.ID, Tenants: router.Tenants, Roles: []string{identity.RoleReader}}
 	e.unchanged("a demoted producer", func() {
 		_, err := e.submit(demoted, id, route, 1, "x")
 		wantCode(t, "demoted producer", err, errs.CodeForbidden)
 	})
 	// A trusted host submits for anyone.
-	if _, err := e.submit(log.Principal{}, id, route, 1, "x"); err != nil {
+	if _, err := e.submit(identity.Principal{}, id, route, 1, "x"); err != nil {
 		t.Fatalf("host submit: %v", err)
 	}
 }
@@ -317,7 +317,7 @@ func TestAcquire(t *testing.T) {
 	// Held: a conflict that says until when, by anyone, the holder's
 	// process included (there is no renewal); nothing written.
 	e.l.Advance(4 * time.Second)
-	for _, p := range []log.Principal{agent, admin} {
+	for _, p := range []identity.Principal{agent, admin} {
 		e.unchanged("acquire of a held target", func() {
 			_, err := e.s.Acquire(as(p), projection.AcquireRequest{TargetID: id, HolderInstanceDigest: digest("other")})
 			wantCode(t, "held", err, errs.CodeConflict)
@@ -329,13 +329,13 @@ func TestAcquire(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		who  log.Principal
+		who  identity.Principal
 		req  projection.AcquireRequest
 		code errs.Code
 	}{
 		{"a producer", router, projection.AcquireRequest{TargetID: id, HolderInstanceDigest: digest("h")}, errs.CodeForbidden},
 		{"a stranger", stranger, projection.AcquireRequest{TargetID: id, HolderInstanceDigest: digest("h")}, errs.CodeForbidden},
-		{"the agent as reader", log.Principal{ID: agent.ID, Roles: []string{log.RoleReader}}, projection.AcquireRequest{TargetID: id, HolderInstanceDigest: digest("h")}, errs.CodeForbidden},
+		{"the agent as reader", identity.Principal{ID: agent.ID, Roles: []string{identity.RoleReader}}, projection.AcquireRequest{TargetID: id, HolderInstanceDigest: digest("h")}, errs.CodeForbidden},
 		{"a raw instance key", agent, projection.AcquireRequest{TargetID: id, HolderInstanceDigest: "my-laptop"}, errs.CodeInvalid},
 		{"a path as target", agent, projection.AcquireRequest{TargetID: "../" + id, HolderInstanceDigest: digest("h")}, errs.CodeInvalid},
 	} {
@@ -409,7 +409,7 @@ func TestPublishFencing(t *testing.T) {
 	future.FencingEpoch++
 	for _, tc := range []struct {
 		name string
-		who  log.Principal
+		who  identity.Principal
 		req  projection.FenceRequest
 		code errs.Code
 	}{

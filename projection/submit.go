@@ -6,6 +6,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/log"
 )
 
@@ -53,7 +54,7 @@ func applySubmit(tx *fsm.Tx, cmd *log.Command) (any, error) {
 		return nil, errs.Errorf(errs.CodeForbidden, "target %s does not admit channel %s", c.TargetID, c.Channel)
 	}
 	p := tx.Principal
-	if !p.Trusted() && (p.ID != producer || !p.HasRole(log.RoleMember)) {
+	if !p.Trusted() && (p.ID != producer || !p.HasRole(identity.RoleMember)) {
 		return nil, errs.Errorf(errs.CodeForbidden, "only the channel's producer may submit to %s of target %s", c.Channel, c.TargetID)
 	}
 	f, err := storedEnvelope(c.Envelope, c.Channel, c.SourceWatermark)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/log"
 )
 
@@ -28,7 +29,7 @@ func applyRegisterTarget(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
 	}
-	if !tx.Principal.Trusted() && (tx.Principal.ID != c.AgentID || !tx.Principal.HasRole(log.RoleMember)) {
+	if !tx.Principal.Trusted() && (tx.Principal.ID != c.AgentID || !tx.Principal.HasRole(identity.RoleMember)) {
 		return nil, errs.Errorf(errs.CodeForbidden, "principal %q may register targets only for itself, with role member or above", tx.Principal.ID)
 	}
 	id, err := DeriveTargetID(c.AgentID, c.Attested)
@@ -109,14 +110,14 @@ func (t *targetRow) producerOf(channel string) string {
 // mayHold reports whether p may acquire, publish with and release the
 // target's lease: its agent (role member or above), an admin, or the
 // trusted host.
-func (t *targetRow) mayHold(p log.Principal) bool {
-	return p.Trusted() || p.HasRole(log.RoleAdmin) || p.ID == t.AgentID && p.HasRole(log.RoleMember)
+func (t *targetRow) mayHold(p identity.Principal) bool {
+	return p.Trusted() || p.HasRole(identity.RoleAdmin) || p.ID == t.AgentID && p.HasRole(identity.RoleMember)
 }
 
 // mayRead reports whether p may see the target: those who may hold it
 // and its producers. Anyone else is told it does not exist.
-func (t *targetRow) mayRead(p log.Principal) bool {
-	if p.Trusted() || p.HasRole(log.RoleAdmin) || p.ID == t.AgentID {
+func (t *targetRow) mayRead(p identity.Principal) bool {
+	if p.Trusted() || p.HasRole(identity.RoleAdmin) || p.ID == t.AgentID {
 		return true
 	}
 	for _, b := range t.Channels {

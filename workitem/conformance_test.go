@@ -12,6 +12,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/workitem"
@@ -321,7 +322,7 @@ func TestHTTPDecodeErrorsNameTheField(t *testing.T) {
 		}
 		method, path, _ := strings.Cut(route, " ")
 		req := httptest.NewRequest(method, path, strings.NewReader(body))
-		req = req.WithContext(fsm.WithPrincipal(req.Context(), map[string]log.Principal{"member": member, "fleet": fleet}[who]))
+		req = req.WithContext(fsm.WithPrincipal(req.Context(), map[string]identity.Principal{"member": member, "fleet": fleet}[who]))
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		var out map[string]any

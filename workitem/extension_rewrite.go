@@ -6,6 +6,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/canon"
 	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/workitem/extension"
@@ -102,7 +103,7 @@ func applyRewriteExtension(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err := c.validate(rules); err != nil {
 		return nil, err
 	}
-	if !tx.Principal.HasRole(log.RoleAdmin) || !tx.Principal.InTenant(c.TenantRef) {
+	if !tx.Principal.HasRole(identity.RoleAdmin) || !tx.Principal.InTenant(c.TenantRef) {
 		return nil, errs.Errorf(errs.CodeForbidden, "rewriting an extension needs the admin role in tenant %q", c.TenantRef)
 	}
 	old, err := existingItem(tx, c.TenantRef, c.WorkItemID)

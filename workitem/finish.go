@@ -5,6 +5,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/log"
 )
 
@@ -90,7 +91,7 @@ func applyComplete(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	}
 	same := old.Attempt == c.Attempt && old.Fence == c.Fence
 	v2 := tx.EnabledVersion(CmdComplete) >= completeV2
-	claimer := old.ClaimedBy == tx.Principal.ID || tx.Principal.HasRole(log.RoleController)
+	claimer := old.ClaimedBy == tx.Principal.ID || tx.Principal.HasRole(identity.RoleController)
 	if same && old.Status == c.Outcome && old.Reason == "" && old.ResultRef == c.ResultRef {
 		if v2 && !claimer {
 			return nil, errs.Errorf(errs.CodeForbidden, "work item %q was claimed by another principal", c.WorkItemID)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/workitem"
@@ -16,7 +17,7 @@ import (
 // (Tick too: the module's tick runs on whatever state a command left).
 var fuzzTypes = []log.Type{workitem.CmdSubmit, workitem.CmdSubmitBatch, workitem.CmdClaim, workitem.CmdComplete, workitem.CmdCancel, fsm.CmdTick}
 
-var fuzzPrincipals = []log.Principal{{}, member, member2, reader, ctl, outsider}
+var fuzzPrincipals = []identity.Principal{{}, member, member2, reader, ctl, outsider}
 
 // wiSeed is the log of the state every fuzz input starts from: items in
 // two tenants and two graphs, dependencies waiting and satisfied, a

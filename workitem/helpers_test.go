@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/workitem"
@@ -39,14 +40,14 @@ func req(key string, deps ...string) workitem.SubmitRequest {
 }
 
 // as runs a call as principal p.
-func as(p log.Principal) context.Context { return fsm.WithPrincipal(bg, p) }
+func as(p identity.Principal) context.Context { return fsm.WithPrincipal(bg, p) }
 
 var (
-	member   = log.Principal{ID: "m1", Tenants: []string{"t"}, Roles: []string{log.RoleMember}}
-	member2  = log.Principal{ID: "m2", Tenants: []string{"t"}, Roles: []string{log.RoleMember}}
-	reader   = log.Principal{ID: "r", Tenants: []string{"t"}, Roles: []string{log.RoleReader}}
-	ctl      = log.Principal{ID: "ctl", Tenants: []string{"t"}, Roles: []string{log.RoleController}}
-	outsider = log.Principal{ID: "o", Tenants: []string{"u"}, Roles: []string{log.RoleMember}}
+	member   = identity.Principal{ID: "m1", Tenants: []string{"t"}, Roles: []string{identity.RoleMember}}
+	member2  = identity.Principal{ID: "m2", Tenants: []string{"t"}, Roles: []string{identity.RoleMember}}
+	reader   = identity.Principal{ID: "r", Tenants: []string{"t"}, Roles: []string{identity.RoleReader}}
+	ctl      = identity.Principal{ID: "ctl", Tenants: []string{"t"}, Roles: []string{identity.RoleController}}
+	outsider = identity.Principal{ID: "o", Tenants: []string{"u"}, Roles: []string{identity.RoleMember}}
 )
 
 func mustSubmit(t testing.TB, s *workitem.Service, r workitem.SubmitRequest) *workitem.SubmitResult {

@@ -14,7 +14,6 @@ import (
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
-	"github.com/arbiterhq/arbiter/log"
 )
 
 // The HTTP tests run a 3-node cluster with authentication on and no
@@ -31,12 +30,12 @@ import (
 //	rd   tenant t   reader
 //	ou   tenant u   member
 var httpPrincipals = []identity.PrincipalConfig{
-	{ID: "ops", Tenants: []string{"*"}, Roles: []string{log.RoleAdmin}},
-	{ID: "ctl", Tenants: []string{"t"}, Roles: []string{log.RoleController}},
-	{ID: "p1", Tenants: []string{"t"}, Roles: []string{log.RoleMember}},
-	{ID: "p2", Tenants: []string{"t"}, Roles: []string{log.RoleMember}},
-	{ID: "rd", Tenants: []string{"t"}, Roles: []string{log.RoleReader}},
-	{ID: "ou", Tenants: []string{"u"}, Roles: []string{log.RoleMember}},
+	{ID: "ops", Tenants: []string{"*"}, Roles: []string{identity.RoleAdmin}},
+	{ID: "ctl", Tenants: []string{"t"}, Roles: []string{identity.RoleController}},
+	{ID: "p1", Tenants: []string{"t"}, Roles: []string{identity.RoleMember}},
+	{ID: "p2", Tenants: []string{"t"}, Roles: []string{identity.RoleMember}},
+	{ID: "rd", Tenants: []string{"t"}, Roles: []string{identity.RoleReader}},
+	{ID: "ou", Tenants: []string{"u"}, Roles: []string{identity.RoleMember}},
 }
 
 func httpToken(id string) string { return "workitem-http-token-" + id }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/workitem"
@@ -35,7 +36,7 @@ var (
 	mMetadata   = []json.RawMessage{nil, json.RawMessage(`{}`), json.RawMessage(`{"b": 1, "a": [true, null]}`)}
 	// mPrincipals: the embedding host most of the time, and members of t
 	// and u, and a reader of t, now and then.
-	mPrincipals = []log.Principal{{}, {}, {}, member, member2, outsider, reader}
+	mPrincipals = []identity.Principal{{}, {}, {}, member, member2, outsider, reader}
 )
 
 type wiMachine struct {
@@ -50,14 +51,14 @@ type wiMachine struct {
 }
 
 type keyedSubmit struct {
-	p     log.Principal
+	p     identity.Principal
 	batch bool
 	one   workitem.SubmitRequest
 	many  workitem.BatchRequest
 }
 
 type keyedClaim struct {
-	p log.Principal
+	p identity.Principal
 	r workitem.ClaimRequest
 }
 
@@ -229,7 +230,7 @@ func (mc *wiMachine) batch(t *rapid.T) {
 	mc.batchWith(t, p, r)
 }
 
-func (mc *wiMachine) batchWith(t *rapid.T, p log.Principal, r workitem.BatchRequest) {
+func (mc *wiMachine) batchWith(t *rapid.T, p identity.Principal, r workitem.BatchRequest) {
 	graph := graphOr(r.GraphRef)
 	what := fmt.Sprintf("batch %s of %d as %q", r.IdempotencyKey, len(r.Requests), p.ID)
 	// The service refuses two children of one explicit id itself.
@@ -290,7 +291,7 @@ func (mc *wiMachine) batchWith(t *rapid.T, p log.Principal, r workitem.BatchRequ
 }
 
 func (mc *wiMachine) claim(t *rapid.T) {
-	var p log.Principal
+	var p identity.Principal
 	var r workitem.ClaimRequest
 	if n := len(mc.claims); n > 0 && rapid.IntRange(0, 5).Draw(t, "retry") == 0 {
 		old := mc.claims[rapid.IntRange(0, n-1).Draw(t, "which")]
@@ -375,7 +376,7 @@ func (mc *wiMachine) complete(t *rapid.T) {
 	tenant, id := mc.pickItem(t)
 	r := workitem.CompleteRequest{TenantRef: tenant, WorkItemID: id, Attempt: 1, Fence: 1,
 		Outcome: rapid.SampledFrom([]string{workitem.StatusSucceeded, workitem.StatusSucceeded, workitem.StatusFailed}).Draw(t, "outcome")}
-	p := log.Principal{}
+	p := identity.Principal{}
 	if it := mc.m.items[mKey{tenant, id}]; it != nil && it.Attempt > 0 {
 		r.Attempt, r.Fence = it.Attempt, it.Fence
 		if rapid.IntRange(0, 2).Draw(t, "as_claimer") == 0 {

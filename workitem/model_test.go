@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/arbiterhq/arbiter/errs"
-	"github.com/arbiterhq/arbiter/log"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/workitem"
 	"github.com/google/go-cmp/cmp"
 )
@@ -86,7 +86,7 @@ func fingerprint(typ string, v any) string {
 // consult answers a keyed command of p in tenant from the ledger: done
 // with the first result (replayed) or idempotency_conflict, or, before
 // the ledger is read, forbidden for a principal outside the tenant.
-func (m *wiModel) consult(p log.Principal, tenant, key, fp string) (any, *mErr, bool) {
+func (m *wiModel) consult(p identity.Principal, tenant, key, fp string) (any, *mErr, bool) {
 	if !p.InTenant(tenant) {
 		return nil, fail(errs.CodeForbidden), true
 	}
@@ -100,8 +100,8 @@ func (m *wiModel) consult(p log.Principal, tenant, key, fp string) (any, *mErr, 
 	return row.result, nil, true
 }
 
-func mayChange(p log.Principal, tenant string) *mErr {
-	if !p.InTenant(tenant) || !p.HasRole(log.RoleMember) {
+func mayChange(p identity.Principal, tenant string) *mErr {
+	if !p.InTenant(tenant) || !p.HasRole(identity.RoleMember) {
 		return fail(errs.CodeForbidden)
 	}
 	return nil
@@ -122,7 +122,7 @@ func (m *wiModel) emit() uint64 {
 
 // admit is SubmitWorkItem (one spec) and SubmitWorkItems (several):
 // the whole admission or the first failure, which changes nothing.
-func (m *wiModel) admit(p log.Principal, key, tenant, graph string, specs []workitem.SubmitRequest) (*workitem.BatchResult, *mErr) {
+func (m *wiModel) admit(p identity.Principal, key, tenant, graph string, specs []workitem.SubmitRequest) (*workitem.BatchResult, *mErr) {
 	if e := mayChange(p, tenant); e != nil {
 		return nil, e
 	}
@@ -234,7 +234,7 @@ func (m *wiModel) claimable(tenant, graph string, kinds []string, id string) []*
 	return out
 }
 
-func (m *wiModel) claim(p log.Principal, r workitem.ClaimRequest) (*workitem.ClaimResult, *mErr) {
+func (m *wiModel) claim(p identity.Principal, r workitem.ClaimRequest) (*workitem.ClaimResult, *mErr) {
 	if e := mayChange(p, r.TenantRef); e != nil {
 		return nil, e
 	}
@@ -257,7 +257,7 @@ func graphOr(g string) string {
 	return g
 }
 
-func (m *wiModel) complete(p log.Principal, r workitem.CompleteRequest) (*workitem.WorkItem, *mErr) {
+func (m *wiModel) complete(p identity.Principal, r workitem.CompleteRequest) (*workitem.WorkItem, *mErr) {
 	if e := mayChange(p, r.TenantRef); e != nil {
 		return nil, e
 	}
@@ -266,7 +266,7 @@ func (m *wiModel) complete(p log.Principal, r workitem.CompleteRequest) (*workit
 		return nil, fail(errs.CodeNotFound)
 	}
 	same := it.Attempt == r.Attempt && it.Fence == r.Fence
-	claimer := it.ClaimedBy == p.ID || p.HasRole(log.RoleController)
+	claimer := it.ClaimedBy == p.ID || p.HasRole(identity.RoleController)
 	switch {
 	case same && it.Status == r.Outcome && it.Reason == "" && it.ResultRef == r.ResultRef && !claimer:
 		return nil, fail(errs.CodeForbidden)
@@ -276,7 +276,7 @@ func (m *wiModel) complete(p log.Principal, r workitem.CompleteRequest) (*workit
 		return nil, fail(errs.CodeConflict) // ended otherwise
 	case it.Status != workitem.StatusClaimed || !same:
 		return nil, fail(errs.CodeStaleFence)
-	case it.ClaimedBy != p.ID && !p.HasRole(log.RoleController):
+	case it.ClaimedBy != p.ID && !p.HasRole(identity.RoleController):
 		return nil, fail(errs.CodeForbidden)
 	case m.now >= it.ClaimExpiresAtMs:
 		return nil, fail(errs.CodeExpired)
@@ -287,7 +287,7 @@ func (m *wiModel) complete(p log.Principal, r workitem.CompleteRequest) (*workit
 	return it, nil
 }
 
-func (m *wiModel) cancel(p log.Principal, r workitem.CancelRequest) (*workitem.WorkItem, *mErr) {
+func (m *wiModel) cancel(p identity.Principal, r workitem.CancelRequest) (*workitem.WorkItem, *mErr) {
 	if e := mayChange(p, r.TenantRef); e != nil {
 		return nil, e
 	}

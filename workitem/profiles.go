@@ -10,6 +10,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/workitem/extension"
 )
@@ -291,7 +292,7 @@ func applySetProfiles(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if (c.Seed || c.FileVersion != 0) && cmd.Version < profilesV2 {
 		return nil, errs.Errorf(errs.CodeInvalid, "a profile set from a file travels in version %d of the command", profilesV2)
 	}
-	if !tx.Principal.HasRole(log.RoleAdmin) || !allTenants(tx.Principal) {
+	if !tx.Principal.HasRole(identity.RoleAdmin) || !allTenants(tx.Principal) {
 		return nil, errs.Errorf(errs.CodeForbidden, "setting reservation profiles needs the admin role for every tenant; principal %q has not", tx.Principal.ID)
 	}
 	want := slices.Clone(c.Profiles)

@@ -3,7 +3,7 @@ package workitem
 import (
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
-	"github.com/arbiterhq/arbiter/log"
+	"github.com/arbiterhq/arbiter/identity"
 )
 
 // getQuery is the payload of QueryGet; listQuery of QueryList.
@@ -49,8 +49,8 @@ func (q *listQuery) validate() error {
 // is not_found, as for items that do not exist: a principal never learns
 // anything of another tenant's items (the project's rule for reads; a
 // write to another tenant is 403).
-func checkReader(p log.Principal, tenant string) error {
-	if !p.InTenant(tenant) || !p.HasRole(log.RoleReader) {
+func checkReader(p identity.Principal, tenant string) error {
+	if !p.InTenant(tenant) || !p.HasRole(identity.RoleReader) {
 		return errs.Errorf(errs.CodeNotFound, "no work items of tenant %q for principal %q", tenant, p.ID)
 	}
 	return nil

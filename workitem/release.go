@@ -3,6 +3,7 @@ package workitem
 import (
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/log"
 )
 
@@ -150,7 +151,7 @@ func endWithClaim(tx *fsm.Tx, it *WorkItem, reason string) error {
 // if it is gone): a controller always; otherwise its holder (see
 // releaseV2).
 func holds(tx *fsm.Tx, r *Reservation, it *WorkItem) bool {
-	if tx.Principal.HasRole(log.RoleController) {
+	if tx.Principal.HasRole(identity.RoleController) {
 		return true
 	}
 	if tx.EnabledVersion(CmdRelease) < releaseV2 {

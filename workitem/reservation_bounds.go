@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/arbiterhq/arbiter/errs"
-	"github.com/arbiterhq/arbiter/log"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/workitem/extension"
 )
 
@@ -73,7 +73,7 @@ func checkDimensions(field string, d Dimensions) error {
 
 // allTenants reports whether p acts for every tenant: the embedding
 // host, or a principal whose tenants include "*".
-func allTenants(p log.Principal) bool {
+func allTenants(p identity.Principal) bool {
 	if p.Trusted() {
 		return true
 	}
@@ -87,8 +87,8 @@ func allTenants(p log.Principal) bool {
 
 // checkFleet requires the controller role for every tenant: hosts are
 // shared by all tenants, so changing one is not any one tenant's call.
-func checkFleet(p log.Principal, what string) error {
-	if !p.HasRole(log.RoleController) || !allTenants(p) {
+func checkFleet(p identity.Principal, what string) error {
+	if !p.HasRole(identity.RoleController) || !allTenants(p) {
 		return errs.Errorf(errs.CodeForbidden, "%s needs the controller role for every tenant (tenants \"*\"); principal %q has not", what, p.ID)
 	}
 	return nil

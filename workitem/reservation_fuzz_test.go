@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/workitem"
@@ -19,7 +20,7 @@ import (
 var resFuzzTypes = []log.Type{workitem.CmdPutHost, workitem.CmdTelemetry, workitem.CmdSetProfiles, workitem.CmdReserve, workitem.CmdRelease,
 	workitem.CmdReclaim, workitem.CmdRewriteExtension, workitem.CmdSubmit, workitem.CmdComplete, workitem.CmdCancel, fsm.CmdTick}
 
-var resFuzzPrincipals = []log.Principal{{}, member, member2, reader, ctl, outsider, fleet, ops}
+var resFuzzPrincipals = []identity.Principal{{}, member, member2, reader, ctl, outsider, fleet, ops}
 
 // resSeed is the log of the state every input starts from: the commands
 // enabled, two profiles, two hosts with telemetry, an item holding a

@@ -8,6 +8,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/workitem"
@@ -36,8 +37,8 @@ func enable(t fataler, l *fsmtest.Local) {
 
 // fleet is a controller of every tenant; ops an admin of every tenant.
 var (
-	fleet = log.Principal{ID: "fleet", Tenants: []string{"*"}, Roles: []string{log.RoleController}}
-	ops   = log.Principal{ID: "ops", Tenants: []string{"*"}, Roles: []string{log.RoleAdmin}}
+	fleet = identity.Principal{ID: "fleet", Tenants: []string{"*"}, Roles: []string{identity.RoleController}}
+	ops   = identity.Principal{ID: "ops", Tenants: []string{"*"}, Roles: []string{identity.RoleAdmin}}
 )
 
 // completeProfile is an enabled profile with every field set.

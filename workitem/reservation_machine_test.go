@@ -14,6 +14,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/workitem"
@@ -35,7 +36,7 @@ var (
 	rDiskFree = []int64{3000, 20000, 100000}
 	rTTLs     = []int64{2000, 10_000, 60_000}
 	rAdvances = []time.Duration{100 * time.Millisecond, time.Second, 5 * time.Second, 20 * time.Second, 40 * time.Second, 3 * time.Minute}
-	rActors   = []log.Principal{{}, {}, {}, member, member2}
+	rActors   = []identity.Principal{{}, {}, {}, member, member2}
 	rModes    = []string{workitem.ModeEnabled, workitem.ModeEnabled, workitem.ModeEnabled, workitem.ModeDark, workitem.ModeShadow, ""}
 	rExtPool  []*extension.Extension
 	rExtRaw   [][]byte
@@ -135,7 +136,7 @@ func (mc *resMachine) putHost(t *rapid.T) {
 		}
 		r.ExpectedEpoch = &e
 	}
-	p := rapid.SampledFrom([]log.Principal{{}, {}, fleet, ctl}).Draw(t, "principal")
+	p := rapid.SampledFrom([]identity.Principal{{}, {}, fleet, ctl}).Draw(t, "principal")
 	mc.m.apply()
 	wantRes, werr := mc.m.putHost(p, r)
 	got, err := mc.svc.PutHost(fsm.WithPrincipal(mc.ctx, p), r)
@@ -151,7 +152,7 @@ func (mc *resMachine) telemetry(t *rapid.T) {
 	mc.seqs[id] = max(mc.seqs[id], seq)
 	r := workitem.TelemetryRequest{HostID: id, ReportSeq: seq, DiskFreeMiB: rapid.SampledFrom(rDiskFree).Draw(t, "free")}
 	mc.m.apply()
-	wantRes, werr := mc.m.telemetry(log.Principal{}, r)
+	wantRes, werr := mc.m.telemetry(identity.Principal{}, r)
 	got, err := mc.svc.ReportTelemetry(mc.ctx, r)
 	if werr != nil && werr.code == errs.CodeNotFound {
 		mc.seqs[id] = 0
@@ -184,7 +185,7 @@ func (mc *resMachine) profiles(t *rapid.T) {
 		}
 		ps = append(ps, p)
 	}
-	p := rapid.SampledFrom([]log.Principal{{}, {}, ops, fleet}).Draw(t, "principal")
+	p := rapid.SampledFrom([]identity.Principal{{}, {}, ops, fleet}).Draw(t, "principal")
 	mc.m.apply()
 	changed, werr := mc.m.setProfiles(p, ps)
 	got, err := mc.svc.SetProfiles(fsm.WithPrincipal(mc.ctx, p), workitem.ProfilesRequest{Profiles: ps})
@@ -272,7 +273,7 @@ func (mc *resMachine) reserve(t *rapid.T) {
 	if rapid.IntRange(0, 2).Draw(t, "named") == 2 {
 		r.HostID = rapid.SampledFrom(append(rHosts, "h9")).Draw(t, "host")
 	}
-	p := log.Principal{}
+	p := identity.Principal{}
 	if rapid.IntRange(0, 9).Draw(t, "as_member") > 7 {
 		p = rapid.SampledFrom(rActors[3:]).Draw(t, "principal")
 	}
@@ -341,7 +342,7 @@ func (mc *resMachine) reclaim(t *rapid.T) {
 	if rapid.IntRange(0, 2).Draw(t, "by_host") == 2 {
 		rq.HostID = rapid.SampledFrom(rHosts).Draw(t, "host")
 	}
-	p := rapid.SampledFrom([]log.Principal{{}, member, fleet}).Draw(t, "principal")
+	p := rapid.SampledFrom([]identity.Principal{{}, member, fleet}).Draw(t, "principal")
 	mc.m.apply()
 	ids, more, werr := mc.m.reclaim(p, rq)
 	got, err := mc.svc.Reclaim(fsm.WithPrincipal(mc.ctx, p), rq)
@@ -481,21 +482,21 @@ func TestReservationModel(t *testing.T) {
 			boot[i].Max = workitem.Dimensions{CPUMillis: 6000, MemoryMiB: 8000, DiskMiB: 8000, Processes: 4}
 			boot[i].TelemetryMaxAgeMs = 120_000
 		}
-		mc.m.setProfiles(log.Principal{}, boot)
+		mc.m.setProfiles(identity.Principal{}, boot)
 		if _, err := mc.svc.SetProfiles(mc.ctx, workitem.ProfilesRequest{Profiles: boot}); err != nil {
 			t.Fatal(err)
 		}
 		for i, h := range rHosts {
 			r := workitem.PutHostRequest{HostID: h, Labels: rLabels[i], Capacity: rCapacities[i]}
 			mc.m.apply()
-			mc.m.putHost(log.Principal{}, r)
+			mc.m.putHost(identity.Principal{}, r)
 			if _, err := mc.svc.PutHost(mc.ctx, r); err != nil {
 				t.Fatal(err)
 			}
 			tr := workitem.TelemetryRequest{HostID: h, ReportSeq: 1, DiskFreeMiB: 100000}
 			mc.seqs[h] = 1
 			mc.m.apply()
-			mc.m.telemetry(log.Principal{}, tr)
+			mc.m.telemetry(identity.Principal{}, tr)
 			if _, err := mc.svc.ReportTelemetry(mc.ctx, tr); err != nil {
 				t.Fatal(err)
 			}

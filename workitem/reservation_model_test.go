@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/arbiterhq/arbiter/errs"
-	"github.com/arbiterhq/arbiter/log"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/workitem"
 	"github.com/arbiterhq/arbiter/workitem/extension"
 	"github.com/google/go-cmp/cmp"
@@ -63,12 +63,14 @@ func (e *rErr) Error() string { return fmt.Sprintf("%s %s", e.code, e.reason) }
 
 func rFail(code errs.Code) *rErr  { return &rErr{code: code} }
 func rRefuse(reason string) *rErr { return &rErr{code: errs.CodeConflict, reason: reason} }
-func isFleet(p log.Principal) bool {
-	return p.HasRole(log.RoleController) && (p.Trusted() || slices.Contains(p.Tenants, "*"))
+func isFleet(p identity.Principal) bool {
+	return p.HasRole(identity.RoleController) && (p.Trusted() || slices.Contains(p.Tenants, "*"))
 }
-func mayAct(p log.Principal, by string) bool { return by == p.ID || p.HasRole(log.RoleController) }
+func mayAct(p identity.Principal, by string) bool {
+	return by == p.ID || p.HasRole(identity.RoleController)
+}
 
-func (m *resModel) putHost(p log.Principal, r workitem.PutHostRequest) (*workitem.HostResult, *rErr) {
+func (m *resModel) putHost(p identity.Principal, r workitem.PutHostRequest) (*workitem.HostResult, *rErr) {
 	if !isFleet(p) {
 		return nil, rFail(errs.CodeForbidden)
 	}
@@ -103,7 +105,7 @@ func (m *resModel) putHost(p log.Principal, r workitem.PutHostRequest) (*workite
 	return &workitem.HostResult{Host: *h, Created: old == nil}, nil
 }
 
-func (m *resModel) telemetry(p log.Principal, r workitem.TelemetryRequest) (*workitem.HostResult, *rErr) {
+func (m *resModel) telemetry(p identity.Principal, r workitem.TelemetryRequest) (*workitem.HostResult, *rErr) {
 	if !isFleet(p) {
 		return nil, rFail(errs.CodeForbidden)
 	}
@@ -119,8 +121,8 @@ func (m *resModel) telemetry(p log.Principal, r workitem.TelemetryRequest) (*wor
 	return &workitem.HostResult{Host: *h}, nil
 }
 
-func (m *resModel) setProfiles(p log.Principal, ps []workitem.Profile) (bool, *rErr) {
-	if !p.HasRole(log.RoleAdmin) {
+func (m *resModel) setProfiles(p identity.Principal, ps []workitem.Profile) (bool, *rErr) {
+	if !p.HasRole(identity.RoleAdmin) {
 		return false, rFail(errs.CodeForbidden)
 	}
 	next := map[[2]string]workitem.Profile{}
@@ -138,7 +140,7 @@ func (m *resModel) submit(id string, ext *extension.Extension, maxAttempts int64
 	m.items[id] = &rItem{id: id, ext: ext, status: workitem.StatusPending, maxAttempt: maxAttempts}
 }
 
-func (m *resModel) claim(p log.Principal, id string, ttl int64) *rErr {
+func (m *resModel) claim(p identity.Principal, id string, ttl int64) *rErr {
 	it := m.items[id]
 	if it == nil || it.status != workitem.StatusPending {
 		return rFail(errs.CodeNotFound)
@@ -205,7 +207,7 @@ func (m *resModel) judge(h *workitem.Host, e *extension.Extension, prof workitem
 	return "", false
 }
 
-func (m *resModel) reserve(p log.Principal, r workitem.ReserveRequest) (*workitem.Reservation, *rErr) {
+func (m *resModel) reserve(p identity.Principal, r workitem.ReserveRequest) (*workitem.Reservation, *rErr) {
 	it := m.items[r.WorkItemID]
 	if it == nil {
 		return nil, rFail(errs.CodeNotFound)
@@ -345,7 +347,7 @@ func (m *resModel) end(r *workitem.Reservation, status, reason string) {
 	r.Status, r.EndReason, r.EndedAtMs = status, reason, m.now
 }
 
-func (m *resModel) release(p log.Principal, rq workitem.ReleaseRequest) (*workitem.Reservation, *rErr) {
+func (m *resModel) release(p identity.Principal, rq workitem.ReleaseRequest) (*workitem.Reservation, *rErr) {
 	r := m.res[rq.ReservationID]
 	switch {
 	case r == nil || r.WorkItemID != rq.WorkItemID:
@@ -378,7 +380,7 @@ func (m *resModel) endItem(it *rItem, status, why string) {
 	it.status = status
 }
 
-func (m *resModel) complete(p log.Principal, id string, attempt int64, fence uint64) *rErr {
+func (m *resModel) complete(p identity.Principal, id string, attempt int64, fence uint64) *rErr {
 	it := m.items[id]
 	switch {
 	case it == nil:
@@ -430,7 +432,7 @@ func (m *resModel) due() []*workitem.Reservation {
 	return out
 }
 
-func (m *resModel) reclaim(p log.Principal, rq workitem.ReclaimRequest) ([]string, bool, *rErr) {
+func (m *resModel) reclaim(p identity.Principal, rq workitem.ReclaimRequest) ([]string, bool, *rErr) {
 	if rq.TenantRef == "" && !isFleet(p) {
 		return nil, false, rFail(errs.CodeForbidden)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/workitem/extension"
 )
@@ -84,7 +85,7 @@ func applyReserve(tx *fsm.Tx, cmd *log.Command) (any, error) {
 		return nil, err
 	}
 	if held != nil && held.Attempt == c.Attempt && held.Fence == c.Fence {
-		if it.ClaimedBy != tx.Principal.ID && !tx.Principal.HasRole(log.RoleController) {
+		if it.ClaimedBy != tx.Principal.ID && !tx.Principal.HasRole(identity.RoleController) {
 			return nil, errs.Errorf(errs.CodeForbidden, "work item %q was claimed by another principal", it.WorkItemID)
 		}
 		if c.HostID != "" && c.HostID != held.HostID {
@@ -159,7 +160,7 @@ func checkClaim(tx *fsm.Tx, it *WorkItem, attempt int64, fence uint64) error {
 		e.Detail = map[string]any{"status": it.Status, "attempt": it.Attempt, "fence": it.Fence}
 		return e
 	}
-	if it.ClaimedBy != tx.Principal.ID && !tx.Principal.HasRole(log.RoleController) {
+	if it.ClaimedBy != tx.Principal.ID && !tx.Principal.HasRole(identity.RoleController) {
 		return errs.Errorf(errs.CodeForbidden, "work item %q was claimed by another principal", it.WorkItemID)
 	}
 	if tx.Now >= it.ClaimExpiresAtMs {

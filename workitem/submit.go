@@ -5,6 +5,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/log"
 )
 
@@ -64,8 +65,8 @@ func decode(cmd *log.Command, v any) error {
 }
 
 // checkMember requires the member role in tenant (403 otherwise).
-func checkMember(p log.Principal, tenant string) error {
-	if !p.InTenant(tenant) || !p.HasRole(log.RoleMember) {
+func checkMember(p identity.Principal, tenant string) error {
+	if !p.InTenant(tenant) || !p.HasRole(identity.RoleMember) {
 		return errs.Errorf(errs.CodeForbidden, "principal %q may not change work items of tenant %q", p.ID, tenant)
 	}
 	return nil

@@ -17,10 +17,11 @@ import (
 	"syscall"
 	"time"
 
+	logstore "github.com/arbiterhq/arbiter/log/store"
+
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/domain/builtin"
 	"github.com/arbiterhq/arbiter/identity"
-	arblog "github.com/arbiterhq/arbiter/log"
 	"github.com/spf13/cobra"
 )
 
@@ -69,7 +70,7 @@ it records and refuses other --id, addresses (unless --change-address) or a
 	tlsPeerCA := fs.String("tls-peer-ca", "", "CA (PEM) that signs every node's certificate")
 	tlsClientCA := fs.String("tls-client-ca", "", "CA (PEM) that signs client certificates (optional; never the peer CA: its certificates are nodes)")
 	peerTokenFile := fs.String("peer-token-file", "", "file holding a secret of 16 characters or more shared by the nodes, instead of TLS (loopback only; needed with --principals and no TLS, even for one node)")
-	fs.StringVar(&cfg.LogStore, "log-store", "", "raft log store of a new data directory: wal or bolt (default "+arblog.DefaultStore+"); an existing one keeps its own")
+	fs.StringVar(&cfg.LogStore, "log-store", "", "raft log store of a new data directory: wal or bolt (default "+logstore.Default+"); an existing one keeps its own")
 	fs.IntVar(&cfg.WALSegmentBytes, "wal-segment-bytes", 0, "size of a WAL segment file, preallocated when it is made (0: 64 MiB; 4 KiB to 1 GiB); compacted entries are freed a whole segment at a time")
 	fs.Uint64Var(&cfg.SnapshotThreshold, "snapshot-threshold", cfg.SnapshotThreshold, "snapshot once the log holds this many entries past the last snapshot")
 	fs.DurationVar(&cfg.SnapshotInterval, "snapshot-interval", cfg.SnapshotInterval, "how often raft checks --snapshot-threshold (a random wait between this and twice this; at least 5ms)")

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	arblog "github.com/arbiterhq/arbiter/log"
+	logstore "github.com/arbiterhq/arbiter/log/store"
 
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/domain"
@@ -248,7 +248,7 @@ func (c *Cluster) config(i int, bootstrap bool) cluster.Config {
 	if c.opts.TCP {
 		if bootstrap {
 			cfg.Bootstrap = true
-		} else if logs, _ := arblog.HasLogFiles(m.dataDir); !logs {
+		} else if logs, _ := logstore.HasLogFiles(m.dataDir); !logs {
 			// A node without data joins through whichever running member
 			// answers (Replace may wipe any node, node 0 included).
 			for j := range c.members {

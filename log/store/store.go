@@ -1,4 +1,4 @@
-package log
+package store
 
 import (
 	"errors"
@@ -22,25 +22,25 @@ import (
 )
 
 // Log store kinds. A data directory keeps the kind it was created with for
-// its whole life: OpenStores reads it off the files it finds.
+// its whole life: Open reads it off the files it finds.
 const (
-	// StoreWAL is hashicorp/raft-wal (the store Consul ships): segment
+	// WAL is hashicorp/raft-wal (the store Consul ships): segment
 	// files appended with one fsync per batch.
-	StoreWAL = "wal"
-	// StoreBolt is hashicorp/raft-boltdb/v2: one bbolt file, raft.db,
+	WAL = "wal"
+	// Bolt is hashicorp/raft-boltdb/v2: one bbolt file, raft.db,
 	// whose commit costs two fsyncs.
-	StoreBolt = "bolt"
-	// DefaultStore is the kind of a new data directory: the WAL, which
+	Bolt = "bolt"
+	// Default is the kind of a new data directory: the WAL, which
 	// commits a batch with one fsync where bolt needs two (BENCHMARKS.md,
 	// "Embedded proposers"). A directory made by an older build keeps
 	// bolt.
-	DefaultStore = StoreWAL
+	Default = WAL
 )
 
-// StoreOptions configure OpenStores.
-type StoreOptions struct {
-	// Kind is the log store of a new data directory (StoreWAL or
-	// StoreBolt; "" is DefaultStore). An existing directory keeps its
+// Options configure Open.
+type Options struct {
+	// Kind is the log store of a new data directory (WAL or
+	// Bolt; "" is Default). An existing directory keeps its
 	// own, whatever Kind says.
 	Kind string
 	// NoSyncUnsafe turns off fsync of the log. A crash may then lose
@@ -63,7 +63,7 @@ type Stores struct {
 	Log      raft.LogStore
 	Stable   raft.StableStore
 	Snapshot raft.SnapshotStore
-	// Kind is the log store in use (StoreWAL or StoreBolt).
+	// Kind is the log store in use (WAL or Bolt).
 	Kind  string
 	close func() error
 }
@@ -77,7 +77,7 @@ const (
 // walDefaultSegmentBytes is raft-wal's own default segment size.
 const walDefaultSegmentBytes = 64 << 20
 
-// The bounds of StoreOptions.WALSegmentBytes. A segment of 4 KiB holds
+// The bounds of Options.WALSegmentBytes. A segment of 4 KiB holds
 // only a few entries and rotates on almost every batch (tests use it to
 // make compaction free segments); raft-wal refuses files of 2 GiB or more.
 const (
@@ -85,9 +85,9 @@ const (
 	MaxWALSegmentBytes = 1 << 30
 )
 
-// OpenStores opens (creating if needed) the log and stable store and
+// Open opens (creating if needed) the log and stable store and
 // snapshots/ in dir.
-func OpenStores(dir string, opt StoreOptions) (*Stores, error) {
+func Open(dir string, opt Options) (*Stores, error) {
 	if dir == "" {
 		return nil, errors.New("log: empty data directory")
 	}
@@ -103,13 +103,13 @@ func OpenStores(dir string, opt StoreOptions) (*Stores, error) {
 	if opt.LogOutput == nil {
 		opt.LogOutput = os.Stderr
 	}
-	kind, err := StoreKind(dir, opt.Kind)
+	kind, err := DirKind(dir, opt.Kind)
 	if err != nil {
 		return nil, err
 	}
 	var s *Stores
 	switch kind {
-	case StoreWAL:
+	case WAL:
 		s, err = openWAL(dir, opt)
 	default:
 		s, err = openBolt(dir, opt)
@@ -149,16 +149,16 @@ func HasLogFiles(dir string) (bool, error) {
 	return false, nil
 }
 
-// StoreKind is the log store of the data directory dir: the one whose
-// files it holds, or want (DefaultStore when empty) for a directory that
+// DirKind is the log store of the data directory dir: the one whose
+// files it holds, or want (Default when empty) for a directory that
 // holds neither. A directory holding both is refused: which one is the
 // log would be a guess.
-func StoreKind(dir, want string) (string, error) {
+func DirKind(dir, want string) (string, error) {
 	if want == "" {
-		want = DefaultStore
+		want = Default
 	}
-	if want != StoreWAL && want != StoreBolt {
-		return "", fmt.Errorf("log: log store %q: want %s or %s", want, StoreWAL, StoreBolt)
+	if want != WAL && want != Bolt {
+		return "", fmt.Errorf("log: log store %q: want %s or %s", want, WAL, Bolt)
 	}
 	_, errBolt := os.Stat(filepath.Join(dir, boltFile))
 	_, errWAL := os.Stat(filepath.Join(dir, walDir))
@@ -166,14 +166,14 @@ func StoreKind(dir, want string) (string, error) {
 	case errBolt == nil && errWAL == nil:
 		return "", fmt.Errorf("log: %s holds both %s and %s/: remove the one that is not the log", dir, boltFile, walDir)
 	case errBolt == nil:
-		return StoreBolt, nil
+		return Bolt, nil
 	case errWAL == nil:
-		return StoreWAL, nil
+		return WAL, nil
 	}
 	return want, nil
 }
 
-func openBolt(dir string, opt StoreOptions) (*Stores, error) {
+func openBolt(dir string, opt Options) (*Stores, error) {
 	db, err := raftboltdb.New(raftboltdb.Options{
 		Path:   filepath.Join(dir, boltFile),
 		NoSync: opt.NoSyncUnsafe,
@@ -191,7 +191,7 @@ func openBolt(dir string, opt StoreOptions) (*Stores, error) {
 	if err != nil {
 		return nil, fmt.Errorf("log: open %s: %w", boltFile, err)
 	}
-	return &Stores{Log: db, Stable: db, Kind: StoreBolt, close: db.Close}, nil
+	return &Stores{Log: db, Stable: db, Kind: Bolt, close: db.Close}, nil
 }
 
 // walLockFile is the WAL's lock, next to wal/ in the data directory.
@@ -204,7 +204,7 @@ const (
 	walLockWait = time.Second
 )
 
-func openWAL(dir string, opt StoreOptions) (*Stores, error) {
+func openWAL(dir string, opt Options) (*Stores, error) {
 	if n := opt.WALSegmentBytes; n != 0 && (n < MinWALSegmentBytes || n > MaxWALSegmentBytes) {
 		return nil, fmt.Errorf("log: WAL segment size %d: want 0 (64 MiB) or %d to %d bytes", n, MinWALSegmentBytes, MaxWALSegmentBytes)
 	}
@@ -245,11 +245,11 @@ func openWAL(dir string, opt StoreOptions) (*Stores, error) {
 		return nil, fmt.Errorf("log: open %s: %w", path, err)
 	}
 	closeAll := func() error { return errors.Join(w.Close(), release()) }
-	return &Stores{Log: w, Stable: w, Kind: StoreWAL, close: closeAll}, nil
+	return &Stores{Log: w, Stable: w, Kind: WAL, close: closeAll}, nil
 }
 
 // noSyncFS is raft-wal's file system with every fsync of the segment
-// files skipped: StoreOptions.NoSyncUnsafe for the WAL.
+// files skipped: Options.NoSyncUnsafe for the WAL.
 type noSyncFS struct{ *walfs.FS }
 
 func (f noSyncFS) Create(dir, name string, size uint64) (types.WritableFile, error) {

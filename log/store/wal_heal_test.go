@@ -1,4 +1,4 @@
-package log_test
+package store_test
 
 import (
 	"errors"
@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/arbiterhq/arbiter/internal/tinydisk"
-	"github.com/arbiterhq/arbiter/log"
+	"github.com/arbiterhq/arbiter/log/store"
 	"github.com/hashicorp/raft"
 )
 
@@ -24,14 +24,14 @@ func TestWALResumesAfterARotationFailedOnAFullDisk(t *testing.T) {
 	disk := tinydisk.Mount(t, "1m")
 	const segment = 64 << 10
 	dir := filepath.Join(disk, "data")
-	opt := log.StoreOptions{Kind: log.StoreWAL, WALSegmentBytes: segment, LogOutput: io.Discard}
-	s, err := log.OpenStores(dir, opt)
+	opt := store.Options{Kind: store.WAL, WALSegmentBytes: segment, LogOutput: io.Discard}
+	s, err := store.Open(dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() }) // before the umount; a second Close is harmless
 	var last uint64
-	store := func() error {
+	appendOne := func() error {
 		l := &raft.Log{Index: last + 1, Term: 1, Type: raft.LogCommand, Data: []byte(fmt.Sprintf("%0900d", last+1))}
 		err := s.Log.StoreLogs([]*raft.Log{l})
 		if err == nil {
@@ -40,7 +40,7 @@ func TestWALResumesAfterARotationFailedOnAFullDisk(t *testing.T) {
 		return err
 	}
 	for range 10 {
-		if err := store(); err != nil {
+		if err := appendOne(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -51,7 +51,7 @@ func TestWALResumesAfterARotationFailedOnAFullDisk(t *testing.T) {
 
 	failed := 0
 	for i := 0; i < 200 && failed < 3; i++ {
-		if err := store(); err != nil {
+		if err := appendOne(); err != nil {
 			failed++
 			if !errors.Is(err, syscall.ENOSPC) && !strings.Contains(err.Error(), "sealed") {
 				t.Errorf("append on a full disk: %v", err)
@@ -66,14 +66,14 @@ func TestWALResumesAfterARotationFailedOnAFullDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 100 { // beyond the next segment too
-		if err := store(); err != nil {
+		if err := appendOne(); err != nil {
 			t.Fatalf("append %d once space returned (after %d acknowledged on the full disk): %v", last+1, full, err)
 		}
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s, err = log.OpenStores(dir, opt)
+	s, err = store.Open(dir, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package log_test
+package store_test
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/arbiterhq/arbiter/log"
+	"github.com/arbiterhq/arbiter/log/store"
 	"github.com/hashicorp/raft"
 )
 
@@ -17,18 +17,18 @@ import (
 // asks for; a directory holding both kinds, or an unknown kind, is
 // refused.
 func TestStoreKinds(t *testing.T) {
-	for _, kind := range []string{log.StoreWAL, log.StoreBolt} {
+	for _, kind := range []string{store.WAL, store.Bolt} {
 		for _, noSync := range []bool{false, true} {
 			t.Run(kind, func(t *testing.T) {
 				dir := t.TempDir()
-				if has, err := log.HasLogFiles(dir); has || err != nil {
+				if has, err := store.HasLogFiles(dir); has || err != nil {
 					t.Fatalf("HasLogFiles of an empty directory = %v, %v", has, err)
 				}
-				s, err := log.OpenStores(dir, log.StoreOptions{Kind: kind, NoSyncUnsafe: noSync, LogOutput: os.Stderr})
+				s, err := store.Open(dir, store.Options{Kind: kind, NoSyncUnsafe: noSync, LogOutput: os.Stderr})
 				if err != nil {
 					t.Fatal(err)
 				}
-				if has, err := log.HasLogFiles(dir); !has || err != nil {
+				if has, err := store.HasLogFiles(dir); !has || err != nil {
 					t.Fatalf("HasLogFiles after opening a %s store = %v, %v", kind, has, err)
 				}
 				if s.Kind != kind {
@@ -44,11 +44,11 @@ func TestStoreKinds(t *testing.T) {
 				if err := s.Close(); err != nil {
 					t.Fatal(err)
 				}
-				other := log.StoreBolt
-				if kind == log.StoreBolt {
-					other = log.StoreWAL
+				other := store.Bolt
+				if kind == store.Bolt {
+					other = store.WAL
 				}
-				s, err = log.OpenStores(dir, log.StoreOptions{Kind: other, LogOutput: os.Stderr})
+				s, err = store.Open(dir, store.Options{Kind: other, LogOutput: os.Stderr})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -66,7 +66,7 @@ func TestStoreKinds(t *testing.T) {
 			})
 		}
 	}
-	if _, err := log.OpenStores(t.TempDir(), log.StoreOptions{Kind: "rocks"}); err == nil {
+	if _, err := store.Open(t.TempDir(), store.Options{Kind: "rocks"}); err == nil {
 		t.Error("an unknown store kind was accepted")
 	}
 	both := t.TempDir()
@@ -76,7 +76,7 @@ func TestStoreKinds(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(both, "wal"), 0o750); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := log.OpenStores(both, log.StoreOptions{}); err == nil {
+	if _, err := store.Open(both, store.Options{}); err == nil {
 		t.Error("a directory holding both stores was accepted")
 	}
 }
@@ -86,16 +86,16 @@ func TestStoreKinds(t *testing.T) {
 // directory must be told so, not wait forever), and opens again once the
 // first holder closes it.
 func TestSecondOpenerIsRefused(t *testing.T) {
-	for _, kind := range []string{log.StoreWAL, log.StoreBolt} {
+	for _, kind := range []string{store.WAL, store.Bolt} {
 		t.Run(kind, func(t *testing.T) {
 			dir := t.TempDir()
-			first, err := log.OpenStores(dir, log.StoreOptions{Kind: kind, LogOutput: io.Discard})
+			first, err := store.Open(dir, store.Options{Kind: kind, LogOutput: io.Discard})
 			if err != nil {
 				t.Fatal(err)
 			}
 			second := make(chan error, 1)
 			go func() {
-				s, err := log.OpenStores(dir, log.StoreOptions{Kind: kind, LogOutput: io.Discard})
+				s, err := store.Open(dir, store.Options{Kind: kind, LogOutput: io.Discard})
 				if err == nil {
 					_ = s.Close()
 				}
@@ -112,7 +112,7 @@ func TestSecondOpenerIsRefused(t *testing.T) {
 			if err := first.Close(); err != nil {
 				t.Fatal(err)
 			}
-			again, err := log.OpenStores(dir, log.StoreOptions{Kind: kind, LogOutput: io.Discard})
+			again, err := store.Open(dir, store.Options{Kind: kind, LogOutput: io.Discard})
 			if err != nil {
 				t.Fatalf("reopen after the first holder closed: %v", err)
 			}
@@ -131,11 +131,11 @@ func TestSecondOpenerIsRefused(t *testing.T) {
 // Each store must reopen after a tail truncation with the kept entries
 // readable and the truncated ones gone, and take new entries after them.
 func TestStoresReopenAfterATailTruncation(t *testing.T) {
-	for _, kind := range []string{log.StoreWAL, log.StoreBolt} {
+	for _, kind := range []string{store.WAL, store.Bolt} {
 		t.Run(kind, func(t *testing.T) {
 			dir := t.TempDir()
-			opt := log.StoreOptions{Kind: kind, LogOutput: io.Discard}
-			s, err := log.OpenStores(dir, opt)
+			opt := store.Options{Kind: kind, LogOutput: io.Discard}
+			s, err := store.Open(dir, opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -152,7 +152,7 @@ func TestStoresReopenAfterATailTruncation(t *testing.T) {
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
-			s, err = log.OpenStores(dir, opt)
+			s, err = store.Open(dir, opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -178,10 +178,10 @@ func TestStoresReopenAfterATailTruncation(t *testing.T) {
 // to send a snapshot instead of entries by GetLog's answer. raft-wal alone
 // still returns the compacted entries of a segment it kept.
 func TestCompactedEntriesAreNotFound(t *testing.T) {
-	for _, kind := range []string{log.StoreWAL, log.StoreBolt} {
+	for _, kind := range []string{store.WAL, store.Bolt} {
 		t.Run(kind, func(t *testing.T) {
 			// A cache of one entry, so that reads reach the store.
-			s, err := log.OpenStores(t.TempDir(), log.StoreOptions{Kind: kind, LogOutput: io.Discard, LogCacheSize: 1})
+			s, err := store.Open(t.TempDir(), store.Options{Kind: kind, LogOutput: io.Discard, LogCacheSize: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
