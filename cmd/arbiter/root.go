@@ -51,7 +51,7 @@ swap).`,
 	add("cluster", a.serveCommand(), a.statusCommand(), a.memberCommand(), a.endpointCommand(), a.snapshotCommand(), a.recoverCommand(), a.benchCommand())
 	add("data", a.nodeCommand(), a.whoamiCommand())
 	add("tools", a.certCommand(), a.principalCommand(), a.versionCommand())
-	add("domains", a.conceptCommand())
+	add("domains", a.conceptCommand(), a.spaceCommand(), a.taskCommand())
 	for _, d := range builtin.Domains() {
 		for _, c := range d.CLIs() {
 			add("domains", a.domainCommand(c))
