@@ -12,10 +12,11 @@ import (
 const Name = "allocation"
 
 // Domain is the allocation domain: the module, the /v1/spaces routes (any
-// authenticated principal; the module checks tenant and role) and the
-// `arbiter space` and `arbiter task` commands.
+// authenticated principal; the module checks tenant and role). The
+// `arbiter space` and `arbiter task` commands are cmd/arbiter's, over
+// package client.
 func Domain() domain.Domain {
-	return domain.Domain{Name: Name, Module: Module, Routes: routes, CLI: spaceCLI(), MoreCLI: []*domain.CLI{taskCLI()}}
+	return domain.Domain{Name: Name, Module: Module, Routes: routes}
 }
 
 const (

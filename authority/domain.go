@@ -19,7 +19,8 @@ const Name = "authority"
 // Domain is the concept reservation authority as a domain: its module
 // (the replicated policy set, and the claim writes bound to it), the
 // /v1/concepts routes over the node primitives, the --concept-policies
-// flag and the `arbiter concept` command. policies seed the cluster's
+// flag (the `arbiter concept` command is cmd/arbiter's, over package
+// client). policies seed the cluster's
 // replicated policy set (nil: no seed, until --concept-policies loads
 // one): see policyset.go for when a seed applies.
 func Domain(policies *PolicySet) domain.Domain {
@@ -33,7 +34,6 @@ func Domain(policies *PolicySet) domain.Domain {
 		Flags:    d.flags,
 		Load:     d.load,
 		Start:    d.start,
-		CLI:      cli(),
 	}
 }
 

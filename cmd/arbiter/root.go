@@ -28,8 +28,9 @@ given on the command line wins over its variable. Results print as a table,
 or with -o json as the API's JSON.
 
 Exit status: 0 done; 1 the call failed or was refused; 2 a wrong command
-line; 3 decided and not done (node create found the node, node cas did not
-swap).`,
+line or a request the cluster finds invalid; 3 decided and not done (node
+create found the node, node cas did not swap, every 409: a key or id another
+holds, a stale fence).`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Args:          cobra.NoArgs,
@@ -51,6 +52,7 @@ swap).`,
 	add("cluster", a.serveCommand(), a.statusCommand(), a.memberCommand(), a.endpointCommand(), a.snapshotCommand(), a.recoverCommand(), a.benchCommand())
 	add("data", a.nodeCommand(), a.whoamiCommand())
 	add("tools", a.certCommand(), a.principalCommand(), a.versionCommand())
+	add("domains", a.conceptCommand(), a.spaceCommand(), a.taskCommand())
 	for _, d := range builtin.Domains() {
 		for _, c := range d.CLIs() {
 			add("domains", a.domainCommand(c))
