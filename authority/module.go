@@ -11,7 +11,8 @@ import (
 	memdb "github.com/hashicorp/go-memdb"
 )
 
-// Command and query types: authority owns 100-199.
+// Command and query types, inside the range 100-199 the module declares
+// (Module: fsm.Module.Types).
 const (
 	// CmdSetPolicies replaces the replicated policy set (admins), or
 	// seeds it from a node's --concept-policies (see policyset.go).
@@ -33,7 +34,8 @@ const tablePolicies = "concept_policies"
 // else the authority writes and reads is the node primitives'.
 func Module() fsm.Module {
 	return fsm.Module{
-		Name: Name,
+		Name:  Name,
+		Types: fsm.TypeRange{First: 100, Last: 199},
 		Tables: []fsm.Table{{New: func() any { return new(policyRow) }, Schema: &memdb.TableSchema{
 			Name: tablePolicies,
 			Indexes: map[string]*memdb.IndexSchema{

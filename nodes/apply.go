@@ -20,7 +20,8 @@ const (
 // Module is the FSM module of the node primitives.
 func Module() fsm.Module {
 	return fsm.Module{
-		Name: Name,
+		Name:  Name,
+		Types: fsm.TypeRange{First: 10, Last: 99},
 		Tables: []fsm.Table{
 			{New: func() any { return new(storedNode) }, Schema: &memdb.TableSchema{
 				Name: tableNodes,

@@ -5,7 +5,8 @@ import (
 	"github.com/arbiterhq/arbiter/log"
 )
 
-// Command and query types (projection owns 500-599).
+// Command and query types, inside the range 500-599 the module declares
+// (module: fsm.Module.Types).
 const (
 	CmdSetConfig      log.Type      = 500
 	CmdRegisterTarget log.Type      = 501
@@ -30,6 +31,7 @@ func module(w *writer) fsm.Module {
 	h := handlers{w: w}
 	m := fsm.Module{
 		Name:   Name,
+		Types:  fsm.TypeRange{First: 500, Last: 599},
 		Tables: tables(),
 		Commands: []fsm.CommandSpec{
 			{Type: CmdSetConfig, Name: "projection_set_config", MaxVersion: 1, Apply: applySetConfig},
