@@ -54,6 +54,12 @@ func Module() fsm.Module {
 	}
 }
 
+// embedNodes applies the node writes of CmdReserve and CmdReclaim. It
+// accepts the authority's own adapter in place of the admin role: the
+// authority's routes check the caller's tenant and role before they
+// propose under it. Static, so alike on every replica.
+var embedNodes = nodes.Embed(nodes.AcceptAdapters(Name))
+
 // boundCmd is the payload of CmdReserve and CmdReclaim: the concept id
 // and the node command (node_create, node_cas) that writes its claim.
 type boundCmd struct {
@@ -74,7 +80,7 @@ func applyReserve(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return nodes.ApplyCreate(tx, c.NodeVersion, c.Node, func(n *nodes.CreateCommand) error {
+	return embedNodes.ApplyCreate(tx, c.NodeVersion, c.Node, func(n *nodes.CreateCommand) error {
 		if n.NodeID != id.NodeID() {
 			return errs.Errorf(errs.CodeInvalid, "node %q is not the node of %s", n.NodeID, id)
 		}
@@ -90,7 +96,7 @@ func applyReclaim(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return nodes.ApplyCAS(tx, c.NodeVersion, c.Node, func(n *nodes.CASCommand) error {
+	return embedNodes.ApplyCAS(tx, c.NodeVersion, c.Node, func(n *nodes.CASCommand) error {
 		if n.NodeID != id.NodeID() {
 			return errs.Errorf(errs.CodeInvalid, "node %q is not the node of %s", n.NodeID, id)
 		}
