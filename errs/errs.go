@@ -70,9 +70,12 @@ var (
 // error of that code answers. A domain registers its codes in a
 // package-level var (MustRegister), so that they are known once its
 // package is linked, before anything runs. The code must be 1-32
-// lowercase letters, digits or '_' starting with a letter, neither a
-// shared code nor one registered already (a code belongs to one domain),
-// and status a 4xx or 5xx status.
+// lowercase letters, digits or '_' starting with a letter, not a shared
+// code, and status a 4xx or 5xx status. A code registered again with the
+// same status is accepted (a client that links no domain registers the
+// codes it decodes, as the domain does); with another status it is
+// refused, so two packages that disagree about a code's status cannot
+// both be linked into one program.
 func Register(c Code, status int) error {
 	if !wellFormed(c) {
 		return fmt.Errorf("errs: code %q: want 1-32 lowercase letters, digits or '_', starting with a letter", c)
@@ -88,8 +91,11 @@ func Register(c Code, status int) error {
 	old := registered.Load()
 	next := map[Code]int{c: status}
 	if old != nil {
-		if _, dup := (*old)[c]; dup {
-			return fmt.Errorf("errs: code %q registered twice", c)
+		if prev, dup := (*old)[c]; dup {
+			if prev == status {
+				return nil // the same contract, registered again (see above)
+			}
+			return fmt.Errorf("errs: code %q registered with status %d, now with %d", c, prev, status)
 		}
 		for k, v := range *old { // order-free: copies into a map
 			next[k] = v

@@ -91,8 +91,9 @@ func TestAdviseRetry(t *testing.T) {
 // A domain registers its own decision codes: a registered code is known
 // and maps to the status it was registered with (Decision.Err makes its
 // error); a code nobody registered stays unknown (500, and a decision
-// naming it is internal); a shared code, a code registered twice, a
-// malformed code and a status that is not an error are refused.
+// naming it is internal); the same code and status again is accepted;
+// a shared code, a registered code with another status, a malformed code
+// and a status that is not an error are refused.
 func TestDomainRegistersItsCodes(t *testing.T) {
 	const mine Code = "errs_test_teapot"
 	if Known(mine) {
@@ -107,6 +108,9 @@ func TestDomainRegistersItsCodes(t *testing.T) {
 	if err := Decision(mine).Err("brewing"); CodeOf(err) != mine {
 		t.Fatalf("the registered decision's error has code %q", CodeOf(err))
 	}
+	if err := Register(mine, http.StatusTeapot); err != nil {
+		t.Fatalf("the same registration again: %v", err)
+	}
 	const stranger Code = "errs_test_never_registered"
 	if Known(stranger) || Status(stranger) != http.StatusInternalServerError {
 		t.Fatalf("an unregistered code is known (%v) or maps to %d", Known(stranger), Status(stranger))
@@ -118,7 +122,7 @@ func TestDomainRegistersItsCodes(t *testing.T) {
 		code   Code
 		status int
 	}{
-		{mine, http.StatusTeapot},           // twice
+		{mine, http.StatusConflict},         // another status
 		{CodeConflict, http.StatusConflict}, // shared
 		{"", http.StatusConflict},           // empty
 		{"Has-Caps", http.StatusConflict},   // malformed
@@ -129,7 +133,7 @@ func TestDomainRegistersItsCodes(t *testing.T) {
 			t.Errorf("Register(%q, %d) accepted", bad.code, bad.status)
 		}
 	}
-	if Known("errs_test_ok") || Known("errs_test_big") || Status(CodeConflict) != http.StatusConflict {
+	if Known("errs_test_ok") || Known("errs_test_big") || Status(mine) != http.StatusTeapot || Status(CodeConflict) != http.StatusConflict {
 		t.Fatal("a refused registration changed the set")
 	}
 }
