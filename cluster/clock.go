@@ -32,7 +32,7 @@ type fsmClock struct {
 	wall    func() time.Time             // the wall clock, for the first entry only
 	mono    func() time.Time             // the monotonic clock (time.Now; tests replace it)
 	// wallStamps stamps every command from the wall clock (the testing
-	// hook Config.StampsFromWallClock: the old, skew-prone rule).
+	// hook nodehooks.Hooks.StampsFromWallClock: the old, skew-prone rule).
 	wallStamps bool
 
 	mu     sync.Mutex

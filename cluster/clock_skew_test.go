@@ -9,6 +9,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
+	"github.com/arbiterhq/arbiter/internal/nodehooks"
 	"github.com/arbiterhq/arbiter/nodes"
 )
 
@@ -19,7 +20,7 @@ import (
 func TestSkewedLeadersCannotMoveFSMTime(t *testing.T) {
 	skew := []time.Duration{0, 5 * time.Hour, -5 * time.Hour}
 	c := clustertest.New(t, clustertest.Options{Configure: func(i int, cfg *cluster.Config) {
-		cfg.WallClock = func() time.Time { return time.Now().Add(skew[i]) }
+		nodehooks.Edit(cfg, func(h *nodehooks.Hooks) { h.WallClock = func() time.Time { return time.Now().Add(skew[i]) } })
 	}})
 	fsmNow := func() int64 { return c.Node(c.WaitLeader(10 * time.Second)).FSM().Now() }
 	start, startReal := fsmNow(), time.Now()

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/arbiterhq/arbiter/internal/nodehooks"
+
 	logstore "github.com/arbiterhq/arbiter/log/store"
 
 	"github.com/arbiterhq/arbiter/domain"
@@ -163,26 +165,19 @@ type Config struct {
 	WriteTimeout          time.Duration
 	IdleTimeout           time.Duration
 
-	// Testing hooks. WallClock replaces time.Now where the node reads the
-	// wall clock (only to start FSM time in a new cluster: see fsmClock),
-	// so a test can give a node a skewed clock. Transport replaces the TCP
-	// raft transport (its local address is the raft address). InitialServers replaces the one-voter
-	// bootstrap configuration. PeerClient is used for requests to other
-	// nodes (forwarding, join). Stores replaces the boltdb stores.
-	WallClock func() time.Time
-	// StaleSnapshotGuardOff lets a stale InstallSnapshot reach raft (see
-	// stale_snapshot.go): for the control that shows the fault harness's
-	// rewind check fires. Never in production.
-	StaleSnapshotGuardOff bool
-	// StampsFromWallClock makes a leader stamp commands with its wall
-	// clock, as nodes did before FSM time followed the monotonic clock:
-	// for the control that shows the fault harness's clock check fires
-	// when a skewed leader moves FSM time. Never in production.
-	StampsFromWallClock bool
-	Transport           raft.Transport
-	InitialServers      []raft.Server
-	PeerClient          *http.Client
-	Stores              *Stores
+	// Replaceable parts, for tests and hosts with their own plumbing.
+	// Transport replaces the TCP raft transport (its local address is the
+	// raft address). InitialServers replaces the one-voter bootstrap
+	// configuration. PeerClient is used for requests to other nodes
+	// (forwarding, join). Stores replaces the on-disk stores. (The test
+	// switches no production node may set live in internal/nodehooks.)
+	Transport      raft.Transport
+	InitialServers []raft.Server
+	PeerClient     *http.Client
+	Stores         *Stores
+
+	// hooks are the test switches of internal/nodehooks.
+	hooks nodehooks.Hooks
 }
 
 // Stores lets tests supply raft stores; Close is called on shutdown.
@@ -384,4 +379,8 @@ func checkHostPort(bad func(string, ...any), field, v string, optional bool) {
 	if _, _, err := net.SplitHostPort(v); err != nil {
 		bad("%s %q is not host:port: %v", field, v, err)
 	}
+}
+
+func init() {
+	nodehooks.Edit = func(cfg any, edit func(*nodehooks.Hooks)) { edit(&cfg.(*Config).hooks) }
 }

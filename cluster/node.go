@@ -120,10 +120,10 @@ func New(cfg Config) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, logger: logger, logLimit: limit, fsm: f, peers: cfg.PeerClient}
 	n.clock.wall, n.clock.mono = time.Now, time.Now
-	if cfg.WallClock != nil {
-		n.clock.wall = cfg.WallClock
+	if cfg.hooks.WallClock != nil {
+		n.clock.wall = cfg.hooks.WallClock
 	}
-	n.clock.wallStamps = cfg.StampsFromWallClock
+	n.clock.wallStamps = cfg.hooks.StampsFromWallClock
 	n.principals.Store(cfg.Principals)
 	n.peers = peerClient(cfg)
 	n.metrics = newMetrics(n)
@@ -208,7 +208,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	}
 	n.raft = r
 	n.truncations.watch(r.AppliedIndex)
-	if !n.cfg.StaleSnapshotGuardOff {
+	if !n.cfg.hooks.StaleSnapshotGuardOff {
 		guard.watchApplied(r.AppliedIndex, n.logger)
 	}
 	cleanup = append(cleanup, func() {

@@ -11,6 +11,7 @@ import (
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
+	"github.com/arbiterhq/arbiter/internal/nodehooks"
 	"github.com/arbiterhq/arbiter/nodes"
 	"github.com/hashicorp/raft"
 )
@@ -123,7 +124,7 @@ func TestStaleInstallSnapshotIsRefused(t *testing.T) {
 // panic, taking the test binary down.
 func TestRewindCheckFiresWithoutTheGuard(t *testing.T) {
 	c, leader, follower, _, req, snap, before := staleSnapshot(t, func(cfg *cluster.Config) {
-		cfg.StaleSnapshotGuardOff = true
+		nodehooks.Edit(cfg, func(h *nodehooks.Hooks) { h.StaleSnapshotGuardOff = true })
 		cfg.TickInterval = time.Hour
 	})
 	var resp raft.InstallSnapshotResponse

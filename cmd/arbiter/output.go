@@ -20,8 +20,12 @@ import (
 type output struct{ format *string }
 
 // outputFlag registers -o on fs with default def.
+// The core commands also take --json, the deprecated alias of -o json
+// (a domain command's --json is its request body instead).
 func outputFlag(fs *pflag.FlagSet, def string) output {
-	return outputFlagInto(fs, output{format: new(string)}, def)
+	o := outputFlagInto(fs, output{format: new(string)}, def)
+	o.jsonAlias(fs)
+	return o
 }
 
 // jsonAlias registers the --json flag of earlier releases as a

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/arbiterhq/arbiter/domain"
 	"github.com/arbiterhq/arbiter/domain/builtin"
@@ -106,19 +107,37 @@ func goStyleFlags(root *cobra.Command, args []string) []string {
 	if err != nil || cmd.DisableFlagParsing {
 		return args
 	}
-	out := make([]string, len(args))
-	copy(out, args)
-	for i, arg := range out {
+	lookup := func(name string) *pflag.Flag {
+		if f := cmd.Flags().Lookup(name); f != nil {
+			return f
+		}
+		return cmd.InheritedFlags().Lookup(name)
+	}
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
 		if arg == "--" {
+			out = append(out, args[i:]...)
 			break
 		}
-		if len(arg) < 3 || arg[0] != '-' || arg[1] == '-' {
-			continue
+		if len(arg) >= 3 && arg[0] == '-' && arg[1] != '-' {
+			if name, _, _ := strings.Cut(arg[1:], "="); len(name) > 1 && lookup(name) != nil {
+				arg = "-" + arg
+			}
 		}
-		name, _, _ := strings.Cut(arg[1:], "=")
-		if len(name) > 1 && (cmd.Flags().Lookup(name) != nil || cmd.InheritedFlags().Lookup(name) != nil) {
-			out[i] = "-" + arg
+		// A duration flag whose value is optional (--wait alone waits
+		// its default) takes the next argument too when it is a
+		// duration: --wait 20s means what --wait=20s does.
+		if name, ok := strings.CutPrefix(arg, "--"); ok && !strings.Contains(name, "=") && i+1 < len(args) {
+			if f := lookup(name); f != nil && f.NoOptDefVal != "" && f.Value.Type() == "duration" {
+				if _, err := time.ParseDuration(args[i+1]); err == nil {
+					out = append(out, arg+"="+args[i+1])
+					i++
+					continue
+				}
+			}
 		}
+		out = append(out, arg)
 	}
 	return out
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/chaos"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
+	"github.com/arbiterhq/arbiter/internal/nodehooks"
 	"github.com/arbiterhq/arbiter/internal/seed"
 	"github.com/arbiterhq/arbiter/log"
 	"github.com/hashicorp/go-memdb"
@@ -160,11 +161,11 @@ func TestHarnessCatchesAWallClockLeader(t *testing.T) {
 }
 
 // wallClockNodes is the node primitives on nodes that stamp commands from
-// their wall clocks (cluster.Config.StampsFromWallClock).
+// their wall clocks (nodehooks.Hooks.StampsFromWallClock).
 type wallClockNodes struct{ chaos.Nodes }
 
 func (wallClockNodes) Configure(_ testing.TB, _ int, cfg *cluster.Config) {
-	cfg.StampsFromWallClock = true
+	nodehooks.Edit(cfg, func(h *nodehooks.Hooks) { h.StampsFromWallClock = true })
 }
 
 // A replica that diverges is caught: one node's module writes its own

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arbiterhq/arbiter/internal/nodehooks"
 	logstore "github.com/arbiterhq/arbiter/log/store"
 
 	"github.com/arbiterhq/arbiter/cluster"
@@ -230,7 +231,9 @@ func (c *Cluster) config(i int, bootstrap bool) cluster.Config {
 	cfg.TickInterval = 100 * time.Millisecond
 	cfg.ApplyTimeout = 5 * time.Second
 	cfg.PeerClient = c.net.client(i)
-	cfg.WallClock = func() time.Time { return time.Now().Add(time.Duration(m.skew.Load())) }
+	nodehooks.Edit(&cfg, func(h *nodehooks.Hooks) {
+		h.WallClock = func() time.Time { return time.Now().Add(time.Duration(m.skew.Load())) }
+	})
 	cfg.Domains = builtin.Domains()
 	if c.opts.Domains != nil {
 		cfg.Domains = c.opts.Domains(i)
