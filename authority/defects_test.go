@@ -28,7 +28,7 @@ func fragmentName(owner string) string {
 // projects into that owner's own fragment: each principal has its own
 // file, none shares the file of the empty owner ref.
 func TestMaterializeWithTheOwnerFromThePrincipal(t *testing.T) {
-	local, err := fsmtest.New(nodes.Module())
+	local, err := fsmtest.New(nodes.Module(nodes.AcceptAdapters(authority.Name)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,7 @@ func (s *Projection) Current(ctx context.Context, targetID string, cons Consiste
 
 // Submit submits a producer's envelope to its channel. The same
 // watermark and envelope again replay (Status "replayed"); a lower
-// watermark is errs.StaleWatermark.
+// watermark is StaleWatermark.
 func (s *Projection) Submit(ctx context.Context, req ChannelSubmitRequest) (*ChannelSubmitResult, error) {
 	return do[ChannelSubmitResult](ctx, s.c, repeat(http.MethodPost, "/v1/projection/channels/submit", req))
 }

@@ -46,7 +46,7 @@ func TestProjection(t *testing.T) {
 		t.Fatalf("submit: %+v", sub)
 	}
 	_, err = p.Submit(ctx, client.ChannelSubmitRequest{TargetID: target, Channel: "computed-route.v1", SourceWatermark: 1, Envelope: envelope(1)})
-	wantCode(t, err, errs.CodeStaleWatermark)
+	wantCode(t, err, client.CodeStaleWatermark)
 
 	var lease client.ProjectionLease
 	pub, err := p.Hold(ctx, target, digest("holder"), func(ctx context.Context, l *client.ProjectionLease) error {

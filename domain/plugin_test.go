@@ -40,7 +40,8 @@ type addRequest struct {
 
 func counterModule() fsm.Module {
 	return fsm.Module{
-		Name: "counters",
+		Name:  "counters",
+		Types: fsm.TypeRange{First: 990, Last: 999}, // a plug-in's own block
 		Tables: []fsm.Table{{New: func() any { return new(counter) }, Schema: &memdb.TableSchema{
 			Name:    "counters",
 			Indexes: map[string]*memdb.IndexSchema{"id": {Name: "id", Unique: true, Indexer: &memdb.StringFieldIndex{Field: "Name"}}},

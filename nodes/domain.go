@@ -4,15 +4,17 @@ import (
 	"context"
 
 	"github.com/arbiterhq/arbiter/domain"
+	"github.com/arbiterhq/arbiter/fsm"
 )
 
 // Name is the domain's name.
 const Name = "nodes"
 
 // Domain is the node primitives as a domain: the module and the
-// admin-only /v1/nodes routes.
-func Domain() domain.Domain {
-	return domain.Domain{Name: Name, Module: Module, Routes: routes}
+// admin-only /v1/nodes routes. opts configure the module (AcceptAdapters:
+// domain/builtin accepts the concept authority's adapter).
+func Domain(opts ...Option) domain.Domain {
+	return domain.Domain{Name: Name, Module: func() fsm.Module { return Module(opts...) }, Routes: routes}
 }
 
 func routes(h domain.Host) []domain.Route {

@@ -68,19 +68,31 @@ type projectionDomain struct {
 	configFile string
 	observe    func(Event)
 
-	once sync.Once
-	w    *writer
-
-	mu      sync.Mutex
+	mu sync.Mutex
+	// w is the node's one writer, made on its first use (writer), never
+	// by module: Module() is a description, which a host may call
+	// before the flags that name the root are parsed.
+	w       *writer
 	wantTTL int64         // the lease_ttl_ms to propose (0: none)
 	reload  chan struct{} // a new wantTTL to propose
 }
 
-// module builds the node's module around its one writer, made on first
-// use, once the flags are parsed.
-func (d *projectionDomain) module() fsm.Module {
-	d.once.Do(func() { d.w = newWriter(d.root, d.observe) })
-	return module(d.w)
+// module describes the node's module; its commands reach the node's
+// writer through d.writer.
+func (d *projectionDomain) module() fsm.Module { return module(d.writer) }
+
+// writer is the node's one writer, made on first use: by the first
+// command or restored hook that has work for it (on the FSM's goroutine)
+// or publish route, after the flags were parsed and Load checked the
+// root. Making it touches no file and changes no state and no result, so
+// it may happen inside Apply.
+func (d *projectionDomain) writer() *writer {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.w == nil {
+		d.w = newWriter(d.root, d.observe)
+	}
+	return d.w
 }
 
 func (d *projectionDomain) flags(fs *flag.FlagSet) {
@@ -100,9 +112,11 @@ func (d *projectionDomain) load() error {
 		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
 			return fmt.Errorf("--projection-root %s is not an existing directory", abs)
 		}
-		if d.w == nil {
+		d.mu.Lock()
+		if d.w == nil { // the root a writer writes under does not move
 			d.root = abs
 		}
+		d.mu.Unlock()
 	}
 	if d.configFile == "" {
 		return nil
@@ -164,12 +178,7 @@ func proposeConfig(ctx context.Context, svc *Service, h domain.Host, ttl int64) 
 func (d *projectionDomain) routes(h domain.Host) []domain.Route {
 	s := NewService(h, h)
 	// A publish served here refuses when this node's root is gone.
-	s.rootError = func() error {
-		if d.w == nil {
-			return nil
-		}
-		return d.w.rootError()
-	}
+	s.rootError = func() error { return d.writer().rootError() }
 	consistency := []string{"consistency"}
 	target := func(read func(context.Context, string, fsm.Consistency) (*TargetView, error)) func(context.Context, domain.Params) (*TargetView, error) {
 		return func(ctx context.Context, p domain.Params) (*TargetView, error) {
