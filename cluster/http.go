@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/arbiterhq/arbiter/domain"
+	"github.com/arbiterhq/arbiter/domain/openapi"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	arblog "github.com/arbiterhq/arbiter/log"
@@ -95,7 +96,9 @@ func (n *Node) clusterRoutes() []domain.Route {
 func (n *Node) buildMux() (*http.ServeMux, error) {
 	mux := http.NewServeMux()
 	taken := map[string]string{}
+	var described []domain.Route // for the API document
 	mount := func(owner string, routes []domain.Route) error {
+		described = append(described, routes...)
 		if err := domain.CheckRoutes(owner, routes, taken); err != nil {
 			return err
 		}
@@ -118,6 +121,9 @@ func (n *Node) buildMux() (*http.ServeMux, error) {
 			return nil, err
 		}
 	}
+	if err := mount("cluster", []domain.Route{n.openAPIRoute(&described)}); err != nil {
+		return nil, err
+	}
 	public := func(pattern string, h http.Handler) {
 		mux.Handle(pattern, n.instrument(pattern, domain.Public, h))
 		n.routeTable = append(n.routeTable, RouteInfo{Pattern: pattern, Access: domain.Public})
@@ -138,6 +144,23 @@ func (n *Node) buildMux() (*http.ServeMux, error) {
 	})))
 	slices.SortFunc(n.routeTable, func(a, b RouteInfo) int { return strings.Compare(a.Pattern, b.Pattern) })
 	return mux, nil
+}
+
+// openAPIRoute serves the API document (package domain/openapi) of every
+// route in the route table: the mounted ones as described (read at the
+// first request, once all are mounted), the rest (health, readiness,
+// metrics) by pattern and access only.
+func (n *Node) openAPIRoute(described *[]domain.Route) domain.Route {
+	return openapi.Route(func() []domain.Route {
+		out := slices.Clone(*described)
+		for _, ri := range n.routeTable {
+			method, path, _ := strings.Cut(ri.Pattern, " ")
+			if !slices.ContainsFunc(out, func(r domain.Route) bool { return r.Pattern() == ri.Pattern }) {
+				out = append(out, domain.Route{Method: method, Path: path, Access: ri.Access})
+			}
+		}
+		return out
+	})
 }
 
 // routeMethods are the methods routes may use (domain.CheckRoutes).

@@ -4,7 +4,8 @@
 //
 // A domain package exports one function returning a Domain: its FSM
 // module (tables, commands with versions, queries, tick), its HTTP routes
-// built from the adapters here (Post, Get, JSON) on a Host, its
+// built with Endpoint (one adapter: path, query and header binding, a
+// strict body, a status and an error encoder per route) on a Host, its
 // configuration hooks (serve flags, a Load run at start and on SIGHUP)
 // and its CLI command. The host mounts the routes behind authentication
 // and the route's Access level, replicates the module's commands, and

@@ -179,46 +179,44 @@ func (d *projectionDomain) routes(h domain.Host) []domain.Route {
 	s := NewService(h, h)
 	// A publish served here refuses when this node's root is gone.
 	s.rootError = func() error { return d.writer().rootError() }
-	consistency := []string{"consistency"}
-	target := func(read func(context.Context, string, fsm.Consistency) (*TargetView, error)) func(context.Context, domain.Params) (*TargetView, error) {
-		return func(ctx context.Context, p domain.Params) (*TargetView, error) {
-			c, err := p.Consistency()
-			if err != nil {
-				return nil, err
-			}
-			return read(ctx, p.String("target_id"), c)
-		}
-	}
 	return []domain.Route{
-		{Method: http.MethodPut, Path: "/v1/projection/config", Access: domain.Admin, Handler: domain.JSON(s.SetConfig, nil)},
-		domain.Get("/v1/projection/config", domain.Authenticated, consistency, func(ctx context.Context, p domain.Params) (*Config, error) {
-			c, err := p.Consistency()
-			if err != nil {
-				return nil, err
-			}
-			return s.Config(ctx, c)
-		}),
-		domain.Post("/v1/projection/targets", domain.Authenticated, s.RegisterTarget, func(r *TargetResult) int {
-			if r.Created {
-				return http.StatusCreated
-			}
-			return http.StatusOK
-		}),
-		domain.Get("/v1/projection/targets/{target_id}", domain.Authenticated, consistency, target(s.Target)),
-		domain.Get("/v1/projection/targets/{target_id}/current", domain.Authenticated, consistency, func(ctx context.Context, p domain.Params) (*json.RawMessage, error) {
-			c, err := p.Consistency()
-			if err != nil {
-				return nil, err
-			}
-			b, err := s.Current(ctx, p.String("target_id"), c)
-			return &b, err
-		}),
-		domain.Post("/v1/projection/channels/submit", domain.Authenticated, s.Submit, nil),
-		domain.Post("/v1/projection/leases/acquire", domain.Authenticated, s.Acquire, nil),
-		domain.Post("/v1/projection/publish", domain.Authenticated, s.Publish, nil),
-		domain.Post("/v1/projection/leases/release", domain.Authenticated, s.Release, nil),
+		domain.Endpoint[ConfigRequest, Config]{Method: http.MethodPut, Path: "/v1/projection/config", Access: domain.Admin,
+			Call: s.SetConfig, Errors: domain.ResultInDetail}.Route(),
+		domain.Endpoint[consistencyQuery, Config]{Method: http.MethodGet, Path: "/v1/projection/config", Access: domain.Authenticated,
+			Call: func(ctx context.Context, q consistencyQuery) (*Config, error) { return s.Config(ctx, q.Consistency) }}.Route(),
+		domain.Endpoint[TargetRequest, TargetResult]{Method: http.MethodPost, Path: "/v1/projection/targets", Access: domain.Authenticated,
+			Call: s.RegisterTarget, Status: func(r *TargetResult) int {
+				if r.Created {
+					return http.StatusCreated
+				}
+				return http.StatusOK
+			}, Statuses: []int{http.StatusCreated, http.StatusOK}, Errors: domain.ResultInDetail}.Route(),
+		domain.Endpoint[targetPath, TargetView]{Method: http.MethodGet, Path: "/v1/projection/targets/{target_id}", Access: domain.Authenticated,
+			Call: func(ctx context.Context, q targetPath) (*TargetView, error) {
+				return s.Target(ctx, q.TargetID, q.Consistency)
+			}}.Route(),
+		domain.Endpoint[targetPath, json.RawMessage]{Method: http.MethodGet, Path: "/v1/projection/targets/{target_id}/current", Access: domain.Authenticated,
+			Call: func(ctx context.Context, q targetPath) (*json.RawMessage, error) {
+				b, err := s.Current(ctx, q.TargetID, q.Consistency)
+				return &b, err
+			}}.Route(),
+		domain.Post("/v1/projection/channels/submit", domain.Authenticated, s.Submit),
+		domain.Post("/v1/projection/leases/acquire", domain.Authenticated, s.Acquire),
+		domain.Post("/v1/projection/publish", domain.Authenticated, s.Publish),
+		domain.Post("/v1/projection/leases/release", domain.Authenticated, s.Release),
 	}
 }
+
+// The path and query parameters of the GET routes.
+type (
+	consistencyQuery struct {
+		Consistency fsm.Consistency `query:"consistency"`
+	}
+	targetPath struct {
+		TargetID    string          `path:"target_id"`
+		Consistency fsm.Consistency `query:"consistency"`
+	}
+)
 
 // How proposeConfig backs off while the cluster cannot take the
 // configuration yet.
