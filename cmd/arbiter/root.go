@@ -51,6 +51,7 @@ swap).`,
 	add("cluster", a.serveCommand(), a.statusCommand(), a.memberCommand(), a.endpointCommand(), a.snapshotCommand(), a.recoverCommand(), a.benchCommand())
 	add("data", a.nodeCommand(), a.whoamiCommand())
 	add("tools", a.certCommand(), a.principalCommand(), a.versionCommand())
+	add("tools", a.mcpCommand()) // agents reach the cluster as MCP tools (mcp.go)
 	for _, d := range builtin.Domains() {
 		for _, c := range d.CLIs() {
 			add("domains", a.domainCommand(c))
