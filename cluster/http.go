@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
@@ -117,6 +118,12 @@ func (n *Node) buildMux() (*http.ServeMux, error) {
 		if err := mount("domain "+d.Name, d.Routes(n)); err != nil {
 			return nil, err
 		}
+	}
+	for _, pattern := range slices.Sorted(maps.Keys(n.cfg.Mounts)) {
+		if err := handle(mux, pattern, n.instrument(pattern, domain.Authenticated, n.cfg.Mounts[pattern](mux))); err != nil {
+			return nil, fmt.Errorf("mount: %w", err)
+		}
+		n.routeTable = append(n.routeTable, RouteInfo{Pattern: pattern, Access: domain.Authenticated})
 	}
 	public := func(pattern string, h http.Handler) {
 		mux.Handle(pattern, n.instrument(pattern, domain.Public, h))

@@ -3,6 +3,16 @@
 // (github.com/modelcontextprotocol/go-sdk): `arbiter mcp` runs it over
 // stdio, `arbiter serve --mcp` mounts it at /mcp (streamable HTTP).
 //
+// # Transports
+//
+// `arbiter mcp` serves New's server on its standard input and output,
+// with one client (Fixed) whose credential is the process's. A node
+// started with `arbiter serve --mcp` mounts HTTPHandler at /mcp
+// (cluster.Config.Mounts): the node authenticates the request as the
+// API's, and each tool call goes to the node's own API handler in
+// process with the request's bearer token, so that it is that
+// principal's call (stateless streamable HTTP, answers as JSON).
+//
 // # A client of the cluster
 //
 // The server is a client of the cluster: every tool is one call (or, for

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/arbiterhq/arbiter/client"
+	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/cluster/clustertest"
 	"github.com/arbiterhq/arbiter/domain"
 	"github.com/arbiterhq/arbiter/domain/builtin"
@@ -77,6 +79,11 @@ func run(m *testing.M) (int, error) {
 	shared, err = clustertest.Start(clustertest.Options{Nodes: 3, Principals: reg,
 		Domains: func(i int) []domain.Domain {
 			return builtin.With(builtin.Options{ProjectionRoot: roots[i]})
+		},
+		// Every node serves /mcp, as arbiter serve --mcp mounts it.
+		Configure: func(_ int, cfg *cluster.Config) {
+			cfg.Mounts = map[string]func(http.Handler) http.Handler{
+				"/mcp": func(api http.Handler) http.Handler { return mcptools.HTTPHandler(api, 10*time.Second) }}
 		}})
 	if err != nil {
 		return 0, err

@@ -4,13 +4,18 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os/signal"
+	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/arbiterhq/arbiter/client"
+	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/mcptools"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // mcpCommand is `arbiter mcp`: the cluster's tools for an agent, as a
@@ -95,6 +100,43 @@ func (a *app) lightClient() (*client.Client, error) {
 	}
 	return client.New(addrs, opts...)
 }
+
+// mcpFlag registers serve's --mcp, which mounts the MCP endpoint at
+// /mcp of the node's API (cluster.Config.Mounts).
+func (a *app) mcpFlag(fs *pflag.FlagSet, cfg *cluster.Config) {
+	f := fs.VarPF(&mcpMount{cfg: cfg}, "mcp", "", "also serve the cluster's tools to agents at /mcp (Model Context Protocol, streamable HTTP), authenticated as the API is; each call is the caller's bearer token's (docs/mcp.md)")
+	f.NoOptDefVal = "true"
+}
+
+// mcpCallTimeout bounds each API call a tool of /mcp makes (as --timeout
+// does for arbiter mcp).
+const mcpCallTimeout = 30 * time.Second
+
+// mcpMount is the value of --mcp: a bool that mounts /mcp when true.
+type mcpMount struct {
+	cfg *cluster.Config
+	on  bool
+}
+
+func (m *mcpMount) Set(s string) error {
+	on, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	m.on = on
+	delete(m.cfg.Mounts, "/mcp")
+	if on {
+		if m.cfg.Mounts == nil {
+			m.cfg.Mounts = map[string]func(http.Handler) http.Handler{}
+		}
+		m.cfg.Mounts["/mcp"] = func(api http.Handler) http.Handler { return mcptools.HTTPHandler(api, mcpCallTimeout) }
+	}
+	return nil
+}
+
+func (m *mcpMount) String() string { return strconv.FormatBool(m.on) }
+
+func (m *mcpMount) Type() string { return "bool" }
 
 // nopWriteCloser leaves the app's output open when the session ends.
 type nopWriteCloser struct{ io.Writer }
