@@ -130,3 +130,41 @@ func TestAllocationBadArgument(t *testing.T) {
 		t.Fatalf("create: %s", good.Raw)
 	}
 }
+
+// The rest of allocation through the tools: bind explains without
+// writing, a claim guarded by the version read (a stale one refused), a
+// note, and a steward's supersession of a duplicate.
+func TestAllocationLifecycleTools(t *testing.T) {
+	slug := space(t)
+	a, ops := agent(t, "agent-a"), agent(t, "ops")
+	bound := call(t, a, "allocation_bind", map[string]any{"space": slug, "title": raceTitles[0]}).ok(t)
+	if bound.Body["work_item_id"] != "T1" {
+		t.Fatalf("bind: %s", bound.Raw)
+	}
+	if list := call(t, a, "allocation_list_tasks", map[string]any{"space": slug}).ok(t); len(list.Body["tasks"].([]any)) != 0 {
+		t.Fatalf("bind wrote: %s", list.Raw)
+	}
+	task := call(t, a, "allocation_create_task", map[string]any{"space": slug, "title": raceTitles[0], "delivery_mode": "result"}).ok(t)
+	id, version := task.get("task", "id"), task.get("task", "version")
+	claimed := call(t, a, "allocation_transition_task", map[string]any{"space": slug, "task_id": id, "action": "claim", "expected_version": version}).ok(t)
+	if claimed.get("task", "status") != "claimed" || claimed.get("task", "assignee") != "agent-a" {
+		t.Fatalf("claim: %s", claimed.Raw)
+	}
+	if stale := call(t, a, "allocation_transition_task", map[string]any{"space": slug, "task_id": id, "action": "submit", "expected_version": version}); !stale.IsError {
+		t.Fatalf("a transition on a stale version: %s", stale.Raw)
+	}
+	note := call(t, agent(t, "agent-b"), "allocation_post_note", map[string]any{"space": slug, "task_id": id, "kind": "post_review_note",
+		"criterion_index": 0, "body": "cover checkpointing too", "delivery_mode": "result"}).ok(t)
+	if note.get("note", "principal") != "agent-b" || note.get("note", "task_id") != id {
+		t.Fatalf("note: %s", note.Raw)
+	}
+	other := call(t, a, "allocation_create_task", map[string]any{"space": slug, "title": catalog[1].CanonicalTitle, "delivery_mode": "result"}).ok(t)
+	sup := call(t, ops, "allocation_supersede_task", map[string]any{"space": slug, "task_id": other.get("task", "id"),
+		"surviving_task": id, "reason": "duplicate"}).ok(t)
+	if sup.get("task", "status") != "superseded" {
+		t.Fatalf("supersede: %s", sup.Raw)
+	}
+	if refused := call(t, a, "allocation_supersede_task", map[string]any{"space": slug, "task_id": id, "surviving_task": id, "reason": "x"}); !refused.IsError {
+		t.Fatalf("a member superseded: %s", refused.Raw)
+	}
+}

@@ -130,6 +130,10 @@ func TestProjectionRaceStaleHolderWritesNothing(t *testing.T) {
 			t.Fatalf("current.json: %+v", p)
 		}
 	}
+	view := call(t, one, "projection_target", map[string]any{"target_id": targetID}).ok(t)
+	if view.get("last_publication", "publication_seq") != fresh.get("publication_seq") || view.get("lease", "holder_instance_digest") != digest("two") {
+		t.Fatalf("target: %s", view.Raw)
+	}
 	// The stale holder can release nothing either.
 	if rel := call(t, one, "projection_release", fence(first)); !rel.IsError && rel.get("released") != false {
 		t.Fatalf("the stale holder released: %s", rel.Raw)

@@ -150,13 +150,19 @@ func add[In any](r *registrar, t tool, h func(ctx context.Context, c *client.Cli
 		})
 }
 
-// typeSchemas are the schemas of types whose JSON is not their Go shape.
-var typeSchemas = map[reflect.Type]*jsonschema.Schema{
-	// Any JSON value (an envelope, metadata).
+// rawSchemas map json.RawMessage (an envelope, metadata) to any JSON
+// value: its Go shape is a byte slice.
+var rawSchemas = map[reflect.Type]*jsonschema.Schema{
 	reflect.TypeFor[json.RawMessage](): {Description: "any JSON value"},
+}
+
+// typeSchemas are the schemas of types whose JSON is not their Go shape,
+// or whose API requires less than their JSON tags say.
+var typeSchemas = map[reflect.Type]*jsonschema.Schema{
+	reflect.TypeFor[json.RawMessage](): rawSchemas[reflect.TypeFor[json.RawMessage]()],
 	// A work item in a batch: the server requires only kind (and checks
 	// the rest, naming the field it refuses).
-	reflect.TypeFor[client.SubmitRequest](): mustSchema[client.SubmitRequest]([]string{"kind"}, nil),
+	reflect.TypeFor[client.SubmitRequest](): mustSchema[client.SubmitRequest]([]string{"kind"}, rawSchemas),
 }
 
 // inputSchema is In's JSON schema, with required as its required

@@ -141,6 +141,10 @@ func TestIdentityIsTheCredentials(t *testing.T) {
 	if r.Body["decision"] != "granted" || len(leases) != 1 || leases[0].(map[string]any)["owner_digest"] != who.OwnerDigest {
 		t.Fatalf("acquire as agent-a (owner %s): %s", who.OwnerDigest, r.Raw)
 	}
+	st := call(t, s, "capacity_status", map[string]any{"tenant_ref": "t", "cell_id": cell}).ok(t)
+	if cells, _ := st.Body["cells"].([]any); len(cells) != 1 || cells[0].(map[string]any)["classes"].([]any)[0].(map[string]any)["used"] != float64(2) {
+		t.Fatalf("capacity status: %s", st.Raw)
+	}
 	// agent-b cannot renew agent-a's lease: its own digest is sent.
 	lease := leases[0].(map[string]any)
 	ref := map[string]any{"lease_id": lease["lease_id"], "lease_epoch": lease["lease_epoch"], "fence_token": lease["fence_token"]}
