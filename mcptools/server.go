@@ -127,11 +127,10 @@ func add[In any](r *registrar, t tool, h func(ctx context.Context, c *client.Cli
 	if err != nil {
 		panic(fmt.Sprintf("mcptools: tool %s: input schema: %v", t.name, err)) // a programming error, caught by every test
 	}
+	// Reads say so; writes claim no hint (some are keyed and idempotent,
+	// some end a lease or a task, some take a second item when repeated
+	// without a key), so a host treats them as the default: writes.
 	ann := &mcp.ToolAnnotations{ReadOnlyHint: t.readOnly}
-	if !t.readOnly {
-		ann.DestructiveHint = new(false) // every write is fenced, keyed or first-writer-wins
-		ann.IdempotentHint = true
-	}
 	r.s.AddTool(&mcp.Tool{Name: t.name, Description: t.description, InputSchema: schema, Annotations: ann},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			in, err := decode[In](req.Params.Arguments, resolved)
