@@ -196,8 +196,12 @@ func decode[In any](args json.RawMessage, schema *jsonschema.Resolved) (In, erro
 	if err := schema.Validate(m); err != nil {
 		return in, errs.Errorf(errs.CodeInvalid, "arguments: %v", err)
 	}
-	raw, _ := json.Marshal(m) // a map from JSON marshals again
-	if err := json.Unmarshal(raw, &in); err != nil {
+	if len(m) == 0 {
+		return in, nil
+	}
+	// From the arguments as sent, not from m: m holds numbers as float64,
+	// which would round integers beyond 2^53 (a fence, a sequence).
+	if err := json.Unmarshal(args, &in); err != nil {
 		return in, errs.Errorf(errs.CodeInvalid, "arguments: %v", err)
 	}
 	return in, nil
