@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
@@ -124,6 +125,12 @@ func (n *Node) buildMux() (*http.ServeMux, error) {
 	if err := mount("cluster", []domain.Route{n.openAPIRoute(&described)}); err != nil {
 		return nil, err
 	}
+	for _, pattern := range slices.Sorted(maps.Keys(n.cfg.Mounts)) {
+		if err := handle(mux, pattern, n.instrument(pattern, domain.Authenticated, n.cfg.Mounts[pattern](mux))); err != nil {
+			return nil, fmt.Errorf("mount: %w", err)
+		}
+		n.routeTable = append(n.routeTable, RouteInfo{Pattern: pattern, Access: domain.Authenticated})
+	}
 	public := func(pattern string, h http.Handler) {
 		mux.Handle(pattern, n.instrument(pattern, domain.Public, h))
 		n.routeTable = append(n.routeTable, RouteInfo{Pattern: pattern, Access: domain.Public})
@@ -154,7 +161,10 @@ func (n *Node) openAPIRoute(described *[]domain.Route) domain.Route {
 	return openapi.Route(func() []domain.Route {
 		out := slices.Clone(*described)
 		for _, ri := range n.routeTable {
-			method, path, _ := strings.Cut(ri.Pattern, " ")
+			method, path, ok := strings.Cut(ri.Pattern, " ")
+			if !ok {
+				continue // a mount of another protocol (Config.Mounts: /mcp), not of this API
+			}
 			if !slices.ContainsFunc(out, func(r domain.Route) bool { return r.Pattern() == ri.Pattern }) {
 				out = append(out, domain.Route{Method: method, Path: path, Access: ri.Access})
 			}

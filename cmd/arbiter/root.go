@@ -53,6 +53,7 @@ holds, a stale fence).`,
 	add("data", a.nodeCommand(), a.whoamiCommand())
 	add("tools", a.certCommand(), a.principalCommand(), a.versionCommand())
 	add("domains", a.conceptCommand(), a.spaceCommand(), a.taskCommand())
+	add("tools", a.mcpCommand()) // agents reach the cluster as MCP tools (mcp.go)
 	for _, d := range builtin.Domains() {
 		for _, c := range d.CLIs() {
 			add("domains", a.domainCommand(c))
