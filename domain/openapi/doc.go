@@ -6,8 +6,10 @@
 //
 // Schemas come from the Go types by reflection over their json tags: a
 // struct is an object that refuses unknown fields (the server decodes
-// strictly) and requires the fields encoding/json always writes (those
-// without omitempty); a slice, map or pointer may also be null, as Go
+// strictly); an answer's object requires the fields encoding/json always
+// writes (those without omitempty), while a request's requires none (the
+// server's decoder refuses unknown fields, never missing ones, so those
+// are separate ".request" components); a slice, map or pointer may also be null, as Go
 // writes a nil one. Named types are components, "package.Type". A type
 // with its own MarshalJSON is any JSON value, one with MarshalText a
 // string. Routes with a hand-written handler (the host's own) are listed

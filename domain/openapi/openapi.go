@@ -42,7 +42,7 @@ const ErrorEnvelope = "Error"
 
 // Document is the OpenAPI 3.1 document of routes.
 func Document(routes []domain.Route) ([]byte, error) {
-	g := &generator{schemas: map[string]any{}, names: map[reflect.Type]string{}}
+	g := &generator{schemas: map[string]any{}, names: map[schemaKey]string{}}
 	g.schemas[ErrorEnvelope] = map[string]any{
 		"type": "object", "additionalProperties": false, "required": []string{"error"},
 		"properties": map[string]any{"error": map[string]any{
@@ -109,8 +109,10 @@ func (g *generator) operation(r domain.Route) map[string]any {
 			params = append(params, map[string]any{"name": p.Name, "in": p.In, "required": p.In == "path", "schema": s})
 		}
 		if a.Body != nil {
-			op["requestBody"] = map[string]any{"required": true, "content": jsonContent(g.schema(a.Body)),
-				"x-arbiter-max-bytes": a.MaxBody}
+			g.request = true
+			body := g.schema(a.Body)
+			g.request = false
+			op["requestBody"] = map[string]any{"required": true, "content": jsonContent(body), "x-arbiter-max-bytes": a.MaxBody}
 		}
 		for _, st := range a.Statuses {
 			responses[strconv.Itoa(st)] = map[string]any{"description": http.StatusText(st), "content": jsonContent(g.schema(a.Result))}
@@ -145,7 +147,19 @@ func operationID(method, path string) string {
 // generator turns Go types into schemas, named types into components.
 type generator struct {
 	schemas map[string]any
-	names   map[reflect.Type]string
+	names   map[schemaKey]string
+	// request is on while a request body's schema is made: a request
+	// may leave any field out (the server's strict decoder refuses
+	// unknown fields, never missing ones, and the handler judges what
+	// it needs), so its objects name no required fields, while an
+	// answer's name every field the server always writes. The two are
+	// separate components.
+	request bool
+}
+
+type schemaKey struct {
+	t       reflect.Type
+	request bool
 }
 
 var (
@@ -195,14 +209,19 @@ func (g *generator) schema(t reflect.Type) any {
 		if t.Name() == "" {
 			return g.object(t)
 		}
-		if name, ok := g.names[t]; ok {
+		key := schemaKey{t, g.request}
+		if name, ok := g.names[key]; ok {
 			return ref(name)
 		}
-		name := unsafeName.ReplaceAllString(t.String(), "_")
-		for n := 2; g.schemas[name] != nil; n++ { // two types of one name (generic instances)
-			name = fmt.Sprintf("%s_%d", unsafeName.ReplaceAllString(t.String(), "_"), n)
+		base := unsafeName.ReplaceAllString(t.String(), "_")
+		if g.request {
+			base += ".request"
 		}
-		g.names[t] = name
+		name := base
+		for n := 2; g.schemas[name] != nil; n++ { // two types of one name (generic instances)
+			name = fmt.Sprintf("%s_%d", base, n)
+		}
+		g.names[key] = name
 		g.schemas[name] = map[string]any{} // taken, for recursive types
 		g.schemas[name] = g.object(t)
 		return ref(name)
@@ -217,7 +236,7 @@ func (g *generator) object(t reflect.Type) map[string]any {
 	g.fields(t, props, &required, 0)
 	slices.Sort(required)
 	out := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
-	if len(required) > 0 {
+	if len(required) > 0 && !g.request {
 		out["required"] = required
 	}
 	return out
