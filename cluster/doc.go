@@ -13,6 +13,45 @@
 // fsm.Capabilities for what Apply does, and fsm.Halt for a replica that
 // meets an enabled command its binary cannot apply).
 //
+// The parts of a node. Node composes parts with one job each (parts.go);
+// every part embeds core (core.go: the configuration, logger, FSM, raft
+// handle and addresses, read-only once Start has run) and reaches the
+// others only through the small interfaces declared next to the parts:
+//
+//   - raftHost (host.go, apply.go, clock.go, catchup.go, sole_voter.go,
+//     confirm.go, truncation_watch.go): opens the stores and the
+//     transport, runs raft, stamps and applies commands as the leader,
+//     confirms leadership for linearizable reads, sizes the log kept for
+//     followers, and closes it all.
+//   - commands (propose.go, read.go, forward.go, forward_batch.go): the
+//     path of a command and of a read: the enabled-set gate, the leader
+//     here or over its API, the retries while nothing was applied.
+//   - membership (membership.go, join.go, promote.go, removal.go,
+//     record.go, startcheck.go): who is a member, what Start refuses, the
+//     record of the data directory, a removed member's exit.
+//   - leadership (leadership.go, capabilities.go): what a leader does in
+//     its term: the first entry, ticks, the enabled set, the cluster's
+//     name, member upkeep and promotions.
+//   - backups (backup.go): Backup, Restore and the seed of a new cluster;
+//     offline recovery is recover.go.
+//   - httpAPI (http.go: the route table; http_server.go, http_cluster.go,
+//     http_changes.go, auth.go, whoami.go): serving, authentication,
+//     access levels and the host's handlers.
+//
+// One command, from HTTP to Apply and back: POST /v1/commands reaches
+// httpAPI.handleCommand (http_cluster.go) through instrument (http.go:
+// authentication, access level, deadline), which calls Node.Propose;
+// commands.Propose (propose.go) checks the enabled set (gate,
+// capabilities.go) and calls viaLeader, which on the leader calls
+// raftHost.applyLocal (apply.go: startApply stamps and hands the entry to
+// raft.Apply, finishApply waits for the FSM's response), and on a
+// follower forwards it (forward_batch.go) to the leader's
+// /v1/internal/apply, whose handler calls startApply and finishApply
+// likewise. The response returns the same way, written by writeMsgpack.
+//
+// Remote and remote*.go, the HTTP client, stay here until the light client
+// package replaces them.
+//
 // A host program embeds a node like this:
 //
 //	cfg := cluster.DefaultConfig()

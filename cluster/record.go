@@ -177,17 +177,17 @@ const recordSpacing = 500 * time.Millisecond
 
 // keepRecord refreshes the record after every change of the local state,
 // at most every recordSpacing, until the node stops.
-func (n *Node) keepRecord() {
+func (mb *membership) keepRecord() {
 	for {
-		changed := n.fsm.Changed()
-		n.refreshRecord()
-		if sleepCtx(n.ctx, recordSpacing) != nil {
+		changed := mb.fsm.Changed()
+		mb.refreshRecord()
+		if sleepCtx(mb.ctx, recordSpacing) != nil {
 			return
 		}
 		select {
 		case <-changed:
 		case <-time.After(time.Second): // configuration changes apply nothing to the FSM at times
-		case <-n.ctx.Done():
+		case <-mb.ctx.Done():
 			return
 		}
 	}
@@ -196,17 +196,17 @@ func (n *Node) keepRecord() {
 // refreshRecord records the cluster's id once replicated, this member's
 // addresses once the cluster holds them (which ends a move), and the
 // other members' API addresses.
-func (n *Node) refreshRecord() {
-	servers, err := n.servers()
+func (mb *membership) refreshRecord() {
+	servers, err := mb.servers()
 	if err != nil {
 		return
 	}
-	meta := n.metadata()
+	meta := mb.metadata()
 	moved := false
-	changed, err := n.record.update(func(r *MemberRecord) {
-		if id := n.fsm.ClusterID(); id != "" && id != r.ClusterID {
+	changed, err := mb.record.update(func(r *MemberRecord) {
+		if id := mb.fsm.ClusterID(); id != "" && id != r.ClusterID {
 			if r.ClusterID != "" {
-				n.logger.Info("the cluster chose another id than the one this node proposed", "cluster_id", id, "proposed", r.ClusterID)
+				mb.logger.Info("the cluster chose another id than the one this node proposed", "cluster_id", id, "proposed", r.ClusterID)
 			}
 			r.ClusterID = id
 		}
@@ -214,10 +214,10 @@ func (n *Node) refreshRecord() {
 		for _, s := range servers {
 			m := meta[string(s.ID)]
 			switch {
-			case string(s.ID) == n.cfg.ID:
-				if string(s.Address) == n.raftAddr && m.APIAddr == n.apiAddr {
-					moved = r.RaftAddr != n.raftAddr || r.APIAddr != n.apiAddr
-					r.RaftAddr, r.APIAddr = n.raftAddr, n.apiAddr
+			case string(s.ID) == mb.cfg.ID:
+				if string(s.Address) == mb.raftAddr && m.APIAddr == mb.apiAddr {
+					moved = r.RaftAddr != mb.raftAddr || r.APIAddr != mb.apiAddr
+					r.RaftAddr, r.APIAddr = mb.raftAddr, mb.apiAddr
 				}
 			case m.APIAddr != "" && len(peers) < fsm.MaxMembers:
 				peers = append(peers, PeerRecord{ID: string(s.ID), APIAddr: m.APIAddr})
@@ -229,33 +229,33 @@ func (n *Node) refreshRecord() {
 		}
 	})
 	if err != nil {
-		n.logger.Warn("keeping the member record failed", "error", err)
+		mb.logger.Warn("keeping the member record failed", "error", err)
 		return
 	}
 	if changed && moved {
-		n.moving.Store(false)
-		n.logger.Info("the cluster holds this member's new addresses; recorded them", "raft_addr", n.raftAddr, "api_addr", n.apiAddr)
+		mb.moving.Store(false)
+		mb.logger.Info("the cluster holds this member's new addresses; recorded them", "raft_addr", mb.raftAddr, "api_addr", mb.apiAddr)
 	}
 }
 
 // peerAPIs lists where this node may reach other members' APIs: the
 // members it knows of (replicated metadata, then its record), then Join.
-func (n *Node) peerAPIs() []string {
+func (mb *membership) peerAPIs() []string {
 	var out []string
 	add := func(a string) {
-		if a != "" && a != n.apiAddr && !slices.Contains(out, a) {
+		if a != "" && a != mb.apiAddr && !slices.Contains(out, a) {
 			out = append(out, a)
 		}
 	}
-	for _, m := range n.fsm.Members() {
-		if m.ID != n.cfg.ID {
+	for _, m := range mb.fsm.Members() {
+		if m.ID != mb.cfg.ID {
 			add(m.APIAddr)
 		}
 	}
-	for _, p := range n.record.get().Peers {
+	for _, p := range mb.record.get().Peers {
 		add(p.APIAddr)
 	}
-	for _, j := range n.cfg.Join {
+	for _, j := range mb.cfg.Join {
 		add(j)
 	}
 	return out
