@@ -89,7 +89,7 @@ func (hs *httpAPI) authenticate(r *http.Request) (caller, error) {
 // isPeer reports whether r comes from another node: a TLS client
 // certificate from the peer CAs, or the shared peer token.
 func (hs *httpAPI) isPeer(r *http.Request) bool {
-	if hs.cfg.TLS != nil && r.TLS != nil && len(r.TLS.PeerCertificates) > 0 && hs.cfg.TLS.verifyPeer(r.TLS.PeerCertificates) == nil {
+	if hs.cfg.TLS != nil && r.TLS != nil && len(r.TLS.PeerCertificates) > 0 && hs.cfg.TLS.VerifyPeer(r.TLS.PeerCertificates) == nil {
 		return true
 	}
 	if hs.cfg.PeerToken == "" {

@@ -32,11 +32,17 @@
 //   - leadership (leadership.go, capabilities.go): what a leader does in
 //     its term: the first entry, ticks, the enabled set, the cluster's
 //     name, member upkeep and promotions.
-//   - backups (backup.go): Backup, Restore and the seed of a new cluster;
-//     offline recovery is recover.go.
+//   - backups (backup.go): Backup, Restore and the seed of a new cluster.
 //   - httpAPI (http.go: the route table; http_server.go, http_cluster.go,
 //     http_changes.go, auth.go, whoami.go): serving, authentication,
 //     access levels and the host's handlers.
+//
+// Leaf packages, which know nothing of Node: cluster/transport (the TLS
+// stream layer and TLSConfig, and the guard between raft and its
+// transport), cluster/memberrec (the data directory's member record),
+// cluster/offline (Recover, SaveOffline, HasState: tools for a stopped
+// node's data directory) and cluster/internal/hclogslog (raft's logs
+// into slog).
 //
 // One command, from HTTP to Apply and back: POST /v1/commands reaches
 // httpAPI.handleCommand (http_cluster.go) through instrument (http.go:
@@ -83,10 +89,11 @@
 // another cluster. A member that finds itself removed or replaced stops,
 // and Done and Err say so.
 //
-// Recovery from quorum loss is offline: Recover rewrites the stored
-// configuration of a stopped node (raft.RecoverCluster) so that the
-// survivors form a smaller cluster; SaveOffline writes a stopped node's
-// state as a backup; Config.Restore seeds a new cluster from one.
+// Recovery from quorum loss is offline (package cluster/offline): Recover
+// rewrites the stored configuration of a stopped node
+// (raft.RecoverCluster) so that the survivors form a smaller cluster;
+// SaveOffline writes a stopped node's state as a backup; Config.Restore
+// seeds a new cluster from one.
 //
 // Requests may carry a deadline (timeout_ms, Request-Timeout; see
 // deadline.go); without one they wait up to ApplyTimeout.

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/arbiterhq/arbiter/cluster/internal/hclogslog"
+	"github.com/arbiterhq/arbiter/cluster/transport"
 	logstore "github.com/arbiterhq/arbiter/log/store"
 	"github.com/hashicorp/raft"
 )
@@ -24,7 +26,7 @@ func (h *raftHost) openStores() error {
 		Kind:            h.cfg.LogStore,
 		NoSyncUnsafe:    h.cfg.NoSyncUnsafe,
 		WALSegmentBytes: h.cfg.WALSegmentBytes,
-		LogOutput:       slogWriter{h.logger.With("component", "snapshots")},
+		LogOutput:       hclogslog.Writer{L: h.logger.With("component", "snapshots")},
 	})
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)
@@ -42,12 +44,12 @@ func (h *raftHost) openTransport() error {
 		return nil
 	}
 	if h.cfg.TLS != nil {
-		layer, err := newTLSStreamLayer(h.cfg.RaftAddr, h.cfg.RaftAdvertise, h.cfg.TLS)
+		layer, err := transport.NewTLSStreamLayer(h.cfg.RaftAddr, h.cfg.RaftAdvertise, h.cfg.TLS)
 		if err != nil {
 			return fmt.Errorf("cluster: raft TLS listener on %s: %w", h.cfg.RaftAddr, err)
 		}
 		t := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-			Stream: layer, MaxPool: 4, Timeout: 10 * time.Second, Logger: newHclog(h.logger, "raft-net"),
+			Stream: layer, MaxPool: 4, Timeout: 10 * time.Second, Logger: hclogslog.New(h.logger, "raft-net"),
 		})
 		h.transport, h.closeTransport = t, t.Close
 		h.raftAddr = string(t.LocalAddr())
@@ -64,7 +66,7 @@ func (h *raftHost) openTransport() error {
 	t, err := raft.NewTCPTransportWithConfig(h.cfg.RaftAddr, advertise, &raft.NetworkTransportConfig{
 		MaxPool: 4,
 		Timeout: 10 * time.Second,
-		Logger:  newHclog(h.logger, "raft-net"),
+		Logger:  hclogslog.New(h.logger, "raft-net"),
 	})
 	if err != nil {
 		return fmt.Errorf("cluster: raft transport on %s: %w", h.cfg.RaftAddr, err)
@@ -88,7 +90,7 @@ func (h *raftHost) raftConfig(notify chan bool) *raft.Config {
 	c.TrailingLogs = h.cfg.TrailingLogs
 	c.ShutdownOnRemove = true
 	c.NotifyCh = notify
-	c.Logger = newHclog(h.logger, "raft")
+	c.Logger = hclogslog.New(h.logger, "raft")
 	return c
 }
 
@@ -132,22 +134,22 @@ func (h *raftHost) snapshotBeforeStop(ctx context.Context) {
 // transport guard and the truncation watch; stop undoes it (a failed
 // Start).
 func (h *raftHost) startRaft(notify chan bool) (stop func(), err error) {
-	trans, guard := guardTransport(h.transport)
+	trans, guard := transport.NewGuard(h.transport)
 	h.guard = guard
 	h.truncations = newTruncationWatch(h.stores.Log, h.logger)
 	r, err := raft.NewRaft(h.raftConfig(notify), h.raftFSM(), h.truncations, h.stores.Stable, h.stores.Snapshot, trans)
 	if err != nil {
-		guard.close()
+		guard.Shut()
 		return nil, fmt.Errorf("cluster: start raft: %w", err)
 	}
 	h.raft = r
 	h.truncations.watch(r.AppliedIndex)
 	if !h.cfg.hooks.StaleSnapshotGuardOff {
-		guard.watchApplied(r.AppliedIndex, h.logger)
+		guard.WatchApplied(r.AppliedIndex, h.logger)
 	}
 	return func() {
 		_ = r.Shutdown().Error()
-		guard.close()
+		guard.Shut()
 	}, nil
 }
 
@@ -155,7 +157,7 @@ func (h *raftHost) startRaft(notify chan bool) (stop func(), err error) {
 // guard first (no heartbeat may touch the stores below), the transport,
 // the stores.
 func (h *raftHost) closeBelowRaft() error {
-	h.guard.close()
+	h.guard.Shut()
 	errTransport := h.closeTransport()
 	errStores := h.stores.Close()
 	return errors.Join(errTransport, errStores)
@@ -167,7 +169,7 @@ func (h *raftHost) closeBelowRaft() error {
 func (h *raftHost) termReady(term uint64) {
 	h.readyTerm.Store(term)
 	if term != 0 {
-		h.guard.start.record(h.fsm.AppliedIndex())
+		h.guard.RecordStart(h.fsm.AppliedIndex())
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/arbiterhq/arbiter/cluster/internal/hclogslog"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -25,7 +26,7 @@ func (hs *httpAPI) start(ln net.Listener) {
 		WriteTimeout:      hs.cfg.WriteTimeout,
 		IdleTimeout:       hs.cfg.IdleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          newHclog(hs.logger, "http").StandardLogger(nil),
+		ErrorLog:          hclogslog.New(hs.logger, "http").StandardLogger(nil),
 	}
 	hs.goBackground(func() {
 		if err := hs.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -47,7 +48,7 @@ func (hs *httpAPI) startMetrics(ln net.Listener) {
 	mux.Handle("GET /metrics", hs.metricsHandler())
 	hs.metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: hs.cfg.ReadHeaderTimeout, ReadTimeout: hs.cfg.ReadTimeout,
 		WriteTimeout: hs.cfg.WriteTimeout, IdleTimeout: hs.cfg.IdleTimeout, MaxHeaderBytes: maxHeaderBytes,
-		ErrorLog: newHclog(hs.logger, "metrics").StandardLogger(nil)}
+		ErrorLog: hclogslog.New(hs.logger, "metrics").StandardLogger(nil)}
 	hs.goBackground(func() {
 		if err := hs.metricsSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			hs.logger.Error("metrics server stopped", "error", err)

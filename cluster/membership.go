@@ -337,4 +337,4 @@ func orNone(s string) string {
 
 // recordedClusterID is the cluster id of this member's record (the one it
 // proposed at bootstrap, or the one it learnt).
-func (mb *membership) recordedClusterID() string { return mb.record.get().ClusterID }
+func (mb *membership) recordedClusterID() string { return mb.record.Get().ClusterID }

@@ -291,14 +291,14 @@ func (c raftCollector) Collect(ch chan<- prometheus.Metric) {
 			ids = append(ids, s.ID)
 		}
 	}
-	for _, p := range c.n.host.guard.peers.view(ids, r.CurrentTerm(), r.LastIndex()) {
+	for _, p := range c.n.host.guard.Peers(ids, r.CurrentTerm(), r.LastIndex()) {
 		contact := -1.0
-		if p.known {
-			contact = p.sinceAnswer.Seconds()
-			ch <- prometheus.MustNewConstMetric(peerLagDesc, prometheus.GaugeValue, float64(p.lag), p.id)
+		if p.Known {
+			contact = p.SinceAnswer.Seconds()
+			ch <- prometheus.MustNewConstMetric(peerLagDesc, prometheus.GaugeValue, float64(p.Lag), p.ID)
 		}
-		ch <- prometheus.MustNewConstMetric(peerContactDesc, prometheus.GaugeValue, contact, p.id)
-		ch <- prometheus.MustNewConstMetric(peerFailuresDesc, prometheus.CounterValue, float64(p.failures), p.id)
+		ch <- prometheus.MustNewConstMetric(peerContactDesc, prometheus.GaugeValue, contact, p.ID)
+		ch <- prometheus.MustNewConstMetric(peerFailuresDesc, prometheus.CounterValue, float64(p.Failures), p.ID)
 	}
 }
 

@@ -149,7 +149,7 @@ func peerClient(cfg Config) *http.Client {
 	}
 	if cfg.TLS != nil {
 		if t, ok := base.(*http.Transport); ok {
-			t.TLSClientConfig = cfg.TLS.peerClientConfig()
+			t.TLSClientConfig = cfg.TLS.PeerClientConfig()
 		}
 	}
 	if cfg.PeerToken != "" {

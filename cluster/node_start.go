@@ -51,7 +51,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		return fmt.Errorf("cluster: listen on %s: %w", n.cfg.HTTPAddr, err)
 	}
 	if n.cfg.TLS != nil {
-		ln = tls.NewListener(ln, n.cfg.TLS.apiServerConfig())
+		ln = tls.NewListener(ln, n.cfg.TLS.APIServerConfig())
 	}
 	closeAPI := func() { _ = ln.Close() }
 	cleanup = append(cleanup, func() { closeAPI() })

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/arbiterhq/arbiter/cluster/memberrec"
+	"github.com/arbiterhq/arbiter/cluster/transport"
 	"github.com/arbiterhq/arbiter/domain"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/identity"
@@ -28,7 +30,7 @@ type raftHost struct {
 	*core
 	transport      raft.Transport
 	closeTransport func() error
-	guard          *transportGuard  // raft's view of transport
+	guard          *transport.Guard // raft's view of transport
 	truncations    *truncationWatch // raft's view of the log store
 	stores         *Stores
 	logStore       string // the log store of the data directory (logstore.WAL, logstore.Bolt); "" for Config.Stores
@@ -79,7 +81,7 @@ type membership struct {
 	// memberMu makes the leader's membership changes one at a time.
 	memberMu sync.Mutex
 	// record is the data directory's record of this member (record.go).
-	record recordBox
+	record memberrec.Box
 	// moving is set while this node asks the leader to move it to new
 	// addresses (Config.ChangeAddress).
 	moving atomic.Bool

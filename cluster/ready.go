@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/arbiterhq/arbiter/errs"
@@ -23,36 +22,6 @@ import (
 // (capacity-leases-and-workitem-admission.txt), so a cluster that does not
 // enable one of them is not ready for that caller.
 
-// startMark is what a node must have applied, once since it started,
-// before it is ready: the commit index of the first AppendEntries from a
-// leader that carries one (raft's heartbeats name the leader but carry
-// no commit index, and a restarted node's own commit index is 0 until
-// replication reaches it), or, for a node that became leader itself, the
-// index it had applied once it committed the first entry of its term
-// (its whole log). Recorded once, it is never lowered or raised: after
-// that the ordinary check (applied >= commit index) keeps the node
-// honest. An AppendEntries of a deposed leader that reaches the node
-// first records a commit index that is only older, never one the cluster
-// did not commit.
-type startMark struct{ v atomic.Uint64 } // the index + 1; 0: not yet
-
-func (m *startMark) record(index uint64) { m.v.CompareAndSwap(0, index+1) }
-
-// get is the recorded index; ok is false until one is.
-func (m *startMark) get() (index uint64, ok bool) {
-	v := m.v.Load()
-	if v == 0 {
-		return 0, false
-	}
-	return v - 1, true
-}
-
-// isHeartbeat reports whether req is one of raft's heartbeats: no
-// entries, no previous entry, no commit index.
-func isHeartbeat(req *raft.AppendEntriesRequest) bool {
-	return len(req.Entries) == 0 && req.PrevLogEntry == 0 && req.LeaderCommitIndex == 0
-}
-
 // caughtUp reports whether this node has applied what it must have once
 // since it started (startMark), and what that is.
 func (h *raftHost) caughtUp() (ok bool, applied, mark uint64, known bool) {
@@ -60,7 +29,7 @@ func (h *raftHost) caughtUp() (ok bool, applied, mark uint64, known bool) {
 	if h.guard == nil {
 		return false, applied, 0, false
 	}
-	mark, known = h.guard.start.get()
+	mark, known = h.guard.StartIndex()
 	return known && applied >= mark, applied, mark, known
 }
 

@@ -119,7 +119,7 @@ func (mb *membership) clusterID() string {
 	if id := mb.fsm.ClusterID(); id != "" {
 		return id
 	}
-	return mb.record.get().ClusterID
+	return mb.record.Get().ClusterID
 }
 
 func (mb *membership) clusterSuffix() string {

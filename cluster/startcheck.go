@@ -3,13 +3,14 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/arbiterhq/arbiter/cluster/memberrec"
+	"github.com/arbiterhq/arbiter/cluster/offline"
 	logstore "github.com/arbiterhq/arbiter/log/store"
 
 	"github.com/arbiterhq/arbiter/errs"
@@ -27,24 +28,6 @@ import (
 //     unless ChangeAddress asks to move it (checkResume);
 //   - a node with state given Join checks that Join names members of its
 //     own cluster (checkJoinTargets).
-
-// HasState reports whether dataDir holds raft state (a log, a term or a
-// snapshot). It creates nothing in a directory without a log store; opening
-// an existing one fails after a second while another process has it.
-func HasState(dataDir string) (bool, error) {
-	if logs, err := logstore.HasLogFiles(dataDir); err != nil {
-		return false, err
-	} else if !logs {
-		snaps, err := filepath.Glob(filepath.Join(dataDir, "snapshots", "*", "meta.json"))
-		return len(snaps) > 0, err
-	}
-	s, err := logstore.Open(dataDir, logstore.Options{LogOutput: io.Discard})
-	if err != nil {
-		return false, fmt.Errorf("%w (is a node running on %s?)", err, dataDir)
-	}
-	defer s.Close()
-	return raft.HasExistingState(s.Log, s.Stable, s.Snapshot)
-}
 
 // checkFresh refuses, before anything is written to the data directory,
 // a node without state that has nothing to start from. It only looks for
@@ -98,7 +81,7 @@ func (mb *membership) refuseFresh(has bool) error {
 // record this start begins with.
 func (mb *membership) prepareRecord(ctx context.Context, hasState bool, stores *Stores, seed func() error) error {
 	dir := mb.cfg.DataDir
-	rec, err := ReadRecord(dir)
+	rec, err := memberrec.Read(dir)
 	if dir == "" {
 		rec, err = nil, nil
 	}
@@ -106,7 +89,7 @@ func (mb *membership) prepareRecord(ctx context.Context, hasState bool, stores *
 		return err
 	}
 	if !hasState {
-		fresh := MemberRecord{ID: mb.cfg.ID, RaftAddr: mb.raftAddr, APIAddr: mb.apiAddr}
+		fresh := memberrec.Record{ID: mb.cfg.ID, RaftAddr: mb.raftAddr, APIAddr: mb.apiAddr}
 		if mb.cfg.Bootstrap {
 			fresh.ClusterID = newClusterID() // proposed by the first leader (ensureClusterID)
 		}
@@ -115,9 +98,9 @@ func (mb *membership) prepareRecord(ctx context.Context, hasState bool, stores *
 				return err
 			}
 		}
-		return mb.record.set(dir, fresh)
+		return mb.record.Set(dir, fresh)
 	}
-	conf, err := storedConfiguration(stores)
+	conf, err := offline.StoredConfiguration(stores.Snapshot, stores.Log)
 	if err != nil {
 		return fmt.Errorf("cluster: read the stored raft configuration: %w", err)
 	}
@@ -131,62 +114,19 @@ func (mb *membership) prepareRecord(ctx context.Context, hasState bool, stores *
 		}
 	}
 	if rec == nil { // a data directory of a release before records
-		rec = &MemberRecord{ID: mb.cfg.ID, RaftAddr: mb.raftAddr, APIAddr: mb.apiAddr}
+		rec = &memberrec.Record{ID: mb.cfg.ID, RaftAddr: mb.raftAddr, APIAddr: mb.apiAddr}
 	}
 	mb.moving.Store(moving)
 	// A move is recorded once the cluster holds the new addresses
 	// (refreshRecord); until then the record keeps the old ones.
-	return mb.record.set(dir, *rec)
-}
-
-// storedConfiguration is the latest raft configuration in the stores, as
-// raft would load it: the newest snapshot's, unless a configuration entry
-// of the log after it replaced it.
-func storedConfiguration(s *Stores) (conf raft.Configuration, err error) {
-	snaps, err := s.Snapshot.List()
-	if err != nil {
-		return conf, fmt.Errorf("list snapshots: %w", err)
-	}
-	var after uint64
-	if len(snaps) > 0 {
-		conf, after = snaps[0].Configuration, snaps[0].Index
-	}
-	first, err := s.Log.FirstIndex()
-	if err != nil {
-		return conf, err
-	}
-	last, err := s.Log.LastIndex()
-	if err != nil {
-		return conf, err
-	}
-	for i := last; i >= max(first, after+1, 1); i-- {
-		var l raft.Log
-		if err := s.Log.GetLog(i, &l); err != nil {
-			return conf, fmt.Errorf("log entry %d: %w", i, err)
-		}
-		if l.Type == raft.LogConfiguration {
-			return decodeConfiguration(l.Data)
-		}
-	}
-	return conf, nil
-}
-
-// decodeConfiguration is raft.DecodeConfiguration, which panics on bytes
-// it cannot decode, with the panic turned into an error.
-func decodeConfiguration(b []byte) (c raft.Configuration, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("undecodable configuration entry: %v", r)
-		}
-	}()
-	return raft.DecodeConfiguration(b), nil
+	return mb.record.Set(dir, *rec)
 }
 
 // checkResume checks a node with state against what its data directory
 // says: the member it belongs to, whether that member is still in the
 // configuration, and its addresses. It reports whether the node moves
 // (ChangeAddress with addresses that differ).
-func (mb *membership) checkResume(rec *MemberRecord, conf raft.Configuration) (moving bool, err error) {
+func (mb *membership) checkResume(rec *memberrec.Record, conf raft.Configuration) (moving bool, err error) {
 	nm := mb.cfg.name
 	dir := mb.cfg.DataDir
 	if rec != nil && rec.ID != mb.cfg.ID {
@@ -232,7 +172,7 @@ func (mb *membership) checkResume(rec *MemberRecord, conf raft.Configuration) (m
 		nm("RaftAddr"), storedRaft, nm("HTTPAddr"), orNone(storedAPI), nm("ChangeAddress"))
 }
 
-func clusterOf(rec *MemberRecord) string {
+func clusterOf(rec *memberrec.Record) string {
 	if rec == nil || rec.ClusterID == "" {
 		return ""
 	}
@@ -247,7 +187,7 @@ const joinCheckTimeout = 3 * time.Second
 // node joins only once, with an empty data directory. Members that cannot
 // be asked, or do not know their id yet, cannot refuse it; the node then
 // resumes its own membership, saying so.
-func (mb *membership) checkJoinTargets(ctx context.Context, rec *MemberRecord) error {
+func (mb *membership) checkJoinTargets(ctx context.Context, rec *memberrec.Record) error {
 	nm := mb.cfg.name
 	mine := ""
 	if rec != nil {
