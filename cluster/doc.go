@@ -71,7 +71,7 @@
 //	defer node.Shutdown(context.Background())
 //	nc := nodes.NewClient(node, node)
 //
-// Membership (membership.go, promote.go, startcheck.go, record.go,
+// Membership (membership.go, join.go, promote.go, startcheck.go, record.go,
 // removal.go). Raft's configuration says who is a member and who votes;
 // replicated metadata adds API addresses and capabilities; the data
 // directory's record (member.json) says which member and cluster it
