@@ -12,10 +12,11 @@ import (
 const Name = "allocation"
 
 // Domain is the allocation domain: the module, the /v1/spaces routes (any
-// authenticated principal; the module checks tenant and role) and the
-// `arbiter space` and `arbiter task` commands.
+// authenticated principal; the module checks tenant and role). The
+// `arbiter space` and `arbiter task` commands are cmd/arbiter's, over
+// package client.
 func Domain() domain.Domain {
-	return domain.Domain{Name: Name, Module: Module, Routes: routes, CLI: spaceCLI(), MoreCLI: []*domain.CLI{taskCLI()}}
+	return domain.Domain{Name: Name, Module: Module, Routes: routes}
 }
 
 const (
@@ -27,231 +28,126 @@ const (
 
 func routes(h domain.Host) []domain.Route {
 	s := NewService(h, h)
-	route := func(method, path string, fn handler) domain.Route {
-		return domain.Route{Method: method, Path: path, Access: domain.Authenticated, Handler: serve(fn)}
-	}
-	slug := func(r *http.Request) string { return r.PathValue("slug") }
+	ok, created := http.StatusOK, http.StatusCreated
 	return []domain.Route{
-		route(http.MethodPut, spacePath, func(w http.ResponseWriter, r *http.Request) (int, any, error) {
-			var req PutSpaceRequest
-			if err := decode(w, r, &req); err != nil {
-				return 0, nil, err
-			}
-			res, err := s.PutSpace(r.Context(), slug(r), req)
-			return http.StatusOK, res, err
+		route(http.MethodPut, spacePath, ok, func(ctx context.Context, q inSpace[PutSpaceRequest]) (*SpaceResult, error) {
+			return s.PutSpace(ctx, q.Slug, q.Body)
 		}),
-		route(http.MethodGet, spacePath, func(w http.ResponseWriter, r *http.Request) (int, any, error) {
-			_, cons, err := params(r)
+		route(http.MethodGet, spacePath, ok, func(ctx context.Context, q spaceRead) (*SpaceResult, error) {
+			return s.GetSpace(ctx, q.Slug, q.Consistency)
+		}),
+		route(http.MethodGet, spacesPath, ok, func(ctx context.Context, q pageParams) (*SpacePage, error) {
+			limit, err := q.limit()
 			if err != nil {
-				return 0, nil, err
+				return nil, err
 			}
-			res, err := s.GetSpace(r.Context(), slug(r), cons)
-			return http.StatusOK, res, err
+			return s.ListSpaces(ctx, q.After, limit, q.Consistency)
 		}),
-		route(http.MethodGet, spacesPath, func(w http.ResponseWriter, r *http.Request) (int, any, error) {
-			after, limit, cons, err := pageParams(r)
+		spacePageRoute("/reservations", s.ListReservations),
+		spacePageRoute("/occupancy", s.ListOccupancy),
+		spacePageRoute("/duplicates", s.ListDuplicates),
+		route(http.MethodPost, spacePath+"/bind", ok, func(ctx context.Context, q inSpace[BindRequest]) (*BindResult, error) {
+			return s.Bind(ctx, q.Slug, q.Body, 0)
+		}),
+		route(http.MethodPost, spacePath+"/tasks", created, func(ctx context.Context, q keyedInSpace[CreateTaskRequest]) (*TaskResult, error) {
+			key, err := idemKey(q.Key)
 			if err != nil {
-				return 0, nil, err
+				return nil, err
 			}
-			res, err := s.ListSpaces(r.Context(), after, limit, cons)
-			return http.StatusOK, res, err
+			q.Body.IdempotencyKey = key
+			return s.CreateTask(ctx, q.Slug, q.Body)
 		}),
-		spacePageRoute(route, "/reservations", func(ctx context.Context, slug, after string, limit int, cons fsm.Consistency) (any, error) {
-			return s.ListReservations(ctx, slug, after, limit, cons)
-		}),
-		spacePageRoute(route, "/occupancy", func(ctx context.Context, slug, after string, limit int, cons fsm.Consistency) (any, error) {
-			return s.ListOccupancy(ctx, slug, after, limit, cons)
-		}),
-		spacePageRoute(route, "/duplicates", func(ctx context.Context, slug, after string, limit int, cons fsm.Consistency) (any, error) {
-			return s.ListDuplicates(ctx, slug, after, limit, cons)
-		}),
-		route(http.MethodPost, spacePath+"/bind", func(w http.ResponseWriter, r *http.Request) (int, any, error) {
-			var req BindRequest
-			if err := decode(w, r, &req); err != nil {
-				return 0, nil, err
-			}
-			res, err := s.Bind(r.Context(), slug(r), req, 0)
-			return http.StatusOK, res, err
-		}),
-		route(http.MethodPost, spacePath+"/tasks", func(w http.ResponseWriter, r *http.Request) (int, any, error) {
-			var req CreateTaskRequest
-			if err := decode(w, r, &req); err != nil {
-				return 0, nil, err
-			}
-			key, err := idemKey(r)
+		route(http.MethodGet, spacePath+"/tasks", ok, func(ctx context.Context, q taskListParams) (*TaskPage, error) {
+			limit, err := domain.IntParam("limit", q.Limit, 1, MaxPage)
 			if err != nil {
-				return 0, nil, err
+				return nil, err
 			}
-			req.IdempotencyKey = key
-			res, err := s.CreateTask(r.Context(), slug(r), req)
-			return created, res, err
-		}),
-		route(http.MethodGet, spacePath+"/tasks", func(w http.ResponseWriter, r *http.Request) (int, any, error) {
-			p, cons, err := params(r, "status", "after", "limit", "include_superseded")
+			incl, err := boolParam("include_superseded", q.IncludeSuperseded)
 			if err != nil {
-				return 0, nil, err
+				return nil, err
 			}
-			limit, err := p.Int("limit", 1, MaxPage)
+			return s.ListTasks(ctx, q.Slug, ListRequest{Status: q.Status, IncludeSuperseded: incl, After: q.After, Limit: limit}, q.Consistency)
+		}),
+		route(http.MethodGet, taskPath, ok, func(ctx context.Context, q taskRead) (*TaskResult, error) {
+			id, err := taskID(q.ID)
 			if err != nil {
-				return 0, nil, err
+				return nil, err
 			}
-			incl, err := boolParam(p, "include_superseded")
+			return s.GetTask(ctx, q.Slug, id, q.Consistency)
+		}),
+		taskRoute("/transition", s.Transition),
+		taskRoute("/supersede", s.Supersede),
+		taskRoute("/hold", s.Hold),
+		route(http.MethodPost, taskPath+"/notes", created, func(ctx context.Context, q keyedOnTask[NoteRequest]) (*NoteResult, error) {
+			id, err := taskID(q.ID)
 			if err != nil {
-				return 0, nil, err
+				return nil, err
 			}
-			res, err := s.ListTasks(r.Context(), slug(r), ListRequest{Status: p.String("status"), IncludeSuperseded: incl, After: p.String("after"), Limit: limit}, cons)
-			return http.StatusOK, res, err
+			if q.Body.IdempotencyKey, err = idemKey(q.Key); err != nil {
+				return nil, err
+			}
+			return s.PostNote(ctx, q.Slug, id, q.Body)
 		}),
-		route(http.MethodGet, taskPath, func(w http.ResponseWriter, r *http.Request) (int, any, error) {
-			_, cons, err := params(r)
+		route(http.MethodGet, taskPath+"/notes", ok, func(ctx context.Context, q notesParams) (*NotePage, error) {
+			id, err := taskID(q.ID)
 			if err != nil {
-				return 0, nil, err
+				return nil, err
 			}
-			id, err := taskID(r)
+			limit, err := domain.IntParam("limit", q.Limit, 1, MaxPage)
 			if err != nil {
-				return 0, nil, err
+				return nil, err
 			}
-			res, err := s.GetTask(r.Context(), slug(r), id, cons)
-			return http.StatusOK, res, err
+			return s.ListNotes(ctx, q.Slug, id, q.After, limit, q.Consistency)
 		}),
-		taskRoute(route, "/transition", func(ctx context.Context, slug string, id uint64, req TransitionRequest) (any, error) {
-			return s.Transition(ctx, slug, id, req)
-		}),
-		taskRoute(route, "/supersede", func(ctx context.Context, slug string, id uint64, req SupersedeRequest) (any, error) {
-			return s.Supersede(ctx, slug, id, req)
-		}),
-		taskRoute(route, "/hold", func(ctx context.Context, slug string, id uint64, req HoldRequest) (any, error) {
-			return s.Hold(ctx, slug, id, req)
-		}),
-		route(http.MethodPost, taskPath+"/notes", func(w http.ResponseWriter, r *http.Request) (int, any, error) {
-			var req NoteRequest
-			if err := decode(w, r, &req); err != nil {
-				return 0, nil, err
-			}
-			id, err := taskID(r)
+		route(http.MethodPost, spacePath+"/windows", ok, func(ctx context.Context, q keyedInSpace[WindowRequest]) (*WindowResult, error) {
+			key, err := idemKey(q.Key)
 			if err != nil {
-				return 0, nil, err
+				return nil, err
 			}
-			if req.IdempotencyKey, err = idemKey(r); err != nil {
-				return 0, nil, err
-			}
-			res, err := s.PostNote(r.Context(), slug(r), id, req)
-			return created, res, err
+			q.Body.IdempotencyKey = key
+			return s.Window(ctx, q.Slug, q.Body)
 		}),
-		route(http.MethodGet, taskPath+"/notes", func(w http.ResponseWriter, r *http.Request) (int, any, error) {
-			p, cons, err := params(r, "after", "limit")
-			if err != nil {
-				return 0, nil, err
-			}
-			id, err := taskID(r)
-			if err != nil {
-				return 0, nil, err
-			}
-			limit, err := p.Int("limit", 1, MaxPage)
-			if err != nil {
-				return 0, nil, err
-			}
-			res, err := s.ListNotes(r.Context(), slug(r), id, p.String("after"), limit, cons)
-			return http.StatusOK, res, err
+		route(http.MethodPost, spacePath+"/reservations", created, func(ctx context.Context, q inSpace[ReserveRequest]) (*ReservationResult, error) {
+			return s.Reserve(ctx, q.Slug, q.Body)
 		}),
-		route(http.MethodPost, spacePath+"/windows", func(w http.ResponseWriter, r *http.Request) (int, any, error) {
-			var req WindowRequest
-			if err := decode(w, r, &req); err != nil {
-				return 0, nil, err
-			}
-			key, err := idemKey(r)
-			if err != nil {
-				return 0, nil, err
-			}
-			req.IdempotencyKey = key
-			res, err := s.Window(r.Context(), slug(r), req)
-			return http.StatusOK, res, err
+		route(http.MethodPost, reservationPath+"/commit", ok, func(ctx context.Context, q onReservation[CommitRequest]) (*Occupancy, error) {
+			return s.Commit(ctx, q.Slug, q.ProposalID, q.Body)
 		}),
-		route(http.MethodPost, spacePath+"/reservations", func(w http.ResponseWriter, r *http.Request) (int, any, error) {
-			var req ReserveRequest
-			if err := decode(w, r, &req); err != nil {
-				return 0, nil, err
-			}
-			res, err := s.Reserve(r.Context(), slug(r), req)
-			return created, res, err
+		// abort and release take no body, an empty one or {}.
+		route(http.MethodPost, reservationPath+"/abort", ok, func(ctx context.Context, q reservationRef) (*AbortResult, error) {
+			return s.Abort(ctx, q.Slug, q.ProposalID)
 		}),
-		route(http.MethodPost, reservationPath+"/commit", func(w http.ResponseWriter, r *http.Request) (int, any, error) {
-			var req CommitRequest
-			if err := decode(w, r, &req); err != nil {
-				return 0, nil, err
-			}
-			res, err := s.Commit(r.Context(), slug(r), r.PathValue("proposal_id"), req)
-			return http.StatusOK, res, err
-		}),
-		route(http.MethodPost, reservationPath+"/abort", func(w http.ResponseWriter, r *http.Request) (int, any, error) {
-			if err := emptyBody(w, r); err != nil {
-				return 0, nil, err
-			}
-			res, err := s.Abort(r.Context(), slug(r), r.PathValue("proposal_id"))
-			return http.StatusOK, res, err
-		}),
-		route(http.MethodPost, reservationPath+"/release", func(w http.ResponseWriter, r *http.Request) (int, any, error) {
-			if err := emptyBody(w, r); err != nil {
-				return 0, nil, err
-			}
-			res, err := s.Release(r.Context(), slug(r), r.PathValue("proposal_id"))
-			return http.StatusOK, res, err
+		route(http.MethodPost, reservationPath+"/release", ok, func(ctx context.Context, q reservationRef) (*AbortResult, error) {
+			return s.Release(ctx, q.Slug, q.ProposalID)
 		}),
 	}
 }
 
 // taskRoute is a POST on .../tasks/{id}<suffix> taking a JSON request.
-func taskRoute[Req any](route func(string, string, handler) domain.Route, suffix string, call func(context.Context, string, uint64, Req) (any, error)) domain.Route {
-	return route(http.MethodPost, taskPath+suffix, func(w http.ResponseWriter, r *http.Request) (int, any, error) {
-		var req Req
-		if err := decode(w, r, &req); err != nil {
-			return 0, nil, err
-		}
-		id, err := taskID(r)
+func taskRoute[Req any](suffix string, call func(context.Context, string, uint64, Req) (*TaskResult, error)) domain.Route {
+	return route(http.MethodPost, taskPath+suffix, http.StatusOK, func(ctx context.Context, q onTask[Req]) (*TaskResult, error) {
+		id, err := taskID(q.ID)
 		if err != nil {
-			return 0, nil, err
+			return nil, err
 		}
-		res, err := call(r.Context(), r.PathValue("slug"), id, req)
-		return http.StatusOK, res, err
+		return call(ctx, q.Slug, id, q.Body)
 	})
 }
 
 // spacePageRoute is a GET on /v1/spaces/{slug}<suffix>?after=&limit=
 // answering a page.
-func spacePageRoute(route func(string, string, handler) domain.Route, suffix string, list func(context.Context, string, string, int, fsm.Consistency) (any, error)) domain.Route {
-	return route(http.MethodGet, spacePath+suffix, func(w http.ResponseWriter, r *http.Request) (int, any, error) {
-		after, limit, cons, err := pageParams(r)
+func spacePageRoute[Page any](suffix string, list func(context.Context, string, string, int, fsm.Consistency) (*Page, error)) domain.Route {
+	return route(http.MethodGet, spacePath+suffix, http.StatusOK, func(ctx context.Context, q spacePageParams) (*Page, error) {
+		limit, err := q.limit()
 		if err != nil {
-			return 0, nil, err
+			return nil, err
 		}
-		res, err := list(r.Context(), r.PathValue("slug"), after, limit, cons)
-		return http.StatusOK, res, err
+		return list(ctx, q.Slug, q.After, limit, q.Consistency)
 	})
 }
 
-// pageParams parses ?after=&limit=&consistency= (limit 1..128; absent:
-// 128).
-func pageParams(r *http.Request) (string, int, fsm.Consistency, error) {
-	p, cons, err := params(r, "after", "limit")
-	if err != nil {
-		return "", 0, 0, err
-	}
-	limit, err := p.Int("limit", 1, MaxPage)
-	return p.String("after"), limit, cons, err
-}
-
-// emptyBody accepts no body, an empty one or {}.
-func emptyBody(w http.ResponseWriter, r *http.Request) error {
-	body, err := domain.ReadBody(w, r, domain.MaxBodyBytes)
-	if err != nil || len(body) == 0 {
-		return err
-	}
-	var v struct{}
-	return decodeBytes(body, &v)
-}
-
-func boolParam(p domain.Params, name string) (bool, error) {
-	switch v := p.String(name); v {
+func boolParam(name, v string) (bool, error) {
+	switch v {
 	case "", "false":
 		return false, nil
 	case "true":

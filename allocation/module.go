@@ -5,7 +5,8 @@ import (
 	"github.com/arbiterhq/arbiter/log"
 )
 
-// Command and query types (allocation owns 400-499).
+// Command and query types, inside the range 400-499 the module declares
+// (Module: fsm.Module.Types).
 const (
 	CmdPutSpace       log.Type      = 400
 	CmdCreateTask     log.Type      = 401
@@ -39,6 +40,7 @@ const currentVersion = 2
 func Module() fsm.Module {
 	return fsm.Module{
 		Name:   Name,
+		Types:  fsm.TypeRange{First: 400, Last: 499},
 		Tables: tables(),
 		Commands: []fsm.CommandSpec{
 			{Type: CmdPutSpace, Name: "allocation_put_space", MaxVersion: 2, Apply: applyPutSpace},

@@ -4,9 +4,10 @@
 // GetNodeProperties and GetNodesByLabel. The replicated cluster is the
 // "authoritative graph"; Service is the adapter the spec describes, and
 // Domain serves it over HTTP (the /v1/concepts routes, as an in-server
-// adapter of the node primitives) with the --concept-policies flag and the
-// `arbiter concept` command. Client is the same API over a cluster's HTTP
-// routes, for programs that do not embed a node.
+// adapter of the node primitives) with the --concept-policies flag. Client
+// is the same API over a cluster's HTTP routes, for programs that do not
+// embed a node; `arbiter concept` (cmd/arbiter) speaks it through package
+// client and projects into a repository with ConceptReservationService.
 //
 // Namespace policies (policy.go) say which numbers of a namespace, or of
 // a semantic prefix declared inside it (RMDD-SEARCH-<n>), the authority

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/arbiterhq/arbiter/domain"
+	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/nodes"
 	"github.com/arbiterhq/arbiter/retry"
 )
@@ -19,7 +20,8 @@ const Name = "authority"
 // Domain is the concept reservation authority as a domain: its module
 // (the replicated policy set, and the claim writes bound to it), the
 // /v1/concepts routes over the node primitives, the --concept-policies
-// flag and the `arbiter concept` command. policies seed the cluster's
+// flag (the `arbiter concept` command is cmd/arbiter's, over package
+// client). policies seed the cluster's
 // replicated policy set (nil: no seed, until --concept-policies loads
 // one): see policyset.go for when a seed applies.
 func Domain(policies *PolicySet) domain.Domain {
@@ -33,7 +35,6 @@ func Domain(policies *PolicySet) domain.Domain {
 		Flags:    d.flags,
 		Load:     d.load,
 		Start:    d.start,
-		CLI:      cli(),
 	}
 }
 
@@ -129,33 +130,35 @@ func (d *authorityDomain) routes(h domain.Host) []domain.Route {
 	svc := func() *Service { return NewService(a, a, d.policies.Load()) }
 	admin := NewService(h, h, nil)
 	return []domain.Route{
-		domain.Post("/v1/concepts/reserve", domain.Authenticated, func(ctx context.Context, req ReserveRequest) (*ReserveResult, error) {
-			return svc().Reserve(ctx, req)
-		}, reserveStatus),
-		domain.Post("/v1/concepts/reserve-next", domain.Authenticated, func(ctx context.Context, req ReserveNextRequest) (*ReserveResult, error) {
-			return svc().ReserveNextNumeric(ctx, req)
-		}, reserveStatus),
+		domain.Endpoint[ReserveRequest, ReserveResult]{Method: http.MethodPost, Path: "/v1/concepts/reserve", Access: domain.Authenticated,
+			Call: func(ctx context.Context, req ReserveRequest) (*ReserveResult, error) {
+				return svc().Reserve(ctx, req)
+			}, Status: reserveStatus, Statuses: reserveStatuses, Errors: domain.ResultInDetail}.Route(),
+		domain.Endpoint[ReserveNextRequest, ReserveResult]{Method: http.MethodPost, Path: "/v1/concepts/reserve-next", Access: domain.Authenticated,
+			Call: func(ctx context.Context, req ReserveNextRequest) (*ReserveResult, error) {
+				return svc().ReserveNextNumeric(ctx, req)
+			}, Status: reserveStatus, Statuses: reserveStatuses, Errors: domain.ResultInDetail}.Route(),
 		domain.Post("/v1/concepts/transition", domain.Authenticated, func(ctx context.Context, req TransitionRequest) (*TransitionResult, error) {
 			return svc().Transition(ctx, req)
-		}, nil),
-		domain.Get("/v1/concepts/get", domain.Authenticated, []string{"concept_id", "tenant_ref"}, func(ctx context.Context, p domain.Params) (*Record, error) {
-			return svc().Get(ctx, p.String("concept_id"), p.String("tenant_ref"))
 		}),
-		domain.Get("/v1/concepts/list", domain.Authenticated, []string{"tenant_ref", "after", "limit"}, func(ctx context.Context, p domain.Params) (*RecordPage, error) {
-			limit, err := p.Int("limit", 1, nodes.MaxLabelPage)
-			if err != nil {
-				return nil, err
-			}
-			return svc().List(ctx, ListRequest{TenantRef: p.String("tenant_ref"), After: p.String("after"), Limit: limit})
-		}),
-		domain.Get("/v1/concepts/policies", domain.Authenticated, []string{"consistency"}, func(ctx context.Context, p domain.Params) (*PoliciesResult, error) {
-			c, err := p.Consistency()
-			if err != nil {
-				return nil, err
-			}
-			return admin.Policies(ctx, c)
-		}),
-		{Method: http.MethodPut, Path: "/v1/concepts/policies", Access: domain.Admin, Handler: domain.JSON(admin.SetPolicies, nil)},
+		domain.Endpoint[getQuery, Record]{Method: http.MethodGet, Path: "/v1/concepts/get", Access: domain.Authenticated,
+			Call: func(ctx context.Context, q getQuery) (*Record, error) {
+				return svc().Get(ctx, q.ConceptID, q.TenantRef)
+			}}.Route(),
+		domain.Endpoint[listQuery, RecordPage]{Method: http.MethodGet, Path: "/v1/concepts/list", Access: domain.Authenticated,
+			Call: func(ctx context.Context, q listQuery) (*RecordPage, error) {
+				limit, err := domain.IntParam("limit", q.Limit, 1, nodes.MaxLabelPage)
+				if err != nil {
+					return nil, err
+				}
+				return svc().List(ctx, ListRequest{TenantRef: q.TenantRef, After: q.After, Limit: limit})
+			}}.Route(),
+		domain.Endpoint[policiesQuery, PoliciesResult]{Method: http.MethodGet, Path: "/v1/concepts/policies", Access: domain.Authenticated,
+			Call: func(ctx context.Context, q policiesQuery) (*PoliciesResult, error) {
+				return admin.Policies(ctx, q.Consistency)
+			}}.Route(),
+		domain.Endpoint[PoliciesRequest, PoliciesResult]{Method: http.MethodPut, Path: "/v1/concepts/policies", Access: domain.Admin,
+			Call: admin.SetPolicies, Errors: domain.ResultInDetail}.Route(),
 	}
 }
 
@@ -167,3 +170,22 @@ func reserveStatus(res *ReserveResult) int {
 	}
 	return http.StatusCreated
 }
+
+// reserveStatuses are the statuses reserveStatus answers.
+var reserveStatuses = []int{http.StatusCreated, http.StatusOK}
+
+// The query parameters of the GET routes.
+type (
+	getQuery struct {
+		ConceptID string `query:"concept_id"`
+		TenantRef string `query:"tenant_ref"`
+	}
+	listQuery struct {
+		TenantRef string `query:"tenant_ref"`
+		After     string `query:"after"`
+		Limit     string `query:"limit" type:"integer"`
+	}
+	policiesQuery struct {
+		Consistency fsm.Consistency `query:"consistency"`
+	}
+)

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/arbiterhq/arbiter/fsm"
-	"github.com/arbiterhq/arbiter/internal/fsmtest"
+	"github.com/arbiterhq/arbiter/fsm/fsmtest"
 	"github.com/arbiterhq/arbiter/nodes"
 )
 

@@ -61,7 +61,7 @@ func FuzzApplyAuthority(f *testing.F) {
 	}
 	notMeta := func(table string) bool { return table != "meta" }
 	f.Fuzz(func(t *testing.T, kind uint8, payload []byte, who uint8) {
-		local, err := fsmtest.New(nodes.Module(), authority.Module())
+		local, err := fsmtest.New(nodes.Module(nodes.AcceptAdapters(authority.Name)), authority.Module())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,7 +11,8 @@ import (
 	memdb "github.com/hashicorp/go-memdb"
 )
 
-// Command and query types: authority owns 100-199.
+// Command and query types, inside the range 100-199 the module declares
+// (Module: fsm.Module.Types).
 const (
 	// CmdSetPolicies replaces the replicated policy set (admins), or
 	// seeds it from a node's --concept-policies (see policyset.go).
@@ -33,7 +34,8 @@ const tablePolicies = "concept_policies"
 // else the authority writes and reads is the node primitives'.
 func Module() fsm.Module {
 	return fsm.Module{
-		Name: Name,
+		Name:  Name,
+		Types: fsm.TypeRange{First: 100, Last: 199},
 		Tables: []fsm.Table{{New: func() any { return new(policyRow) }, Schema: &memdb.TableSchema{
 			Name: tablePolicies,
 			Indexes: map[string]*memdb.IndexSchema{
@@ -51,6 +53,12 @@ func Module() fsm.Module {
 		},
 	}
 }
+
+// embedNodes applies the node writes of CmdReserve and CmdReclaim. It
+// accepts the authority's own adapter in place of the admin role: the
+// authority's routes check the caller's tenant and role before they
+// propose under it. Static, so alike on every replica.
+var embedNodes = nodes.Embed(nodes.AcceptAdapters(Name))
 
 // boundCmd is the payload of CmdReserve and CmdReclaim: the concept id
 // and the node command (node_create, node_cas) that writes its claim.
@@ -72,7 +80,7 @@ func applyReserve(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return nodes.ApplyCreate(tx, c.NodeVersion, c.Node, func(n *nodes.CreateCommand) error {
+	return embedNodes.ApplyCreate(tx, c.NodeVersion, c.Node, func(n *nodes.CreateCommand) error {
 		if n.NodeID != id.NodeID() {
 			return errs.Errorf(errs.CodeInvalid, "node %q is not the node of %s", n.NodeID, id)
 		}
@@ -88,7 +96,7 @@ func applyReclaim(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return nodes.ApplyCAS(tx, c.NodeVersion, c.Node, func(n *nodes.CASCommand) error {
+	return embedNodes.ApplyCAS(tx, c.NodeVersion, c.Node, func(n *nodes.CASCommand) error {
 		if n.NodeID != id.NodeID() {
 			return errs.Errorf(errs.CodeInvalid, "node %q is not the node of %s", n.NodeID, id)
 		}

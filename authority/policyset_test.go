@@ -214,36 +214,3 @@ func TestLoadVersionedPolicyFile(t *testing.T) {
 		}
 	}
 }
-
-// `arbiter concept policies` reads the replicated set and `arbiter
-// concept set-policies --file` replaces it, with the file's version.
-func TestConceptCLIPolicies(t *testing.T) {
-	c := clustertest.New(t, clustertest.Options{Nodes: 1, Configure: func(_ int, cfg *cluster.Config) {
-		cfg.Domains = builtin.With(builtin.Options{})
-	}})
-	conn := cluster.NewRemote(c.Node(0).APIAddr())
-	var none authority.PoliciesResult
-	cliRun(t, conn, &none, "policies")
-	if none.Configured {
-		t.Fatalf("a cluster without policies: %+v", none)
-	}
-	path := filepath.Join(t.TempDir(), "p.json")
-	if err := os.WriteFile(path, []byte(`{"version": 6, "policies": [{"namespace": "RMDD", "prefix": "SEARCH", "min": 1, "max": 9, "policy_version": "s"}]}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var set authority.PoliciesResult
-	cliRun(t, conn, &set, "set-policies", "--file", path)
-	if !set.Changed || set.Version != 6 || set.Source != authority.SourceAdmin {
-		t.Fatalf("set-policies: %+v", set)
-	}
-	var got authority.PoliciesResult
-	cliRun(t, conn, &got, "policies")
-	if !got.Configured || got.Version != 6 || len(got.Policies) != 1 || got.Policies[0].Prefix != "SEARCH" || got.Digest != set.Digest {
-		t.Fatalf("policies after set-policies: %+v", got)
-	}
-	var rr authority.ReserveResult
-	cliRun(t, conn, &rr, "reserve", "--concept-id", "RMDD-SEARCH-3", "--tenant", "t", "--owner", "o", "--request", "r", "--purpose", "p")
-	if rr.Record.PolicyVersion != "s" || rr.Record.Prefix != "SEARCH" {
-		t.Fatalf("reserve under the set: %+v", rr.Record)
-	}
-}

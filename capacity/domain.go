@@ -27,13 +27,13 @@ func routes(h domain.Host) []domain.Route {
 		return func(ctx context.Context, req ReadRequest) (*ReadResult, error) { return f(ctx, req, fsm.Linearizable) }
 	}
 	return []domain.Route{
-		domain.Post("/v1/capacity/acquire", domain.Authenticated, onWire(s.Acquire), nil),
-		domain.Post("/v1/capacity/renew", domain.Authenticated, onWire(s.Renew), nil),
-		domain.Post("/v1/capacity/release", domain.Authenticated, onWire(s.Release), nil),
-		domain.Post("/v1/capacity/reclaim", domain.Authenticated, onWire(s.Reclaim), nil),
-		domain.Post("/v1/capacity/cells", domain.Authenticated, onWire(s.UpdateCell), nil),
-		domain.Post("/v1/capacity/status", domain.Authenticated, onWire(read(s.Status)), nil),
-		domain.Post("/v1/capacity/reconcile", domain.Authenticated, onWire(read(s.Reconcile)), nil),
+		domain.Post("/v1/capacity/acquire", domain.Authenticated, onWire(s.Acquire)),
+		domain.Post("/v1/capacity/renew", domain.Authenticated, onWire(s.Renew)),
+		domain.Post("/v1/capacity/release", domain.Authenticated, onWire(s.Release)),
+		domain.Post("/v1/capacity/reclaim", domain.Authenticated, onWire(s.Reclaim)),
+		domain.Post("/v1/capacity/cells", domain.Authenticated, onWire(s.UpdateCell)),
+		domain.Post("/v1/capacity/status", domain.Authenticated, onWire(read(s.Status))),
+		domain.Post("/v1/capacity/reconcile", domain.Authenticated, onWire(read(s.Reconcile))),
 	}
 }
 

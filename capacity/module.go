@@ -5,7 +5,8 @@ import (
 	"github.com/arbiterhq/arbiter/log"
 )
 
-// Command and query types (capacity owns 200-299).
+// Command and query types, inside the range 200-299 the module declares
+// (Module: fsm.Module.Types).
 const (
 	CmdAcquire     log.Type      = 200
 	CmdRenew       log.Type      = 201
@@ -20,6 +21,7 @@ const (
 func Module() fsm.Module {
 	return fsm.Module{
 		Name:   "capacity",
+		Types:  fsm.TypeRange{First: 200, Last: 299},
 		Tables: tables(),
 		Commands: []fsm.CommandSpec{
 			{Type: CmdAcquire, Name: "capacity_acquire", MaxVersion: 3, Apply: applyAcquire},           // 2: fences from the log index; 3: graphs

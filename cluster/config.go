@@ -89,6 +89,11 @@ type Config struct {
 	// cluster enables a domain's commands only once every member serves
 	// them (see fsm.Capabilities).
 	Domains []domain.Domain
+	// Mounts are further handlers the API serves, by pattern ("/mcp"):
+	// each is built once with the API's own handler (which it may call in
+	// process) and served behind the API's authentication, any
+	// authenticated caller, with the principal on the request's context.
+	Mounts map[string]func(api http.Handler) http.Handler
 
 	// Principals turns authentication on: every call but health,
 	// readiness and metrics needs a principal's bearer token or client

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/arbiterhq/arbiter/domain"
+	"github.com/arbiterhq/arbiter/domain/openapi"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	arblog "github.com/arbiterhq/arbiter/log"
@@ -45,7 +47,9 @@ func (hs *httpAPI) clusterRoutes() []domain.Route {
 func (hs *httpAPI) buildMux() (*http.ServeMux, error) {
 	mux := http.NewServeMux()
 	taken := map[string]string{}
+	var described []domain.Route // for the API document
 	mount := func(owner string, routes []domain.Route) error {
+		described = append(described, routes...)
 		if err := domain.CheckRoutes(owner, routes, taken); err != nil {
 			return err
 		}
@@ -68,6 +72,15 @@ func (hs *httpAPI) buildMux() (*http.ServeMux, error) {
 			return nil, err
 		}
 	}
+	if err := mount("cluster", []domain.Route{hs.openAPIRoute(&described)}); err != nil {
+		return nil, err
+	}
+	for _, pattern := range slices.Sorted(maps.Keys(hs.cfg.Mounts)) {
+		if err := handle(mux, pattern, hs.instrument(pattern, domain.Authenticated, hs.cfg.Mounts[pattern](mux))); err != nil {
+			return nil, fmt.Errorf("mount: %w", err)
+		}
+		hs.routeTable = append(hs.routeTable, RouteInfo{Pattern: pattern, Access: domain.Authenticated})
+	}
 	public := func(pattern string, h http.Handler) {
 		mux.Handle(pattern, hs.instrument(pattern, domain.Public, h))
 		hs.routeTable = append(hs.routeTable, RouteInfo{Pattern: pattern, Access: domain.Public})
@@ -88,6 +101,26 @@ func (hs *httpAPI) buildMux() (*http.ServeMux, error) {
 	})))
 	slices.SortFunc(hs.routeTable, func(a, b RouteInfo) int { return strings.Compare(a.Pattern, b.Pattern) })
 	return mux, nil
+}
+
+// openAPIRoute serves the API document (package domain/openapi) of every
+// route in the route table: the mounted ones as described (read at the
+// first request, once all are mounted), the rest (health, readiness,
+// metrics) by pattern and access only.
+func (hs *httpAPI) openAPIRoute(described *[]domain.Route) domain.Route {
+	return openapi.Route(func() []domain.Route {
+		out := slices.Clone(*described)
+		for _, ri := range hs.routeTable {
+			method, path, ok := strings.Cut(ri.Pattern, " ")
+			if !ok {
+				continue // a mount of another protocol (Config.Mounts: /mcp), not of this API
+			}
+			if !slices.ContainsFunc(out, func(r domain.Route) bool { return r.Pattern() == ri.Pattern }) {
+				out = append(out, domain.Route{Method: method, Path: path, Access: ri.Access})
+			}
+		}
+		return out
+	})
 }
 
 // routeMethods are the methods routes may use (domain.CheckRoutes).

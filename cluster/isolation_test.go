@@ -767,6 +767,13 @@ func TestIsolationMatrix(t *testing.T) {
 					t.Errorf("capabilities: %s (%v)", r.body, err)
 				}
 			}},
+		// The API document: any principal (domain/openapi).
+		{route: "GET /v1/openapi.json", access: isoPrincipal, valid: readA(200),
+			after: func(t *testing.T, r isoReply) {
+				if !strings.Contains(string(r.body), `"openapi":"3.1.0"`) {
+					t.Errorf("openapi.json: %.200s", r.body)
+				}
+			}},
 		{route: "GET /v1/cluster/status", access: isoPrincipal, valid: readA(200),
 			after: func(t *testing.T, r isoReply) {
 				var s cluster.Status

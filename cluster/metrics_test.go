@@ -92,7 +92,9 @@ func TestMetricsOnFollowersAndLeader(t *testing.T) {
 			t.Errorf("the follower's /metrics lacks %s", want)
 		}
 	}
-	for series, want := range map[string]func(float64) bool{
+	// Counters of applied commands follow the FSM, which raft's applied
+	// index may run ahead of: the series are polled until they hold.
+	followerSeries := map[string]func(float64) bool{
 		`arbiter_raft_state{state="follower"}`:                                         func(v float64) bool { return v == 1 },
 		`arbiter_raft_state{state="leader"}`:                                           func(v float64) bool { return v == 0 },
 		"arbiter_is_leader":                                                            func(v float64) bool { return v == 0 },
@@ -108,10 +110,20 @@ func TestMetricsOnFollowersAndLeader(t *testing.T) {
 		// replica, and timed where they were asked for.
 		`arbiter_commands_total{command="node_create",domain="nodes",outcome="ok"}`:                 func(v float64) bool { return v >= 5 },
 		`arbiter_command_duration_seconds_count{command="node_create",domain="nodes",outcome="ok"}`: func(v float64) bool { return v >= 5 },
-	} {
-		if v, ok := sample(ftext, series); !ok || !want(v) {
-			t.Errorf("follower: %s = %v (present %v)", series, v, ok)
+	}
+	var bad []string
+	c.Eventually(10*time.Second, func() bool {
+		ftext = string(apiGet(t, fb+"/metrics").body)
+		bad = bad[:0]
+		for series, want := range followerSeries {
+			if v, ok := sample(ftext, series); !ok || !want(v) {
+				bad = append(bad, fmt.Sprintf("%s = %v (present %v)", series, v, ok))
+			}
 		}
+		return len(bad) == 0
+	})
+	for _, b := range bad {
+		t.Errorf("follower: %s", b)
 	}
 	if !regexp.MustCompile(`arbiter_build_info\{go_version="go[^"]+",modified="[^"]*",revision="[^"]*",version="[^"]+"\} 1`).MatchString(ftext) {
 		t.Errorf("build info: %s", regexp.MustCompile(`arbiter_build_info.*`).FindString(ftext))

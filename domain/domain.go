@@ -19,8 +19,11 @@ type Domain struct {
 	// Name is the domain's name: its module's name and its name in
 	// capabilities, lowercase ASCII letters, digits and '_'.
 	Name string
-	// Module builds the replicated state the domain owns: tables,
-	// commands, queries, tick. Every replica calls it for its own FSM.
+	// Module describes the replicated state the domain owns: tables,
+	// commands (inside the module's declared type range), queries,
+	// tick. Every replica calls it for its own FSM, and Check calls it
+	// too, before flags are parsed: it must build nothing else (no
+	// file, no writer, nothing that keeps configuration as it was then).
 	// Nil for a domain that only adds an API over another domain's state.
 	Module func() fsm.Module
 	// Requires names the domains this one builds on; a set that lacks

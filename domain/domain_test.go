@@ -68,13 +68,13 @@ func TestPostAdapter(t *testing.T) {
 		Decision errs.Decision `json:"decision"`
 		N        int           `json:"n"`
 	}
-	route := domain.Post("/v1/t", domain.Authenticated, func(_ context.Context, r req) (*res, error) {
+	route := domain.Endpoint[req, res]{Method: http.MethodPost, Path: "/v1/t", Access: domain.Authenticated, Call: func(_ context.Context, r req) (*res, error) {
 		if r.N < 0 {
 			out := &res{Decision: errs.Decision(errs.CodeExhausted), N: r.N}
 			return out, out.Decision.Err("too many")
 		}
 		return &res{Decision: errs.Granted, N: r.N}, nil
-	}, func(*res) int { return http.StatusCreated })
+	}, Status: func(*res) int { return http.StatusCreated }, Statuses: []int{http.StatusCreated}, Errors: domain.ResultInDetail}.Route()
 	do := func(body string) (int, map[string]any) {
 		w := httptest.NewRecorder()
 		route.Handler.ServeHTTP(w, httptest.NewRequest("POST", "/v1/t", strings.NewReader(body)))

@@ -40,7 +40,8 @@ type addRequest struct {
 
 func counterModule() fsm.Module {
 	return fsm.Module{
-		Name: "counters",
+		Name:  "counters",
+		Types: fsm.TypeRange{First: 990, Last: 999}, // a plug-in's own block
 		Tables: []fsm.Table{{New: func() any { return new(counter) }, Schema: &memdb.TableSchema{
 			Name:    "counters",
 			Indexes: map[string]*memdb.IndexSchema{"id": {Name: "id", Unique: true, Indexer: &memdb.StringFieldIndex{Field: "Name"}}},
@@ -90,17 +91,18 @@ func counterDomain() domain.Domain {
 				var out counter
 				_, err := fsm.Submit(ctx, h, log.Command{Type: cmdCounterAdd}, req, &out)
 				return &out, err
-			}, nil),
-			domain.Get("/v1/counters/get", domain.Authenticated, []string{"name", "consistency"}, func(ctx context.Context, p domain.Params) (*counter, error) {
-				c, err := p.Consistency()
-				if err != nil {
-					return nil, err
-				}
-				var out counter
-				return &out, fsm.Ask(ctx, h, queryCounterGet, c == fsm.Stale, p.String("name"), &out)
 			}),
+			domain.Endpoint[counterQuery, counter]{Method: http.MethodGet, Path: "/v1/counters/get", Access: domain.Authenticated, Call: func(ctx context.Context, q counterQuery) (*counter, error) {
+				var out counter
+				return &out, fsm.Ask(ctx, h, queryCounterGet, q.Consistency == fsm.Stale, q.Name, &out)
+			}}.Route(),
 		}
 	}}
+}
+
+type counterQuery struct {
+	Name        string          `query:"name"`
+	Consistency fsm.Consistency `query:"consistency"`
 }
 
 func withCounters() []domain.Domain { return append(builtin.Domains(), counterDomain()) }

@@ -1,7 +1,6 @@
 package domain
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -38,6 +37,9 @@ type Route struct {
 	Path    string
 	Access  Access
 	Handler http.Handler
+	// API describes the request and result for the API document; routes
+	// built by Endpoint have it, hand-written handlers may not.
+	API *API
 }
 
 // Pattern is the route's net/http ServeMux pattern.
@@ -75,68 +77,6 @@ func CheckRoutes(owner string, routes []Route, taken map[string]string) error {
 	return nil
 }
 
-// Post is a POST route whose handler decodes a JSON request (strictly:
-// see DecodeJSON), calls call and answers its result with status 200, or
-// the status status gives (nil: 200). A failure that comes with a result
-// (a denial that explains itself, such as a capacity decision) carries the
-// result in error.detail.result.
-func Post[Req, Res any](path string, access Access, call func(context.Context, Req) (*Res, error), status func(*Res) int) Route {
-	return Route{Method: http.MethodPost, Path: path, Access: access, Handler: JSON(call, status)}
-}
-
-// JSON is the handler of Post, for routes with another method.
-func JSON[Req, Res any](call func(context.Context, Req) (*Res, error), status func(*Res) int) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req Req
-		if err := DecodeJSON(w, r, &req); err != nil {
-			WriteError(w, err)
-			return
-		}
-		res, err := call(r.Context(), req)
-		if err != nil {
-			if e := errs.From(err); res != nil && e.Detail != nil {
-				detailed := *e
-				detailed.Detail = map[string]any{"decision": e.Detail["decision"], "result": res}
-				err = &detailed
-			}
-			WriteError(w, err)
-			return
-		}
-		code := http.StatusOK
-		if status != nil {
-			code = status(res)
-		}
-		WriteJSON(w, code, res)
-	})
-}
-
-// Get is a GET route that takes the named query parameters (each at most
-// once; any other is refused) and the path's "{name}" segments, calls
-// call with them and answers its result with status 200.
-func Get[Res any](path string, access Access, params []string, call func(context.Context, Params) (*Res, error)) Route {
-	inPath := wildcards(path)
-	return Route{Method: http.MethodGet, Path: path, Access: access, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, err := ParseParams(r, params...)
-		if err != nil {
-			WriteError(w, err)
-			return
-		}
-		for _, name := range inPath {
-			if _, dup := p.values[name]; dup {
-				WriteError(w, errs.Errorf(errs.CodeInvalid, "%s is given in the path; not as a query parameter", name))
-				return
-			}
-			p.values[name] = r.PathValue(name)
-		}
-		res, err := call(r.Context(), p)
-		if err != nil {
-			WriteError(w, err)
-			return
-		}
-		WriteJSON(w, http.StatusOK, res)
-	})}
-}
-
 // Params are a request's query parameters, parsed by ParseParams.
 type Params struct{ values map[string]string }
 
@@ -164,7 +104,12 @@ func (p Params) String(name string) string { return p.values[name] }
 
 // Int parses an integer parameter in lo..hi; absent is 0.
 func (p Params) Int(name string, lo, hi int) (int, error) {
-	v := p.values[name]
+	return IntParam(name, p.values[name], lo, hi)
+}
+
+// IntParam parses the value v of the integer parameter name, in lo..hi;
+// "" is 0.
+func IntParam(name, v string, lo, hi int) (int, error) {
 	if v == "" {
 		return 0, nil
 	}
@@ -189,8 +134,12 @@ func (p Params) Uint(name string) (uint64, error) {
 }
 
 // Bool parses a boolean parameter: true or false; absent is false.
-func (p Params) Bool(name string) (bool, error) {
-	switch v := p.values[name]; v {
+func (p Params) Bool(name string) (bool, error) { return BoolParam(name, p.values[name]) }
+
+// BoolParam parses the value v of the boolean parameter name: true or
+// false; "" is false.
+func BoolParam(name, v string) (bool, error) {
+	switch v {
 	case "", "false":
 		return false, nil
 	case "true":

@@ -40,13 +40,17 @@ func TestCheckRoutesWildcards(t *testing.T) {
 	}
 }
 
-// A Get route's handler receives its path's wildcards as parameters; the
-// same name as a query parameter is refused.
+// A GET route's request receives its path's wildcards and its query
+// parameters; the path's name as a query parameter is refused.
 func TestGetPathParameters(t *testing.T) {
 	type echo struct{ ID, Format string }
-	r := domain.Get("/v1/things/{thing_id}", domain.Authenticated, []string{"format"}, func(_ context.Context, p domain.Params) (*echo, error) {
-		return &echo{ID: p.String("thing_id"), Format: p.String("format")}, nil
-	})
+	type query struct {
+		ID     string `path:"thing_id"`
+		Format string `query:"format"`
+	}
+	r := domain.Endpoint[query, echo]{Method: http.MethodGet, Path: "/v1/things/{thing_id}", Access: domain.Authenticated, Call: func(_ context.Context, q query) (*echo, error) {
+		return &echo{ID: q.ID, Format: q.Format}, nil
+	}}.Route()
 	mux := http.NewServeMux()
 	mux.Handle(r.Pattern(), r.Handler)
 	get := func(target string) (int, string) {

@@ -4,14 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
+	"sync/atomic"
 )
 
-// Code names one kind of failure. The set is closed: Known reports whether a
-// code belongs to it, and decoders turn unknown codes into Internal.
+// Code names one kind of failure. The set is closed: the shared codes
+// below, plus the decision codes domains register (Register). Known
+// reports whether a code belongs to it, and decoders turn unknown codes
+// into Internal.
 type Code string
 
-// The closed set of codes. The first group is shared by every module; the
-// rest are decisions that a spec names.
+// The shared codes, used by every module and by the host.
 const (
 	CodeInvalid             Code = "invalid"
 	CodeNotFound            Code = "not_found"
@@ -28,16 +31,13 @@ const (
 	CodeInternal            Code = "internal"
 	CodeCursorExpired       Code = "cursor_expired"
 	CodeTooLarge            Code = "too_large"
-	// CodeStaleWatermark: a producer submitted a watermark below the one
-	// its channel holds (projection-writer-lease.txt).
-	CodeStaleWatermark Code = "stale_watermark"
 	// CodeMethodNotAllowed: the path names a route, but not with this
 	// method (the answer's Allow header lists the methods it takes).
 	CodeMethodNotAllowed Code = "method_not_allowed"
 )
 
-// statusByCode is the one code-to-HTTP-status map.
-var statusByCode = map[Code]int{
+// sharedStatus is the HTTP status of each shared code.
+var sharedStatus = map[Code]int{
 	CodeInvalid:             http.StatusUnprocessableEntity,
 	CodeNotFound:            http.StatusNotFound,
 	CodeConflict:            http.StatusConflict,
@@ -53,19 +53,100 @@ var statusByCode = map[Code]int{
 	CodeInternal:            http.StatusInternalServerError,
 	CodeCursorExpired:       http.StatusGone,
 	CodeTooLarge:            http.StatusRequestEntityTooLarge,
-	CodeStaleWatermark:      http.StatusConflict,
 	CodeMethodNotAllowed:    http.StatusMethodNotAllowed,
 }
 
-// Known reports whether c is one of the closed set.
+// The domains' codes: written only by Register (in practice while
+// packages initialize), read by Known and Status on every answer. A
+// registration copies the map and publishes the copy, so readers take no
+// lock; regMu orders registrations.
+var (
+	regMu      sync.Mutex
+	registered atomic.Pointer[map[Code]int]
+)
+
+// Register adds a domain's decision code (one its spec names, such as
+// projection's stale_watermark) to the set, with the HTTP status an
+// error of that code answers. A domain registers its codes in a
+// package-level var (MustRegister), so that they are known once its
+// package is linked, before anything runs. The code must be 1-32
+// lowercase letters, digits or '_' starting with a letter, not a shared
+// code, and status a 4xx or 5xx status. A code registered again with the
+// same status is accepted (a client that links no domain registers the
+// codes it decodes, as the domain does); with another status it is
+// refused, so two packages that disagree about a code's status cannot
+// both be linked into one program.
+func Register(c Code, status int) error {
+	if !wellFormed(c) {
+		return fmt.Errorf("errs: code %q: want 1-32 lowercase letters, digits or '_', starting with a letter", c)
+	}
+	if status < 400 || status > 599 {
+		return fmt.Errorf("errs: code %q: status %d is not an HTTP error status", c, status)
+	}
+	if _, shared := sharedStatus[c]; shared {
+		return fmt.Errorf("errs: code %q is a shared code", c)
+	}
+	regMu.Lock()
+	defer regMu.Unlock()
+	old := registered.Load()
+	next := map[Code]int{c: status}
+	if old != nil {
+		if prev, dup := (*old)[c]; dup {
+			if prev == status {
+				return nil // the same contract, registered again (see above)
+			}
+			return fmt.Errorf("errs: code %q registered with status %d, now with %d", c, prev, status)
+		}
+		for k, v := range *old { // order-free: copies into a map
+			next[k] = v
+		}
+	}
+	registered.Store(&next)
+	return nil
+}
+
+// MustRegister is Register for a package-level var: it returns c, and
+// panics (while the program initializes) if Register refuses it.
+func MustRegister(c Code, status int) Code {
+	if err := Register(c, status); err != nil {
+		panic(err)
+	}
+	return c
+}
+
+func wellFormed(c Code) bool {
+	if len(c) == 0 || len(c) > 32 || c[0] < 'a' || c[0] > 'z' {
+		return false
+	}
+	for _, r := range c {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// status is c's HTTP status, ok false for a code of neither group.
+func status(c Code) (int, bool) {
+	if s, ok := sharedStatus[c]; ok {
+		return s, true
+	}
+	if m := registered.Load(); m != nil {
+		s, ok := (*m)[c]
+		return s, ok
+	}
+	return 0, false
+}
+
+// Known reports whether c is a shared code or a registered one.
 func Known(c Code) bool {
-	_, ok := statusByCode[c]
+	_, ok := status(c)
 	return ok
 }
 
 // Status is the HTTP status for a code; unknown codes are 500.
 func Status(c Code) int {
-	if s, ok := statusByCode[c]; ok {
+	if s, ok := status(c); ok {
 		return s
 	}
 	return http.StatusInternalServerError
@@ -119,7 +200,6 @@ var (
 	Internal            = &Error{Code: CodeInternal}
 	CursorExpired       = &Error{Code: CodeCursorExpired}
 	TooLarge            = &Error{Code: CodeTooLarge}
-	StaleWatermark      = &Error{Code: CodeStaleWatermark}
 	MethodNotAllowed    = &Error{Code: CodeMethodNotAllowed}
 )
 

@@ -25,7 +25,7 @@ func TestIsMatchesByCode(t *testing.T) {
 func TestStatusMapIsClosed(t *testing.T) {
 	want := map[Code]int{CodeInvalid: 422, CodeNotFound: 404, CodeConflict: 409, CodeIdempotencyConflict: 409,
 		CodeUnavailable: 503, CodeBackpressure: 429, CodeUnauthorized: 401, CodeForbidden: 403, CodeInternal: 500,
-		CodeTooLarge: 413, CodeCursorExpired: 410, CodeStaleWatermark: 409, CodeMethodNotAllowed: 405}
+		CodeTooLarge: 413, CodeCursorExpired: 410, CodeMethodNotAllowed: 405}
 	for c, s := range want {
 		if Status(c) != s {
 			t.Errorf("Status(%s) = %d, want %d", c, Status(c), s)
@@ -85,5 +85,55 @@ func TestAdviseRetry(t *testing.T) {
 	plain := Errorf(CodeConflict, "taken")
 	if AdviseRetry(plain, "k") != error(plain) {
 		t.Error("a known outcome was changed")
+	}
+}
+
+// A domain registers its own decision codes: a registered code is known
+// and maps to the status it was registered with (Decision.Err makes its
+// error); a code nobody registered stays unknown (500, and a decision
+// naming it is internal); the same code and status again is accepted;
+// a shared code, a registered code with another status, a malformed code
+// and a status that is not an error are refused.
+func TestDomainRegistersItsCodes(t *testing.T) {
+	const mine Code = "errs_test_teapot"
+	if Known(mine) {
+		t.Fatalf("%s is known before anyone registered it", mine)
+	}
+	if got := MustRegister(mine, http.StatusTeapot); got != mine {
+		t.Fatalf("MustRegister returned %q", got)
+	}
+	if !Known(mine) || Status(mine) != http.StatusTeapot {
+		t.Fatalf("registered %s: Known %v, Status %d, want true, %d", mine, Known(mine), Status(mine), http.StatusTeapot)
+	}
+	if err := Decision(mine).Err("brewing"); CodeOf(err) != mine {
+		t.Fatalf("the registered decision's error has code %q", CodeOf(err))
+	}
+	if err := Register(mine, http.StatusTeapot); err != nil {
+		t.Fatalf("the same registration again: %v", err)
+	}
+	const stranger Code = "errs_test_never_registered"
+	if Known(stranger) || Status(stranger) != http.StatusInternalServerError {
+		t.Fatalf("an unregistered code is known (%v) or maps to %d", Known(stranger), Status(stranger))
+	}
+	if err := Decision(stranger).Err("x"); CodeOf(err) != CodeInternal {
+		t.Fatalf("an unregistered decision gives code %q, want internal", CodeOf(err))
+	}
+	for _, bad := range []struct {
+		code   Code
+		status int
+	}{
+		{mine, http.StatusConflict},         // another status
+		{CodeConflict, http.StatusConflict}, // shared
+		{"", http.StatusConflict},           // empty
+		{"Has-Caps", http.StatusConflict},   // malformed
+		{"errs_test_ok", http.StatusOK},     // not an error status
+		{"errs_test_big", 600},              // no HTTP status
+	} {
+		if err := Register(bad.code, bad.status); err == nil {
+			t.Errorf("Register(%q, %d) accepted", bad.code, bad.status)
+		}
+	}
+	if Known("errs_test_ok") || Known("errs_test_big") || Status(mine) != http.StatusTeapot || Status(CodeConflict) != http.StatusConflict {
+		t.Fatal("a refused registration changed the set")
 	}
 }

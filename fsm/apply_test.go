@@ -22,8 +22,8 @@ type scratchRow struct {
 }
 
 const (
-	cmdWriteThenFail  log.Type = 90
-	cmdWriteThenPanic log.Type = 91
+	cmdWriteThenFail  log.Type = 900
+	cmdWriteThenPanic log.Type = 901
 )
 
 func misbehaving() fsm.Module {
@@ -31,12 +31,13 @@ func misbehaving() fsm.Module {
 		return tx.Insert("scratch", &scratchRow{ID: fmt.Sprint(tx.Index)})
 	}
 	return fsm.Module{
-		Name: "misbehaving",
+		Name:  "misbehaving",
+		Types: fsm.TypeRange{First: 900, Last: 999}, // left to tests
 		Tables: []fsm.Table{{New: func() any { return new(scratchRow) }, Schema: &memdb.TableSchema{
 			Name:    "scratch",
 			Indexes: map[string]*memdb.IndexSchema{"id": {Name: "id", Unique: true, Indexer: &memdb.StringFieldIndex{Field: "ID"}}},
 		}}},
-		Queries: []fsm.QuerySpec{{Type: 90, Name: "scratch_count", Run: func(rt *fsm.ReadTx, _ []byte) (any, error) {
+		Queries: []fsm.QuerySpec{{Type: 900, Name: "scratch_count", Run: func(rt *fsm.ReadTx, _ []byte) (any, error) {
 			it, err := rt.Txn.Get("scratch", "id")
 			if err != nil {
 				return nil, err
@@ -110,7 +111,7 @@ func TestBatchWithFailureAfterWriteIsAllOrNothingPerCommand(t *testing.T) {
 		t.Fatalf("state differs: batched %d/%x, single %d/%x", ia, ha, ib, hb)
 	}
 	// Nothing the failed commands wrote survived.
-	out, err := batched.Query(identity.Principal{}, fsm.Query{Type: 90})
+	out, err := batched.Query(identity.Principal{}, fsm.Query{Type: 900})
 	var scratch int
 	if err != nil || log.Unmarshal(out, &scratch) != nil || scratch != 0 {
 		t.Fatalf("scratch rows after failed commands: %d (%v), want 0", scratch, err)

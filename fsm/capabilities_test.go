@@ -188,7 +188,7 @@ func TestEqualStatesHashEquallyAcrossBinaries(t *testing.T) {
 func TestTicksRunInNameOrderForEnabledDomains(t *testing.T) {
 	var order []string
 	module := func(name string, typ log.Type) fsm.Module {
-		return fsm.Module{Name: name,
+		return fsm.Module{Name: name, Types: fsm.TypeRange{First: uint16(typ), Last: uint16(typ)},
 			Commands: []fsm.CommandSpec{{Type: typ, Name: name + "_cmd", MaxVersion: 1, Apply: func(*fsm.Tx, *log.Command) (any, error) { return nil, nil }}},
 			Tick:     func(*fsm.Tx, int) error { order = append(order, name); return nil }}
 	}

@@ -90,6 +90,8 @@ const coreModuleName = "core"
 func coreModule() Module {
 	return Module{
 		Name: coreModuleName,
+		// The core owns 1-9 (ticks, members, enable, cluster id).
+		Types: TypeRange{First: 1, Last: 9},
 		Tables: []Table{
 			{New: func() any { return new(meta) }, Schema: &memdb.TableSchema{
 				Name: tableMeta,

@@ -69,8 +69,11 @@
 // transaction is aborted, so one bad command cannot take down every replica;
 // the fuzz tests exist to make sure that path is never taken.
 //
-// Command and query type numbers are allocated per package: the core owns
-// 1-9, the node primitives (package nodes) 10-99, authority 100-199,
-// capacity 200-299, workitem 300-399, allocation 400-499, projection
-// 500-599.
+// Command and query types share one numbering, allocated in blocks: each
+// module declares the block it owns (Module.Types, a TypeRange), New
+// refuses a command or query outside its module's block and two modules
+// whose blocks overlap, so a new domain cannot take a number another one
+// uses. The declarations are the allocation table: the core's in
+// coreModule (core_tables.go), each domain's in its package's Module.
+// Tests keep to 900-999.
 package fsm

@@ -14,9 +14,9 @@ import (
 )
 
 const (
-	cmdOrderedEffect log.Type = 92 // writes a scratch row, registers an effect
-	cmdFailedEffect  log.Type = 93 // registers an effect, then fails
-	cmdBadEffect     log.Type = 94 // registers an effect that fails
+	cmdOrderedEffect log.Type = 902 // writes a scratch row, registers an effect
+	cmdFailedEffect  log.Type = 903 // registers an effect, then fails
+	cmdBadEffect     log.Type = 904 // registers an effect that fails
 )
 
 // effecting is a module whose commands register effects. Each effect
@@ -27,7 +27,7 @@ func effecting(f **fsm.FSM, seen *[][2]uint64) fsm.Module {
 	m := misbehaving()
 	m.Name = "effecting"
 	count := func() uint64 {
-		out, err := (*f).Query(identity.Principal{}, fsm.Query{Type: 90})
+		out, err := (*f).Query(identity.Principal{}, fsm.Query{Type: 900})
 		var n uint64
 		if err != nil || log.Unmarshal(out, &n) != nil {
 			return 1 << 60

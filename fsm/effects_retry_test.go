@@ -16,7 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-const cmdKeyedEffect log.Type = 97 // payload: the key its effect writes
+const cmdKeyedEffect log.Type = 907 // payload: the key its effect writes
 
 // disk is what keyed effects write: per key, the index of the last
 // effect that wrote it; it fails while broken.
@@ -44,7 +44,8 @@ func (d *disk) of(key string) uint64 {
 
 func keyedModule(d *disk) fsm.Module {
 	return fsm.Module{
-		Name: "keyed",
+		Name:  "keyed",
+		Types: fsm.TypeRange{First: 900, Last: 999}, // left to tests
 		Commands: []fsm.CommandSpec{{Type: cmdKeyedEffect, Name: "keyed_effect", MaxVersion: 1, Apply: func(tx *fsm.Tx, cmd *log.Command) (any, error) {
 			var key string
 			if err := fsm.DecodePayload(cmd.Payload, &key); err != nil {

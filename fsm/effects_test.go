@@ -18,13 +18,13 @@ import (
 // How an effectful command ends. Every kind registers its effect first,
 // so only the FSM decides whether it runs.
 const (
-	effOK          = "ok"         // writes, succeeds
-	effRefused     = "refused"    // writes, Tx.Refuse: commits
-	effFailDirty   = "fail_dirty" // writes, then fails: the batch is retried one by one
-	effFailClean   = "fail_clean" // fails without writing
-	effPanic       = "panic"      // writes, then panics
-	cmdEffect      = log.Type(95) // payload: effectCmd
-	queryEffectRow = fsm.QueryType(95)
+	effOK          = "ok"          // writes, succeeds
+	effRefused     = "refused"     // writes, Tx.Refuse: commits
+	effFailDirty   = "fail_dirty"  // writes, then fails: the batch is retried one by one
+	effFailClean   = "fail_clean"  // fails without writing
+	effPanic       = "panic"       // writes, then panics
+	cmdEffect      = log.Type(905) // payload: effectCmd
+	queryEffectRow = fsm.QueryType(905)
 )
 
 type effectCmd struct {
@@ -59,7 +59,8 @@ func (l *effectLog) run(index uint64) error {
 
 func effectModule(l *effectLog) fsm.Module {
 	return fsm.Module{
-		Name: "effects",
+		Name:  "effects",
+		Types: fsm.TypeRange{First: 900, Last: 999}, // left to tests
 		Tables: []fsm.Table{{New: func() any { return new(effectRow) }, Schema: &memdb.TableSchema{
 			Name:    "effect_rows",
 			Indexes: map[string]*memdb.IndexSchema{"id": {Name: "id", Unique: true, Indexer: &memdb.UintFieldIndex{Field: "ID"}}},
@@ -147,8 +148,9 @@ func TestEffectsRunOncePerCommittedCommandInLogOrder(t *testing.T) {
 func TestEffectFailureChangesNothing(t *testing.T) {
 	var ran []string
 	mod := fsm.Module{
-		Name: "fx",
-		Commands: []fsm.CommandSpec{{Type: 96, Name: "fx", MaxVersion: 1, Apply: func(tx *fsm.Tx, cmd *log.Command) (any, error) {
+		Name:  "fx",
+		Types: fsm.TypeRange{First: 900, Last: 999},
+		Commands: []fsm.CommandSpec{{Type: 906, Name: "fx", MaxVersion: 1, Apply: func(tx *fsm.Tx, cmd *log.Command) (any, error) {
 			tx.AfterCommit("fails", func() error { ran = append(ran, "fails"); return fmt.Errorf("disk full") })
 			tx.AfterCommit("panics", func() error { ran = append(ran, "panics"); panic("bug") })
 			tx.AfterCommit("works", func() error { ran = append(ran, "works"); return nil })
@@ -159,7 +161,7 @@ func TestEffectFailureChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := f.Apply(entry(t, 1, 96, map[string]string{})).(*fsm.Response)
+	res := f.Apply(entry(t, 1, 906, map[string]string{})).(*fsm.Response)
 	var out string
 	if res.Err != nil || log.Unmarshal(res.Result, &out) != nil || out != "done" {
 		t.Fatalf("result %+v, want done", res)

@@ -114,6 +114,9 @@ func New(cfg Config) (*FSM, error) {
 			return nil, err
 		}
 	}
+	if err := disjointRanges(modules); err != nil {
+		return nil, err
+	}
 	f.served = ServedBy(cfg.Modules...) // core included
 	if err := f.served.Validate(); err != nil {
 		return nil, fmt.Errorf("fsm: modules serve an invalid set: %w", err)
@@ -146,7 +149,29 @@ func (f *FSM) committed(m *meta) {
 	f.enabled.Store(m.Enabled)
 }
 
+// disjointRanges refuses two modules whose type ranges overlap: each
+// module owns its block of command and query types (Module.Types), so a
+// domain added later cannot take a number another one uses, even one it
+// has not registered yet. Quadratic in the number of modules, a handful.
+func disjointRanges(modules []Module) error {
+	for i := range modules {
+		a := modules[i]
+		if !a.Types.valid() {
+			continue // a module without commands or queries may own none
+		}
+		for _, b := range modules[i+1:] {
+			if b.Types.valid() && a.Types.overlaps(b.Types) {
+				return fmt.Errorf("fsm: the type ranges of modules %q (types %s) and %q (types %s) overlap", a.Name, a.Types, b.Name, b.Types)
+			}
+		}
+	}
+	return nil
+}
+
 func (f *FSM) register(m *Module) error {
+	if (len(m.Commands) > 0 || len(m.Queries) > 0) && !m.Types.valid() {
+		return fmt.Errorf("fsm: module %s: declares no type range (Module.Types %s), yet has commands or queries", m.Name, m.Types)
+	}
 	for _, t := range m.Tables {
 		name := t.Schema.Name
 		if _, dup := f.schema.Tables[name]; dup {
@@ -166,6 +191,9 @@ func (f *FSM) register(m *Module) error {
 		if c.LedgerTenant != nil && (c.LedgerTenantFrom == 0 || c.LedgerTenantFrom > c.MaxVersion) {
 			return fmt.Errorf("fsm: module %s: command %q keys its ledger by tenant from version %d, outside 1..%d", m.Name, c.Name, c.LedgerTenantFrom, c.MaxVersion)
 		}
+		if !m.Types.Contains(uint16(c.Type)) {
+			return fmt.Errorf("fsm: module %s: command %q type %d is outside its range %s", m.Name, c.Name, c.Type, m.Types)
+		}
 		if prev, dup := f.commands[c.Type]; dup {
 			return fmt.Errorf("fsm: module %s: command type %d used by %q and %q", m.Name, c.Type, prev.Name, c.Name)
 		}
@@ -176,6 +204,9 @@ func (f *FSM) register(m *Module) error {
 		q := &m.Queries[i]
 		if q.Type == 0 || q.Run == nil {
 			return fmt.Errorf("fsm: module %s: query %q needs a type and a handler", m.Name, q.Name)
+		}
+		if !m.Types.Contains(uint16(q.Type)) {
+			return fmt.Errorf("fsm: module %s: query %q type %d is outside its range %s", m.Name, q.Name, q.Type, m.Types)
 		}
 		if prev, dup := f.queries[q.Type]; dup {
 			return fmt.Errorf("fsm: module %s: query type %d used by %q and %q", m.Name, q.Type, prev.Name, q.Name)

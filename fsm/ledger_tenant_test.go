@@ -19,7 +19,7 @@ import (
 // row) and a second run (a new row) tell themselves apart. Its ledger
 // is keyed by the tenant its scope "tenant:<name>" names from version 2
 // on.
-const cmdTally log.Type = 92
+const cmdTally log.Type = 902
 
 type tallyRow struct {
 	Index uint64 `msgpack:"index"`
@@ -27,12 +27,13 @@ type tallyRow struct {
 
 func tallied() fsm.Module {
 	return fsm.Module{
-		Name: "tallied",
+		Name:  "tallied",
+		Types: fsm.TypeRange{First: 900, Last: 999}, // left to tests
 		Tables: []fsm.Table{{New: func() any { return new(tallyRow) }, Schema: &memdb.TableSchema{
 			Name:    "tally",
 			Indexes: map[string]*memdb.IndexSchema{"id": {Name: "id", Unique: true, Indexer: &memdb.UintFieldIndex{Field: "Index"}}},
 		}}},
-		Queries: []fsm.QuerySpec{{Type: 92, Name: "tally_count", Run: func(rt *fsm.ReadTx, _ []byte) (any, error) {
+		Queries: []fsm.QuerySpec{{Type: 902, Name: "tally_count", Run: func(rt *fsm.ReadTx, _ []byte) (any, error) {
 			it, err := rt.Txn.Get("tally", "id")
 			if err != nil {
 				return nil, err
@@ -167,7 +168,7 @@ func TestLedgerTenantVersionMustBeServed(t *testing.T) {
 
 func tallyRows(t *testing.T, l *fsmtest.Local) int {
 	t.Helper()
-	raw, err := l.Query(context.Background(), fsm.Query{Type: 92})
+	raw, err := l.Query(context.Background(), fsm.Query{Type: 902})
 	if err != nil {
 		t.Fatal(err)
 	}

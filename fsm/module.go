@@ -3,6 +3,7 @@ package fsm
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/identity"
@@ -14,8 +15,18 @@ import (
 // Module is one unit of replicated state: its tables, the commands that
 // change them and the queries that read them. Its Name is its domain's
 // name in capabilities.
+//
+// A Module value is a description: the function that returns one (a
+// domain's Module) builds nothing else, so a host may call it as often
+// as it likes (to check a set of domains, to compose an FSM).
 type Module struct {
-	Name     string
+	Name string
+	// Types is the block of command and query type numbers the module
+	// owns: every command and query it registers has a type inside it,
+	// and New refuses two modules whose blocks overlap. A module with
+	// commands or queries must declare one; the declarations of the
+	// built-in modules are the allocation table (see the package doc).
+	Types    TypeRange
 	Tables   []Table
 	Commands []CommandSpec
 	Queries  []QuerySpec
@@ -35,6 +46,24 @@ type Module struct {
 	// kind belongs to one module.
 	EventValues map[string]EventValue
 }
+
+// TypeRange is a block of type numbers, First to Last inclusive. Command
+// types (log.Type) and query types (QueryType) share the numbering: a
+// module's range holds both.
+type TypeRange struct {
+	First, Last uint16
+}
+
+// valid reports whether r is a block at all: types start at 1.
+func (r TypeRange) valid() bool { return r.First >= 1 && r.First <= r.Last }
+
+// Contains reports whether type t lies in r.
+func (r TypeRange) Contains(t uint16) bool { return t >= r.First && t <= r.Last }
+
+// overlaps reports whether r and o share a type.
+func (r TypeRange) overlaps(o TypeRange) bool { return r.First <= o.Last && o.First <= r.Last }
+
+func (r TypeRange) String() string { return fmt.Sprintf("%d-%d", r.First, r.Last) }
 
 // Effect is work outside the replicated state that a command asks for,
 // such as writing a file. It runs after the command's transaction has

@@ -18,8 +18,8 @@ import (
 )
 
 const (
-	cmdOutbox     log.Type = 92 // emits n payload events and answers their sequences
-	cmdOutboxFail log.Type = 93 // emits one, then fails
+	cmdOutbox     log.Type = 902 // emits n payload events and answers their sequences
+	cmdOutboxFail log.Type = 903 // emits one, then fails
 )
 
 type outboxCmd struct {
@@ -48,7 +48,7 @@ func outboxModule() fsm.Module {
 		}
 		return seqs, nil
 	}
-	return fsm.Module{Name: "outbox", Commands: []fsm.CommandSpec{
+	return fsm.Module{Name: "outbox", Types: fsm.TypeRange{First: 900, Last: 999}, Commands: []fsm.CommandSpec{
 		{Type: cmdOutbox, Name: "outbox", MaxVersion: 1, Apply: func(tx *fsm.Tx, cmd *log.Command) (any, error) {
 			return emit(tx, cmd)
 		}},

@@ -26,11 +26,12 @@ type brittleRow struct {
 
 func (*brittleRow) DecodeMsgpack(*msgpack.Decoder) error { panic("decoder bug") }
 
-const cmdBrittle log.Type = 92
+const cmdBrittle log.Type = 902
 
 func brittle() fsm.Module {
 	return fsm.Module{
-		Name: "brittle",
+		Name:  "brittle",
+		Types: fsm.TypeRange{First: 900, Last: 999}, // left to tests
 		Tables: []fsm.Table{{New: func() any { return new(brittleRow) }, Schema: &memdb.TableSchema{
 			Name:    "brittle",
 			Indexes: map[string]*memdb.IndexSchema{"id": {Name: "id", Unique: true, Indexer: &memdb.StringFieldIndex{Field: "ID"}}},
@@ -172,11 +173,12 @@ type plainRow struct {
 	Attrs map[string]string `msgpack:"attrs"`
 }
 
-const cmdPlain log.Type = 93
+const cmdPlain log.Type = 903
 
 func plain() fsm.Module {
 	return fsm.Module{
-		Name: "plain",
+		Name:  "plain",
+		Types: fsm.TypeRange{First: 900, Last: 999}, // left to tests
 		Tables: []fsm.Table{{New: func() any { return new(plainRow) }, Schema: &memdb.TableSchema{
 			Name:    "plain",
 			Indexes: map[string]*memdb.IndexSchema{"id": {Name: "id", Unique: true, Indexer: &memdb.StringFieldIndex{Field: "ID"}}},

@@ -6,7 +6,6 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
-	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/statestore"
 	"github.com/arbiterhq/arbiter/log"
 	memdb "github.com/hashicorp/go-memdb"
@@ -17,10 +16,14 @@ const (
 	tableLabels = "node_labels"
 )
 
-// Module is the FSM module of the node primitives.
-func Module() fsm.Module {
+// Module is the FSM module of the node primitives. opts name the
+// in-server adapters it accepts in place of the admin role
+// (AcceptAdapters; none without).
+func Module(opts ...Option) fsm.Module {
+	a := newAccess(opts)
 	return fsm.Module{
-		Name: Name,
+		Name:  Name,
+		Types: fsm.TypeRange{First: 10, Last: 99},
 		Tables: []fsm.Table{
 			{New: func() any { return new(storedNode) }, Schema: &memdb.TableSchema{
 				Name: tableNodes,
@@ -38,12 +41,12 @@ func Module() fsm.Module {
 		},
 		Commands: []fsm.CommandSpec{
 			// 2: set_index (fields set to the entry's log index; see IndexFields)
-			{Type: CmdCreate, Name: "node_create", MaxVersion: IndexVersion, Apply: applyCreateNode},
-			{Type: CmdCAS, Name: "node_cas", MaxVersion: IndexVersion, Apply: applyCAS},
+			{Type: CmdCreate, Name: "node_create", MaxVersion: IndexVersion, Apply: a.applyCreateNode},
+			{Type: CmdCAS, Name: "node_cas", MaxVersion: IndexVersion, Apply: a.applyCAS},
 		},
 		Queries: []fsm.QuerySpec{
-			{Type: QueryGet, Name: "node_get", Run: runGetNode},
-			{Type: QueryByLabel, Name: "nodes_by_label", Run: runNodesByLabel},
+			{Type: QueryGet, Name: "node_get", Run: a.runGetNode},
+			{Type: QueryByLabel, Name: "nodes_by_label", Run: a.runNodesByLabel},
 			{Type: QueryIndexFields, Name: "node_index_fields", Run: runIndexFields},
 		},
 		EventValues: map[string]fsm.EventValue{"node_create": nodeEventValue, "node_cas": nodeEventValue},
@@ -67,8 +70,8 @@ func nodeEventValue(rt *fsm.ReadTx, key string, index uint64) (json.RawMessage, 
 
 // applyCreateNode stores the node unless one with the same id exists; the
 // first writer in log order wins, every later one reads the winner.
-func applyCreateNode(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	if err := rawAccess(tx.Principal, tx.Adapter); err != nil {
+func (a access) applyCreateNode(tx *fsm.Tx, cmd *log.Command) (any, error) {
+	if err := a.raw(tx.Principal, tx.Adapter); err != nil {
 		return nil, err
 	}
 	c, err := decodeCreate(cmd)
@@ -132,8 +135,8 @@ func create(tx *fsm.Tx, v uint16, c createArgs) (any, error) {
 
 // applyCAS checks every condition against the stored node and, only if all
 // hold, applies every update in the same step.
-func applyCAS(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	if err := rawAccess(tx.Principal, tx.Adapter); err != nil {
+func (a access) applyCAS(tx *fsm.Tx, cmd *log.Command) (any, error) {
+	if err := a.raw(tx.Principal, tx.Adapter); err != nil {
 		return nil, err
 	}
 	c, err := decodeCAS(cmd)
@@ -217,17 +220,6 @@ func compareAndSet(tx *fsm.Tx, v uint16, c *CASCommand) (any, error) {
 	}
 	tx.Emit("node_cas", next.NodeID, "")
 	return CASResult{Swapped: true, Node: next.clone()}, nil
-}
-
-// rawAccess guards the node primitives. They are the engine's native API
-// and know nothing of tenants, so only an admin may use them directly; a
-// tenant's caller reaches them through an in-server adapter (such as the
-// concept authority) that checked its tenant and role first.
-func rawAccess(p identity.Principal, adapter string) error {
-	if adapter != "" || p.HasRole(identity.RoleAdmin) {
-		return nil
-	}
-	return errs.Errorf(errs.CodeForbidden, "the raw node API needs the admin role")
 }
 
 // getNode is a copy of the stored node id, the caller's to change, or nil.

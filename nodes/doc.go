@@ -14,11 +14,13 @@
 // never goes backwards, also across a restored backup.
 //
 // The primitives know nothing of tenants: only an admin, or an in-server
-// adapter that checked its caller first (the concept authority), may use
-// them. Client is the typed API over any fsm.Proposer and fsm.Reader.
-// A module built on them may apply a create or CAS inside a command of
-// its own (ApplyCreate, ApplyCAS; embed.go), so that a check of its own
-// state and the node write are one log entry.
+// adapter the module lists (AcceptAdapters: domain/builtin lists the
+// concept authority, which checks its caller first), may use them; the
+// list is static module configuration, the same on every replica.
+// Client is the typed API over any fsm.Proposer and fsm.Reader. A module
+// built on them may apply a create or CAS inside a command of its own
+// (Embed, then ApplyCreate, ApplyCAS; embed.go), so that a check of its
+// own state and the node write are one log entry.
 //
-// Command and query types 10-19.
+// Command and query types: the module declares 10-99 (fsm.Module.Types).
 package nodes

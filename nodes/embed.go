@@ -13,9 +13,20 @@ import (
 // one log entry, on every replica alike. The node command travels in the
 // module's payload as the version and bytes it would have as a command of
 // its own (CreateRequest.Command, CASRequest.Command); the module's
-// handler passes them to ApplyCreate or ApplyCAS, which check the
-// caller's access as node_create and node_cas do and answer what they
-// answer (a CreateResult, a CASResult).
+// handler passes them to the ApplyCreate or ApplyCAS of its Embedded
+// (Embed, built with the adapters it accepts, as static as a module's
+// own configuration), which check the caller's access as node_create and
+// node_cas do and answer what they answer (a CreateResult, a CASResult).
+
+// Embedded applies node commands inside another module's commands, with
+// the access its options give (AcceptAdapters).
+type Embedded struct{ a access }
+
+// Embed returns what a module built on the node primitives applies node
+// commands with inside its own commands. opts name the in-server
+// adapters accepted in place of the admin role (AcceptAdapters), under
+// the same rule as the module's: every replica must be given the same.
+func Embed(opts ...Option) Embedded { return Embedded{a: newAccess(opts)} }
 
 // Command is the node_create command req asks for: its version and its
 // payload.
@@ -52,8 +63,8 @@ func (req CASRequest) Command() (uint16, []byte, error) {
 // after bind) or refuse the create with an error. A node that exists is
 // answered as node_create answers it (created false, the stored node),
 // without calling bind.
-func ApplyCreate(tx *fsm.Tx, v uint16, payload []byte, bind func(*CreateCommand) error) (any, error) {
-	if err := embedded(tx, CmdCreate, v); err != nil {
+func (e Embedded) ApplyCreate(tx *fsm.Tx, v uint16, payload []byte, bind func(*CreateCommand) error) (any, error) {
+	if err := e.embedded(tx, CmdCreate, v); err != nil {
 		return nil, err
 	}
 	c, err := decodeCreateReflective(&log.Command{Type: CmdCreate, Version: v, Payload: payload})
@@ -78,8 +89,8 @@ func ApplyCreate(tx *fsm.Tx, v uint16, payload []byte, bind func(*CreateCommand)
 // handler whose transaction tx is. bind is called with the decoded
 // command before anything is checked: it may change its updates
 // (canonical JSON values) or refuse the CAS with an error.
-func ApplyCAS(tx *fsm.Tx, v uint16, payload []byte, bind func(*CASCommand) error) (any, error) {
-	if err := embedded(tx, CmdCAS, v); err != nil {
+func (e Embedded) ApplyCAS(tx *fsm.Tx, v uint16, payload []byte, bind func(*CASCommand) error) (any, error) {
+	if err := e.embedded(tx, CmdCAS, v); err != nil {
 		return nil, err
 	}
 	c, err := decodeCAS(&log.Command{Type: CmdCAS, Version: v, Payload: payload})
@@ -97,12 +108,12 @@ func ApplyCAS(tx *fsm.Tx, v uint16, payload []byte, bind func(*CASCommand) error
 // enabled is refused as the FSM refuses it (unavailable); so is every
 // version above 1 in ungated state, where EnabledVersion is 1 (a module
 // sends one only where the cluster enables it, see IndexFieldsEnabled).
-func embedded(tx *fsm.Tx, t log.Type, v uint16) error {
+func (e Embedded) embedded(tx *fsm.Tx, t log.Type, v uint16) error {
 	if v < 1 || v > IndexVersion {
 		return errs.Errorf(errs.CodeInvalid, "node command type %d: unsupported version %d (1 to %d)", t, v, IndexVersion)
 	}
 	if v > 1 && tx.EnabledVersion(t) < v {
 		return errs.Errorf(errs.CodeUnavailable, "node command type %d version %d is not enabled in this cluster", t, v)
 	}
-	return rawAccess(tx.Principal, tx.Adapter)
+	return e.a.raw(tx.Principal, tx.Adapter)
 }

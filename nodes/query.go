@@ -29,8 +29,8 @@ type Page struct {
 	NextCursor string `msgpack:"next_cursor" json:"next_cursor"`
 }
 
-func runGetNode(rt *fsm.ReadTx, payload []byte) (any, error) {
-	if err := rawAccess(rt.Principal, rt.Adapter); err != nil {
+func (a access) runGetNode(rt *fsm.ReadTx, payload []byte) (any, error) {
+	if err := a.raw(rt.Principal, rt.Adapter); err != nil {
 		return nil, err
 	}
 	var q GetQuery
@@ -50,8 +50,8 @@ func runGetNode(rt *fsm.ReadTx, payload []byte) (any, error) {
 	return *n, nil
 }
 
-func runNodesByLabel(rt *fsm.ReadTx, payload []byte) (any, error) {
-	if err := rawAccess(rt.Principal, rt.Adapter); err != nil {
+func (a access) runNodesByLabel(rt *fsm.ReadTx, payload []byte) (any, error) {
+	if err := a.raw(rt.Principal, rt.Adapter); err != nil {
 		return nil, err
 	}
 	var q LabelQuery

@@ -14,7 +14,8 @@ import (
 	"github.com/arbiterhq/arbiter/log"
 )
 
-// Node primitive command and query types.
+// Node primitive command and query types, inside the range 10-99 the
+// module declares (Module: fsm.Module.Types).
 const (
 	CmdCreate    log.Type      = 10
 	CmdCAS       log.Type      = 11

@@ -80,7 +80,10 @@
 // 2 s for the lock fails closed). The root must exist (a missing one may
 // be an unmounted volume: it is never created); the writer creates
 // hook-projections and the target directories (never through a symlink)
-// and removes temp files a crashed writer left.
+// and removes temp files a crashed writer left. The node's writer is made
+// on first use (the first acquire, publish, restored hook or publish
+// route), never by Module(), which only describes the module: a host may
+// call it before the flags that name the root are parsed.
 // No request field names or influences a path: the only path component
 // taken from the state is a target id of the derived form, checked again
 // before it is joined. The writer never writes a publication older than

@@ -68,19 +68,31 @@ type projectionDomain struct {
 	configFile string
 	observe    func(Event)
 
-	once sync.Once
-	w    *writer
-
-	mu      sync.Mutex
+	mu sync.Mutex
+	// w is the node's one writer, made on its first use (writer), never
+	// by module: Module() is a description, which a host may call
+	// before the flags that name the root are parsed.
+	w       *writer
 	wantTTL int64         // the lease_ttl_ms to propose (0: none)
 	reload  chan struct{} // a new wantTTL to propose
 }
 
-// module builds the node's module around its one writer, made on first
-// use, once the flags are parsed.
-func (d *projectionDomain) module() fsm.Module {
-	d.once.Do(func() { d.w = newWriter(d.root, d.observe) })
-	return module(d.w)
+// module describes the node's module; its commands reach the node's
+// writer through d.writer.
+func (d *projectionDomain) module() fsm.Module { return module(d.writer) }
+
+// writer is the node's one writer, made on first use: by the first
+// command or restored hook that has work for it (on the FSM's goroutine)
+// or publish route, after the flags were parsed and Load checked the
+// root. Making it touches no file and changes no state and no result, so
+// it may happen inside Apply.
+func (d *projectionDomain) writer() *writer {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.w == nil {
+		d.w = newWriter(d.root, d.observe)
+	}
+	return d.w
 }
 
 func (d *projectionDomain) flags(fs *flag.FlagSet) {
@@ -100,9 +112,11 @@ func (d *projectionDomain) load() error {
 		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
 			return fmt.Errorf("--projection-root %s is not an existing directory", abs)
 		}
-		if d.w == nil {
+		d.mu.Lock()
+		if d.w == nil { // the root a writer writes under does not move
 			d.root = abs
 		}
+		d.mu.Unlock()
 	}
 	if d.configFile == "" {
 		return nil
@@ -164,52 +178,45 @@ func proposeConfig(ctx context.Context, svc *Service, h domain.Host, ttl int64) 
 func (d *projectionDomain) routes(h domain.Host) []domain.Route {
 	s := NewService(h, h)
 	// A publish served here refuses when this node's root is gone.
-	s.rootError = func() error {
-		if d.w == nil {
-			return nil
-		}
-		return d.w.rootError()
-	}
-	consistency := []string{"consistency"}
-	target := func(read func(context.Context, string, fsm.Consistency) (*TargetView, error)) func(context.Context, domain.Params) (*TargetView, error) {
-		return func(ctx context.Context, p domain.Params) (*TargetView, error) {
-			c, err := p.Consistency()
-			if err != nil {
-				return nil, err
-			}
-			return read(ctx, p.String("target_id"), c)
-		}
-	}
+	s.rootError = func() error { return d.writer().rootError() }
 	return []domain.Route{
-		{Method: http.MethodPut, Path: "/v1/projection/config", Access: domain.Admin, Handler: domain.JSON(s.SetConfig, nil)},
-		domain.Get("/v1/projection/config", domain.Authenticated, consistency, func(ctx context.Context, p domain.Params) (*Config, error) {
-			c, err := p.Consistency()
-			if err != nil {
-				return nil, err
-			}
-			return s.Config(ctx, c)
-		}),
-		domain.Post("/v1/projection/targets", domain.Authenticated, s.RegisterTarget, func(r *TargetResult) int {
-			if r.Created {
-				return http.StatusCreated
-			}
-			return http.StatusOK
-		}),
-		domain.Get("/v1/projection/targets/{target_id}", domain.Authenticated, consistency, target(s.Target)),
-		domain.Get("/v1/projection/targets/{target_id}/current", domain.Authenticated, consistency, func(ctx context.Context, p domain.Params) (*json.RawMessage, error) {
-			c, err := p.Consistency()
-			if err != nil {
-				return nil, err
-			}
-			b, err := s.Current(ctx, p.String("target_id"), c)
-			return &b, err
-		}),
-		domain.Post("/v1/projection/channels/submit", domain.Authenticated, s.Submit, nil),
-		domain.Post("/v1/projection/leases/acquire", domain.Authenticated, s.Acquire, nil),
-		domain.Post("/v1/projection/publish", domain.Authenticated, s.Publish, nil),
-		domain.Post("/v1/projection/leases/release", domain.Authenticated, s.Release, nil),
+		domain.Endpoint[ConfigRequest, Config]{Method: http.MethodPut, Path: "/v1/projection/config", Access: domain.Admin,
+			Call: s.SetConfig, Errors: domain.ResultInDetail}.Route(),
+		domain.Endpoint[consistencyQuery, Config]{Method: http.MethodGet, Path: "/v1/projection/config", Access: domain.Authenticated,
+			Call: func(ctx context.Context, q consistencyQuery) (*Config, error) { return s.Config(ctx, q.Consistency) }}.Route(),
+		domain.Endpoint[TargetRequest, TargetResult]{Method: http.MethodPost, Path: "/v1/projection/targets", Access: domain.Authenticated,
+			Call: s.RegisterTarget, Status: func(r *TargetResult) int {
+				if r.Created {
+					return http.StatusCreated
+				}
+				return http.StatusOK
+			}, Statuses: []int{http.StatusCreated, http.StatusOK}, Errors: domain.ResultInDetail}.Route(),
+		domain.Endpoint[targetPath, TargetView]{Method: http.MethodGet, Path: "/v1/projection/targets/{target_id}", Access: domain.Authenticated,
+			Call: func(ctx context.Context, q targetPath) (*TargetView, error) {
+				return s.Target(ctx, q.TargetID, q.Consistency)
+			}}.Route(),
+		domain.Endpoint[targetPath, json.RawMessage]{Method: http.MethodGet, Path: "/v1/projection/targets/{target_id}/current", Access: domain.Authenticated,
+			Call: func(ctx context.Context, q targetPath) (*json.RawMessage, error) {
+				b, err := s.Current(ctx, q.TargetID, q.Consistency)
+				return &b, err
+			}}.Route(),
+		domain.Post("/v1/projection/channels/submit", domain.Authenticated, s.Submit),
+		domain.Post("/v1/projection/leases/acquire", domain.Authenticated, s.Acquire),
+		domain.Post("/v1/projection/publish", domain.Authenticated, s.Publish),
+		domain.Post("/v1/projection/leases/release", domain.Authenticated, s.Release),
 	}
 }
+
+// The path and query parameters of the GET routes.
+type (
+	consistencyQuery struct {
+		Consistency fsm.Consistency `query:"consistency"`
+	}
+	targetPath struct {
+		TargetID    string          `path:"target_id"`
+		Consistency fsm.Consistency `query:"consistency"`
+	}
+)
 
 // How proposeConfig backs off while the cluster cannot take the
 // configuration yet.

@@ -126,7 +126,7 @@ func TestHTTPRoutes(t *testing.T) {
 		status int
 		code   errs.Code
 	}{
-		{"a regressed watermark", router.ID, sub(4, "four"), 409, errs.CodeStaleWatermark},
+		{"a regressed watermark", router.ID, sub(4, "four"), 409, projection.CodeStaleWatermark},
 		{"the other producer", frontier.ID, sub(6, "six"), 403, errs.CodeForbidden},
 		{"the agent", agent.ID, sub(6, "six"), 403, errs.CodeForbidden},
 		{"an unknown target", router.ID, projection.SubmitRequest{TargetID: unknown, Channel: route, SourceWatermark: 6, Envelope: sub(6, "x").Envelope}, 404, errs.CodeNotFound},

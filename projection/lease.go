@@ -90,8 +90,8 @@ func (h handlers) applyAcquire(tx *fsm.Tx, cmd *log.Command) (any, error) {
 		return nil, errs.Errorf(errs.CodeInternal, "store lease: %v", err)
 	}
 	tx.Emit("projection_lease", c.TargetID, "")
-	if h.w != nil {
-		h.w.granted(tx, l.TargetID, l.FencingEpoch)
+	if w := h.writer(); w != nil {
+		w.granted(tx, l.TargetID, l.FencingEpoch)
 	}
 	return &Lease{TargetID: l.TargetID, FencingEpoch: l.FencingEpoch, ExpiresAtMs: l.ExpiresAtMs}, nil
 }

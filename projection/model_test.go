@@ -190,7 +190,7 @@ func (pm *projMachine) modelSubmit(target, channel, who string, w uint64, body s
 		pm.m.channels[key] = &mChannel{watermark: w, body: body, expires: expires, captured: pm.m.now}
 		return ""
 	case w < c.watermark:
-		return errs.CodeStaleWatermark
+		return projection.CodeStaleWatermark
 	case body == c.body && expires == c.expires:
 		return ""
 	default:

@@ -5,7 +5,8 @@ import (
 	"github.com/arbiterhq/arbiter/log"
 )
 
-// Command and query types (projection owns 500-599).
+// Command and query types, inside the range 500-599 the module declares
+// (module: fsm.Module.Types).
 const (
 	CmdSetConfig      log.Type      = 500
 	CmdRegisterTarget log.Type      = 501
@@ -23,13 +24,18 @@ const (
 // bound to its runtime root.
 func Module() fsm.Module { return module(nil) }
 
-// module builds the module; w, if not nil, is this node's writer: the
-// publish command hands it the publication as an effect after commit,
-// and the restored hook brings its files up to a restored state.
-func module(w *writer) fsm.Module {
-	h := handlers{w: w}
+// module describes the module and builds nothing else: a host may call
+// it as often as it likes. writer, if not nil, gives this node's writer
+// when a command or the restored hook has work for it (it makes the
+// writer on its first call, by then the flags are parsed): the acquire
+// and publish commands hand it their news and publications as effects
+// after commit, and the restored hook brings its files up to a restored
+// state. Whether a node writes never changes a command's result.
+func module(writer func() *writer) fsm.Module {
+	h := handlers{w: writer}
 	m := fsm.Module{
 		Name:   Name,
+		Types:  fsm.TypeRange{First: 500, Last: 599},
 		Tables: tables(),
 		Commands: []fsm.CommandSpec{
 			{Type: CmdSetConfig, Name: "projection_set_config", MaxVersion: 1, Apply: applySetConfig},
@@ -45,11 +51,19 @@ func module(w *writer) fsm.Module {
 			{Type: QueryConfig, Name: "projection_config", Run: runConfig},
 		},
 	}
-	if w != nil {
-		m.Restored = w.restored
+	if writer != nil {
+		m.Restored = func(rt *fsm.ReadTx) []fsm.Effect { return writer().restored(rt) }
 	}
 	return m
 }
 
 // handlers are the commands that hand work to this node's writer.
-type handlers struct{ w *writer }
+type handlers struct{ w func() *writer }
+
+// writer is this node's writer, nil for a module without one.
+func (h handlers) writer() *writer {
+	if h.w == nil {
+		return nil
+	}
+	return h.w()
+}

@@ -73,8 +73,8 @@ func (h handlers) applyPublish(tx *fsm.Tx, cmd *log.Command) (any, error) {
 		return nil, errs.Errorf(errs.CodeInternal, "consume lease: %v", err)
 	}
 	tx.Emit("projection_publish", c.TargetID, "")
-	if h.w != nil {
-		h.w.publish(tx, p)
+	if w := h.writer(); w != nil {
+		w.publish(tx, p)
 	}
 	return p.result(), nil
 }

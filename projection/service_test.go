@@ -168,7 +168,7 @@ func TestSubmitWatermarkRules(t *testing.T) {
 	})
 	e.unchanged("a regressed watermark", func() {
 		_, err := e.submit(router, id, route, 4, "v4")
-		wantCode(t, "watermark 4 after 5", err, errs.CodeStaleWatermark)
+		wantCode(t, "watermark 4 after 5", err, projection.CodeStaleWatermark)
 	})
 	// Another envelope at the same watermark: a source conflict, which
 	// degrades the channel (a change) and answers conflict.

@@ -80,7 +80,7 @@ func applySubmit(tx *fsm.Tx, cmd *log.Command) (any, error) {
 		res.Status = SubmitAccepted
 		return res, nil
 	case c.SourceWatermark < row.SourceWatermark:
-		e := errs.Errorf(errs.CodeStaleWatermark, "channel %s of target %s is at watermark %d; %d is stale", c.Channel, c.TargetID, row.SourceWatermark, c.SourceWatermark)
+		e := errs.Errorf(CodeStaleWatermark, "channel %s of target %s is at watermark %d; %d is stale", c.Channel, c.TargetID, row.SourceWatermark, c.SourceWatermark)
 		e.Detail = map[string]any{"source_watermark": row.SourceWatermark}
 		return nil, e
 	case bytes.Equal(row.Envelope, c.Envelope):

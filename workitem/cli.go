@@ -19,7 +19,7 @@ import (
 const cliUsage = `usage: arbiter workitem <command> [--addr URL] [flags]
 
   submit|batch|claim|complete|cancel [--json BODY]
-      send the request (see README) given with --json, or on standard
+      send the request (see docs/domains/workitems.md) given with --json, or on standard
       input, to POST /v1/workitems/<submit|submit-batch|claim|complete|cancel>
   claim    --tenant T --owner O --ttl 60s [--graph G] [--kinds a,b] [--id ID] [--idempotency-key K]
   complete --tenant T --id ID --attempt N --fence F --outcome succeeded|failed [--result REF]

@@ -29,60 +29,71 @@ func routes(h domain.Host) []domain.Route {
 func admissionRoutes(s *Service) []domain.Route {
 	return []domain.Route{
 		// The two admission routes take bodies up to MaxRequestBytes (4
-		// MiB), above the host's 1 MiB default: see submitHandler.
-		{Method: http.MethodPost, Path: "/v1/workitems/submit", Access: domain.Authenticated, Handler: submitHandler(s.Submit, func(r *SubmitResult) bool { return r.Replayed })},
-		{Method: http.MethodPost, Path: "/v1/workitems/submit-batch", Access: domain.Authenticated, Handler: submitHandler(s.SubmitBatch, func(r *BatchResult) bool { return r.Replayed })},
-		post("/v1/workitems/claim", s.Claim, nil),
-		post("/v1/workitems/complete", s.Complete, nil),
-		post("/v1/workitems/cancel", s.Cancel, nil),
-		domain.Get("/v1/workitems/get", domain.Authenticated, []string{"tenant_ref", "work_item_id", "consistency"},
-			func(ctx context.Context, p domain.Params) (*ItemResult, error) {
-				c, err := p.Consistency()
-				if err != nil {
-					return nil, err
-				}
-				return s.Get(ctx, GetRequest{TenantRef: p.String("tenant_ref"), WorkItemID: p.String("work_item_id")}, c)
-			}),
-		domain.Get("/v1/workitems/list", domain.Authenticated, []string{"tenant_ref", "graph_ref", "status", "after", "limit", "consistency"},
-			func(ctx context.Context, p domain.Params) (*ListResult, error) {
-				c, err := p.Consistency()
-				if err != nil {
-					return nil, err
-				}
-				limit, err := p.Int("limit", 1, MaxPage)
+		// MiB), above the host's 1 MiB default, and answer 201 when they
+		// admitted and 200 when they replayed.
+		submitRoute("/v1/workitems/submit", s.Submit, func(r *SubmitResult) bool { return r.Replayed }),
+		submitRoute("/v1/workitems/submit-batch", s.SubmitBatch, func(r *BatchResult) bool { return r.Replayed }),
+		post("/v1/workitems/claim", s.Claim),
+		post("/v1/workitems/complete", s.Complete),
+		post("/v1/workitems/cancel", s.Cancel),
+		domain.Endpoint[getParams, ItemResult]{Method: http.MethodGet, Path: "/v1/workitems/get", Access: domain.Authenticated,
+			Call: func(ctx context.Context, q getParams) (*ItemResult, error) {
+				return s.Get(ctx, GetRequest{TenantRef: q.TenantRef, WorkItemID: q.WorkItemID}, q.Consistency)
+			}}.Route(),
+		domain.Endpoint[listParams, ListResult]{Method: http.MethodGet, Path: "/v1/workitems/list", Access: domain.Authenticated,
+			Call: func(ctx context.Context, q listParams) (*ListResult, error) {
+				limit, err := domain.IntParam("limit", q.Limit, 1, MaxPage)
 				if err != nil {
 					return nil, withField(err, "limit")
 				}
-				return s.List(ctx, ListRequest{TenantRef: p.String("tenant_ref"), GraphRef: p.String("graph_ref"),
-					Status: p.String("status"), After: p.String("after"), Limit: limit}, c)
-			}),
+				return s.List(ctx, ListRequest{TenantRef: q.TenantRef, GraphRef: q.GraphRef,
+					Status: q.Status, After: q.After, Limit: limit}, q.Consistency)
+			}}.Route(),
 	}
 }
 
 func reservationRoutes(s *Service) []domain.Route {
 	return []domain.Route{
-		post("/v1/workitems/hosts", s.PutHost, func(r *HostResult) int {
-			if r.Created {
-				return http.StatusCreated
-			}
-			return http.StatusOK
-		}),
-		post("/v1/workitems/hosts/telemetry", s.ReportTelemetry, nil),
-		{Method: http.MethodPut, Path: "/v1/workitems/profiles", Access: domain.Admin, Handler: jsonHandler(s.SetProfiles, nil)},
-		domain.Get("/v1/workitems/profiles", domain.Authenticated, []string{"consistency"},
-			func(ctx context.Context, p domain.Params) (*ProfilesResult, error) {
-				c, err := p.Consistency()
-				if err != nil {
-					return nil, err
+		domain.Endpoint[PutHostRequest, HostResult]{Method: http.MethodPost, Path: "/v1/workitems/hosts", Access: domain.Authenticated,
+			Call: s.PutHost, DecodeError: decodeError, Status: func(r *HostResult) int {
+				if r.Created {
+					return http.StatusCreated
 				}
-				return s.Profiles(ctx, c)
-			}),
-		post("/v1/workitems/reserve", s.Reserve, nil),
-		post("/v1/workitems/release", s.Release, nil),
-		post("/v1/workitems/reclaim", s.Reclaim, nil),
+				return http.StatusOK
+			}, Statuses: []int{http.StatusCreated, http.StatusOK}}.Route(),
+		post("/v1/workitems/hosts/telemetry", s.ReportTelemetry),
+		domain.Endpoint[ProfilesRequest, ProfilesResult]{Method: http.MethodPut, Path: "/v1/workitems/profiles", Access: domain.Admin,
+			Call: s.SetProfiles, DecodeError: decodeError}.Route(),
+		domain.Endpoint[consistencyParams, ProfilesResult]{Method: http.MethodGet, Path: "/v1/workitems/profiles", Access: domain.Authenticated,
+			Call: func(ctx context.Context, q consistencyParams) (*ProfilesResult, error) {
+				return s.Profiles(ctx, q.Consistency)
+			}}.Route(),
+		post("/v1/workitems/reserve", s.Reserve),
+		post("/v1/workitems/release", s.Release),
+		post("/v1/workitems/reclaim", s.Reclaim),
 		post("/v1/workitems/reservations/query", func(ctx context.Context, req QueryRequest) (*QueryResult, error) {
 			return s.Query(ctx, req, fsm.Linearizable)
-		}, nil),
-		post("/v1/workitems/extension", s.RewriteExtension, nil),
+		}),
+		post("/v1/workitems/extension", s.RewriteExtension),
 	}
 }
+
+// The query parameters of the GET routes.
+type (
+	getParams struct {
+		TenantRef   string          `query:"tenant_ref"`
+		WorkItemID  string          `query:"work_item_id"`
+		Consistency fsm.Consistency `query:"consistency"`
+	}
+	listParams struct {
+		TenantRef   string          `query:"tenant_ref"`
+		GraphRef    string          `query:"graph_ref"`
+		Status      string          `query:"status"`
+		After       string          `query:"after"`
+		Limit       string          `query:"limit" type:"integer"`
+		Consistency fsm.Consistency `query:"consistency"`
+	}
+	consistencyParams struct {
+		Consistency fsm.Consistency `query:"consistency"`
+	}
+)

@@ -11,58 +11,26 @@ import (
 	"github.com/arbiterhq/arbiter/internal/strictjson"
 )
 
-// submitHandler serves an admission route: a body of at most
-// MaxRequestBytes (413 too_large beyond), decoded strictly (unknown
-// fields, invalid UTF-8 or trailing data: 422 invalid naming the field
-// when it can), answered 201 when it admitted and 200 when it replayed.
-func submitHandler[Req, Res any](call func(context.Context, Req) (*Res, error), replayed func(*Res) bool) http.Handler {
-	return bodyHandler(MaxRequestBytes, call, func(res *Res) int {
-		if replayed(res) {
-			return http.StatusOK
-		}
-		return http.StatusCreated
-	})
+// submitRoute is an admission route: a body of at most MaxRequestBytes
+// (413 too_large beyond), decoded strictly (unknown fields, invalid UTF-8
+// or trailing data: 422 invalid naming the field when it can), answered
+// 201 when it admitted and 200 when it replayed.
+func submitRoute[Req, Res any](path string, call func(context.Context, Req) (*Res, error), replayed func(*Res) bool) domain.Route {
+	return domain.Endpoint[Req, Res]{Method: http.MethodPost, Path: path, Access: domain.Authenticated, Call: call,
+		MaxBody: MaxRequestBytes, DecodeError: decodeError, Statuses: []int{http.StatusCreated, http.StatusOK},
+		Status: func(res *Res) int {
+			if replayed(res) {
+				return http.StatusOK
+			}
+			return http.StatusCreated
+		}}.Route()
 }
 
-// jsonHandler serves every other route with a body: at most
-// domain.MaxBodyBytes (413 beyond), decoded as submitHandler decodes,
-// answered with status(res) (nil: 200).
-func jsonHandler[Req, Res any](call func(context.Context, Req) (*Res, error), status func(*Res) int) http.Handler {
-	return bodyHandler(domain.MaxBodyBytes, call, status)
-}
-
-// bodyHandler reads a body of at most limit bytes, decodes it strictly
-// (422 naming the field when the decoder names one), calls call and
-// answers its result with status(res) (nil: 200).
-func bodyHandler[Req, Res any](limit int64, call func(context.Context, Req) (*Res, error), status func(*Res) int) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := domain.ReadBody(w, r, limit)
-		if err != nil {
-			domain.WriteError(w, err)
-			return
-		}
-		var req Req
-		if err := strictjson.Decode(body, &req); err != nil {
-			domain.WriteError(w, decodeError(err))
-			return
-		}
-		res, err := call(r.Context(), req)
-		if err != nil {
-			domain.WriteError(w, err)
-			return
-		}
-		code := http.StatusOK
-		if status != nil {
-			code = status(res)
-		}
-		domain.WriteJSON(w, code, res)
-	})
-}
-
-// post is a POST route of jsonHandler for any authenticated principal
-// (the module checks tenant and role).
-func post[Req, Res any](path string, call func(context.Context, Req) (*Res, error), status func(*Res) int) domain.Route {
-	return domain.Route{Method: http.MethodPost, Path: path, Access: domain.Authenticated, Handler: jsonHandler(call, status)}
+// post is a POST route for any authenticated principal (the module checks
+// tenant and role): a body of at most domain.MaxBodyBytes (413 beyond),
+// decoded as submitRoute decodes, answered 200.
+func post[Req, Res any](path string, call func(context.Context, Req) (*Res, error)) domain.Route {
+	return domain.Endpoint[Req, Res]{Method: http.MethodPost, Path: path, Access: domain.Authenticated, Call: call, DecodeError: decodeError}.Route()
 }
 
 // decodeError is the invalid error of a body that does not decode, with

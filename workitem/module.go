@@ -5,7 +5,8 @@ import (
 	"github.com/arbiterhq/arbiter/log"
 )
 
-// Command and query types. The workitem domain owns 300-399: 300-309 are
+// Command and query types, inside the range 300-399 the module declares
+// (Module: fsm.Module.Types): 300-309 are
 // admission's; 310-319 host resource reservation's.
 const (
 	CmdSubmit      log.Type      = 300
@@ -34,6 +35,7 @@ const (
 func Module() fsm.Module {
 	return fsm.Module{
 		Name:   Name,
+		Types:  fsm.TypeRange{First: 300, Last: 399},
 		Tables: append(tables(), reservationTables()...),
 		Commands: []fsm.CommandSpec{
 			// submit and submit-batch 2: the extension's closed schema; 3:

@@ -13,9 +13,9 @@ import (
 	"github.com/arbiterhq/arbiter/workitem/extension"
 )
 
-// The host resource reservation ops (README "Host resource
-// reservation"): hold-reserve reserves a host for one claimed item per
-// call, hold-release releases one reservation per call. Their setup (not
+// The host resource reservation ops (docs/domains/reservations.md):
+// hold-reserve reserves a host for one claimed item per call,
+// hold-release releases one reservation per call. Their setup (not
 // measured) puts the bench's profile into the cluster's set, registers
 // benchHosts hosts with fresh telemetry, admits items carrying a sealed
 // resource_reservation record and claims them (and, for hold-release,

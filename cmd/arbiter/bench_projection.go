@@ -15,7 +15,7 @@ import (
 	"github.com/arbiterhq/arbiter/projection"
 )
 
-// The projection ops (README "Hook projections"): channel-submit hands
+// The projection ops (docs/domains/projection.md): channel-submit hands
 // one envelope per call to a channel with a rising watermark; publish
 // publishes a target per call under a lease taken in the same call (a
 // publication consumes its lease, so every publish needs a new one),

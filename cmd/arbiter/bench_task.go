@@ -11,7 +11,7 @@ import (
 )
 
 // benchCatalogRows is the size of the catalog of the space taskOp puts:
-// a create binds its title against every row (README "Allocation"), as
+// a create binds its title against every row (docs/domains/allocation.md), as
 // a real space's does; no row shares a word with a bench title, so each
 // create keys on its title.
 const benchCatalogRows = 16

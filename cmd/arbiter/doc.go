@@ -7,7 +7,8 @@
 //	arbiter whoami                         the principal the credentials name
 //	arbiter snapshot save|inspect|restore|verify FILE
 //	arbiter recover | cert | principal     offline tools
-//	arbiter <domain> ...                   concept, capacity, space, task, projection, workitem
+//	arbiter concept | space | task ...     concept ids; allocation spaces and tasks (over package client)
+//	arbiter <domain> ...                   capacity, projection, workitem (their packages' commands)
 //
 // Client commands find the cluster with --addr or $ARBITER_ADDR
 // (comma-separated; they move to the next address while one cannot be

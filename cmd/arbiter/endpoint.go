@@ -244,7 +244,7 @@ not one of them yet: add --members N to wait, too, until it lists N.`,
 
 // waitFlag is --wait[=DURATION]: --wait alone waits 30 s.
 func waitFlag(fs *pflag.FlagSet) *time.Duration {
-	d := fs.Duration("wait", 0, "ask again until every endpoint is healthy, for at most this long (--wait alone: 30s)")
+	d := fs.Duration("wait", 0, "ask again until every endpoint is healthy, for at most this long (--wait alone: 30s; each probe is bounded by --timeout)")
 	fs.Lookup("wait").NoOptDefVal = "30s"
 	return d
 }

@@ -18,7 +18,7 @@ func TestEndpointHealthWaitsForMembers(t *testing.T) {
 	}
 	env := map[string]string{"ARBITER_ADDR": strings.Join(addrs, ",")}
 
-	if r := runCLI(t, env, "", "endpoint", "health", "--cluster", "--members", "3", "--wait=20s"); r.status != exitOK {
+	if r := runCLI(t, env, "", "endpoint", "health", "--cluster", "--members", "3", "--wait", "20s"); r.status != exitOK {
 		t.Fatalf("three members, --members 3: status %d, stderr %q", r.status, r.stderr)
 	}
 	r := runCLI(t, env, "", "endpoint", "health", "--cluster", "--members", "4", "--wait=1s")

@@ -3,17 +3,27 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/arbiterhq/arbiter/errs"
 )
 
-// Exit statuses. Scripts tell a refused command line from a failed call,
-// and a decided "no" (the node existed, a condition failed) from both.
+// Exit statuses: one rule for every command, core and domain alike
+// (TestExitRule pins it). Scripts tell a wrong request from a failed
+// call, and a decided "no" from both:
+//
+//	0  done
+//	1  the call failed: unreachable, unavailable, unauthorized, forbidden,
+//	   not found, internal; for a write, the outcome may be unknown
+//	2  the request is wrong, nothing was done: a bad command line, or the
+//	   cluster refused the request as invalid (422) or too large (413)
+//	3  decided, and not done: create found the node, cas did not swap, a
+//	   conflict, a stale fence, exhausted capacity (every 409 answer)
 const (
 	exitOK       = 0
-	exitError    = 1 // the call failed, or the cluster refused it
-	exitUsage    = 2 // the command line is wrong: nothing was sent
-	exitNotTaken = 3 // decided, and not done: create found the node, cas did not swap
+	exitError    = 1
+	exitUsage    = 2
+	exitNotTaken = 3
 )
 
 // usageError is a wrong command line.
@@ -42,6 +52,15 @@ func exitStatus(err error) int {
 	case errors.As(err, &u):
 		return exitUsage
 	case errors.As(err, &n):
+		return exitNotTaken
+	}
+	if errs.IsOutcomeUnknown(err) {
+		return exitError
+	}
+	switch errs.Status(errs.CodeOf(err)) {
+	case http.StatusUnprocessableEntity, http.StatusRequestEntityTooLarge:
+		return exitUsage
+	case http.StatusConflict:
 		return exitNotTaken
 	}
 	return exitError

@@ -23,7 +23,7 @@ var volatile = map[string]bool{
 	"created_index": true, "modified_index": true, "index": true, "applied_index": true, "commit_index": true,
 	"term": true, "last_log_index": true, "last_snapshot_index": true, "last_snapshot_term": true,
 	"seq": true, "next": true, "last_seq": true, "time_ms": true, "now_ms": true, "fsm_time_ms": true,
-	"acquired_at_ms": true, "expires_at_ms": true, "updated_at_ms": true, "took_ms": true,
+	"acquired_at_ms": true, "expires_at_ms": true, "created_at_ms": true, "updated_at_ms": true, "took_ms": true,
 	"bytes": true, "rows": true, "data_dir_bytes": true, "snapshot_bytes": true, "last_snapshot_bytes": true, "snapshot_restores": true,
 	"last_contact_seconds": true, "lag_entries": true, "cluster_id": true, "leader_id": true, "leader_api_addr": true,
 	"state": true, "leader": true, "is_leader": true, "node_id_answering": true,
@@ -240,8 +240,12 @@ func TestGoldenJSON(t *testing.T) {
 	g.run("capacity-json", "", "capacity", "reclaim", "--json", `{"schema_version":"1","tenant_ref":"acme","max_count":10}`)
 
 	// Domains that parse their own flags take -o too.
-	g.run("concept-list", "", "concept", "list", "--tenant", "t1")
 	g.run("workitem-list", "", "workitem", "list", "--tenant", "t1")
+
+	// Concepts and allocation with typed flags (the writes come after
+	// the backups, which list the tables written).
+	g.run("concept-list", "", "concept", "list", "--tenant", "t1")
+	g.run("concept-policies", "", "concept", "policies")
 	g.run("space-get-missing", "", "space", "get", "--space", "nope")
 	g.run("space-list", "", "space", "list", "--limit", "5")
 
@@ -255,6 +259,12 @@ func TestGoldenJSON(t *testing.T) {
 	g.run("snapshot-verify-changed", "", "snapshot", "verify", backup)
 	g.run("snapshot-restore", "", "snapshot", "restore", backup)
 	g.run("snapshot-verify-restored", "", "snapshot", "verify", backup)
+
+	// Allocation writes with typed flags; a create that loses prints the
+	// flat conflict body and exits 3.
+	g.run("space-put", "", "space", "put", "--space", "golden", "--catalog", "T1=Comparative survey", "--alias", "T1=survey", "--delivery-modes", "result")
+	g.run("task-create", "", "task", "create", "--space", "golden", "--title", "Comparative survey", "--delivery-mode", "result", "--idempotency-key", "g1")
+	g.run("task-create-lost", "", "task", "create", "--space", "golden", "--title", "Other", "--work-item", "T1", "--delivery-mode", "result", "--idempotency-key", "g2")
 
 	// Two clients: the first is bound to the dead address and fails every
 	// call, the second measures; a run where every call failed would exit 1.

@@ -20,8 +20,12 @@ import (
 type output struct{ format *string }
 
 // outputFlag registers -o on fs with default def.
+// The core commands also take --json, the deprecated alias of -o json
+// (a domain command's --json is its request body instead).
 func outputFlag(fs *pflag.FlagSet, def string) output {
-	return outputFlagInto(fs, output{format: new(string)}, def)
+	o := outputFlagInto(fs, output{format: new(string)}, def)
+	o.jsonAlias(fs)
+	return o
 }
 
 // jsonAlias registers the --json flag of earlier releases as a
@@ -77,11 +81,14 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// writeTable renders any JSON-shaped value for a terminal. An array of
-// objects, or an object holding one (a page: nodes, records, leases), is
-// a table with a column per field; any other object is FIELD VALUE rows,
-// nested objects flattened with dotted names. Values that are neither
-// strings nor numbers print as compact JSON.
+// writeTable renders any JSON-shaped value for a terminal, flat: no
+// cell ever holds JSON. An array of objects, or an object holding one (a
+// page: nodes, records, tasks), is a table with one row per record and a
+// column per scalar field, nested objects flattened to dotted column names
+// (conflict_key.target) and arrays of scalars joined with commas; arrays
+// of objects inside a record are left out of its row. Any other object is
+// FIELD VALUE rows, nested objects and arrays flattened with dotted names
+// (catalog.0.work_item_id).
 func writeTable(w io.Writer, v any) error {
 	raw, err := json.Marshal(v)
 	if err != nil {
@@ -145,13 +152,51 @@ func without(d map[string]any, key string) map[string]any {
 	return out
 }
 
-func rowsTable(w io.Writer, rows []any) {
+// flatRow is a record's scalar fields by dotted name: nested objects
+// flattened, arrays of scalars kept (cell joins them), arrays holding
+// objects left out.
+func flatRow(prefix string, v any, out map[string]any) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		out[strings.TrimSuffix(prefix, ".")] = v
+		return
+	}
+	for k, val := range m {
+		switch x := val.(type) {
+		case map[string]any:
+			if len(x) > 0 {
+				flatRow(prefix+k+".", x, out)
+			}
+		case []any:
+			if scalars(x) {
+				out[prefix+k] = x
+			}
+		default:
+			out[prefix+k] = val
+		}
+	}
+}
+
+// scalars reports whether no element of a is an object or an array.
+func scalars(a []any) bool {
+	for _, e := range a {
+		switch e.(type) {
+		case map[string]any, []any:
+			return false
+		}
+	}
+	return true
+}
+
+func rowsTable(w io.Writer, records []any) {
+	rows := make([]map[string]any, len(records))
 	var cols []string
 	seen := map[string]bool{}
-	for _, r := range rows {
-		m, _ := r.(map[string]any)
-		keys := make([]string, 0, len(m))
-		for k := range m {
+	for i, r := range records {
+		rows[i] = map[string]any{}
+		flatRow("", r, rows[i])
+		keys := make([]string, 0, len(rows[i]))
+		for k := range rows[i] {
 			keys = append(keys, k)
 		}
 		sort.Slice(keys, func(i, j int) bool {
@@ -172,8 +217,7 @@ func rowsTable(w io.Writer, rows []any) {
 		head[i] = strings.ToUpper(c)
 	}
 	fmt.Fprintln(w, strings.Join(head, "\t"))
-	for _, r := range rows {
-		m, _ := r.(map[string]any)
+	for _, m := range rows {
 		cells := make([]string, len(cols))
 		for i, c := range cols {
 			if v, ok := m[c]; ok {
@@ -189,17 +233,48 @@ func fieldsTable(w io.Writer, prefix string, d map[string]any) {
 	for k := range d {
 		keys = append(keys, k)
 	}
-	slices.Sort(keys)
+	slices.SortFunc(keys, byNameOrIndex)
 	for _, k := range keys {
-		if m, ok := d[k].(map[string]any); ok && len(m) > 0 {
-			fieldsTable(w, prefix+k+".", m)
-			continue
+		switch x := d[k].(type) {
+		case map[string]any:
+			if len(x) > 0 {
+				fieldsTable(w, prefix+k+".", x)
+				continue
+			}
+		case []any:
+			if !scalars(x) {
+				// Each element under its index: catalog.0.work_item_id.
+				byIndex := make(map[string]any, len(x))
+				for i, e := range x {
+					byIndex[fmt.Sprint(i)] = e
+				}
+				fieldsTable(w, prefix+k+".", byIndex)
+				continue
+			}
 		}
 		fmt.Fprintf(w, "%s\t%s\n", strings.ToUpper(prefix+k), cell(d[k]))
 	}
 }
 
-// cell is one value as a table shows it.
+// byNameOrIndex orders field names, and array indexes by number (2
+// before 10).
+func byNameOrIndex(a, b string) int {
+	if len(a) != len(b) && digits(a) && digits(b) {
+		return len(a) - len(b)
+	}
+	return strings.Compare(a, b)
+}
+
+func digits(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// cell is one scalar value (or an array of them) as a table shows it.
 func cell(v any) string {
 	switch x := v.(type) {
 	case nil:
@@ -213,6 +288,19 @@ func cell(v any) string {
 		return x.String()
 	case bool:
 		return fmt.Sprint(x)
+	case []any:
+		if len(x) == 0 {
+			return "-"
+		}
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = cell(e)
+		}
+		return strings.Join(parts, ",")
+	case map[string]any:
+		if len(x) == 0 {
+			return "-"
+		}
 	}
 	raw, _ := json.Marshal(v)
 	return string(raw)

@@ -33,7 +33,7 @@ What it can lose: every entry that this node's log does not hold, even an
 acknowledged one. What it may keep: an entry this node held that the old
 cluster never committed. The lost members must never come back with their
 old data directories: wipe them, or they may elect a leader of their own.
-See README.md, "Quorum loss: recovery".`
+See docs/operations.md, "Quorum loss: recovery".`
 
 // maxMembersFile bounds what is read of --members.
 const maxMembersFile = 1 << 20
@@ -51,7 +51,6 @@ func (a *app) recoverCommand() *cobra.Command {
 	_ = cmd.MarkFlagRequired("data-dir")
 	_ = cmd.MarkFlagRequired("members")
 	o := outputFlag(cmd.Flags(), "table")
-	o.jsonAlias(cmd.Flags())
 	cmd.RunE = func(*cobra.Command, []string) error {
 		if err := o.check(); err != nil {
 			return err

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/arbiterhq/arbiter/domain"
 	"github.com/arbiterhq/arbiter/domain/builtin"
@@ -27,8 +28,9 @@ given on the command line wins over its variable. Results print as a table,
 or with -o json as the API's JSON.
 
 Exit status: 0 done; 1 the call failed or was refused; 2 a wrong command
-line; 3 decided and not done (node create found the node, node cas did not
-swap).`,
+line or a request the cluster finds invalid; 3 decided and not done (node
+create found the node, node cas did not swap, every 409: a key or id another
+holds, a stale fence).`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Args:          cobra.NoArgs,
@@ -50,6 +52,8 @@ swap).`,
 	add("cluster", a.serveCommand(), a.statusCommand(), a.memberCommand(), a.endpointCommand(), a.snapshotCommand(), a.recoverCommand(), a.benchCommand())
 	add("data", a.nodeCommand(), a.whoamiCommand())
 	add("tools", a.certCommand(), a.principalCommand(), a.versionCommand())
+	add("domains", a.conceptCommand(), a.spaceCommand(), a.taskCommand())
+	add("tools", a.mcpCommand()) // agents reach the cluster as MCP tools (mcp.go)
 	for _, d := range builtin.Domains() {
 		for _, c := range d.CLIs() {
 			add("domains", a.domainCommand(c))
@@ -106,19 +110,37 @@ func goStyleFlags(root *cobra.Command, args []string) []string {
 	if err != nil || cmd.DisableFlagParsing {
 		return args
 	}
-	out := make([]string, len(args))
-	copy(out, args)
-	for i, arg := range out {
+	lookup := func(name string) *pflag.Flag {
+		if f := cmd.Flags().Lookup(name); f != nil {
+			return f
+		}
+		return cmd.InheritedFlags().Lookup(name)
+	}
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
 		if arg == "--" {
+			out = append(out, args[i:]...)
 			break
 		}
-		if len(arg) < 3 || arg[0] != '-' || arg[1] == '-' {
-			continue
+		if len(arg) >= 3 && arg[0] == '-' && arg[1] != '-' {
+			if name, _, _ := strings.Cut(arg[1:], "="); len(name) > 1 && lookup(name) != nil {
+				arg = "-" + arg
+			}
 		}
-		name, _, _ := strings.Cut(arg[1:], "=")
-		if len(name) > 1 && (cmd.Flags().Lookup(name) != nil || cmd.InheritedFlags().Lookup(name) != nil) {
-			out[i] = "-" + arg
+		// A duration flag whose value is optional (--wait alone waits
+		// its default) takes the next argument too when it is a
+		// duration: --wait 20s means what --wait=20s does.
+		if name, ok := strings.CutPrefix(arg, "--"); ok && !strings.Contains(name, "=") && i+1 < len(args) {
+			if f := lookup(name); f != nil && f.NoOptDefVal != "" && f.Value.Type() == "duration" {
+				if _, err := time.ParseDuration(args[i+1]); err == nil {
+					out = append(out, arg+"="+args[i+1])
+					i++
+					continue
+				}
+			}
 		}
+		out = append(out, arg)
 	}
 	return out
 }

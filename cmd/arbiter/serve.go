@@ -89,6 +89,7 @@ it records and refuses other --id, addresses (unless --change-address) or a
 		}
 	}
 	fs.AddGoFlagSet(domainFlags)
+	a.mcpFlag(fs, &cfg) // --mcp: the MCP endpoint at /mcp (mcp.go)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		return serve(cfg, serveOptions{
 			noFlags: cmd.Flags().NFlag() == 0, bootstrap: *bootstrap, join: *join, logLevel: *logLevel, logFormat: *logFormat,

@@ -43,7 +43,6 @@ To start a new cluster from a backup: arbiter serve --bootstrap --restore FILE.`
 func (a *app) snapshotFlags(cmd *cobra.Command) output {
 	a.connFlags(cmd.Flags())
 	o := outputFlag(cmd.Flags(), "table")
-	o.jsonAlias(cmd.Flags())
 	return o
 }
 

@@ -21,7 +21,6 @@ and endpoint health do.`,
 	}
 	a.connFlags(cmd.Flags())
 	o := outputFlag(cmd.Flags(), "table")
-	o.jsonAlias(cmd.Flags())
 	cmd.RunE = func(*cobra.Command, []string) error {
 		if err := o.check(); err != nil {
 			return err

@@ -30,7 +30,10 @@ type Options struct {
 // With returns fresh values of the built-in domains configured by o.
 func With(o Options) []domain.Domain {
 	return []domain.Domain{
-		nodes.Domain(),
+		// The node primitives accept the concept authority's adapter in
+		// place of the admin role. The list is the module's static
+		// configuration, the same on every node (Apply reads it).
+		nodes.Domain(nodes.AcceptAdapters(authority.Name)),
 		authority.Domain(o.ConceptPolicies),
 		capacity.Domain(),
 		allocation.Domain(),

@@ -3,12 +3,14 @@ package builtin_test
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"testing"
 
 	"github.com/arbiterhq/arbiter/allocation"
 	"github.com/arbiterhq/arbiter/authority"
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/projection"
 )
 
 // Every error type a domain (or the client side of the cluster) returns
@@ -26,10 +28,14 @@ func TestEveryDomainErrorHasOneCode(t *testing.T) {
 		{"allocation.Conflict (superseded)", &allocation.Conflict{Err: allocation.ErrTaskSuperseded, SupersededBy: 94}, errs.CodeConflict},
 		{"authority unavailable", authority.FromCluster(errs.Unknown("leadership lost")), errs.CodeUnavailable},
 		{"cluster.CursorExpiredError", &cluster.CursorExpiredError{Err: errs.New(errs.CodeCursorExpired, "gone")}, errs.CodeCursorExpired},
+		{"projection stale watermark (a code the domain registers)", errs.Errorf(projection.CodeStaleWatermark, "watermark 4 after 5"), projection.CodeStaleWatermark},
 	}
 	sentinels := []*errs.Error{errs.Invalid, errs.NotFound, errs.Conflict, errs.IdempotencyConflict, errs.StaleFence,
 		errs.StaleEpoch, errs.Expired, errs.Exhausted, errs.Backpressure, errs.Unavailable, errs.Unauthorized,
-		errs.Forbidden, errs.Internal, errs.CursorExpired, errs.TooLarge, errs.StaleWatermark, errs.MethodNotAllowed}
+		errs.Forbidden, errs.Internal, errs.CursorExpired, errs.TooLarge, projection.StaleWatermark, errs.MethodNotAllowed}
+	if !errs.Known(projection.CodeStaleWatermark) || errs.Status(projection.CodeStaleWatermark) != http.StatusConflict {
+		t.Fatalf("projection's registered code: known %v, status %d", errs.Known(projection.CodeStaleWatermark), errs.Status(projection.CodeStaleWatermark))
+	}
 	for _, c := range cases {
 		for _, err := range []error{c.err, fmt.Errorf("wrapped: %w", c.err)} {
 			if got := errs.CodeOf(err); got != c.code {

@@ -201,7 +201,7 @@ func skewDomain(i int) domain.Domain {
 		Node int    `msgpack:"node"`
 	}
 	return domain.Domain{Name: "skew", Module: func() fsm.Module {
-		return fsm.Module{Name: "skew",
+		return fsm.Module{Name: "skew", Types: fsm.TypeRange{First: uint16(cmdSkew), Last: uint16(cmdSkew)},
 			Tables: []fsm.Table{{New: func() any { return new(row) }, Schema: &memdb.TableSchema{
 				Name:    "skew",
 				Indexes: map[string]*memdb.IndexSchema{"id": {Name: "id", Unique: true, Indexer: &memdb.StringFieldIndex{Field: "ID"}}},

@@ -4,7 +4,6 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,20 +11,14 @@ import (
 	"golang.org/x/tools/go/packages"
 )
 
-// handlerPackages are the packages whose code runs inside Apply or a
-// query (the host, its state store and every domain with a module).
-var handlerPackages = []string{"fsm", "internal/statestore", "nodes", "authority", "capacity", "workitem", "workitem/extension", "allocation", "projection"}
-
 func TestNoOrderDependentMapRange(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var patterns []string
-	for _, p := range handlerPackages {
-		if _, err := os.Stat(filepath.Join(root, p)); err == nil {
-			patterns = append(patterns, "./"+p)
-		}
+	patterns, err := handlerPackages(root)
+	if err != nil {
+		t.Fatal(err)
 	}
 	cfg := &packages.Config{Dir: root, Mode: packages.NeedName | packages.NeedFiles | packages.NeedSyntax | packages.NeedTypes | packages.NeedTypesInfo}
 	pkgs, err := packages.Load(cfg, patterns...)

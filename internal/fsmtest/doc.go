@@ -1,5 +1,5 @@
-// Package fsmtest runs an FSM without raft: commands are encoded, given the
-// next index and a controllable clock, and applied directly. It implements
-// fsm.Proposer and fsm.Reader, so service code runs against it unchanged,
-// and it keeps the log it applied so tests can replay it elsewhere.
+// Package fsmtest holds the repository's test helpers around an FSM
+// without raft: state dumps and comparisons (state.go, stored.go) and
+// payload helpers, plus the names of the public in-process driver
+// (fsm/fsmtest: Local, New, Epoch, AtVersion), so tests use one import.
 package fsmtest

@@ -2,6 +2,7 @@ package statestore_test
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -176,4 +177,34 @@ func TestReaderWaitsForAnInPlaceWrite(t *testing.T) {
 	if obj, err := r.First("rows", "id", "a"); err != nil || obj == nil {
 		t.Fatalf("the held reader lost row a: %v %v", obj, err)
 	}
+}
+
+// The goroutine that holds the write transaction must not begin a read
+// one: in race builds (ownerCheck) it panics naming the rule instead of
+// waiting for itself; another goroutine's read goes on.
+func TestReadByTheWritersGoroutineIsCaught(t *testing.T) {
+	if !statestore.OwnerCheck {
+		t.Skip("the ownership check runs in race builds only (go test -race)")
+	}
+	db, err := statestore.NewDB(schema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := db.Txn(true)
+	done := make(chan struct{})
+	go func() { // another goroutine may read while the write is open
+		defer close(done)
+		db.Txn(false)
+	}()
+	<-done
+	func() {
+		defer func() {
+			if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "holds the write transaction") {
+				t.Errorf("a read begun by the writer's goroutine: recovered %v, want the ownership panic", r)
+			}
+		}()
+		db.Txn(false)
+	}()
+	w.Abort()
+	db.Txn(false) // once the write has ended, the same goroutine reads
 }

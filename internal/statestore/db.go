@@ -38,6 +38,9 @@ type DB struct {
 	tables map[string]*table
 	root   atomic.Pointer[root]
 	writer sync.Mutex // held by the one open write transaction
+	// writerG is the id of the goroutine that holds writer, in race
+	// builds only (ownerCheck); 0 when none does.
+	writerG atomic.Uint64
 	// undo is the write transactions' undo log, kept between them so that
 	// its buffer is allocated once (see Txn.undo).
 	undo []undo
@@ -151,10 +154,23 @@ func NewDB(schema *memdb.DBSchema) (*DB, error) {
 // transaction that is changing that state's trees in place (at most until
 // it ends); the goroutine that holds a write transaction must therefore
 // not begin a read transaction before the write one ends.
+//
+// Race builds check the rule: a read transaction begun by the goroutine
+// that holds the write transaction panics, naming the rule, where it
+// would otherwise wait for itself forever once the write has claimed the
+// state (or, before that, pass by luck).
 func (db *DB) Txn(write bool) *Txn {
 	if write {
 		db.writer.Lock()
+		if ownerCheck {
+			db.writerG.Store(goroutineID())
+		}
 		return &Txn{db: db, write: true, root: db.root.Load(), undo: db.undo[:0]}
+	}
+	if ownerCheck {
+		if g := db.writerG.Load(); g != 0 && g == goroutineID() {
+			panic("statestore: a read transaction begun by the goroutine that holds the write transaction (it may wait for itself forever): end the write transaction first, or read through it")
+		}
 	}
 	for {
 		r := db.root.Load()

@@ -7,3 +7,7 @@ func SetMaxUndo(n int) (restore func()) {
 	maxUndo = n
 	return func() { maxUndo = old }
 }
+
+// OwnerCheck reports whether this build checks write-transaction
+// ownership (race builds).
+const OwnerCheck = ownerCheck

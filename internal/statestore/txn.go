@@ -138,6 +138,9 @@ func (txn *Txn) end() {
 	clear(txn.undo)
 	txn.db.undo = txn.undo[:0]
 	txn.undo, txn.modified = nil, nil
+	if ownerCheck {
+		txn.db.writerG.Store(0)
+	}
 	txn.db.writer.Unlock()
 }
 

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/arbiterhq/arbiter/allocation"
+	"github.com/arbiterhq/arbiter/errs"
+)
+
+// One exit rule for every command: 0 done, 1 the call failed, 2 the
+// request is wrong and nothing was done, 3 decided and not done (every
+// 409 answer). The rule is the README's and --help's.
+func TestExitRule(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want int
+	}{
+		{nil, exitOK},
+		{usageErrorf("unknown flag"), exitUsage},
+		{errs.New(errs.CodeInvalid, "updates is empty"), exitUsage},
+		{errs.New(errs.CodeTooLarge, "body too large"), exitUsage},
+		{notTaken{"node exists"}, exitNotTaken},
+		{errs.New(errs.CodeConflict, "held by another request"), exitNotTaken},
+		{errs.New(errs.CodeStaleFence, "fence moved"), exitNotTaken},
+		{errs.New(errs.CodeExhausted, "no capacity"), exitNotTaken},
+		{errs.New(errs.CodeIdempotencyConflict, "key reused"), exitNotTaken},
+		{fmt.Errorf("task create: %w", &allocation.Conflict{Err: "allocation_conflict"}), exitNotTaken},
+		{errs.New(errs.CodeNotFound, "no such node"), exitError},
+		{errs.New(errs.CodeUnavailable, "no leader"), exitError},
+		{errs.Unknown("timed out after sending"), exitError},
+		{errs.New(errs.CodeForbidden, "needs admin"), exitError},
+		{errs.New(errs.CodeInternal, "bug"), exitError},
+		{errors.New("dial tcp: connection refused"), exitError},
+	} {
+		if got := exitStatus(tc.err); got != tc.want {
+			t.Errorf("exitStatus(%v) = %d, want %d", tc.err, got, tc.want)
+		}
+	}
+	// A request refused before it is sent exits 2 as a bad flag does.
+	if r := runCLI(t, nil, "", "node", "cas", "x", "--addr", "http://"+deadAddr(t)); r.status != exitUsage {
+		t.Errorf("node cas without an update: status %d, want %d (%s)", r.status, exitUsage, r.stderr)
+	}
+}
