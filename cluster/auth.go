@@ -26,8 +26,10 @@ const (
 )
 
 // AuthMode says how a node authenticates callers.
-func (n *Node) AuthMode() string {
-	if n.principals.Load() == nil {
+func (n *Node) AuthMode() string { return n.api.authMode() }
+
+func (hs *httpAPI) authMode() string {
+	if hs.principals.Load() == nil {
 		return "open"
 	}
 	return "principals"
@@ -35,15 +37,17 @@ func (n *Node) AuthMode() string {
 
 // SetPrincipals replaces the principal registry while the node runs (nil
 // is refused: a node started with authentication keeps it).
-func (n *Node) SetPrincipals(r *identity.Registry) error {
+func (n *Node) SetPrincipals(r *identity.Registry) error { return n.api.setPrincipals(r) }
+
+func (hs *httpAPI) setPrincipals(r *identity.Registry) error {
 	if r == nil {
 		return errs.New(errs.CodeInvalid, "a node with authentication cannot be switched to open mode")
 	}
-	if n.principals.Load() == nil {
+	if hs.principals.Load() == nil {
 		return errs.New(errs.CodeInvalid, "a node started in open mode cannot be switched to authentication")
 	}
-	n.principals.Store(r)
-	n.logger.Info("principals reloaded", "count", r.Len())
+	hs.principals.Store(r)
+	hs.logger.Info("principals reloaded", "count", r.Len())
 	return nil
 }
 
@@ -52,13 +56,13 @@ func (n *Node) SetPrincipals(r *identity.Registry) error {
 // certificate from the peer CAs (or the shared peer token), and a
 // principal with a bearer token or a client certificate; anything else is
 // unauthorized. The credential never comes from the request body.
-func (n *Node) authenticate(r *http.Request) (caller, error) {
-	peer := n.isPeer(r)
-	reg := n.principals.Load()
+func (hs *httpAPI) authenticate(r *http.Request) (caller, error) {
+	peer := hs.isPeer(r)
+	reg := hs.principals.Load()
 	if reg == nil {
 		// Open development mode: bound to loopback (Validate enforces
 		// it); with TLS, only nodes are peers.
-		c := caller{peer: peer || n.cfg.TLS == nil, via: viaNone}
+		c := caller{peer: peer || hs.cfg.TLS == nil, via: viaNone}
 		if peer {
 			c.via = viaPeer
 		}
@@ -84,15 +88,15 @@ func (n *Node) authenticate(r *http.Request) (caller, error) {
 
 // isPeer reports whether r comes from another node: a TLS client
 // certificate from the peer CAs, or the shared peer token.
-func (n *Node) isPeer(r *http.Request) bool {
-	if n.cfg.TLS != nil && r.TLS != nil && len(r.TLS.PeerCertificates) > 0 && n.cfg.TLS.verifyPeer(r.TLS.PeerCertificates) == nil {
+func (hs *httpAPI) isPeer(r *http.Request) bool {
+	if hs.cfg.TLS != nil && r.TLS != nil && len(r.TLS.PeerCertificates) > 0 && hs.cfg.TLS.VerifyPeer(r.TLS.PeerCertificates) == nil {
 		return true
 	}
-	if n.cfg.PeerToken == "" {
+	if hs.cfg.PeerToken == "" {
 		return false
 	}
 	token, ok := bearer(r)
-	return ok && subtle.ConstantTimeCompare([]byte(token), []byte(n.cfg.PeerToken)) == 1
+	return ok && subtle.ConstantTimeCompare([]byte(token), []byte(hs.cfg.PeerToken)) == 1
 }
 
 func bearer(r *http.Request) (string, bool) {

@@ -27,15 +27,20 @@ import (
 // before the call; a follower answers unavailable and names the leader.
 // During an election it waits for one, as proposals do.
 func (n *Node) Backup(ctx context.Context, w io.Writer) error {
-	if err := n.mustLead(ctx, "backup"); err != nil {
+	return n.backups.Backup(ctx, w)
+}
+
+// Backup is Node.Backup.
+func (bk *backups) Backup(ctx context.Context, w io.Writer) error {
+	if err := bk.mustLead(ctx, "backup"); err != nil {
 		return err
 	}
-	ctx, cancel := n.withTimeout(ctx)
+	ctx, cancel := bk.withTimeout(ctx)
 	defer cancel()
-	if err := n.linearize(ctx); err != nil {
+	if err := bk.host.linearize(ctx); err != nil {
 		return err
 	}
-	return n.fsm.WriteSnapshot(w)
+	return bk.fsm.WriteSnapshot(w)
 }
 
 // RestoreResult describes a completed restore.
@@ -74,22 +79,27 @@ func (n *Node) Restore(ctx context.Context, r io.Reader) (*RestoreResult, error)
 // that many entries further, for a backup of another cluster that went on
 // after it (see fsm.RestoreOptions).
 func (n *Node) RestoreWith(ctx context.Context, r io.Reader, opts fsm.RestoreOptions) (*RestoreResult, error) {
+	return n.backups.RestoreWith(ctx, r, opts)
+}
+
+// RestoreWith is Node.RestoreWith.
+func (bk *backups) RestoreWith(ctx context.Context, r io.Reader, opts fsm.RestoreOptions) (*RestoreResult, error) {
 	if err := opts.CheckBump(); err != nil {
 		return nil, err
 	}
-	if err := n.mustLead(ctx, "restore"); err != nil {
+	if err := bk.mustLead(ctx, "restore"); err != nil {
 		return nil, err
 	}
-	if !n.restoring.TryLock() {
+	if !bk.restoring.TryLock() {
 		return nil, errs.New(errs.CodeConflict, "a restore is already running on this node")
 	}
-	defer n.restoring.Unlock()
+	defer bk.restoring.Unlock()
 
 	// In the snapshot directory, the stream is a *.tmp that the next start
 	// removes if a crash leaves it behind (logstore.Open).
 	dir := ""
-	if n.cfg.DataDir != "" {
-		dir = filepath.Join(n.cfg.DataDir, "snapshots")
+	if bk.cfg.DataDir != "" {
+		dir = filepath.Join(bk.cfg.DataDir, "snapshots")
 	}
 	prepared, err := os.CreateTemp(dir, "restore-*.tmp")
 	if err != nil {
@@ -100,7 +110,7 @@ func (n *Node) RestoreWith(ctx context.Context, r io.Reader, opts fsm.RestoreOpt
 		os.Remove(prepared.Name())
 	}()
 	buf := bufio.NewWriterSize(prepared, 256<<10)
-	info, index, err := n.fsm.PrepareRestoreWith(r, buf, opts)
+	info, index, err := bk.fsm.PrepareRestoreWith(r, buf, opts)
 	if errors.Is(err, fsm.ErrSnapshot) {
 		return nil, errs.Errorf(errs.CodeInvalid, "restore: %v", err)
 	}
@@ -123,16 +133,16 @@ func (n *Node) RestoreWith(ctx context.Context, r io.Reader, opts fsm.RestoreOpt
 	// to every follower, which have to install it since the log has a hole
 	// there. Every entry after it has a larger index than the stream's.
 	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Index: index, Size: size}
-	if err := n.raft.Restore(meta, prepared, n.cfg.ApplyTimeout); err != nil {
+	if err := bk.raft.Restore(meta, prepared, bk.cfg.ApplyTimeout); err != nil {
 		return nil, raftError("restore", err)
 	}
-	n.logger.Warn("restored the state from a backup",
+	bk.logger.Warn("restored the state from a backup",
 		"backup_index", info.Index, "backup_state_hash", info.StateHash, "rows", info.Rows)
 
 	// raft ends a restore with a no-op the FSM never sees; a tick moves the
 	// FSM's applied index past it, so that linearizable reads resume now
 	// rather than at the next write.
-	res, err := n.tick(ctx)
+	res, err := bk.ticker.tick(ctx)
 	if err != nil {
 		return nil, errs.From(fmt.Errorf("restore done, but the first entry after it failed: %w", err))
 	}
@@ -142,17 +152,17 @@ func (n *Node) RestoreWith(ctx context.Context, r io.Reader, opts fsm.RestoreOpt
 // mustLead waits, while no leader is known (an election), until this node
 // leads or another one does, bounded by ctx and ApplyTimeout. Another
 // leader is an error naming it, so that a client can go there.
-func (n *Node) mustLead(ctx context.Context, op string) error {
-	if n.raft == nil {
+func (bk *backups) mustLead(ctx context.Context, op string) error {
+	if bk.raft == nil {
 		return errs.New(errs.CodeUnavailable, "node is not started")
 	}
-	ctx, cancel := n.withTimeout(ctx)
+	ctx, cancel := bk.withTimeout(ctx)
 	defer cancel()
 	for attempt := 0; ; attempt++ {
-		if n.IsLeader() {
+		if bk.isLeader() {
 			return nil
 		}
-		if id, api := n.leaderAPI(); id != "" {
+		if id, api := bk.leaderAPI(); id != "" {
 			return errs.Errorf(errs.CodeUnavailable, "%s runs on the leader: %s at %s", op, id, api)
 		}
 		if sleepCtx(ctx, backoff(attempt)) != nil {
@@ -169,23 +179,23 @@ const backupTransferTimeout = 15 * time.Minute
 // handleSnapshot streams a backup. A failure after the first byte cannot
 // change the status any more; the connection is cut instead, and the
 // client sees a truncated stream, which fails its checksum.
-func (n *Node) handleSnapshot(w http.ResponseWriter, r *http.Request) {
+func (hs *httpAPI) handleSnapshot(w http.ResponseWriter, r *http.Request) {
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(backupTransferTimeout))
 	w.Header().Set("Content-Type", "application/octet-stream")
 	bw := &firstWrite{w: w}
-	if err := n.Backup(r.Context(), bw); err != nil {
+	if err := hs.node.Backup(r.Context(), bw); err != nil {
 		if !bw.wrote {
 			domain.WriteError(w, err)
 			return
 		}
-		n.logger.Error("backup stream failed midway", "error", err)
+		hs.logger.Error("backup stream failed midway", "error", err)
 		panic(http.ErrAbortHandler)
 	}
 }
 
 // handleRestore restores the backup in the request body (at most
 // MaxRestoreBytes), its index bumped by the bump_index parameter.
-func (n *Node) handleRestore(w http.ResponseWriter, r *http.Request) {
+func (hs *httpAPI) handleRestore(w http.ResponseWriter, r *http.Request) {
 	p, err := domain.ParseParams(r, "bump_index")
 	if err != nil {
 		domain.WriteError(w, err)
@@ -197,13 +207,13 @@ func (n *Node) handleRestore(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(backupTransferTimeout))
-	body := &bodyReader{r: http.MaxBytesReader(w, r.Body, n.cfg.MaxRestoreBytes)}
-	res, err := n.RestoreWith(r.Context(), body, fsm.RestoreOptions{BumpIndex: bump})
+	body := &bodyReader{r: http.MaxBytesReader(w, r.Body, hs.cfg.MaxRestoreBytes)}
+	res, err := hs.node.RestoreWith(r.Context(), body, fsm.RestoreOptions{BumpIndex: bump})
 	// The snapshot reader reports a cut body as a truncated stream; say
 	// why it was cut.
 	var tooBig *http.MaxBytesError
 	if err != nil && errors.As(body.err, &tooBig) {
-		err = errs.Errorf(errs.CodeTooLarge, "backup exceeds %d bytes (MaxRestoreBytes)", n.cfg.MaxRestoreBytes)
+		err = errs.Errorf(errs.CodeTooLarge, "backup exceeds %d bytes (MaxRestoreBytes)", hs.cfg.MaxRestoreBytes)
 	}
 	if err != nil {
 		domain.WriteError(w, err)
@@ -235,4 +245,59 @@ type firstWrite struct {
 func (f *firstWrite) Write(p []byte) (int, error) {
 	f.wrote = f.wrote || len(p) > 0
 	return f.w.Write(p)
+}
+
+// seed makes the stores of a new cluster start from the backup at path:
+// a raft snapshot of the backup's state (members emptied, as the new
+// cluster has its own; see fsm.FSM.PrepareRestore) whose configuration is
+// this node alone, as raft.RecoverCluster writes one. The backup is read
+// and checked whole before a byte is written; the snapshot store makes the
+// snapshot visible only once complete.
+func (bk *backups) seed(path string, stores *Stores, trans raft.Transport) error {
+	nm := bk.cfg.name
+	src, err := os.Open(path)
+	if err != nil {
+		return errs.Errorf(errs.CodeInvalid, "%s: %v", nm("Restore"), err)
+	}
+	defer src.Close()
+	dir := ""
+	if bk.cfg.DataDir != "" {
+		dir = filepath.Join(bk.cfg.DataDir, "snapshots") // a crash leaves a *.tmp that OpenStores removes
+	}
+	prepared, err := os.CreateTemp(dir, "seed-*.tmp")
+	if err != nil {
+		return errs.Errorf(errs.CodeInternal, "%s: %v", nm("Restore"), err)
+	}
+	defer func() {
+		prepared.Close()
+		os.Remove(prepared.Name())
+	}()
+	info, index, err := bk.fsm.PrepareRestoreWith(src, prepared, fsm.RestoreOptions{BumpIndex: bk.cfg.RestoreBumpIndex})
+	if err != nil {
+		return errs.Errorf(errs.CodeInvalid, "%s %s: %v", nm("Restore"), path, err)
+	}
+	if info.Index == 0 {
+		return errs.Errorf(errs.CodeInvalid, "%s %s: a backup at index 0 holds nothing", nm("Restore"), path)
+	}
+	size, err := prepared.Seek(0, io.SeekCurrent)
+	if err == nil {
+		_, err = prepared.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		return errs.Errorf(errs.CodeInternal, "%s: %v", nm("Restore"), err)
+	}
+	conf := raft.Configuration{Servers: []raft.Server{{Suffrage: raft.Voter, ID: raft.ServerID(bk.cfg.ID), Address: raft.ServerAddress(bk.raftAddr)}}}
+	sink, err := stores.Snapshot.Create(raft.SnapshotVersionMax, index, 1, conf, index, trans)
+	if err != nil {
+		return errs.Errorf(errs.CodeInternal, "%s: create snapshot: %v", nm("Restore"), err)
+	}
+	if _, err := io.CopyN(sink, prepared, size); err != nil {
+		_ = sink.Cancel()
+		return errs.Errorf(errs.CodeInternal, "%s: write snapshot: %v", nm("Restore"), err)
+	}
+	if err := sink.Close(); err != nil {
+		return errs.Errorf(errs.CodeInternal, "%s: write snapshot: %v", nm("Restore"), err)
+	}
+	bk.logger.Warn("seeded a new cluster from a backup", "backup", path, "backup_index", info.Index, "backup_state_hash", info.StateHash, "rows", info.Rows, "index", index)
+	return nil
 }

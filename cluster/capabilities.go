@@ -37,17 +37,17 @@ import (
 // has not (one that never started) does not count, so that it cannot
 // hold the cluster back: it is promoted only once it serves what is
 // enabled (promoteLearners).
-func (n *Node) desiredCapabilities() (fsm.Capabilities, error) {
-	servers, err := n.servers()
+func (ld *leadership) desiredCapabilities() (fsm.Capabilities, error) {
+	servers, err := ld.servers()
 	if err != nil {
 		return fsm.Capabilities{}, err
 	}
-	serves := n.metadata()
+	serves := ld.metadata()
 	sets := make([]fsm.Capabilities, 0, len(servers))
 	for _, s := range servers {
 		c := serves[string(s.ID)].Serves
-		if string(s.ID) == n.cfg.ID {
-			c = n.fsm.Served() // what this node serves, registered or not yet
+		if string(s.ID) == ld.cfg.ID {
+			c = ld.fsm.Served() // what this node serves, registered or not yet
 		}
 		if s.Suffrage != raft.Voter && len(c.Domains) == 0 {
 			continue
@@ -59,33 +59,33 @@ func (n *Node) desiredCapabilities() (fsm.Capabilities, error) {
 
 // settleCapabilities makes the enabled set the desired one; this node must
 // be the leader.
-func (n *Node) settleCapabilities(ctx context.Context) error {
-	want, err := n.desiredCapabilities()
+func (ld *leadership) settleCapabilities(ctx context.Context) error {
+	want, err := ld.desiredCapabilities()
 	if err != nil {
 		return err
 	}
-	have, gated := n.fsm.Enabled()
+	have, gated := ld.fsm.Enabled()
 	if gated && have.Equal(want) {
 		return nil
 	}
-	res, err := n.applyLocal(ctx, arblog.Command{Type: fsm.CmdEnable, Version: 1, Payload: arblog.MustMarshal(want)})
+	res, err := ld.host.applyLocal(ctx, arblog.Command{Type: fsm.CmdEnable, Version: 1, Payload: arblog.MustMarshal(want)})
 	if err != nil {
 		return err
 	}
 	if res.Err != nil {
 		return res.Err
 	}
-	n.logger.Info("enabled command set changed", "from", describeEnabled(have, gated), "to", want.String())
+	ld.logger.Info("enabled command set changed", "from", describeEnabled(have, gated), "to", want.String())
 	if want.Allows(fsm.CmdTick, 2) && !(gated && have.Allows(fsm.CmdTick, 2)) {
 		// The first version-2 tick puts the retention settings in the
 		// state; without it they would wait a whole tick interval.
-		if _, err := n.tick(ctx); err != nil {
+		if _, err := ld.tick(ctx); err != nil {
 			return fmt.Errorf("first tick under the enabled set: %w", err)
 		}
 	}
 	// A set that newly allows naming the cluster names it now, not a tick
 	// interval later.
-	return n.ensureClusterID(ctx)
+	return ld.ensureClusterID(ctx)
 }
 
 func describeEnabled(c fsm.Capabilities, gated bool) string {
@@ -99,13 +99,13 @@ func describeEnabled(c fsm.Capabilities, gated bool) string {
 // that every registered member serves waits, until ctx ends, for the
 // leader to enable it (and for the members that have not said what they
 // serve to say so); one a registered member lacks is refused at once.
-func (n *Node) gate(ctx context.Context, cmd arblog.Command) error {
+func (cp *commands) gate(ctx context.Context, cmd arblog.Command) error {
 	for {
-		changed := n.fsm.Changed()
-		if enabled, gated := n.fsm.Enabled(); gated && enabled.Allows(cmd.Type, cmd.Version) {
+		changed := cp.fsm.Changed()
+		if enabled, gated := cp.fsm.Enabled(); gated && enabled.Allows(cmd.Type, cmd.Version) {
 			return nil
 		}
-		lacking, unknown, err := n.whoLacks(cmd)
+		lacking, unknown, err := cp.whoLacks(cmd)
 		if err != nil {
 			return err
 		}
@@ -129,12 +129,12 @@ func (n *Node) gate(ctx context.Context, cmd arblog.Command) error {
 
 // whoLacks lists the members of the configuration whose binary does not
 // serve cmd, and the voters that have not said what they serve.
-func (n *Node) whoLacks(cmd arblog.Command) (lacking, unknown []string, err error) {
-	servers, err := n.servers()
+func (cp *commands) whoLacks(cmd arblog.Command) (lacking, unknown []string, err error) {
+	servers, err := cp.servers()
 	if err != nil {
 		return nil, nil, err
 	}
-	serves := n.metadata()
+	serves := cp.metadata()
 	for _, s := range servers {
 		switch c := serves[string(s.ID)].Serves; {
 		case len(c.Domains) == 0:
@@ -152,8 +152,8 @@ func (n *Node) whoLacks(cmd arblog.Command) (lacking, unknown []string, err erro
 // cluster has enabled: it would halt on the first such entry of the log.
 // A member that could not be asked (it has not started) is let in as a
 // non-voter and checked when it registers and before it is promoted.
-func (n *Node) checkJoinerServes(req JoinRequest) error {
-	enabled, gated := n.fsm.Enabled()
+func (mb *membership) checkJoinerServes(req JoinRequest) error {
+	enabled, gated := mb.fsm.Enabled()
 	if !gated || len(req.Serves.Domains) == 0 {
 		return nil
 	}
@@ -167,26 +167,26 @@ func (n *Node) checkJoinerServes(req JoinRequest) error {
 // fetchServes asks the member req names what its binary serves (its
 // capabilities route, read locally). A member that cannot be asked keeps
 // what it said last, or, new, serves nothing known yet.
-func (n *Node) fetchServes(ctx context.Context, req JoinRequest) fsm.Capabilities {
+func (mb *membership) fetchServes(ctx context.Context, req JoinRequest) fsm.Capabilities {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	var v fsm.CapabilitiesView
-	get, err := http.NewRequestWithContext(ctx, http.MethodGet, n.url(req.APIAddr, "/v1/cluster/capabilities?consistency=stale"), nil)
+	get, err := http.NewRequestWithContext(ctx, http.MethodGet, mb.url(req.APIAddr, "/v1/cluster/capabilities?consistency=stale"), nil)
 	if err == nil {
-		if err = doJSON(n.peers, get, &v); err == nil {
+		if err = doJSON(mb.peers, get, &v); err == nil {
 			return v.Served
 		}
 	}
-	if m, ok := n.metadata()[req.ID]; ok {
+	if m, ok := mb.metadata()[req.ID]; ok {
 		return m.Serves
 	}
-	n.logger.Info("cannot ask a joining member what it serves; it counts once it registers", "id", req.ID, "api_addr", req.APIAddr, "error", err)
+	mb.logger.Info("cannot ask a joining member what it serves; it counts once it registers", "id", req.ID, "api_addr", req.APIAddr, "error", err)
 	return fsm.Capabilities{}
 }
 
 // handleCapabilities answers the enabled set (as the leader holds it,
 // unless consistency=stale) and what this node's binary serves.
-func (n *Node) handleCapabilities(w http.ResponseWriter, r *http.Request) {
+func (hs *httpAPI) handleCapabilities(w http.ResponseWriter, r *http.Request) {
 	p, err := domain.ParseParams(r, "consistency")
 	if err != nil {
 		domain.WriteError(w, err)
@@ -198,11 +198,11 @@ func (n *Node) handleCapabilities(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var v fsm.CapabilitiesView
-	if err := fsm.Ask(r.Context(), n, fsm.QueryCapabilities, c == fsm.Stale, struct{}{}, &v); err != nil {
+	if err := fsm.Ask(r.Context(), hs.node, fsm.QueryCapabilities, c == fsm.Stale, struct{}{}, &v); err != nil {
 		domain.WriteError(w, err)
 		return
 	}
-	v.Served = n.fsm.Served() // this node's, whoever answered the read
+	v.Served = hs.fsm.Served() // this node's, whoever answered the read
 	domain.WriteJSON(w, http.StatusOK, v)
 }
 

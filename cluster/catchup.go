@@ -77,22 +77,22 @@ func trailingLogsFor(peakRate float64, snapshotBytes int64, speed float64, floor
 }
 
 // sizeTrailingLogs runs until the node stops.
-func (n *Node) sizeTrailingLogs() {
-	c := &catchUp{current: n.cfg.TrailingLogs, last: n.raft.AppliedIndex(), lastAt: time.Now()}
+func (h *raftHost) sizeTrailingLogs() {
+	c := &catchUp{current: h.cfg.TrailingLogs, last: h.raft.AppliedIndex(), lastAt: time.Now()}
 	t := time.NewTicker(catchUpEvery)
 	defer t.Stop()
 	for {
 		select {
-		case <-n.ctx.Done():
+		case <-h.ctx.Done():
 			return
 		case now := <-t.C:
-			n.resizeTrailingLogs(c, now)
+			h.resizeTrailingLogs(c, now)
 		}
 	}
 }
 
-func (n *Node) resizeTrailingLogs(c *catchUp, now time.Time) {
-	applied := n.raft.AppliedIndex()
+func (h *raftHost) resizeTrailingLogs(c *catchUp, now time.Time) {
+	applied := h.raft.AppliedIndex()
 	if dt := now.Sub(c.lastAt).Seconds(); dt > 0 && applied >= c.last {
 		c.rates[c.next%rateWindow] = float64(applied-c.last) / dt
 		c.next++
@@ -102,23 +102,23 @@ func (n *Node) resizeTrailingLogs(c *catchUp, now time.Time) {
 	for _, r := range c.rates {
 		peak = max(peak, r)
 	}
-	want := trailingLogsFor(peak, n.newestSnapshotBytes(), n.restoreSpeed(), n.cfg.TrailingLogs, n.cfg.MaxTrailingLogs)
+	want := trailingLogsFor(peak, h.newestSnapshotBytes(), h.restoreSpeed(), h.cfg.TrailingLogs, h.cfg.MaxTrailingLogs)
 	// Change it only when it moves by more than a fifth, or back to the
 	// floor: each change is a ReloadConfig and a log line.
-	if want == c.current || (want != n.cfg.TrailingLogs && absDiff(want, c.current) <= c.current/5) {
+	if want == c.current || (want != h.cfg.TrailingLogs && absDiff(want, c.current) <= c.current/5) {
 		return
 	}
-	rc := n.raft.ReloadableConfig()
+	rc := h.raft.ReloadableConfig()
 	rc.TrailingLogs = want
-	if err := n.raft.ReloadConfig(rc); err != nil {
-		n.logger.Warn("could not resize the trailing logs", "want", want, "err", err)
+	if err := h.raft.ReloadConfig(rc); err != nil {
+		h.logger.Warn("could not resize the trailing logs", "want", want, "err", err)
 		return
 	}
-	n.logger.Info("trailing logs resized so a follower can catch up from a snapshot",
+	h.logger.Info("trailing logs resized so a follower can catch up from a snapshot",
 		"trailing_logs", want, "was", c.current, "peak_writes_per_s", int64(peak),
-		"snapshot_bytes", n.newestSnapshotBytes(), "restore_bytes_per_s", int64(n.restoreSpeed()))
+		"snapshot_bytes", h.newestSnapshotBytes(), "restore_bytes_per_s", int64(h.restoreSpeed()))
 	c.current = want
-	n.trailingLogs.Store(want)
+	h.trailingLogs.Store(want)
 }
 
 func absDiff(a, b uint64) uint64 {
@@ -130,8 +130,8 @@ func absDiff(a, b uint64) uint64 {
 
 // newestSnapshotBytes is the size of the newest snapshot in the store (0
 // for none): what a follower that falls behind now would be sent.
-func (n *Node) newestSnapshotBytes() int64 {
-	metas, err := n.stores.Snapshot.List()
+func (h *raftHost) newestSnapshotBytes() int64 {
+	metas, err := h.stores.Snapshot.List()
 	if err != nil || len(metas) == 0 {
 		return 0
 	}
@@ -140,8 +140,8 @@ func (n *Node) newestSnapshotBytes() int64 {
 
 // restoreSpeed is the speed to plan with: the slower of
 // plannedRestoreSpeed and this node's slowest measured restore.
-func (n *Node) restoreSpeed() float64 {
-	measured := math.Float64frombits(n.slowestRestore.Load())
+func (h *raftHost) restoreSpeed() float64 {
+	measured := math.Float64frombits(h.slowestRestore.Load())
 	if measured > 0 && measured < plannedRestoreSpeed {
 		return measured
 	}
@@ -151,12 +151,7 @@ func (n *Node) restoreSpeed() float64 {
 // TrailingLogs is the number of log entries this node keeps behind its
 // newest snapshot now: Config.TrailingLogs, or more while writes and the
 // state's size call for it (see catchup.go).
-func (n *Node) TrailingLogs() uint64 {
-	if v := n.trailingLogs.Load(); v > 0 {
-		return v
-	}
-	return n.cfg.TrailingLogs
-}
+func (n *Node) TrailingLogs() uint64 { return n.host.trailingLogsNow() }
 
 // restoreMeter counts a restore's bytes and records its speed on the
 // node, once it took long enough to mean something.

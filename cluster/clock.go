@@ -126,8 +126,8 @@ func (c clockedFSM) Restore(rc io.ReadCloser) error {
 
 // raftFSM is the node's FSM as raft sees it: clocked, and measured (apply
 // time on every node, snapshot time and size, restore time).
-func (n *Node) raftFSM() clockedFSM {
-	return clockedFSM{FSM: n.fsm, clock: &n.clock, metrics: n.metrics, slowestRestore: &n.slowestRestore, restores: &n.snapshotRestores}
+func (h *raftHost) raftFSM() clockedFSM {
+	return clockedFSM{FSM: h.fsm, clock: &h.clock, metrics: h.metrics, slowestRestore: &h.slowestRestore, restores: &h.snapshotRestores}
 }
 
 func (c clockedFSM) Snapshot() (raft.FSMSnapshot, error) {

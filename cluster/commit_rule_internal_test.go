@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arbiterhq/arbiter/cluster/internal/hclogslog"
+	"github.com/arbiterhq/arbiter/cluster/transport"
 	"github.com/hashicorp/raft"
 )
 
@@ -60,8 +62,8 @@ func staleTailFollower(t *testing.T, guarded bool) (*recordingFSM, *truncationWa
 	lTrans.Connect(fAddr, fTrans)
 	var trans raft.Transport = fTrans
 	if guarded {
-		g, guard := guardTransport(fTrans)
-		t.Cleanup(guard.close)
+		g, guard := transport.NewGuard(fTrans)
+		t.Cleanup(guard.Shut)
 		trans = g
 	}
 	conf := raft.DefaultConfig()
@@ -69,7 +71,7 @@ func staleTailFollower(t *testing.T, guarded bool) (*recordingFSM, *truncationWa
 	conf.HeartbeatTimeout = 10 * time.Second // the fake leader is the only one
 	conf.ElectionTimeout = 10 * time.Second
 	conf.LeaderLeaseTimeout = time.Second
-	conf.Logger = newHclog(slog.New(slog.NewTextHandler(io.Discard, nil)), "raft")
+	conf.Logger = hclogslog.New(slog.New(slog.NewTextHandler(io.Discard, nil)), "raft")
 	fsm := &recordingFSM{applied: map[uint64]uint64{}}
 	watch := newTruncationWatch(store, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	r, err := raft.NewRaft(conf, fsm, watch, store, raft.NewDiscardSnapshotStore(), trans)

@@ -323,7 +323,7 @@ func (c *Config) Validate() error {
 		bad("%s must be positive", nm("MaxRestoreBytes"))
 	}
 	if c.TLS != nil {
-		if err := c.TLS.validate(); err != nil {
+		if err := c.TLS.Validate(); err != nil {
 			bad("%v", err)
 		}
 	}

@@ -13,6 +13,51 @@
 // fsm.Capabilities for what Apply does, and fsm.Halt for a replica that
 // meets an enabled command its binary cannot apply).
 //
+// The parts of a node. Node composes parts with one job each (parts.go);
+// every part embeds core (core.go: the configuration, logger, FSM, raft
+// handle and addresses, read-only once Start has run) and reaches the
+// others only through the small interfaces declared next to the parts:
+//
+//   - raftHost (host.go, apply.go, clock.go, catchup.go, sole_voter.go,
+//     confirm.go, truncation_watch.go): opens the stores and the
+//     transport, runs raft, stamps and applies commands as the leader,
+//     confirms leadership for linearizable reads, sizes the log kept for
+//     followers, and closes it all.
+//   - commands (propose.go, read.go, forward.go, forward_batch.go): the
+//     path of a command and of a read: the enabled-set gate, the leader
+//     here or over its API, the retries while nothing was applied.
+//   - membership (membership.go, join.go, promote.go, removal.go,
+//     record.go, startcheck.go): who is a member, what Start refuses, the
+//     record of the data directory, a removed member's exit.
+//   - leadership (leadership.go, capabilities.go): what a leader does in
+//     its term: the first entry, ticks, the enabled set, the cluster's
+//     name, member upkeep and promotions.
+//   - backups (backup.go): Backup, Restore and the seed of a new cluster.
+//   - httpAPI (http.go: the route table; http_server.go, http_cluster.go,
+//     http_changes.go, auth.go, whoami.go): serving, authentication,
+//     access levels and the host's handlers.
+//
+// Leaf packages, which know nothing of Node: cluster/transport (the TLS
+// stream layer and TLSConfig, and the guard between raft and its
+// transport), cluster/memberrec (the data directory's member record),
+// cluster/offline (Recover, SaveOffline, HasState: tools for a stopped
+// node's data directory) and cluster/internal/hclogslog (raft's logs
+// into slog).
+//
+// One command, from HTTP to Apply and back: POST /v1/commands reaches
+// httpAPI.handleCommand (http_cluster.go) through instrument (http.go:
+// authentication, access level, deadline), which calls Node.Propose;
+// commands.Propose (propose.go) checks the enabled set (gate,
+// capabilities.go) and calls viaLeader, which on the leader calls
+// raftHost.applyLocal (apply.go: startApply stamps and hands the entry to
+// raft.Apply, finishApply waits for the FSM's response), and on a
+// follower forwards it (forward_batch.go) to the leader's
+// /v1/internal/apply, whose handler calls startApply and finishApply
+// likewise. The response returns the same way, written by writeMsgpack.
+//
+// Remote and remote*.go, the HTTP client, stay here until the light client
+// package replaces them.
+//
 // A host program embeds a node like this:
 //
 //	cfg := cluster.DefaultConfig()
@@ -26,7 +71,7 @@
 //	defer node.Shutdown(context.Background())
 //	nc := nodes.NewClient(node, node)
 //
-// Membership (membership.go, promote.go, startcheck.go, record.go,
+// Membership (membership.go, join.go, promote.go, startcheck.go, record.go,
 // removal.go). Raft's configuration says who is a member and who votes;
 // replicated metadata adds API addresses and capabilities; the data
 // directory's record (member.json) says which member and cluster it
@@ -44,10 +89,11 @@
 // another cluster. A member that finds itself removed or replaced stops,
 // and Done and Err say so.
 //
-// Recovery from quorum loss is offline: Recover rewrites the stored
-// configuration of a stopped node (raft.RecoverCluster) so that the
-// survivors form a smaller cluster; SaveOffline writes a stopped node's
-// state as a backup; Config.Restore seeds a new cluster from one.
+// Recovery from quorum loss is offline (package cluster/offline): Recover
+// rewrites the stored configuration of a stopped node
+// (raft.RecoverCluster) so that the survivors form a smaller cluster;
+// SaveOffline writes a stopped node's state as a backup; Config.Restore
+// seeds a new cluster from one.
 //
 // Requests may carry a deadline (timeout_ms, Request-Timeout; see
 // deadline.go); without one they wait up to ApplyTimeout.

@@ -53,13 +53,13 @@ func newPeerTransport() *http.Transport {
 
 // forwardQuery asks the leader for a linearizable read. Reads change
 // nothing, so every transport failure is safe to retry.
-func (n *Node) forwardQuery(ctx context.Context, api string, q fsm.Query, p identity.Principal) ([]byte, error) {
+func (cp *commands) forwardQuery(ctx context.Context, api string, q fsm.Query, p identity.Principal) ([]byte, error) {
 	body, err := arblog.Marshal(wireQuery{Query: q, Principal: p})
 	if err != nil {
 		return nil, errs.Errorf(errs.CodeInvalid, "encode query: %v", err)
 	}
 	var reply wireReply
-	if err := postMsgpack(ctx, n.peers, n.url(api, "/v1/internal/query"), body, &reply); err != nil {
+	if err := postMsgpack(ctx, cp.peers, cp.url(api, "/v1/internal/query"), body, &reply); err != nil {
 		if e := errs.From(err); e.OutcomeUnknown {
 			return nil, errs.Errorf(errs.CodeUnavailable, "%s", e.Message)
 		}
@@ -97,8 +97,7 @@ func postMsgpack(ctx context.Context, c *http.Client, url string, body []byte, r
 
 // postJSON posts body as JSON and decodes a 2xx reply into out (if not
 // nil); an error reply becomes its *errs.Error.
-func (n *Node) postJSON(ctx context.Context, url string, body, out any) error {
-	c := n.peers
+func (c *core) postJSON(ctx context.Context, url string, body, out any) error {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return errs.Errorf(errs.CodeInvalid, "encode: %v", err)
@@ -108,7 +107,7 @@ func (n *Node) postJSON(ctx context.Context, url string, body, out any) error {
 		return errs.Errorf(errs.CodeInvalid, "request: %v", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	return doJSON(c, req, out)
+	return doJSON(c.peers, req, out)
 }
 
 func doJSON(c *http.Client, req *http.Request, out any) error {

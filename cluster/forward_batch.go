@@ -35,7 +35,7 @@ const (
 )
 
 type forwarder struct {
-	n     *Node
+	n     *core
 	queue chan *forwardCall
 	// sent receives a leader's API address from each batch's sender when
 	// its answer has been delivered.
@@ -64,8 +64,8 @@ type applyBatchReply struct {
 	Replies []wireReply `msgpack:"replies"`
 }
 
-func newForwarder(n *Node) *forwarder {
-	return &forwarder{n: n, queue: make(chan *forwardCall, forwardQueueLen), sent: make(chan string)}
+func newForwarder(c *core) *forwarder {
+	return &forwarder{n: c, queue: make(chan *forwardCall, forwardQueueLen), sent: make(chan string)}
 }
 
 func (fw *forwarder) start() {
@@ -242,7 +242,7 @@ func (fw *forwarder) post(ctx context.Context, api string, body applyBatch, repl
 // handleInternalApply receives a batch of commands forwarded by another
 // node. It applies only on the leader and never forwards again, so a stale
 // leader hint cannot make a request loop; the sender retries elsewhere.
-func (n *Node) handleInternalApply(w http.ResponseWriter, r *http.Request) {
+func (hs *httpAPI) handleInternalApply(w http.ResponseWriter, r *http.Request) {
 	raw, err := domain.ReadBody(w, r, maxApplyBatchBody)
 	if err != nil {
 		domain.WriteError(w, err)
@@ -257,11 +257,11 @@ func (n *Node) handleInternalApply(w http.ResponseWriter, r *http.Request) {
 		writeMsgpack(w, wireReply{Err: errs.Errorf(errs.CodeInvalid, "a batch holds 1 to %d commands", maxForwardBatch)})
 		return
 	}
-	if !n.IsLeader() {
+	if !hs.isLeader() {
 		writeMsgpack(w, wireReply{Err: errs.New(errs.CodeUnavailable, "not the leader")})
 		return
 	}
-	ctx, cancel := n.withTimeout(r.Context())
+	ctx, cancel := hs.withTimeout(r.Context())
 	defer cancel()
 	started := make([]pendingApply, len(batch.Commands))
 	for i, data := range batch.Commands {
@@ -269,15 +269,15 @@ func (n *Node) handleInternalApply(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case err != nil:
 			started[i].err = errs.Errorf(errs.CodeInvalid, "%v", err)
-		case n.fsm.IsInternal(cmd.Type):
+		case hs.fsm.IsInternal(cmd.Type):
 			started[i].err = errs.Errorf(errs.CodeForbidden, "command type %d is internal to the cluster", cmd.Type)
 		default:
-			started[i] = n.startApply(ctx, cmd)
+			started[i] = hs.host.startApply(ctx, cmd)
 		}
 	}
 	reply := applyBatchReply{Replies: make([]wireReply, len(started))}
 	for i, p := range started {
-		res, err := n.finishApply(ctx, p)
+		res, err := hs.host.finishApply(ctx, p)
 		reply.Replies[i] = wireReply{Response: res, Err: errs.From(err)}
 	}
 	out, err := arblog.Marshal(reply)

@@ -73,12 +73,12 @@ func (f *fakeLeader) seen() (sizes []int, maxInFlight int) {
 	return append([]int(nil), f.sizes...), f.maxInFlight
 }
 
-// testForwarder runs a forwarder of a node that has nothing but what
+// testForwarder runs a forwarder on a core that has nothing but what
 // forwarding uses; stopping it cancels the node's context and waits for
 // every goroutine the forwarder started.
 func testForwarder(t *testing.T) (*forwarder, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
-	n := &Node{ctx: ctx, cancel: cancel, cfg: Config{ApplyTimeout: 10 * time.Second}, peers: &http.Client{Transport: newPeerTransport()}}
+	n := &core{ctx: ctx, cancel: cancel, cfg: Config{ApplyTimeout: 10 * time.Second}, peers: &http.Client{Transport: newPeerTransport()}}
 	fw := newForwarder(n)
 	fw.start()
 	var once sync.Once

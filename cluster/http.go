@@ -1,10 +1,8 @@
 package cluster
 
 import (
-	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -18,83 +16,35 @@ import (
 	"github.com/arbiterhq/arbiter/fsm"
 	arblog "github.com/arbiterhq/arbiter/log"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
-
-// maxHeaderBytes bounds request headers.
-const maxHeaderBytes = 64 << 10
-
-func (n *Node) startHTTP(ln net.Listener) {
-	n.sem = make(chan struct{}, n.cfg.MaxConcurrentRequests)
-	n.httpSrv = &http.Server{
-		Handler:           n.mux,
-		ReadHeaderTimeout: n.cfg.ReadHeaderTimeout,
-		ReadTimeout:       n.cfg.ReadTimeout,
-		WriteTimeout:      n.cfg.WriteTimeout,
-		IdleTimeout:       n.cfg.IdleTimeout,
-		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          newHclog(n.logger, "http").StandardLogger(nil),
-	}
-	n.goBackground(func() {
-		if err := n.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			n.logger.Error("HTTP server stopped", "error", err)
-		}
-	})
-}
-
-func (n *Node) metricsHandler() http.Handler {
-	return promhttp.HandlerFor(n.metrics.registry, promhttp.HandlerOpts{})
-}
-
-// startMetrics serves GET /metrics alone on ln (Config.MetricsAddr).
-func (n *Node) startMetrics(ln net.Listener) {
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", n.metricsHandler())
-	n.metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: n.cfg.ReadHeaderTimeout, ReadTimeout: n.cfg.ReadTimeout,
-		WriteTimeout: n.cfg.WriteTimeout, IdleTimeout: n.cfg.IdleTimeout, MaxHeaderBytes: maxHeaderBytes,
-		ErrorLog: newHclog(n.logger, "metrics").StandardLogger(nil)}
-	n.goBackground(func() {
-		if err := n.metricsSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			n.logger.Error("metrics server stopped", "error", err)
-		}
-	})
-}
-
-// MetricsAddr is the address of the metrics listener ("" without one).
-func (n *Node) MetricsAddr() string {
-	if n.metricsLn == nil {
-		return ""
-	}
-	return n.metricsLn.Addr().String()
-}
 
 // clusterRoutes are the host's own routes; every domain's are added to
 // them (see buildMux).
-func (n *Node) clusterRoutes() []domain.Route {
+func (hs *httpAPI) clusterRoutes() []domain.Route {
 	route := func(method, path string, a domain.Access, h http.HandlerFunc) domain.Route {
 		return domain.Route{Method: method, Path: path, Access: a, Handler: h}
 	}
 	return []domain.Route{
-		route(http.MethodGet, "/v1/auth/whoami", domain.Authenticated, n.handleWhoami),
-		route(http.MethodGet, "/v1/changes", domain.Authenticated, n.handleChanges),
-		route(http.MethodGet, "/v1/cluster/status", domain.Authenticated, n.handleStatus),
-		route(http.MethodGet, "/v1/cluster/capabilities", domain.Authenticated, n.handleCapabilities),
-		route(http.MethodGet, "/v1/cluster/state-hash", domain.Admin, n.handleStateHash),
-		route(http.MethodPost, "/v1/cluster/join", domain.Admin, n.handleJoin),
-		route(http.MethodPost, "/v1/cluster/remove", domain.Admin, n.handleRemove),
-		route(http.MethodGet, "/v1/cluster/snapshot", domain.Admin, n.handleSnapshot),
-		route(http.MethodPost, "/v1/cluster/restore", domain.Admin, n.handleRestore),
-		route(http.MethodPost, "/v1/commands", domain.Authenticated, n.handleCommand),
-		route(http.MethodPost, "/v1/queries", domain.Authenticated, n.handleQuery),
-		route(http.MethodPost, "/v1/internal/apply", domain.Peer, n.handleInternalApply),
-		route(http.MethodPost, "/v1/internal/query", domain.Peer, n.handleInternalQuery),
+		route(http.MethodGet, "/v1/auth/whoami", domain.Authenticated, hs.handleWhoami),
+		route(http.MethodGet, "/v1/changes", domain.Authenticated, hs.handleChanges),
+		route(http.MethodGet, "/v1/cluster/status", domain.Authenticated, hs.handleStatus),
+		route(http.MethodGet, "/v1/cluster/capabilities", domain.Authenticated, hs.handleCapabilities),
+		route(http.MethodGet, "/v1/cluster/state-hash", domain.Admin, hs.handleStateHash),
+		route(http.MethodPost, "/v1/cluster/join", domain.Admin, hs.handleJoin),
+		route(http.MethodPost, "/v1/cluster/remove", domain.Admin, hs.handleRemove),
+		route(http.MethodGet, "/v1/cluster/snapshot", domain.Admin, hs.handleSnapshot),
+		route(http.MethodPost, "/v1/cluster/restore", domain.Admin, hs.handleRestore),
+		route(http.MethodPost, "/v1/commands", domain.Authenticated, hs.handleCommand),
+		route(http.MethodPost, "/v1/queries", domain.Authenticated, hs.handleQuery),
+		route(http.MethodPost, "/v1/internal/apply", domain.Peer, hs.handleInternalApply),
+		route(http.MethodPost, "/v1/internal/query", domain.Peer, hs.handleInternalQuery),
 	}
 }
 
 // buildMux mounts the host's routes and every domain's, behind
 // instrument; a route that is malformed or served twice is a
 // configuration error.
-func (n *Node) buildMux() (*http.ServeMux, error) {
+func (hs *httpAPI) buildMux() (*http.ServeMux, error) {
 	mux := http.NewServeMux()
 	taken := map[string]string{}
 	var described []domain.Route // for the API document
@@ -104,44 +54,44 @@ func (n *Node) buildMux() (*http.ServeMux, error) {
 			return err
 		}
 		for _, r := range routes {
-			if err := handle(mux, r.Pattern(), n.instrument(r.Pattern(), r.Access, r.Handler)); err != nil {
+			if err := handle(mux, r.Pattern(), hs.instrument(r.Pattern(), r.Access, r.Handler)); err != nil {
 				return fmt.Errorf("%s: %w", owner, err)
 			}
-			n.routeTable = append(n.routeTable, RouteInfo{Pattern: r.Pattern(), Access: r.Access})
+			hs.routeTable = append(hs.routeTable, RouteInfo{Pattern: r.Pattern(), Access: r.Access})
 		}
 		return nil
 	}
-	if err := mount("cluster", n.clusterRoutes()); err != nil {
+	if err := mount("cluster", hs.clusterRoutes()); err != nil {
 		return nil, err
 	}
-	for _, d := range n.cfg.Domains {
+	for _, d := range hs.cfg.Domains {
 		if d.Routes == nil {
 			continue
 		}
-		if err := mount("domain "+d.Name, d.Routes(n)); err != nil {
+		if err := mount("domain "+d.Name, d.Routes(hs.dom)); err != nil {
 			return nil, err
 		}
 	}
-	if err := mount("cluster", []domain.Route{n.openAPIRoute(&described)}); err != nil {
+	if err := mount("cluster", []domain.Route{hs.openAPIRoute(&described)}); err != nil {
 		return nil, err
 	}
-	for _, pattern := range slices.Sorted(maps.Keys(n.cfg.Mounts)) {
-		if err := handle(mux, pattern, n.instrument(pattern, domain.Authenticated, n.cfg.Mounts[pattern](mux))); err != nil {
+	for _, pattern := range slices.Sorted(maps.Keys(hs.cfg.Mounts)) {
+		if err := handle(mux, pattern, hs.instrument(pattern, domain.Authenticated, hs.cfg.Mounts[pattern](mux))); err != nil {
 			return nil, fmt.Errorf("mount: %w", err)
 		}
-		n.routeTable = append(n.routeTable, RouteInfo{Pattern: pattern, Access: domain.Authenticated})
+		hs.routeTable = append(hs.routeTable, RouteInfo{Pattern: pattern, Access: domain.Authenticated})
 	}
 	public := func(pattern string, h http.Handler) {
-		mux.Handle(pattern, n.instrument(pattern, domain.Public, h))
-		n.routeTable = append(n.routeTable, RouteInfo{Pattern: pattern, Access: domain.Public})
+		mux.Handle(pattern, hs.instrument(pattern, domain.Public, h))
+		hs.routeTable = append(hs.routeTable, RouteInfo{Pattern: pattern, Access: domain.Public})
 	}
-	public("GET /healthz", http.HandlerFunc(n.handleHealthz))
-	public("GET /readyz", http.HandlerFunc(n.handleReadyz))
-	if n.cfg.MetricsAddr == "" {
-		mux.Handle("GET /metrics", n.instrument("GET /metrics", domain.Authenticated, n.metricsHandler()))
-		n.routeTable = append(n.routeTable, RouteInfo{Pattern: "GET /metrics", Access: domain.Authenticated})
+	public("GET /healthz", http.HandlerFunc(hs.handleHealthz))
+	public("GET /readyz", http.HandlerFunc(hs.handleReadyz))
+	if hs.cfg.MetricsAddr == "" {
+		mux.Handle("GET /metrics", hs.instrument("GET /metrics", domain.Authenticated, hs.metricsHandler()))
+		hs.routeTable = append(hs.routeTable, RouteInfo{Pattern: "GET /metrics", Access: domain.Authenticated})
 	}
-	mux.Handle("/", n.instrument("unknown", domain.Public, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("/", hs.instrument("unknown", domain.Public, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if allow := allowedMethods(mux, r); len(allow) > 0 {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
 			domain.WriteError(w, errs.Errorf(errs.CodeMethodNotAllowed, "%s takes %s, not %s", r.URL.Path, strings.Join(allow, ", "), r.Method))
@@ -149,7 +99,7 @@ func (n *Node) buildMux() (*http.ServeMux, error) {
 		}
 		domain.WriteError(w, errs.Errorf(errs.CodeNotFound, "no route %s %s", r.Method, r.URL.Path))
 	})))
-	slices.SortFunc(n.routeTable, func(a, b RouteInfo) int { return strings.Compare(a.Pattern, b.Pattern) })
+	slices.SortFunc(hs.routeTable, func(a, b RouteInfo) int { return strings.Compare(a.Pattern, b.Pattern) })
 	return mux, nil
 }
 
@@ -157,10 +107,10 @@ func (n *Node) buildMux() (*http.ServeMux, error) {
 // route in the route table: the mounted ones as described (read at the
 // first request, once all are mounted), the rest (health, readiness,
 // metrics) by pattern and access only.
-func (n *Node) openAPIRoute(described *[]domain.Route) domain.Route {
+func (hs *httpAPI) openAPIRoute(described *[]domain.Route) domain.Route {
 	return openapi.Route(func() []domain.Route {
 		out := slices.Clone(*described)
-		for _, ri := range n.routeTable {
+		for _, ri := range hs.routeTable {
 			method, path, ok := strings.Cut(ri.Pattern, " ")
 			if !ok {
 				continue // a mount of another protocol (Config.Mounts: /mcp), not of this API
@@ -215,19 +165,19 @@ type RouteInfo struct {
 
 // Routes lists the routes this node serves (its own and its domains'),
 // sorted by pattern.
-func (n *Node) Routes() []RouteInfo { return slices.Clone(n.routeTable) }
+func (n *Node) Routes() []RouteInfo { return slices.Clone(n.api.routeTable) }
 
 // instrument bounds concurrency (429 beyond MaxConcurrentRequests), bounds
 // the request by the deadline it asks for (withRequestTimeout),
 // authenticates the caller and applies the route's access level (401, 403),
 // puts the verified principal on the request's context, and counts and
 // times requests by route and status.
-func (n *Node) instrument(route string, a domain.Access, h http.Handler) http.Handler {
+func (hs *httpAPI) instrument(route string, a domain.Access, h http.Handler) http.Handler {
 	// The series of a 200 answer, looked up once: WithLabelValues hashes
 	// and checks both labels on every call. Made on first use, so that a
 	// route never called shows no series.
 	okSeries := sync.OnceValues(func() (prometheus.Counter, prometheus.Observer) {
-		return n.metrics.httpRequests.WithLabelValues(route, "200"), n.metrics.httpDuration.WithLabelValues(route, "200")
+		return hs.metrics.httpRequests.WithLabelValues(route, "200"), hs.metrics.httpDuration.WithLabelValues(route, "200")
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
@@ -239,16 +189,16 @@ func (n *Node) instrument(route string, a domain.Access, h http.Handler) http.Ha
 				count, duration = okSeries()
 			} else {
 				code := statusLabel(rec.status)
-				count, duration = n.metrics.httpRequests.WithLabelValues(route, code), n.metrics.httpDuration.WithLabelValues(route, code)
+				count, duration = hs.metrics.httpRequests.WithLabelValues(route, code), hs.metrics.httpDuration.WithLabelValues(route, code)
 			}
 			count.Inc()
 			duration.Observe(time.Since(start).Seconds())
 		}()
 		select {
-		case n.sem <- struct{}{}:
-			defer func() { <-n.sem }()
+		case hs.sem <- struct{}{}:
+			defer func() { <-hs.sem }()
 		default:
-			domain.WriteError(rec, errs.Errorf(errs.CodeBackpressure, "more than %d requests in flight", cap(n.sem)))
+			domain.WriteError(rec, errs.Errorf(errs.CodeBackpressure, "more than %d requests in flight", cap(hs.sem)))
 			return
 		}
 		if a == domain.Public {
@@ -261,7 +211,7 @@ func (n *Node) instrument(route string, a domain.Access, h http.Handler) http.Ha
 			return
 		}
 		defer cancel()
-		c, err := n.authenticate(r)
+		c, err := hs.authenticate(r)
 		if err == nil {
 			err = authorizeRoute(a, c)
 		}
@@ -273,7 +223,7 @@ func (n *Node) instrument(route string, a domain.Access, h http.Handler) http.Ha
 			return
 		}
 		if r.Method == http.MethodGet && strings.Contains(r.URL.RawQuery, "stale") && r.URL.Query().Get("consistency") == "stale" {
-			n.staleness(rec.Header())
+			hs.staleness(rec.Header())
 		}
 		h.ServeHTTP(rec, r.WithContext(fsm.WithPrincipal(r.Context(), c.principal)))
 	})

@@ -16,7 +16,7 @@ const maxLongPoll = 30 * time.Second
 // nothing new, it waits (at most maxLongPoll) for the next applied batch.
 // With include_values=true, events carry the values they wrote (see
 // fsm.ChangesRequest.Values).
-func (n *Node) handleChanges(w http.ResponseWriter, r *http.Request) {
+func (hs *httpAPI) handleChanges(w http.ResponseWriter, r *http.Request) {
 	p, err := domain.ParseParams(r, "after", "limit", "wait_ms", "consistency", "include_values")
 	if err != nil {
 		domain.WriteError(w, err)
@@ -49,13 +49,13 @@ func (n *Node) handleChanges(w http.ResponseWriter, r *http.Request) {
 	}
 	req := fsm.ChangesRequest{After: after, Limit: limit, Values: values}
 	// A long poll must answer before the server's write timeout cuts it.
-	wait := min(time.Duration(waitMs)*time.Millisecond, n.cfg.WriteTimeout-time.Second)
+	wait := min(time.Duration(waitMs)*time.Millisecond, hs.cfg.WriteTimeout-time.Second)
 	ctx, cancel := context.WithTimeout(r.Context(), max(wait, 0))
 	defer cancel()
 	for {
-		changed := n.fsm.Changed()
+		changed := hs.fsm.Changed()
 		var page fsm.ChangesPage
-		if err := fsm.Ask(r.Context(), n, fsm.QueryChanges, c == fsm.Stale, req, &page); err != nil {
+		if err := fsm.Ask(r.Context(), hs.node, fsm.QueryChanges, c == fsm.Stale, req, &page); err != nil {
 			domain.WriteError(w, err)
 			return
 		}

@@ -12,8 +12,8 @@ import (
 	arblog "github.com/arbiterhq/arbiter/log"
 )
 
-func (n *Node) handleStatus(w http.ResponseWriter, r *http.Request) {
-	domain.WriteJSON(w, http.StatusOK, n.Status())
+func (hs *httpAPI) handleStatus(w http.ResponseWriter, r *http.Request) {
+	domain.WriteJSON(w, http.StatusOK, hs.node.Status())
 }
 
 // maxStateHashWait bounds how long a state-hash request waits for the
@@ -25,14 +25,14 @@ const maxStateHashWait = 10 * time.Second
 // maxStateHashWait for it. Replicas keep applying ticks while a large
 // state is hashed, so comparing replicas needs the index form; 409 means
 // N was applied inside a larger batch or had passed: ask for a later one.
-func (n *Node) handleStateHash(w http.ResponseWriter, r *http.Request) {
+func (hs *httpAPI) handleStateHash(w http.ResponseWriter, r *http.Request) {
 	p, err := domain.ParseParams(r, "index")
 	if err != nil {
 		domain.WriteError(w, err)
 		return
 	}
 	if p.String("index") == "" {
-		idx, sums, err := n.fsm.StateHashes()
+		idx, sums, err := hs.fsm.StateHashes()
 		if err != nil {
 			domain.WriteError(w, errs.Errorf(errs.CodeInternal, "state hash: %v", err))
 			return
@@ -47,7 +47,7 @@ func (n *Node) handleStateHash(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), maxStateHashWait)
 	defer cancel()
-	sums, ok, err := n.fsm.StateHashesAt(ctx, index)
+	sums, ok, err := hs.fsm.StateHashesAt(ctx, index)
 	switch {
 	case err != nil:
 		domain.WriteError(w, err)
@@ -58,26 +58,26 @@ func (n *Node) handleStateHash(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (n *Node) handleJoin(w http.ResponseWriter, r *http.Request) {
+func (hs *httpAPI) handleJoin(w http.ResponseWriter, r *http.Request) {
 	var req JoinRequest
 	if err := domain.DecodeJSON(w, r, &req); err != nil {
 		domain.WriteError(w, err)
 		return
 	}
-	if err := n.Join(r.Context(), req); err != nil {
+	if err := hs.node.Join(r.Context(), req); err != nil {
 		domain.WriteError(w, err)
 		return
 	}
 	domain.WriteJSON(w, http.StatusOK, map[string]bool{"joined": true})
 }
 
-func (n *Node) handleRemove(w http.ResponseWriter, r *http.Request) {
+func (hs *httpAPI) handleRemove(w http.ResponseWriter, r *http.Request) {
 	var req RemoveRequest
 	if err := domain.DecodeJSON(w, r, &req); err != nil {
 		domain.WriteError(w, err)
 		return
 	}
-	if err := n.Remove(r.Context(), req); err != nil {
+	if err := hs.node.Remove(r.Context(), req); err != nil {
 		domain.WriteError(w, err)
 		return
 	}
@@ -86,7 +86,7 @@ func (n *Node) handleRemove(w http.ResponseWriter, r *http.Request) {
 
 // handleCommand is Remote's write path: any command a client may propose,
 // run as the request's principal (any principal in the body is ignored).
-func (n *Node) handleCommand(w http.ResponseWriter, r *http.Request) {
+func (hs *httpAPI) handleCommand(w http.ResponseWriter, r *http.Request) {
 	body, err := domain.ReadBody(w, r, arblog.MaxCommandBytes)
 	if err != nil {
 		domain.WriteError(w, err)
@@ -98,12 +98,12 @@ func (n *Node) handleCommand(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cmd.Adapter = "" // a client cannot speak as an in-server adapter
-	res, err := n.Propose(r.Context(), cmd)
+	res, err := hs.node.Propose(r.Context(), cmd)
 	writeMsgpack(w, wireReply{Response: res, Err: errs.From(err)})
 }
 
 // handleQuery is Remote's read path.
-func (n *Node) handleQuery(w http.ResponseWriter, r *http.Request) {
+func (hs *httpAPI) handleQuery(w http.ResponseWriter, r *http.Request) {
 	body, err := domain.ReadBody(w, r, arblog.MaxCommandBytes)
 	if err != nil {
 		domain.WriteError(w, err)
@@ -115,12 +115,12 @@ func (n *Node) handleQuery(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q.Adapter = "" // a client cannot speak as an in-server adapter
-	out, err := n.Query(r.Context(), q)
+	out, err := hs.node.Query(r.Context(), q)
 	writeMsgpack(w, wireReply{Result: out, Err: errs.From(err)})
 }
 
 // handleInternalQuery serves a linearizable read forwarded by a follower.
-func (n *Node) handleInternalQuery(w http.ResponseWriter, r *http.Request) {
+func (hs *httpAPI) handleInternalQuery(w http.ResponseWriter, r *http.Request) {
 	body, err := domain.ReadBody(w, r, arblog.MaxCommandBytes)
 	if err != nil {
 		domain.WriteError(w, err)
@@ -131,36 +131,36 @@ func (n *Node) handleInternalQuery(w http.ResponseWriter, r *http.Request) {
 		writeMsgpack(w, wireReply{Err: errs.Errorf(errs.CodeInvalid, "%v", err)})
 		return
 	}
-	if !n.IsLeader() {
+	if !hs.isLeader() {
 		writeMsgpack(w, wireReply{Err: errs.New(errs.CodeUnavailable, "not the leader")})
 		return
 	}
-	ctx, cancel := n.withTimeout(r.Context())
+	ctx, cancel := hs.withTimeout(r.Context())
 	defer cancel()
-	if err := n.linearize(ctx); err != nil {
+	if err := hs.host.linearize(ctx); err != nil {
 		writeMsgpack(w, wireReply{Err: errs.From(err)})
 		return
 	}
-	out, err := n.fsm.Query(q.Principal, q.Query)
+	out, err := hs.fsm.Query(q.Principal, q.Query)
 	writeMsgpack(w, wireReply{Result: out, Err: errs.From(err)})
 }
 
-func (n *Node) handleHealthz(w http.ResponseWriter, r *http.Request) {
+func (hs *httpAPI) handleHealthz(w http.ResponseWriter, r *http.Request) {
 	domain.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
 // handleReadyz is 200 when the node is ready (Node.Ready), given the
 // commands ?require= lists (comma-separated; see requirement), else 503
 // saying why (422 for a malformed list).
-func (n *Node) handleReadyz(w http.ResponseWriter, r *http.Request) {
+func (hs *httpAPI) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	p, err := domain.ParseParams(r, "require")
 	if err == nil {
-		err = n.Ready(p.String("require"))
+		err = hs.node.Ready(p.String("require"))
 	}
 	if err != nil {
 		domain.WriteError(w, err)
 		return
 	}
-	_, leader := n.raft.LeaderWithID()
+	_, leader := hs.raft.LeaderWithID()
 	domain.WriteJSON(w, http.StatusOK, map[string]any{"status": "ready", "leader_id": leader})
 }

@@ -15,71 +15,70 @@ import (
 // metadata, settle the enabled command set, name the cluster if it has no
 // id yet, drop the metadata of former members, and tick; meanwhile
 // promote the non-voters that have caught up (promoteLoop).
-func (n *Node) watchLeadership(notify <-chan bool) {
+func (ld *leadership) watchLeadership(notify <-chan bool) {
 	stop := func() {}
 	defer func() { stop() }()
 	for {
 		select {
 		case leading := <-notify:
-			n.metrics.leaderChanges.Inc()
+			ld.metrics.leaderChanges.Inc()
 			stop()
 			stop = func() {}
-			n.readyTerm.Store(0)
+			ld.host.termReady(0)
 			if !leading {
-				n.logger.Info("lost leadership")
+				ld.logger.Info("lost leadership")
 				continue
 			}
-			n.restoreTimeouts()
-			ctx, cancel := context.WithCancel(n.ctx)
+			ld.host.restoreTimeouts()
+			ctx, cancel := context.WithCancel(ld.ctx)
 			stop = cancel
-			n.logger.Info("became leader", "term", n.raft.CurrentTerm())
-			n.goBackground(func() { n.lead(ctx) })
-		case <-n.ctx.Done():
+			ld.logger.Info("became leader", "term", ld.raft.CurrentTerm())
+			ld.goBackground(func() { ld.lead(ctx) })
+		case <-ld.ctx.Done():
 			return
 		}
 	}
 }
 
-func (n *Node) lead(ctx context.Context) {
-	term := n.raft.CurrentTerm()
+func (ld *leadership) lead(ctx context.Context) {
+	term := ld.raft.CurrentTerm()
 	for attempt := 0; ; attempt++ {
-		if h := n.fsm.Halted(); h != nil {
+		if h := ld.fsm.Halted(); h != nil {
 			// A halted replica can commit but never apply its first tick:
 			// it hands over rather than hold the cluster without a
 			// working leader (it can win an election: its log is whole).
-			n.stepDownHalted(h)
-		} else if _, err := n.tick(ctx); err == nil {
+			ld.stepDownHalted(h)
+		} else if _, err := ld.tick(ctx); err == nil {
 			break
 		}
 		if sleepCtx(ctx, backoff(attempt)) != nil {
 			return
 		}
 	}
-	if ctx.Err() == nil && n.IsLeader() && n.raft.CurrentTerm() == term {
-		n.readyTerm.Store(term)
+	if ctx.Err() == nil && ld.isLeader() && ld.raft.CurrentTerm() == term {
 		// Its whole log is applied: what a node that leads from its
 		// start must have applied before it is ready (ready.go).
-		n.guard.start.record(n.fsm.AppliedIndex())
+		ld.host.termReady(term)
 	}
-	n.goBackground(func() { n.promoteLoop(ctx) })
-	t := time.NewTicker(n.cfg.TickInterval)
+	ld.goBackground(func() { ld.members.promoteLoop(ctx) })
+	t := time.NewTicker(ld.cfg.TickInterval)
 	defer t.Stop()
 	for {
-		n.maintainMembers(ctx)
-		if err := n.settleCapabilities(ctx); err != nil && ctx.Err() == nil {
-			n.logger.Warn("settling the enabled command set failed", "error", err)
+		ld.members.maintainMembers(ctx)
+		if err := ld.settleCapabilities(ctx); err != nil && ctx.Err() == nil {
+			ld.logger.Warn("settling the enabled command set failed", "error", err)
 		}
-		if err := n.ensureClusterID(ctx); err != nil && ctx.Err() == nil {
-			n.logger.Warn("naming the cluster failed", "error", err)
+		if err := ld.ensureClusterID(ctx); err != nil && ctx.Err() == nil {
+			ld.logger.Warn("naming the cluster failed", "error", err)
 		}
 		select {
 		case <-t.C:
-			if h := n.fsm.Halted(); h != nil {
-				n.stepDownHalted(h)
+			if h := ld.fsm.Halted(); h != nil {
+				ld.stepDownHalted(h)
 				continue
 			}
-			if err := n.tickUntilCaughtUp(ctx); err != nil && ctx.Err() == nil {
-				n.logger.Warn("tick failed", "error", err)
+			if err := ld.tickUntilCaughtUp(ctx); err != nil && ctx.Err() == nil {
+				ld.logger.Warn("tick failed", "error", err)
 			}
 		case <-ctx.Done():
 			return
@@ -89,19 +88,19 @@ func (n *Node) lead(ctx context.Context) {
 
 // tick proposes one Tick on this node, which must be the leader: version
 // 2, with the ledger's row cap, once the cluster enables it.
-func (n *Node) tick(ctx context.Context) (*fsm.Response, error) {
+func (ld *leadership) tick(ctx context.Context) (*fsm.Response, error) {
 	t := fsm.Tick{
-		IdemRetentionMs: n.cfg.IdempotencyRetention.Milliseconds(),
-		FeedRetain:      n.cfg.ChangeFeedRetain,
-		Budget:          n.cfg.TickBudget,
+		IdemRetentionMs: ld.cfg.IdempotencyRetention.Milliseconds(),
+		FeedRetain:      ld.cfg.ChangeFeedRetain,
+		Budget:          ld.cfg.TickBudget,
 	}
 	version := uint16(1)
-	if enabled, gated := n.fsm.Enabled(); gated && enabled.Allows(fsm.CmdTick, 2) {
-		version, t.LedgerMaxRows = 2, n.cfg.IdempotencyMaxRows
+	if enabled, gated := ld.fsm.Enabled(); gated && enabled.Allows(fsm.CmdTick, 2) {
+		version, t.LedgerMaxRows = 2, ld.cfg.IdempotencyMaxRows
 	}
-	ctx, cancel := context.WithTimeout(ctx, n.cfg.ApplyTimeout)
+	ctx, cancel := context.WithTimeout(ctx, ld.cfg.ApplyTimeout)
 	defer cancel()
-	res, err := n.applyLocal(ctx, arblog.Command{Type: fsm.CmdTick, Version: version, Payload: arblog.MustMarshal(t)})
+	res, err := ld.host.applyLocal(ctx, arblog.Command{Type: fsm.CmdTick, Version: version, Payload: arblog.MustMarshal(t)})
 	if err != nil {
 		return nil, err
 	}
@@ -117,9 +116,9 @@ const maxCatchUpTicks = 32
 
 // tickUntilCaughtUp ticks, and ticks again at once while the last tick
 // used its whole budget (at most maxCatchUpTicks times).
-func (n *Node) tickUntilCaughtUp(ctx context.Context) error {
+func (ld *leadership) tickUntilCaughtUp(ctx context.Context) error {
 	for range maxCatchUpTicks {
-		res, err := n.tick(ctx)
+		res, err := ld.tick(ctx)
 		if err != nil {
 			return err
 		}
@@ -134,38 +133,38 @@ func (n *Node) tickUntilCaughtUp(ctx context.Context) error {
 // stepDownHalted hands leadership to a member that can still apply: a
 // halted leader can append entries but never apply them, so nothing it
 // leads would answer.
-func (n *Node) stepDownHalted(h *fsm.Halt) {
-	if !n.IsLeader() || n.voterCount() < 2 {
+func (ld *leadership) stepDownHalted(h *fsm.Halt) {
+	if !ld.isLeader() || ld.voterCount() < 2 {
 		return
 	}
-	n.logger.Error("halted leader hands over leadership", "halt", h.String())
-	if err := n.raft.LeadershipTransfer().Error(); err != nil {
-		n.logger.Warn("leadership transfer from a halted leader failed", "error", err)
+	ld.logger.Error("halted leader hands over leadership", "halt", h.String())
+	if err := ld.raft.LeadershipTransfer().Error(); err != nil {
+		ld.logger.Warn("leadership transfer from a halted leader failed", "error", err)
 	}
 }
 
 // ensureClusterID names the cluster once every member serves the command
 // (see fsm.CmdClusterID): with the id this node chose when it bootstrapped
 // the cluster, else a new random one. This node must be the leader.
-func (n *Node) ensureClusterID(ctx context.Context) error {
-	if n.fsm.ClusterID() != "" {
+func (ld *leadership) ensureClusterID(ctx context.Context) error {
+	if ld.fsm.ClusterID() != "" {
 		return nil
 	}
-	if enabled, gated := n.fsm.Enabled(); !gated || !enabled.Allows(fsm.CmdClusterID, 1) {
+	if enabled, gated := ld.fsm.Enabled(); !gated || !enabled.Allows(fsm.CmdClusterID, 1) {
 		return nil // not every member serves it yet
 	}
-	id := n.record.get().ClusterID
+	id := ld.members.recordedClusterID()
 	if id == "" {
 		id = newClusterID()
 	}
-	res, err := n.applyLocal(ctx, arblog.Command{Type: fsm.CmdClusterID, Version: 1, Payload: arblog.MustMarshal(fsm.ClusterIDCommand{ID: id})})
+	res, err := ld.host.applyLocal(ctx, arblog.Command{Type: fsm.CmdClusterID, Version: 1, Payload: arblog.MustMarshal(fsm.ClusterIDCommand{ID: id})})
 	if err != nil {
 		return err
 	}
 	if res.Err != nil && res.Err.Code != errs.CodeConflict {
 		return res.Err
 	}
-	n.logger.Info("the cluster is named", "cluster_id", n.fsm.ClusterID())
+	ld.logger.Info("the cluster is named", "cluster_id", ld.fsm.ClusterID())
 	return nil
 }
 
@@ -173,15 +172,15 @@ func (n *Node) ensureClusterID(ctx context.Context) error {
 // current (its first term, a move, or a restore, which brings back the
 // members as they were when it was prepared), and drops the metadata of
 // ids that are no longer members. This node must be the leader.
-func (n *Node) maintainMembers(ctx context.Context) {
-	servers, err := n.servers()
+func (mb *membership) maintainMembers(ctx context.Context) {
+	servers, err := mb.servers()
 	if err != nil {
 		return
 	}
-	meta := n.metadata()
-	if me := n.joinRequest(); !meta[me.ID].Same(me.member()) || me.ChangeAddress {
-		if err := n.addMember(ctx, me); err != nil && ctx.Err() == nil {
-			n.logger.Warn("registering own metadata failed", "error", err)
+	meta := mb.metadata()
+	if me := mb.joinRequest(); !meta[me.ID].Same(me.member()) || me.ChangeAddress {
+		if err := mb.addMember(ctx, me); err != nil && ctx.Err() == nil {
+			mb.logger.Warn("registering own metadata failed", "error", err)
 		}
 	}
 	in := map[string]bool{}
@@ -190,8 +189,8 @@ func (n *Node) maintainMembers(ctx context.Context) {
 	}
 	for id := range meta {
 		if !in[id] {
-			if err := n.pruneMetadata(ctx); err != nil && ctx.Err() == nil {
-				n.logger.Warn("removing the metadata of former members failed", "error", err)
+			if err := mb.pruneMetadata(ctx); err != nil && ctx.Err() == nil {
+				mb.logger.Warn("removing the metadata of former members failed", "error", err)
 			}
 			return
 		}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arbiterhq/arbiter/cluster/internal/hclogslog"
 	hclog "github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 )
@@ -94,7 +95,7 @@ func TestLogLimiterBoundsRepeats(t *testing.T) {
 // values: raft's `servers` line was servers="[%+v [...]]".
 func TestHclogValuesAreFormatted(t *testing.T) {
 	var out lockedBuffer
-	h := newHclog(slog.New(slog.NewTextHandler(&out, nil)), "raft")
+	h := hclogslog.New(slog.New(slog.NewTextHandler(&out, nil)), "raft")
 	servers := []raft.Server{{Suffrage: raft.Voter, ID: "n1", Address: "127.0.0.1:7001"}}
 	h.Info("initial configuration", "index", 1, "servers", hclog.Fmt("%+v", servers), "percent", hclog.Fmt("%0.2f%%", 12.5))
 	h.With("mask", hclog.Hex(255), "mode", hclog.Octal(8), "bits", hclog.Binary(5), "q", hclog.Quote("a\"b")).Warn("w")
@@ -120,7 +121,7 @@ func TestNewLogger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	newHclog(l, "raft").Info("initial configuration", "servers", hclog.Fmt("%+v", []raft.Server{{ID: "n1"}}))
+	hclogslog.New(l, "raft").Info("initial configuration", "servers", hclog.Fmt("%+v", []raft.Server{{ID: "n1"}}))
 	l.Debug("hidden")
 	var line map[string]any
 	if err := json.Unmarshal([]byte(strings.TrimSpace(out.String())), &line); err != nil {
@@ -142,7 +143,7 @@ func TestNewLogger(t *testing.T) {
 func TestHclogJSONValues(t *testing.T) {
 	var buf bytes.Buffer
 	l := slog.New(slog.NewJSONHandler(&buf, nil)).With("node", "n1")
-	h := newHclog(l, "raft")
+	h := hclogslog.New(l, "raft")
 	h.Info("entering follower state", "node", raft.Server{ID: "n2", Address: "127.0.0.1:1"}, "leader", raft.ServerAddress("127.0.0.1:2"), "err", errors.New("boom"))
 	line := buf.String()
 	if strings.Contains(line, "{}") || strings.Count(line, `"node":`) != 1 {

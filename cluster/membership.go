@@ -3,9 +3,6 @@ package cluster
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strings"
-	"time"
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
@@ -87,38 +84,48 @@ func (r JoinRequest) validate() error {
 // its metadata. It is idempotent: joining a member that is already present
 // with the same addresses changes nothing.
 func (n *Node) Join(ctx context.Context, req JoinRequest) error {
+	return n.members.Join(ctx, req)
+}
+
+// Join is Node.Join.
+func (mb *membership) Join(ctx context.Context, req JoinRequest) error {
 	if err := req.validate(); err != nil {
 		return err
 	}
-	return n.onLeader(ctx, "/v1/cluster/join", req, func(ctx context.Context) error {
-		return n.addMember(ctx, req)
+	return mb.onLeader(ctx, "/v1/cluster/join", req, func(ctx context.Context) error {
+		return mb.addMember(ctx, req)
 	})
 }
 
 // Remove removes a member through the leader: its metadata first, then its
 // vote. Removing the leader makes it step down.
 func (n *Node) Remove(ctx context.Context, req RemoveRequest) error {
+	return n.members.Remove(ctx, req)
+}
+
+// Remove is Node.Remove.
+func (mb *membership) Remove(ctx context.Context, req RemoveRequest) error {
 	if err := bounds.Identifier("id", req.ID); err != nil {
 		return err
 	}
-	return n.onLeader(ctx, "/v1/cluster/remove", req, func(ctx context.Context) error {
-		return n.removeServer(ctx, req.ID)
+	return mb.onLeader(ctx, "/v1/cluster/remove", req, func(ctx context.Context) error {
+		return mb.removeServer(ctx, req.ID)
 	})
 }
 
 // onLeader runs do on the leader: here if this node leads, else by posting
 // body to path on the leader's API; it retries while no leader is known.
-func (n *Node) onLeader(ctx context.Context, path string, body any, do func(context.Context) error) error {
-	return n.viaLeader(ctx, path, do, func(ctx context.Context, api string) error {
-		return n.postJSON(ctx, n.url(api, path), body, nil)
+func (mb *membership) onLeader(ctx context.Context, path string, body any, do func(context.Context) error) error {
+	return mb.leader.viaLeader(ctx, path, do, func(ctx context.Context, api string) error {
+		return mb.postJSON(ctx, mb.url(api, path), body, nil)
 	})
 }
 
 // addMember decides a join on the leader (see the rules at the top).
-func (n *Node) addMember(ctx context.Context, req JoinRequest) error {
-	n.memberMu.Lock()
-	defer n.memberMu.Unlock()
-	servers, err := n.servers()
+func (mb *membership) addMember(ctx context.Context, req JoinRequest) error {
+	mb.memberMu.Lock()
+	defer mb.memberMu.Unlock()
+	servers, err := mb.servers()
 	if err != nil {
 		return err
 	}
@@ -131,7 +138,7 @@ func (n *Node) addMember(ctx context.Context, req JoinRequest) error {
 			return errs.Errorf(errs.CodeConflict, "raft address %s belongs to member %s", req.RaftAddr, s.ID)
 		}
 	}
-	meta := n.metadata()
+	meta := mb.metadata()
 	for _, s := range servers {
 		if string(s.ID) != req.ID && meta[string(s.ID)].APIAddr == req.APIAddr {
 			return errs.Errorf(errs.CodeConflict, "API address %s belongs to member %s", req.APIAddr, s.ID)
@@ -146,7 +153,7 @@ func (n *Node) addMember(ctx context.Context, req JoinRequest) error {
 		if req.Refresh {
 			return errs.Errorf(errs.CodeNotFound, "%s is not a member of this cluster (it was removed): there is no metadata to refresh; to join again, start it with an empty data directory", req.ID)
 		}
-		return n.addLearner(ctx, req)
+		return mb.addLearner(ctx, req)
 	case string(existing.Address) == req.RaftAddr && (have.APIAddr == "" || have.APIAddr == req.APIAddr):
 		if req.Fresh && existing.Suffrage == raft.Voter {
 			if !req.Replace {
@@ -154,13 +161,13 @@ func (n *Node) addMember(ctx context.Context, req JoinRequest) error {
 					"member %s is a voter at raft address %s, and the process asking to join as %s there has no data: a voter that lost its data must not vote before it has caught up again. If %s's data is lost for good, ask for a replacement (--replace; \"replace\": true) to re-add it as a non-voter",
 					req.ID, existing.Address, req.ID, req.ID)
 			}
-			return n.replaceMember(ctx, req, *existing)
+			return mb.replaceMember(ctx, req, *existing)
 		}
-		return n.refreshMember(ctx, req)
+		return mb.refreshMember(ctx, req)
 	case req.ChangeAddress:
-		return n.moveMember(ctx, req, *existing)
+		return mb.moveMember(ctx, req, *existing)
 	case req.Replace:
-		return n.replaceMember(ctx, req, *existing)
+		return mb.replaceMember(ctx, req, *existing)
 	default:
 		return errs.Errorf(errs.CodeConflict,
 			"member %s already exists, with raft address %s and API address %s; this request names raft address %s and API address %s. Give the new process another id (--id), or, if it replaces %s for good, ask for a replacement (--replace; \"replace\": true)",
@@ -170,76 +177,76 @@ func (n *Node) addMember(ctx context.Context, req JoinRequest) error {
 
 // addLearner adds a new member as a non-voter; the leader promotes it once
 // it has caught up (promoteLearners).
-func (n *Node) addLearner(ctx context.Context, req JoinRequest) error {
+func (mb *membership) addLearner(ctx context.Context, req JoinRequest) error {
 	if len(req.Serves.Domains) == 0 {
 		// An admin's join names no capabilities: ask the member's binary.
-		req.Serves = n.fetchServes(ctx, req)
+		req.Serves = mb.fetchServes(ctx, req)
 	}
-	if err := n.checkJoinerServes(req); err != nil {
+	if err := mb.checkJoinerServes(req); err != nil {
 		return err
 	}
-	if err := n.ensureMember(ctx, req.member()); err != nil {
+	if err := mb.ensureMember(ctx, req.member()); err != nil {
 		return err
 	}
-	if err := waitFuture(ctx, n.raft.AddNonvoter(raft.ServerID(req.ID), raft.ServerAddress(req.RaftAddr), 0, n.cfg.ApplyTimeout)); err != nil {
+	if err := waitFuture(ctx, mb.raft.AddNonvoter(raft.ServerID(req.ID), raft.ServerAddress(req.RaftAddr), 0, mb.cfg.ApplyTimeout)); err != nil {
 		return raftError("add non-voter", err)
 	}
-	n.logger.Info("added a non-voter; it becomes a voter once it has caught up", "id", req.ID, "raft_addr", req.RaftAddr, "api_addr", req.APIAddr)
-	return n.settleCapabilities(ctx)
+	mb.logger.Info("added a non-voter; it becomes a voter once it has caught up", "id", req.ID, "raft_addr", req.RaftAddr, "api_addr", req.APIAddr)
+	return mb.caps.settleCapabilities(ctx)
 }
 
 // refreshMember brings the metadata of a member that is present with the
 // same addresses up to date (a restart with an upgraded binary).
-func (n *Node) refreshMember(ctx context.Context, req JoinRequest) error {
+func (mb *membership) refreshMember(ctx context.Context, req JoinRequest) error {
 	if len(req.Serves.Domains) == 0 {
-		req.Serves = n.fetchServes(ctx, req)
+		req.Serves = mb.fetchServes(ctx, req)
 	}
-	if err := n.ensureMember(ctx, req.member()); err != nil {
+	if err := mb.ensureMember(ctx, req.member()); err != nil {
 		return err
 	}
-	return n.settleCapabilities(ctx)
+	return mb.caps.settleCapabilities(ctx)
 }
 
 // moveMember changes the addresses of a member that runs on with its data
 // (ChangeAddress): raft's address in place, keeping its suffrage, then the
 // metadata.
-func (n *Node) moveMember(ctx context.Context, req JoinRequest, old raft.Server) error {
+func (mb *membership) moveMember(ctx context.Context, req JoinRequest, old raft.Server) error {
 	if string(old.Address) != req.RaftAddr {
-		f := n.raft.AddNonvoter
+		f := mb.raft.AddNonvoter
 		if old.Suffrage == raft.Voter {
-			f = n.raft.AddVoter // of a present voter: changes its address only
+			f = mb.raft.AddVoter // of a present voter: changes its address only
 		}
-		if err := waitFuture(ctx, f(old.ID, raft.ServerAddress(req.RaftAddr), 0, n.cfg.ApplyTimeout)); err != nil {
+		if err := waitFuture(ctx, f(old.ID, raft.ServerAddress(req.RaftAddr), 0, mb.cfg.ApplyTimeout)); err != nil {
 			return raftError("change address", err)
 		}
 	}
 	if len(req.Serves.Domains) == 0 {
-		req.Serves = n.fetchServes(ctx, req)
+		req.Serves = mb.fetchServes(ctx, req)
 	}
-	if err := n.ensureMember(ctx, req.member()); err != nil {
+	if err := mb.ensureMember(ctx, req.member()); err != nil {
 		return err
 	}
-	n.logger.Info("moved a member to new addresses", "id", req.ID, "raft_addr", req.RaftAddr, "from_raft_addr", old.Address, "api_addr", req.APIAddr)
-	return n.settleCapabilities(ctx)
+	mb.logger.Info("moved a member to new addresses", "id", req.ID, "raft_addr", req.RaftAddr, "from_raft_addr", old.Address, "api_addr", req.APIAddr)
+	return mb.caps.settleCapabilities(ctx)
 }
 
 // replaceMember removes old and adds the process of req in its place, as a
 // non-voter. The leader never replaces itself: it is evidently alive.
-func (n *Node) replaceMember(ctx context.Context, req JoinRequest, old raft.Server) error {
-	if req.ID == n.cfg.ID {
+func (mb *membership) replaceMember(ctx context.Context, req JoinRequest, old raft.Server) error {
+	if req.ID == mb.cfg.ID {
 		return errs.Errorf(errs.CodeConflict, "member %s is the leader, running at raft address %s: stop it before replacing it (a replacement takes the id of a member gone for good)", req.ID, old.Address)
 	}
-	if err := waitFuture(ctx, n.raft.RemoveServer(old.ID, 0, n.cfg.ApplyTimeout)); err != nil {
+	if err := waitFuture(ctx, mb.raft.RemoveServer(old.ID, 0, mb.cfg.ApplyTimeout)); err != nil {
 		return raftError("remove the replaced member", err)
 	}
-	n.logger.Warn("removed a member to replace it", "id", req.ID, "old_raft_addr", old.Address, "raft_addr", req.RaftAddr)
-	return n.addLearner(ctx, req)
+	mb.logger.Warn("removed a member to replace it", "id", req.ID, "old_raft_addr", old.Address, "raft_addr", req.RaftAddr)
+	return mb.addLearner(ctx, req)
 }
 
-func (n *Node) removeServer(ctx context.Context, id string) error {
-	n.memberMu.Lock()
-	defer n.memberMu.Unlock()
-	servers, err := n.servers()
+func (mb *membership) removeServer(ctx context.Context, id string) error {
+	mb.memberMu.Lock()
+	defer mb.memberMu.Unlock()
+	servers, err := mb.servers()
 	if err != nil {
 		return err
 	}
@@ -250,27 +257,27 @@ func (n *Node) removeServer(ctx context.Context, id string) error {
 	if !found {
 		return errs.Errorf(errs.CodeNotFound, "no member %q", id)
 	}
-	res, err := n.applyLocal(ctx, arblog.Command{Type: fsm.CmdMemberRemove, Version: 1, Payload: arblog.MustMarshal(fsm.Member{ID: id})})
+	res, err := mb.host.applyLocal(ctx, arblog.Command{Type: fsm.CmdMemberRemove, Version: 1, Payload: arblog.MustMarshal(fsm.Member{ID: id})})
 	if err != nil {
 		return err
 	}
 	if res.Err != nil && res.Err.Code != errs.CodeNotFound {
 		return res.Err
 	}
-	if err := waitFuture(ctx, n.raft.RemoveServer(raft.ServerID(id), 0, n.cfg.ApplyTimeout)); err != nil {
+	if err := waitFuture(ctx, mb.raft.RemoveServer(raft.ServerID(id), 0, mb.cfg.ApplyTimeout)); err != nil {
 		return raftError("remove server", err)
 	}
-	n.logger.Info("removed member", "id", id)
+	mb.logger.Info("removed member", "id", id)
 	return nil
 }
 
 // pruneMetadata removes the metadata of ids that are not in the raft
 // configuration (left by a recovery, or by a join whose raft change never
 // happened). This node must be the leader.
-func (n *Node) pruneMetadata(ctx context.Context) error {
-	n.memberMu.Lock()
-	defer n.memberMu.Unlock()
-	servers, err := n.servers()
+func (mb *membership) pruneMetadata(ctx context.Context) error {
+	mb.memberMu.Lock()
+	defer mb.memberMu.Unlock()
+	servers, err := mb.servers()
 	if err != nil {
 		return err
 	}
@@ -278,31 +285,31 @@ func (n *Node) pruneMetadata(ctx context.Context) error {
 	for _, s := range servers {
 		in[string(s.ID)] = true
 	}
-	for _, m := range n.fsm.Members() {
+	for _, m := range mb.fsm.Members() {
 		if in[m.ID] {
 			continue
 		}
-		res, err := n.applyLocal(ctx, arblog.Command{Type: fsm.CmdMemberRemove, Version: 1, Payload: arblog.MustMarshal(fsm.Member{ID: m.ID})})
+		res, err := mb.host.applyLocal(ctx, arblog.Command{Type: fsm.CmdMemberRemove, Version: 1, Payload: arblog.MustMarshal(fsm.Member{ID: m.ID})})
 		if err != nil {
 			return err
 		}
 		if res.Err != nil && res.Err.Code != errs.CodeNotFound {
 			return res.Err
 		}
-		n.logger.Info("removed the metadata of a former member", "id", m.ID)
+		mb.logger.Info("removed the metadata of a former member", "id", m.ID)
 	}
 	return nil
 }
 
 // ensureMember replicates m's metadata unless it is already current. This
 // node must be the leader.
-func (n *Node) ensureMember(ctx context.Context, m fsm.Member) error {
-	for _, have := range n.fsm.Members() {
+func (mb *membership) ensureMember(ctx context.Context, m fsm.Member) error {
+	for _, have := range mb.fsm.Members() {
 		if have.Same(m) {
 			return nil
 		}
 	}
-	res, err := n.applyLocal(ctx, arblog.Command{Type: fsm.CmdMemberUpsert, Version: 1, Payload: arblog.MustMarshal(m)})
+	res, err := mb.host.applyLocal(ctx, arblog.Command{Type: fsm.CmdMemberUpsert, Version: 1, Payload: arblog.MustMarshal(m)})
 	if err != nil {
 		return err
 	}
@@ -310,23 +317,6 @@ func (n *Node) ensureMember(ctx context.Context, m fsm.Member) error {
 		return res.Err
 	}
 	return nil
-}
-
-func (n *Node) servers() ([]raft.Server, error) {
-	f := n.raft.GetConfiguration()
-	if err := f.Error(); err != nil {
-		return nil, raftError("read configuration", err)
-	}
-	return f.Configuration().Servers, nil
-}
-
-// metadata is the replicated member metadata by id.
-func (n *Node) metadata() map[string]fsm.Member {
-	out := map[string]fsm.Member{}
-	for _, m := range n.fsm.Members() {
-		out[m.ID] = m
-	}
-	return out
 }
 
 // raftError classifies a raft membership error: not being the leader is
@@ -338,134 +328,13 @@ func raftError(op string, err error) error {
 	return errs.Unknown("%s: %v", op, err)
 }
 
-// joinCluster asks the members in cfg.Join, in turn, to add this node,
-// until one accepts, a decision refuses it (a conflict, a bad request, a
-// missing credential: asking again would not change it), or ctx ends.
-func (n *Node) joinCluster(ctx context.Context) error {
-	req := n.joinRequest()
-	req.Fresh, req.Replace, req.Refresh = true, n.cfg.Replace, false
-	var last error
-	for attempt := 0; ; attempt++ {
-		for _, base := range n.cfg.Join {
-			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			err := n.postJSON(cctx, n.joinURL(base, "/v1/cluster/join"), req, nil)
-			cancel()
-			if err == nil || n.inConfiguration() { // a lost reply to an accepted join
-				n.member.Store(true)
-				n.logger.Info("joined the cluster as a non-voter; the leader promotes it once it has caught up", "via", base, "replace", req.Replace)
-				return nil
-			}
-			n.logger.Warn("join attempt failed", "via", base, "error", err, "final", final(err))
-			if final(err) {
-				return fmt.Errorf("cluster: join refused by %s: %w", base, err)
-			}
-			last = err
-		}
-		if sleepCtx(ctx, backoff(attempt+3)) != nil {
-			return fmt.Errorf("cluster: could not join through %v: %w", n.cfg.Join, last)
-		}
-	}
-}
-
-// final reports whether err is a decision that asking again would not
-// change.
-func final(err error) bool {
-	switch errs.CodeOf(err) {
-	case errs.CodeConflict, errs.CodeInvalid, errs.CodeUnauthorized, errs.CodeForbidden, errs.CodeNotFound:
-		return true
-	}
-	return false
-}
-
-// joinURL is path on the member base names (a URL, or host:port).
-func (n *Node) joinURL(base, path string) string {
-	base = strings.TrimRight(base, "/")
-	if strings.Contains(base, "://") {
-		return base + path
-	}
-	return n.url(base, path)
-}
-
-// registerSelf makes sure the replicated member metadata holds this node's
-// current addresses and what its binary serves (a restart may change
-// what it serves; ChangeAddress, its addresses). The leader registers
-// itself when it takes office; a follower asks the leader, whose state,
-// unlike this node's while it replays its log or stays halted, is
-// current. A node that moved (ChangeAddress) cannot hear the leader until
-// the leader knows its new raft address, so it asks every member it knows
-// of, which forward to the leader. The leader's join is a no-op when
-// nothing changed.
-func (n *Node) registerSelf() {
-	req := n.joinRequest()
-	me := req.member()
-	for attempt := 0; ; attempt++ {
-		switch {
-		case n.IsLeader():
-			for _, m := range n.fsm.Members() {
-				if m.Same(me) {
-					return
-				}
-			}
-		case req.ChangeAddress:
-			for _, api := range n.peerAPIs() {
-				ctx, cancel := context.WithTimeout(n.ctx, 5*time.Second)
-				err := n.postJSON(ctx, n.joinURL(api, "/v1/cluster/join"), req, nil)
-				cancel()
-				if err == nil {
-					n.logger.Info("the leader moved this member to its new addresses", "via", api, "raft_addr", req.RaftAddr, "api_addr", req.APIAddr)
-					req.ChangeAddress, req.Refresh = false, true
-					break
-				}
-				if n.ctx.Err() == nil {
-					n.logger.Warn("asking to move this member to its new addresses failed", "via", api, "error", err)
-				}
-			}
-		case n.inConfiguration():
-			if _, api := n.leaderAPI(); api != "" {
-				ctx, cancel := context.WithTimeout(n.ctx, 5*time.Second)
-				err := n.postJSON(ctx, n.url(api, "/v1/cluster/join"), req, nil)
-				cancel()
-				if err == nil {
-					return
-				}
-				if errs.CodeOf(err) == errs.CodeNotFound {
-					n.logger.Warn("this node is no longer a member of the cluster: it was removed", "error", err)
-					return
-				}
-				if n.ctx.Err() == nil {
-					n.logger.Debug("registering member metadata failed", "error", err)
-				}
-			}
-		}
-		if sleepCtx(n.ctx, min(backoff(attempt+4), time.Second)) != nil {
-			return
-		}
-	}
-}
-
-// joinRequest is this node's own metadata, as a member refreshes it (a
-// first join clears Refresh).
-func (n *Node) joinRequest() JoinRequest {
-	moving := n.moving.Load()
-	return JoinRequest{ID: n.cfg.ID, RaftAddr: n.raftAddr, APIAddr: n.apiAddr, Serves: n.fsm.Served(), ChangeAddress: moving, Refresh: !moving}
-}
-
-func (n *Node) inConfiguration() bool {
-	servers, err := n.servers()
-	if err != nil {
-		return false
-	}
-	for _, s := range servers {
-		if string(s.ID) == n.cfg.ID {
-			return true
-		}
-	}
-	return false
-}
-
 func orNone(s string) string {
 	if s == "" {
 		return "(none registered)"
 	}
 	return s
 }
+
+// recordedClusterID is the cluster id of this member's record (the one it
+// proposed at bootstrap, or the one it learnt).
+func (mb *membership) recordedClusterID() string { return mb.record.Get().ClusterID }

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arbiterhq/arbiter/cluster/memberrec"
+	"github.com/arbiterhq/arbiter/cluster/offline"
 	logstore "github.com/arbiterhq/arbiter/log/store"
 
 	"github.com/arbiterhq/arbiter/cluster"
@@ -233,10 +235,10 @@ func TestStartRefusals(t *testing.T) {
 	}
 	if !waitFor(10*time.Second, func() bool {
 		m := memberOf(n.Status(), "solo")
-		rec, _ := cluster.ReadRecord(base.DataDir)
+		rec, _ := memberrec.Read(base.DataDir)
 		return m != nil && m.APIAddr == moved.HTTPAddr && rec != nil && rec.APIAddr == moved.HTTPAddr
 	}) {
-		rec, _ := cluster.ReadRecord(base.DataDir)
+		rec, _ := memberrec.Read(base.DataDir)
 		t.Fatalf("the move never completed: %+v, record %+v", n.Status().Members, rec)
 	}
 	apiGet(t, getURL("http://"+n.APIAddr(), "kept")).ok(t, "read after the move", nil)
@@ -370,7 +372,7 @@ func TestRestartWithoutFlagsOnEitherLogStore(t *testing.T) {
 			if err := n.Shutdown(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if has, err := cluster.HasState(cfg.DataDir); !has || err != nil {
+			if has, err := offline.HasState(cfg.DataDir); !has || err != nil {
 				t.Fatalf("HasState of a %s directory after writes = %v, %v", kind, has, err)
 			}
 			cfg.Bootstrap = false

@@ -121,13 +121,13 @@ func newMetrics(n *Node) *metrics {
 		gauge("arbiter_raft_last_index", "Index of the last entry in this node's log.", func() float64 { return float64(n.raftOr(0, (*raft.Raft).LastIndex)) }),
 		gauge("arbiter_raft_term", "Raft term this node is in.", func() float64 { return float64(n.raftOr(0, (*raft.Raft).CurrentTerm)) }),
 		gauge("arbiter_is_leader", "1 if this node is the leader.", func() float64 {
-			if n.IsLeader() {
+			if n.isLeader() {
 				return 1
 			}
 			return 0
 		}),
 		gauge("arbiter_raft_last_contact_seconds", "Seconds since this follower last heard from a leader (0 on the leader; -1 if it never did).", func() float64 {
-			if n.raft == nil || n.IsLeader() {
+			if n.raft == nil || n.isLeader() {
 				return 0
 			}
 			if at := n.raft.LastContact(); !at.IsZero() {
@@ -209,8 +209,8 @@ func (c commandCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // observeCommand records one Node.Propose of a command of type t.
-func (m *metrics) observeCommand(n *Node, t arblog.Type, took time.Duration, res *fsm.Response, err error) {
-	domain, name := n.fsm.CommandName(t)
+func (m *metrics) observeCommand(f *fsm.FSM, t arblog.Type, took time.Duration, res *fsm.Response, err error) {
+	domain, name := f.CommandName(t)
 	if name == "" {
 		domain, name = "", "unknown"
 	}
@@ -278,7 +278,7 @@ func (c raftCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(raftStateDesc, prometheus.GaugeValue, v, stateLabel(s))
 	}
 	ch <- prometheus.MustNewConstMetric(trailingLogsDesc, prometheus.GaugeValue, float64(c.n.TrailingLogs()))
-	if state != raft.Leader || c.n.guard == nil {
+	if state != raft.Leader || c.n.host.guard == nil {
 		return
 	}
 	f := r.GetConfiguration()
@@ -291,14 +291,14 @@ func (c raftCollector) Collect(ch chan<- prometheus.Metric) {
 			ids = append(ids, s.ID)
 		}
 	}
-	for _, p := range c.n.guard.peers.view(ids, r.CurrentTerm(), r.LastIndex()) {
+	for _, p := range c.n.host.guard.Peers(ids, r.CurrentTerm(), r.LastIndex()) {
 		contact := -1.0
-		if p.known {
-			contact = p.sinceAnswer.Seconds()
-			ch <- prometheus.MustNewConstMetric(peerLagDesc, prometheus.GaugeValue, float64(p.lag), p.id)
+		if p.Known {
+			contact = p.SinceAnswer.Seconds()
+			ch <- prometheus.MustNewConstMetric(peerLagDesc, prometheus.GaugeValue, float64(p.Lag), p.ID)
 		}
-		ch <- prometheus.MustNewConstMetric(peerContactDesc, prometheus.GaugeValue, contact, p.id)
-		ch <- prometheus.MustNewConstMetric(peerFailuresDesc, prometheus.CounterValue, float64(p.failures), p.id)
+		ch <- prometheus.MustNewConstMetric(peerContactDesc, prometheus.GaugeValue, contact, p.ID)
+		ch <- prometheus.MustNewConstMetric(peerFailuresDesc, prometheus.CounterValue, float64(p.Failures), p.ID)
 	}
 }
 

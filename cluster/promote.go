@@ -27,14 +27,14 @@ const maxPromoteInterval = 250 * time.Millisecond
 
 // promoteLoop promotes caught-up non-voters while ctx (this node's
 // leadership) lasts.
-func (n *Node) promoteLoop(ctx context.Context) {
-	t := time.NewTicker(min(n.cfg.TickInterval, maxPromoteInterval))
+func (mb *membership) promoteLoop(ctx context.Context) {
+	t := time.NewTicker(min(mb.cfg.TickInterval, maxPromoteInterval))
 	defer t.Stop()
 	targets := map[raft.ServerID]uint64{}
 	for {
 		select {
 		case <-t.C:
-			n.promoteLearners(ctx, targets)
+			mb.promoteLearners(ctx, targets)
 		case <-ctx.Done():
 			return
 		}
@@ -44,13 +44,13 @@ func (n *Node) promoteLoop(ctx context.Context) {
 // promoteLearners promotes every non-voter that has caught up. This node
 // must be the leader. targets holds, per non-voter, what the leader had
 // applied when it asked the last time.
-func (n *Node) promoteLearners(ctx context.Context, targets map[raft.ServerID]uint64) {
-	servers, err := n.servers()
+func (mb *membership) promoteLearners(ctx context.Context, targets map[raft.ServerID]uint64) {
+	servers, err := mb.servers()
 	if err != nil {
 		return
 	}
-	meta := n.metadata()
-	enabled, gated := n.fsm.Enabled()
+	meta := mb.metadata()
+	enabled, gated := mb.fsm.Enabled()
 	learners := map[raft.ServerID]bool{}
 	for _, s := range servers {
 		if s.Suffrage == raft.Voter || ctx.Err() != nil {
@@ -65,17 +65,17 @@ func (n *Node) promoteLearners(ctx context.Context, targets map[raft.ServerID]ui
 			continue // it would halt on the log; it stays a non-voter
 		}
 		prev, asked := targets[s.ID]
-		targets[s.ID] = n.fsm.AppliedIndex()
-		st, err := n.learnerStatus(ctx, m.APIAddr)
+		targets[s.ID] = mb.fsm.AppliedIndex()
+		st, err := mb.learnerStatus(ctx, m.APIAddr)
 		if err != nil {
-			n.logger.Debug("non-voter not reachable", "id", s.ID, "error", err)
+			mb.logger.Debug("non-voter not reachable", "id", s.ID, "error", err)
 			continue
 		}
-		if !asked || st.NodeID != string(s.ID) || st.LeaderID != n.cfg.ID || st.Halted != nil || st.AppliedIndex < prev {
-			n.logger.Debug("non-voter not caught up yet", "id", s.ID, "applied", st.AppliedIndex, "leader_applied", prev, "sees_leader", st.LeaderID)
+		if !asked || st.NodeID != string(s.ID) || st.LeaderID != mb.cfg.ID || st.Halted != nil || st.AppliedIndex < prev {
+			mb.logger.Debug("non-voter not caught up yet", "id", s.ID, "applied", st.AppliedIndex, "leader_applied", prev, "sees_leader", st.LeaderID)
 			continue
 		}
-		if n.promote(ctx, s) {
+		if mb.promote(ctx, s) {
 			delete(targets, s.ID)
 		}
 	}
@@ -88,10 +88,10 @@ func (n *Node) promoteLearners(ctx context.Context, targets map[raft.ServerID]ui
 
 // promote makes learner a voter, unless it changed since it was asked
 // (every membership change on the leader holds memberMu).
-func (n *Node) promote(ctx context.Context, learner raft.Server) bool {
-	n.memberMu.Lock()
-	defer n.memberMu.Unlock()
-	servers, err := n.servers()
+func (mb *membership) promote(ctx context.Context, learner raft.Server) bool {
+	mb.memberMu.Lock()
+	defer mb.memberMu.Unlock()
+	servers, err := mb.servers()
 	if err != nil {
 		return false
 	}
@@ -102,26 +102,26 @@ func (n *Node) promote(ctx context.Context, learner raft.Server) bool {
 		if s.Address != learner.Address || s.Suffrage == raft.Voter {
 			return false
 		}
-		if err := waitFuture(ctx, n.raft.AddVoter(s.ID, s.Address, 0, n.cfg.ApplyTimeout)); err != nil {
-			n.logger.Warn("promoting a caught-up non-voter failed", "id", s.ID, "error", err)
+		if err := waitFuture(ctx, mb.raft.AddVoter(s.ID, s.Address, 0, mb.cfg.ApplyTimeout)); err != nil {
+			mb.logger.Warn("promoting a caught-up non-voter failed", "id", s.ID, "error", err)
 			return false
 		}
-		n.logger.Info("promoted a caught-up non-voter to voter", "id", s.ID, "raft_addr", s.Address)
+		mb.logger.Info("promoted a caught-up non-voter to voter", "id", s.ID, "raft_addr", s.Address)
 		return true
 	}
 	return false
 }
 
 // learnerStatus asks the node at api for its status.
-func (n *Node) learnerStatus(ctx context.Context, api string) (*Status, error) {
+func (mb *membership) learnerStatus(ctx context.Context, api string) (*Status, error) {
 	ctx, cancel := context.WithTimeout(ctx, learnerStatusTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.url(api, "/v1/cluster/status"), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, mb.url(api, "/v1/cluster/status"), nil)
 	if err != nil {
 		return nil, err
 	}
 	var st Status
-	if err := doJSON(n.peers, req, &st); err != nil {
+	if err := doJSON(mb.peers, req, &st); err != nil {
 		return nil, err
 	}
 	return &st, nil

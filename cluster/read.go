@@ -11,25 +11,30 @@ import (
 // Query answers q as the principal on ctx. Linearizable queries are
 // served by the leader (forwarded from followers); stale ones locally.
 func (n *Node) Query(ctx context.Context, q fsm.Query) ([]byte, error) {
-	if err := n.stoppedErr(); err != nil {
+	return n.cmds.Query(ctx, q)
+}
+
+// Query is Node.Query.
+func (cp *commands) Query(ctx context.Context, q fsm.Query) ([]byte, error) {
+	if err := cp.stoppedErr(); err != nil {
 		return nil, err
 	}
 	p, _ := fsm.PrincipalFrom(ctx)
 	if q.Stale {
-		return n.fsm.Query(p, q)
+		return cp.fsm.Query(p, q)
 	}
 	var out []byte
-	err := n.viaLeader(ctx, "linearizable read",
+	err := cp.viaLeader(ctx, "linearizable read",
 		func(ctx context.Context) (err error) {
-			if err = n.linearize(ctx); err != nil {
+			if err = cp.host.linearize(ctx); err != nil {
 				return err
 			}
-			out, err = n.fsm.Query(p, q)
+			out, err = cp.fsm.Query(p, q)
 			return err
 		},
 		func(ctx context.Context, api string) (err error) {
-			n.metrics.forwardedRead.Inc()
-			out, err = n.forwardQuery(ctx, api, q, p)
+			cp.metrics.forwardedRead.Inc()
+			out, err = cp.forwardQuery(ctx, api, q, p)
 			return err
 		})
 	return out, err
@@ -41,19 +46,19 @@ func (n *Node) Query(ctx context.Context, q fsm.Query) ([]byte, error) {
 // leader by a quorum's word after the read began, and have applied the
 // commit index it saw at the start. Concurrent reads share one
 // confirmation that started after all of them (leaderConfirmer).
-func (n *Node) linearize(ctx context.Context) error {
+func (h *raftHost) linearize(ctx context.Context) error {
 	start := time.Now()
-	if n.readyTerm.Load() != n.raft.CurrentTerm() {
+	if h.readyTerm.Load() != h.raft.CurrentTerm() {
 		return errs.New(errs.CodeUnavailable, "leader has not yet committed an entry in its term")
 	}
-	readIndex := n.raft.CommitIndex()
-	if err := n.confirmer.confirm(ctx); err != nil {
+	readIndex := h.raft.CommitIndex()
+	if err := h.confirmer.confirm(ctx); err != nil {
 		return errs.Errorf(errs.CodeUnavailable, "leadership not confirmed: %v", err)
 	}
-	if err := n.fsm.WaitApplied(ctx, readIndex); err != nil {
+	if err := h.fsm.WaitApplied(ctx, readIndex); err != nil {
 		return err
 	}
-	n.metrics.readLatency.Observe(time.Since(start).Seconds())
+	h.metrics.readLatency.Observe(time.Since(start).Seconds())
 	return nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/arbiterhq/arbiter/errs"
@@ -23,44 +22,14 @@ import (
 // (capacity-leases-and-workitem-admission.txt), so a cluster that does not
 // enable one of them is not ready for that caller.
 
-// startMark is what a node must have applied, once since it started,
-// before it is ready: the commit index of the first AppendEntries from a
-// leader that carries one (raft's heartbeats name the leader but carry
-// no commit index, and a restarted node's own commit index is 0 until
-// replication reaches it), or, for a node that became leader itself, the
-// index it had applied once it committed the first entry of its term
-// (its whole log). Recorded once, it is never lowered or raised: after
-// that the ordinary check (applied >= commit index) keeps the node
-// honest. An AppendEntries of a deposed leader that reaches the node
-// first records a commit index that is only older, never one the cluster
-// did not commit.
-type startMark struct{ v atomic.Uint64 } // the index + 1; 0: not yet
-
-func (m *startMark) record(index uint64) { m.v.CompareAndSwap(0, index+1) }
-
-// get is the recorded index; ok is false until one is.
-func (m *startMark) get() (index uint64, ok bool) {
-	v := m.v.Load()
-	if v == 0 {
-		return 0, false
-	}
-	return v - 1, true
-}
-
-// isHeartbeat reports whether req is one of raft's heartbeats: no
-// entries, no previous entry, no commit index.
-func isHeartbeat(req *raft.AppendEntriesRequest) bool {
-	return len(req.Entries) == 0 && req.PrevLogEntry == 0 && req.LeaderCommitIndex == 0
-}
-
 // caughtUp reports whether this node has applied what it must have once
 // since it started (startMark), and what that is.
-func (n *Node) caughtUp() (ok bool, applied, mark uint64, known bool) {
-	applied = n.fsm.AppliedIndex()
-	if n.guard == nil {
+func (h *raftHost) caughtUp() (ok bool, applied, mark uint64, known bool) {
+	applied = h.fsm.AppliedIndex()
+	if h.guard == nil {
 		return false, applied, 0, false
 	}
-	mark, known = n.guard.start.get()
+	mark, known = h.guard.StartIndex()
 	return known && applied >= mark, applied, mark, known
 }
 
@@ -211,12 +180,12 @@ func (n *Node) Ready(require ...string) error {
 		return errs.New(errs.CodeUnavailable, "shut down")
 	case leader == "":
 		return errs.New(errs.CodeUnavailable, "no known leader")
-	case n.IsLeader() && n.readyTerm.Load() != n.raft.CurrentTerm():
+	case n.isLeader() && n.host.readyTerm.Load() != n.raft.CurrentTerm():
 		return errs.New(errs.CodeUnavailable, "leader has not yet committed an entry in its term")
 	case n.raft.AppliedIndex() < n.raft.CommitIndex():
 		return errs.Errorf(errs.CodeUnavailable, "applied %d of %d committed entries", n.raft.AppliedIndex(), n.raft.CommitIndex())
 	}
-	if ok, applied, mark, known := n.caughtUp(); !ok {
+	if ok, applied, mark, known := n.host.caughtUp(); !ok {
 		if !known {
 			return errs.New(errs.CodeUnavailable, "not caught up: has not heard from the leader how far the log is committed since it started")
 		}
@@ -247,14 +216,14 @@ const (
 )
 
 // staleness sets the headers of a stale read.
-func (n *Node) staleness(h http.Header) {
-	ok, applied, _, _ := n.caughtUp()
+func (hs *httpAPI) staleness(h http.Header) {
+	ok, applied, _, _ := hs.host.caughtUp()
 	contact := int64(-1)
 	switch {
-	case n.IsLeader():
+	case hs.isLeader():
 		contact = 0
-	case !n.raft.LastContact().IsZero():
-		contact = time.Since(n.raft.LastContact()).Milliseconds()
+	case !hs.raft.LastContact().IsZero():
+		contact = time.Since(hs.raft.LastContact()).Milliseconds()
 	}
 	h.Set(HeaderAppliedIndex, strconv.FormatUint(applied, 10))
 	h.Set(HeaderLeaderContact, strconv.FormatInt(contact, 10))
@@ -275,7 +244,7 @@ func (n *Node) WaitReady(ctx context.Context, require ...string) error {
 	for {
 		err := n.Ready(require...)
 		if err == nil {
-			err = n.voter()
+			err = n.host.voter()
 		}
 		if err == nil || errs.CodeOf(err) == errs.CodeInvalid {
 			return err
@@ -292,13 +261,13 @@ func (n *Node) WaitReady(ctx context.Context, require ...string) error {
 }
 
 // voter is nil when this node is a voter in its latest configuration.
-func (n *Node) voter() error {
-	f := n.raft.GetConfiguration()
+func (h *raftHost) voter() error {
+	f := h.raft.GetConfiguration()
 	if err := f.Error(); err != nil {
 		return errs.Errorf(errs.CodeUnavailable, "configuration: %v", err)
 	}
 	for _, s := range f.Configuration().Servers {
-		if s.ID == raft.ServerID(n.cfg.ID) {
+		if s.ID == raft.ServerID(h.cfg.ID) {
 			if s.Suffrage == raft.Voter {
 				return nil
 			}

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arbiterhq/arbiter/cluster/offline"
 	logstore "github.com/arbiterhq/arbiter/log/store"
 
-	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/domain/builtin"
 	"github.com/arbiterhq/arbiter/errs"
 )
@@ -30,28 +30,28 @@ func offlineToolsRefuseBadInput(t *testing.T, store string) {
 	cfg.Bootstrap = true
 	n := startNode(t, cfg, 10*time.Second)
 	mustCreate(t, "http://"+n.APIAddr(), map[string]any{"node_id": "kept"})
-	self := cluster.RecoverMember{ID: "solo", RaftAddr: n.RaftAddr()}
-	recoverWith := func(dir string, members ...cluster.RecoverMember) error {
-		_, err := cluster.Recover(cluster.RecoverOptions{DataDir: dir, Members: members, Domains: builtin.Domains()})
+	self := offline.RecoverMember{ID: "solo", RaftAddr: n.RaftAddr()}
+	recoverWith := func(dir string, members ...offline.RecoverMember) error {
+		_, err := offline.Recover(offline.RecoverOptions{DataDir: dir, Members: members, Domains: builtin.Domains()})
 		return err
 	}
 	for _, tc := range []struct {
 		name    string
 		dir     string
-		members []cluster.RecoverMember
+		members []offline.RecoverMember
 		code    errs.Code
 	}{
 		{"no members", cfg.DataDir, nil, errs.CodeInvalid},
-		{"an id twice", cfg.DataDir, []cluster.RecoverMember{self, self}, errs.CodeInvalid},
-		{"a raft address that is not host:port", cfg.DataDir, []cluster.RecoverMember{{ID: "solo", RaftAddr: "nowhere"}}, errs.CodeInvalid},
-		{"an empty directory", t.TempDir(), []cluster.RecoverMember{self}, errs.CodeNotFound},
-		{"a running node's directory", cfg.DataDir, []cluster.RecoverMember{self}, errs.CodeUnavailable},
+		{"an id twice", cfg.DataDir, []offline.RecoverMember{self, self}, errs.CodeInvalid},
+		{"a raft address that is not host:port", cfg.DataDir, []offline.RecoverMember{{ID: "solo", RaftAddr: "nowhere"}}, errs.CodeInvalid},
+		{"an empty directory", t.TempDir(), []offline.RecoverMember{self}, errs.CodeNotFound},
+		{"a running node's directory", cfg.DataDir, []offline.RecoverMember{self}, errs.CodeUnavailable},
 	} {
 		if err := recoverWith(tc.dir, tc.members...); errs.CodeOf(err) != tc.code {
 			t.Errorf("recover with %s: %v, want %s", tc.name, err, tc.code)
 		}
 	}
-	if _, err := cluster.SaveOffline(cfg.DataDir, builtin.Domains(), io.Discard); errs.CodeOf(err) != errs.CodeUnavailable {
+	if _, err := offline.SaveOffline(cfg.DataDir, builtin.Domains(), io.Discard); errs.CodeOf(err) != errs.CodeUnavailable {
 		t.Errorf("offline save of a running node's directory: %v, want unavailable", err)
 	}
 	apiGet(t, getURL("http://"+n.APIAddr(), "kept")).ok(t, "read after the refusals", nil)
@@ -60,11 +60,11 @@ func offlineToolsRefuseBadInput(t *testing.T, store string) {
 	if err := n.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := recoverWith(cfg.DataDir, cluster.RecoverMember{ID: "other", RaftAddr: "127.0.0.1:1"}); errs.CodeOf(err) != errs.CodeInvalid {
+	if err := recoverWith(cfg.DataDir, offline.RecoverMember{ID: "other", RaftAddr: "127.0.0.1:1"}); errs.CodeOf(err) != errs.CodeInvalid {
 		t.Errorf("recover without this node among the members: %v, want invalid", err)
 	}
 	var buf bytes.Buffer
-	if info, err := cluster.SaveOffline(cfg.DataDir, builtin.Domains(), &buf); err != nil || info.Index == 0 || buf.Len() == 0 {
+	if info, err := offline.SaveOffline(cfg.DataDir, builtin.Domains(), &buf); err != nil || info.Index == 0 || buf.Len() == 0 {
 		t.Errorf("offline save of the stopped node: %+v, %d bytes, %v", info, buf.Len(), err)
 	}
 }

@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"context"
 	"time"
 
 	"github.com/arbiterhq/arbiter/errs"
@@ -35,35 +34,35 @@ const (
 // The configuration a node holds may name changes not committed yet (and
 // raft does not say which), so a node that finds itself missing from it,
 // or named at another address, asks the others, whose leader decides.
-func (n *Node) watchRemoval() {
+func (mb *membership) watchRemoval() {
 	var leaderless, asked time.Time
 	for {
-		if sleepCtx(n.ctx, removalCheckInterval) != nil {
+		if sleepCtx(mb.ctx, removalCheckInterval) != nil {
 			return
 		}
-		if n.raft.State() == raft.Shutdown {
-			n.exit(errs.Errorf(errs.CodeNotFound, "member %s was removed from its cluster%s: raft shut down", n.cfg.ID, n.clusterSuffix()))
+		if mb.raft.State() == raft.Shutdown {
+			mb.exit(errs.Errorf(errs.CodeNotFound, "member %s was removed from its cluster%s: raft shut down", mb.cfg.ID, mb.clusterSuffix()))
 			return
 		}
-		f := n.raft.GetConfiguration()
+		f := mb.raft.GetConfiguration()
 		if f.Error() != nil {
 			continue
 		}
 		in, addr := false, raft.ServerAddress("")
 		for _, s := range f.Configuration().Servers {
-			if string(s.ID) == n.cfg.ID {
+			if string(s.ID) == mb.cfg.ID {
 				in, addr = true, s.Address
 			}
 		}
 		suspect := false
 		switch {
-		case in && (string(addr) == n.raftAddr || n.moving.Load()):
-			n.member.Store(true)
-		case n.member.Load():
+		case in && (string(addr) == mb.raftAddr || mb.moving.Load()):
+			mb.member.Store(true)
+		case mb.member.Load():
 			suspect = true // removed, or replaced: the others say
 		}
 		now := time.Now()
-		if _, lid := n.raft.LeaderWithID(); lid != "" || !n.member.Load() {
+		if _, lid := mb.raft.LeaderWithID(); lid != "" || !mb.member.Load() {
 			leaderless = time.Time{}
 		} else if leaderless.IsZero() {
 			leaderless = now
@@ -73,8 +72,8 @@ func (n *Node) watchRemoval() {
 			continue
 		}
 		asked = now
-		if err := n.askWhetherMember(); err != nil {
-			n.exit(err)
+		if err := mb.askWhetherMember(); err != nil {
+			mb.exit(err)
 			return
 		}
 	}
@@ -84,11 +83,11 @@ func (n *Node) watchRemoval() {
 // the cluster; it returns why this node must stop if one that follows a
 // leader of its own cluster no longer lists it, or lists it at another
 // raft address.
-func (n *Node) askWhetherMember() error {
-	mine := n.clusterID()
-	for _, api := range n.peerAPIs() {
-		st, err := n.learnerStatus(n.ctx, api)
-		if err != nil || st.LeaderID == "" || st.LeaderID == n.cfg.ID || st.NodeID == n.cfg.ID {
+func (mb *membership) askWhetherMember() error {
+	mine := mb.clusterID()
+	for _, api := range mb.peerAPIs() {
+		st, err := mb.learnerStatus(mb.ctx, api)
+		if err != nil || st.LeaderID == "" || st.LeaderID == mb.cfg.ID || st.NodeID == mb.cfg.ID {
 			continue
 		}
 		if mine == "" || st.ClusterID != mine {
@@ -96,46 +95,35 @@ func (n *Node) askWhetherMember() error {
 		}
 		listed := false
 		for _, m := range st.Members {
-			if m.ID != n.cfg.ID {
+			if m.ID != mb.cfg.ID {
 				continue
 			}
 			listed = true
-			if m.RaftAddr != n.raftAddr && !n.moving.Load() {
+			if m.RaftAddr != mb.raftAddr && !mb.moving.Load() {
 				return errs.Errorf(errs.CodeNotFound, "member %s was replaced in cluster %s: %s (following leader %s) names raft address %s for it, not this node's %s",
-					n.cfg.ID, mine, st.NodeID, st.LeaderID, m.RaftAddr, n.raftAddr)
+					mb.cfg.ID, mine, st.NodeID, st.LeaderID, m.RaftAddr, mb.raftAddr)
 			}
 		}
 		if !listed {
 			return errs.Errorf(errs.CodeNotFound, "member %s was removed from cluster %s: %s (following leader %s) no longer lists it",
-				n.cfg.ID, mine, st.NodeID, st.LeaderID)
+				mb.cfg.ID, mine, st.NodeID, st.LeaderID)
 		}
 		return nil
 	}
 	return nil
 }
 
-// exit logs why the node stops on its own and stops it; Done and Err
-// report it.
-func (n *Node) exit(err error) {
-	if n.ctx.Err() != nil {
-		return // stopping anyway
-	}
-	n.logger.Error("stopping: this node is no longer a member of its cluster", "reason", err)
-	n.exitErr = err
-	go func() { _ = n.stop(context.Background(), false) }()
-}
-
 // clusterID is the cluster's id as this node knows it: replicated, else
 // recorded.
-func (n *Node) clusterID() string {
-	if id := n.fsm.ClusterID(); id != "" {
+func (mb *membership) clusterID() string {
+	if id := mb.fsm.ClusterID(); id != "" {
 		return id
 	}
-	return n.record.get().ClusterID
+	return mb.record.Get().ClusterID
 }
 
-func (n *Node) clusterSuffix() string {
-	if id := n.clusterID(); id != "" {
+func (mb *membership) clusterSuffix() string {
+	if id := mb.clusterID(); id != "" {
 		return " " + id
 	}
 	return ""

@@ -14,44 +14,44 @@ import (
 // configured values back when it leads. A node with other voters in its
 // configuration waits as configured: there a short timeout would start
 // needless elections.
-func (n *Node) hurrySoleVoter() {
-	f := n.raft.GetConfiguration()
+func (h *raftHost) hurrySoleVoter() {
+	f := h.raft.GetConfiguration()
 	if f.Error() != nil {
 		return
 	}
 	servers := f.Configuration().Servers
-	if len(servers) != 1 || servers[0].ID != raft.ServerID(n.cfg.ID) || servers[0].Suffrage != raft.Voter {
+	if len(servers) != 1 || servers[0].ID != raft.ServerID(h.cfg.ID) || servers[0].Suffrage != raft.Voter {
 		return
 	}
-	if n.cfg.LeaderLeaseTimeout >= n.cfg.HeartbeatTimeout {
+	if h.cfg.LeaderLeaseTimeout >= h.cfg.HeartbeatTimeout {
 		return
 	}
-	n.hurryMu.Lock()
-	defer n.hurryMu.Unlock()
-	if n.raft.State() == raft.Leader {
+	h.hurryMu.Lock()
+	defer h.hurryMu.Unlock()
+	if h.raft.State() == raft.Leader {
 		return // it led before it could be hurried: restoreTimeouts has run
 	}
-	rc := n.raft.ReloadableConfig()
-	rc.HeartbeatTimeout, rc.ElectionTimeout = n.cfg.LeaderLeaseTimeout, n.cfg.LeaderLeaseTimeout
-	if err := n.raft.ReloadConfig(rc); err != nil {
-		n.logger.Warn("could not shorten a sole voter's election wait", "err", err)
+	rc := h.raft.ReloadableConfig()
+	rc.HeartbeatTimeout, rc.ElectionTimeout = h.cfg.LeaderLeaseTimeout, h.cfg.LeaderLeaseTimeout
+	if err := h.raft.ReloadConfig(rc); err != nil {
+		h.logger.Warn("could not shorten a sole voter's election wait", "err", err)
 		return
 	}
-	n.hurried.Store(true)
+	h.hurried.Store(true)
 }
 
 // restoreTimeouts undoes hurrySoleVoter once the node leads: with the
 // configured timeouts it waits as long as any member for a leader it
 // loses (after voters join).
-func (n *Node) restoreTimeouts() {
-	n.hurryMu.Lock()
-	defer n.hurryMu.Unlock()
-	if !n.hurried.Swap(false) {
+func (h *raftHost) restoreTimeouts() {
+	h.hurryMu.Lock()
+	defer h.hurryMu.Unlock()
+	if !h.hurried.Swap(false) {
 		return
 	}
-	rc := n.raft.ReloadableConfig()
-	rc.HeartbeatTimeout, rc.ElectionTimeout = n.cfg.HeartbeatTimeout, n.cfg.ElectionTimeout
-	if err := n.raft.ReloadConfig(rc); err != nil {
-		n.logger.Error("could not restore the raft timeouts", "err", err)
+	rc := h.raft.ReloadableConfig()
+	rc.HeartbeatTimeout, rc.ElectionTimeout = h.cfg.HeartbeatTimeout, h.cfg.ElectionTimeout
+	if err := h.raft.ReloadConfig(rc); err != nil {
+		h.logger.Error("could not restore the raft timeouts", "err", err)
 	}
 }

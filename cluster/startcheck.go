@@ -3,17 +3,17 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/arbiterhq/arbiter/cluster/memberrec"
+	"github.com/arbiterhq/arbiter/cluster/offline"
 	logstore "github.com/arbiterhq/arbiter/log/store"
 
 	"github.com/arbiterhq/arbiter/errs"
-	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/hashicorp/raft"
 )
 
@@ -29,134 +29,121 @@ import (
 //   - a node with state given Join checks that Join names members of its
 //     own cluster (checkJoinTargets).
 
-// HasState reports whether dataDir holds raft state (a log, a term or a
-// snapshot). It creates nothing in a directory without a log store; opening
-// an existing one fails after a second while another process has it.
-func HasState(dataDir string) (bool, error) {
-	if logs, err := logstore.HasLogFiles(dataDir); err != nil {
-		return false, err
-	} else if !logs {
-		snaps, err := filepath.Glob(filepath.Join(dataDir, "snapshots", "*", "meta.json"))
-		return len(snaps) > 0, err
-	}
-	s, err := logstore.Open(dataDir, logstore.Options{LogOutput: io.Discard})
-	if err != nil {
-		return false, fmt.Errorf("%w (is a node running on %s?)", err, dataDir)
-	}
-	defer s.Close()
-	return raft.HasExistingState(s.Log, s.Stable, s.Snapshot)
-}
-
 // checkFresh refuses, before anything is written to the data directory,
 // a node without state that has nothing to start from. It only looks for
 // a log store's files and snapshots; a directory that has them is opened and judged
 // by refuseFresh.
-func (n *Node) checkFresh() error {
-	if n.cfg.Stores != nil {
+func (mb *membership) checkFresh() error {
+	if mb.cfg.Stores != nil {
 		return nil
 	}
-	if logs, err := logstore.HasLogFiles(n.cfg.DataDir); err != nil || logs {
+	if logs, err := logstore.HasLogFiles(mb.cfg.DataDir); err != nil || logs {
 		return nil // state perhaps: judged once the stores are open
 	}
-	snaps, err := filepath.Glob(filepath.Join(n.cfg.DataDir, "snapshots", "*", "meta.json"))
+	snaps, err := filepath.Glob(filepath.Join(mb.cfg.DataDir, "snapshots", "*", "meta.json"))
 	if err != nil || len(snaps) > 0 {
 		return nil
 	}
-	if err := n.refuseFresh(false); err != nil {
+	if err := mb.refuseFresh(false); err != nil {
 		return err
 	}
-	if n.cfg.Restore != "" { // a damaged backup must not leave a data directory behind
-		f, err := os.Open(n.cfg.Restore)
+	if mb.cfg.Restore != "" { // a damaged backup must not leave a data directory behind
+		f, err := os.Open(mb.cfg.Restore)
 		if err != nil {
-			return errs.Errorf(errs.CodeInvalid, "%s: %v", n.cfg.name("Restore"), err)
+			return errs.Errorf(errs.CodeInvalid, "%s: %v", mb.cfg.name("Restore"), err)
 		}
 		defer f.Close()
-		if _, err := n.fsm.InspectSnapshot(f); err != nil {
-			return errs.Errorf(errs.CodeInvalid, "%s %s: %v", n.cfg.name("Restore"), n.cfg.Restore, err)
+		if _, err := mb.fsm.InspectSnapshot(f); err != nil {
+			return errs.Errorf(errs.CodeInvalid, "%s %s: %v", mb.cfg.name("Restore"), mb.cfg.Restore, err)
 		}
 	}
 	return nil
 }
 
 // refuseFresh is checkFresh's decision, given whether there is state.
-func (n *Node) refuseFresh(has bool) error {
-	nm := n.cfg.name
+func (mb *membership) refuseFresh(has bool) error {
+	nm := mb.cfg.name
 	switch {
-	case !has && !n.cfg.Bootstrap && len(n.cfg.Join) == 0 && !n.cfg.AwaitJoin:
+	case !has && !mb.cfg.Bootstrap && len(mb.cfg.Join) == 0 && !mb.cfg.AwaitJoin:
 		return errs.Errorf(errs.CodeInvalid, "%s %s holds no cluster state: start with %s to create a new cluster, or with %s to join an existing one",
-			nm("DataDir"), n.cfg.DataDir, nm("Bootstrap"), nm("Join"))
-	case has && n.cfg.Restore != "":
+			nm("DataDir"), mb.cfg.DataDir, nm("Bootstrap"), nm("Join"))
+	case has && mb.cfg.Restore != "":
 		return errs.Errorf(errs.CodeConflict, "%s seeds a new cluster, and %s %s already holds cluster state: restore into a running cluster with `arbiter snapshot restore`, or seed from an empty %s",
-			nm("Restore"), nm("DataDir"), n.cfg.DataDir, nm("DataDir"))
+			nm("Restore"), nm("DataDir"), mb.cfg.DataDir, nm("DataDir"))
 	}
 	return nil
 }
 
-// storedConfiguration is the latest raft configuration in the stores, as
-// raft would load it: the newest snapshot's, unless a configuration entry
-// of the log after it replaced it.
-func storedConfiguration(s *Stores) (conf raft.Configuration, err error) {
-	snaps, err := s.Snapshot.List()
+// prepareRecord checks a node with state against its data directory's
+// record and stored configuration (and, with Join, the cluster Join
+// names), seeds a new cluster from a backup (seed, with Restore), and
+// writes the
+// record this start begins with.
+func (mb *membership) prepareRecord(ctx context.Context, hasState bool, stores *Stores, seed func() error) error {
+	dir := mb.cfg.DataDir
+	rec, err := memberrec.Read(dir)
+	if dir == "" {
+		rec, err = nil, nil
+	}
 	if err != nil {
-		return conf, fmt.Errorf("list snapshots: %w", err)
+		return err
 	}
-	var after uint64
-	if len(snaps) > 0 {
-		conf, after = snaps[0].Configuration, snaps[0].Index
+	if !hasState {
+		fresh := memberrec.Record{ID: mb.cfg.ID, RaftAddr: mb.raftAddr, APIAddr: mb.apiAddr}
+		if mb.cfg.Bootstrap {
+			fresh.ClusterID = newClusterID() // proposed by the first leader (ensureClusterID)
+		}
+		if seed != nil {
+			if err := seed(); err != nil {
+				return err
+			}
+		}
+		return mb.record.Set(dir, fresh)
 	}
-	first, err := s.Log.FirstIndex()
+	conf, err := offline.StoredConfiguration(stores.Snapshot, stores.Log)
 	if err != nil {
-		return conf, err
+		return fmt.Errorf("cluster: read the stored raft configuration: %w", err)
 	}
-	last, err := s.Log.LastIndex()
+	moving, err := mb.checkResume(rec, conf)
 	if err != nil {
-		return conf, err
+		return err
 	}
-	for i := last; i >= max(first, after+1, 1); i-- {
-		var l raft.Log
-		if err := s.Log.GetLog(i, &l); err != nil {
-			return conf, fmt.Errorf("log entry %d: %w", i, err)
-		}
-		if l.Type == raft.LogConfiguration {
-			return decodeConfiguration(l.Data)
+	if len(mb.cfg.Join) > 0 {
+		if err := mb.checkJoinTargets(ctx, rec); err != nil {
+			return err
 		}
 	}
-	return conf, nil
-}
-
-// decodeConfiguration is raft.DecodeConfiguration, which panics on bytes
-// it cannot decode, with the panic turned into an error.
-func decodeConfiguration(b []byte) (c raft.Configuration, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("undecodable configuration entry: %v", r)
-		}
-	}()
-	return raft.DecodeConfiguration(b), nil
+	if rec == nil { // a data directory of a release before records
+		rec = &memberrec.Record{ID: mb.cfg.ID, RaftAddr: mb.raftAddr, APIAddr: mb.apiAddr}
+	}
+	mb.moving.Store(moving)
+	// A move is recorded once the cluster holds the new addresses
+	// (refreshRecord); until then the record keeps the old ones.
+	return mb.record.Set(dir, *rec)
 }
 
 // checkResume checks a node with state against what its data directory
 // says: the member it belongs to, whether that member is still in the
 // configuration, and its addresses. It reports whether the node moves
 // (ChangeAddress with addresses that differ).
-func (n *Node) checkResume(rec *MemberRecord, conf raft.Configuration) (moving bool, err error) {
-	nm := n.cfg.name
-	dir := n.cfg.DataDir
-	if rec != nil && rec.ID != n.cfg.ID {
+func (mb *membership) checkResume(rec *memberrec.Record, conf raft.Configuration) (moving bool, err error) {
+	nm := mb.cfg.name
+	dir := mb.cfg.DataDir
+	if rec != nil && rec.ID != mb.cfg.ID {
 		return false, errs.Errorf(errs.CodeConflict, "%s %s belongs to member %s, not %s: start it with %s %s, or give %s an empty %s of its own",
-			nm("DataDir"), dir, rec.ID, n.cfg.ID, nm("ID"), rec.ID, n.cfg.ID, nm("DataDir"))
+			nm("DataDir"), dir, rec.ID, mb.cfg.ID, nm("ID"), rec.ID, mb.cfg.ID, nm("DataDir"))
 	}
 	var self *raft.Server
 	var ids []string
 	for i, s := range conf.Servers {
 		ids = append(ids, string(s.ID))
-		if string(s.ID) == n.cfg.ID {
+		if string(s.ID) == mb.cfg.ID {
 			self = &conf.Servers[i]
 		}
 	}
 	if self == nil && len(conf.Servers) > 0 {
 		return false, errs.Errorf(errs.CodeConflict, "member %s was removed from its cluster%s: the configuration in %s %s holds only %s. To join again, start it with an empty %s and %s",
-			n.cfg.ID, clusterOf(rec), nm("DataDir"), dir, strings.Join(ids, ", "), nm("DataDir"), nm("Join"))
+			mb.cfg.ID, clusterOf(rec), nm("DataDir"), dir, strings.Join(ids, ", "), nm("DataDir"), nm("Join"))
 	}
 	storedRaft, storedAPI := "", ""
 	if rec != nil {
@@ -165,27 +152,27 @@ func (n *Node) checkResume(rec *MemberRecord, conf raft.Configuration) (moving b
 	if self != nil {
 		storedRaft = string(self.Address)
 	}
-	if !n.cfg.ChangeAddress && self != nil && rec != nil && rec.RaftAddr == n.raftAddr && string(self.Address) != n.raftAddr {
+	if !mb.cfg.ChangeAddress && self != nil && rec != nil && rec.RaftAddr == mb.raftAddr && string(self.Address) != mb.raftAddr {
 		return false, errs.Errorf(errs.CodeConflict, "member %s%s was replaced: its configuration names raft address %s for it, not this node's %s. To join again, start it with an empty %s, another %s and %s",
-			n.cfg.ID, clusterOf(rec), self.Address, n.raftAddr, nm("DataDir"), nm("ID"), nm("Join"))
+			mb.cfg.ID, clusterOf(rec), self.Address, mb.raftAddr, nm("DataDir"), nm("ID"), nm("Join"))
 	}
-	raftMoved := storedRaft != "" && storedRaft != n.raftAddr
-	apiMoved := storedAPI != "" && storedAPI != n.apiAddr
+	raftMoved := storedRaft != "" && storedRaft != mb.raftAddr
+	apiMoved := storedAPI != "" && storedAPI != mb.apiAddr
 	if !raftMoved && !apiMoved {
 		return false, nil
 	}
-	if n.cfg.ChangeAddress {
-		n.logger.Warn("this member moves to new addresses; the leader is asked to follow",
-			"raft_addr", n.raftAddr, "from_raft_addr", storedRaft, "api_addr", n.apiAddr, "from_api_addr", storedAPI)
+	if mb.cfg.ChangeAddress {
+		mb.logger.Warn("this member moves to new addresses; the leader is asked to follow",
+			"raft_addr", mb.raftAddr, "from_raft_addr", storedRaft, "api_addr", mb.apiAddr, "from_api_addr", storedAPI)
 		return true, nil
 	}
 	return false, errs.Errorf(errs.CodeConflict,
 		"member %s%s is at raft address %s and API address %s (as %s %s records); this start gives raft address %s and API address %s. Start it with %s %s and %s %s, or add %s to move the member to the new addresses (the leader makes the change)",
-		n.cfg.ID, clusterOf(rec), storedRaft, orNone(storedAPI), nm("DataDir"), dir, n.raftAddr, n.apiAddr,
+		mb.cfg.ID, clusterOf(rec), storedRaft, orNone(storedAPI), nm("DataDir"), dir, mb.raftAddr, mb.apiAddr,
 		nm("RaftAddr"), storedRaft, nm("HTTPAddr"), orNone(storedAPI), nm("ChangeAddress"))
 }
 
-func clusterOf(rec *MemberRecord) string {
+func clusterOf(rec *memberrec.Record) string {
 	if rec == nil || rec.ClusterID == "" {
 		return ""
 	}
@@ -200,27 +187,27 @@ const joinCheckTimeout = 3 * time.Second
 // node joins only once, with an empty data directory. Members that cannot
 // be asked, or do not know their id yet, cannot refuse it; the node then
 // resumes its own membership, saying so.
-func (n *Node) checkJoinTargets(ctx context.Context, rec *MemberRecord) error {
-	nm := n.cfg.name
+func (mb *membership) checkJoinTargets(ctx context.Context, rec *memberrec.Record) error {
+	nm := mb.cfg.name
 	mine := ""
 	if rec != nil {
 		mine = rec.ClusterID
 	}
-	for _, base := range n.cfg.Join {
-		theirs, err := n.clusterIDAt(ctx, base)
+	for _, base := range mb.cfg.Join {
+		theirs, err := mb.clusterIDAt(ctx, base)
 		switch {
 		case err != nil:
-			n.logger.Warn("cannot ask a member named by Join which cluster it belongs to", "join", base, "error", err)
+			mb.logger.Warn("cannot ask a member named by Join which cluster it belongs to", "join", base, "error", err)
 			continue
 		case theirs == "" || mine == "":
-			n.logger.Warn("cannot tell whether a member named by Join is of this node's cluster: a cluster id is not known yet", "join", base, "theirs", theirs, "mine", mine)
+			mb.logger.Warn("cannot tell whether a member named by Join is of this node's cluster: a cluster id is not known yet", "join", base, "theirs", theirs, "mine", mine)
 			continue
 		case theirs != mine:
 			return errs.Errorf(errs.CodeConflict,
 				"%s %s holds member %s of cluster %s, and %s %s names a member of cluster %s. A node joins a cluster only once, with an empty %s: to keep this member in cluster %s, start it without %s; to add a node to cluster %s, start it with an empty %s",
-				nm("DataDir"), n.cfg.DataDir, n.cfg.ID, mine, nm("Join"), base, theirs, nm("DataDir"), mine, nm("Join"), theirs, nm("DataDir"))
+				nm("DataDir"), mb.cfg.DataDir, mb.cfg.ID, mine, nm("Join"), base, theirs, nm("DataDir"), mine, nm("Join"), theirs, nm("DataDir"))
 		}
-		n.logger.Info("already a member of the cluster Join names; resuming (Join is needed only for a first start)", "cluster_id", mine, "join", base)
+		mb.logger.Info("already a member of the cluster Join names; resuming (Join is needed only for a first start)", "cluster_id", mine, "join", base)
 		return nil
 	}
 	return nil
@@ -228,71 +215,16 @@ func (n *Node) checkJoinTargets(ctx context.Context, rec *MemberRecord) error {
 
 // clusterIDAt asks the member at base (a URL or host:port) for the id of
 // its cluster.
-func (n *Node) clusterIDAt(ctx context.Context, base string) (string, error) {
+func (mb *membership) clusterIDAt(ctx context.Context, base string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, joinCheckTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.joinURL(base, "/v1/cluster/status"), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, mb.joinURL(base, "/v1/cluster/status"), nil)
 	if err != nil {
 		return "", err
 	}
 	var st Status
-	if err := doJSON(n.peers, req, &st); err != nil {
+	if err := doJSON(mb.peers, req, &st); err != nil {
 		return "", err
 	}
 	return st.ClusterID, nil
-}
-
-// seed makes the stores of a new cluster start from the backup at path:
-// a raft snapshot of the backup's state (members emptied, as the new
-// cluster has its own; see fsm.FSM.PrepareRestore) whose configuration is
-// this node alone, as raft.RecoverCluster writes one. The backup is read
-// and checked whole before a byte is written; the snapshot store makes the
-// snapshot visible only once complete.
-func (n *Node) seed(path string) error {
-	nm := n.cfg.name
-	src, err := os.Open(path)
-	if err != nil {
-		return errs.Errorf(errs.CodeInvalid, "%s: %v", nm("Restore"), err)
-	}
-	defer src.Close()
-	dir := ""
-	if n.cfg.DataDir != "" {
-		dir = filepath.Join(n.cfg.DataDir, "snapshots") // a crash leaves a *.tmp that OpenStores removes
-	}
-	prepared, err := os.CreateTemp(dir, "seed-*.tmp")
-	if err != nil {
-		return errs.Errorf(errs.CodeInternal, "%s: %v", nm("Restore"), err)
-	}
-	defer func() {
-		prepared.Close()
-		os.Remove(prepared.Name())
-	}()
-	info, index, err := n.fsm.PrepareRestoreWith(src, prepared, fsm.RestoreOptions{BumpIndex: n.cfg.RestoreBumpIndex})
-	if err != nil {
-		return errs.Errorf(errs.CodeInvalid, "%s %s: %v", nm("Restore"), path, err)
-	}
-	if info.Index == 0 {
-		return errs.Errorf(errs.CodeInvalid, "%s %s: a backup at index 0 holds nothing", nm("Restore"), path)
-	}
-	size, err := prepared.Seek(0, io.SeekCurrent)
-	if err == nil {
-		_, err = prepared.Seek(0, io.SeekStart)
-	}
-	if err != nil {
-		return errs.Errorf(errs.CodeInternal, "%s: %v", nm("Restore"), err)
-	}
-	conf := raft.Configuration{Servers: []raft.Server{{Suffrage: raft.Voter, ID: raft.ServerID(n.cfg.ID), Address: raft.ServerAddress(n.raftAddr)}}}
-	sink, err := n.stores.Snapshot.Create(raft.SnapshotVersionMax, index, 1, conf, index, n.transport)
-	if err != nil {
-		return errs.Errorf(errs.CodeInternal, "%s: create snapshot: %v", nm("Restore"), err)
-	}
-	if _, err := io.CopyN(sink, prepared, size); err != nil {
-		_ = sink.Cancel()
-		return errs.Errorf(errs.CodeInternal, "%s: write snapshot: %v", nm("Restore"), err)
-	}
-	if err := sink.Close(); err != nil {
-		return errs.Errorf(errs.CodeInternal, "%s: write snapshot: %v", nm("Restore"), err)
-	}
-	n.logger.Warn("seeded a new cluster from a backup", "backup", path, "backup_index", info.Index, "backup_state_hash", info.StateHash, "rows", info.Rows, "index", index)
-	return nil
 }

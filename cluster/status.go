@@ -94,7 +94,7 @@ func (n *Node) Status() Status {
 	lid, lapi := n.leaderAPI()
 	s := Status{
 		NodeID:        n.cfg.ID,
-		ClusterID:     n.clusterID(),
+		ClusterID:     n.members.clusterID(),
 		AuthMode:      n.AuthMode(),
 		State:         n.raft.State().String(),
 		LeaderID:      lid,
@@ -106,8 +106,8 @@ func (n *Node) Status() Status {
 	}
 	s.Enabled, s.Gated = n.fsm.Enabled()
 	s.Halted = n.fsm.Halted()
-	s.LogStore = n.logStore
-	s.Storage = n.storageStatus()
+	s.LogStore = n.host.logStore
+	s.Storage = n.host.storageStatus()
 	s.Effects = EffectsStatus{Runs: n.fsm.EffectRuns(), Failures: n.fsm.EffectFailures(), LastFailure: n.fsm.LastEffectFailure(), Retries: n.fsm.EffectRetries()}
 	s.Effects.Failing, s.Effects.FailingList = n.fsm.FailingEffectsReport()
 	meta := map[string]fsm.Member{}
@@ -128,19 +128,19 @@ func (n *Node) Status() Status {
 
 // storageStatus reads raft's stats and sums the data directory's files
 // (a few: the log store and the snapshots raft retains).
-func (n *Node) storageStatus() StorageStatus {
+func (h *raftHost) storageStatus() StorageStatus {
 	var st StorageStatus
-	if n.raft == nil {
+	if h.raft == nil {
 		return st
 	}
-	st.LastLogIndex = n.raft.LastIndex()
-	stats := n.raft.Stats()
+	st.LastLogIndex = h.raft.LastIndex()
+	stats := h.raft.Stats()
 	st.LastSnapshotIndex, _ = strconv.ParseUint(stats["last_snapshot_index"], 10, 64)
 	st.LastSnapshotTerm, _ = strconv.ParseUint(stats["last_snapshot_term"], 10, 64)
-	st.LastSnapshotBytes = n.newestSnapshotBytes()
-	st.TrailingLogs, st.SnapshotRestores = n.TrailingLogs(), n.snapshotRestores.Load()
-	if n.cfg.DataDir != "" {
-		_ = filepath.WalkDir(n.cfg.DataDir, func(_ string, d fs.DirEntry, err error) error {
+	st.LastSnapshotBytes = h.newestSnapshotBytes()
+	st.TrailingLogs, st.SnapshotRestores = h.trailingLogsNow(), h.snapshotRestores.Load()
+	if h.cfg.DataDir != "" {
+		_ = filepath.WalkDir(h.cfg.DataDir, func(_ string, d fs.DirEntry, err error) error {
 			if err == nil && d.Type().IsRegular() {
 				if info, err := d.Info(); err == nil {
 					st.DataDirBytes += info.Size()

@@ -64,9 +64,4 @@ func (w *truncationWatch) IsMonotonic() bool {
 
 // Truncations is how many times raft truncated entries this node had
 // already applied (see truncationWatch); anything but 0 is a bug.
-func (n *Node) Truncations() uint64 {
-	if n.truncations == nil {
-		return 0
-	}
-	return n.truncations.count.Load()
-}
+func (n *Node) Truncations() uint64 { return n.host.truncationCount() }

@@ -30,7 +30,7 @@ type Whoami struct {
 	Trusted bool `json:"trusted"`
 }
 
-func (n *Node) handleWhoami(w http.ResponseWriter, r *http.Request) {
+func (hs *httpAPI) handleWhoami(w http.ResponseWriter, r *http.Request) {
 	if _, err := domain.ParseParams(r); err != nil {
 		domain.WriteError(w, err)
 		return
@@ -38,12 +38,12 @@ func (n *Node) handleWhoami(w http.ResponseWriter, r *http.Request) {
 	// instrument authenticated the request already and put only the
 	// principal on its context (a second context value would cost every
 	// request two allocations); asking again gives the credential too.
-	c, err := n.authenticate(r)
+	c, err := hs.authenticate(r)
 	if err != nil {
 		domain.WriteError(w, err)
 		return
 	}
-	domain.WriteJSON(w, http.StatusOK, whoami(n.AuthMode(), c))
+	domain.WriteJSON(w, http.StatusOK, whoami(hs.authMode(), c))
 }
 
 func whoami(mode string, c caller) Whoami {

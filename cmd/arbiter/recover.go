@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/arbiterhq/arbiter/cluster"
+	"github.com/arbiterhq/arbiter/cluster/offline"
 	"github.com/arbiterhq/arbiter/domain/builtin"
 	"github.com/spf13/cobra"
 )
@@ -59,7 +59,7 @@ func (a *app) recoverCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		res, err := cluster.Recover(cluster.RecoverOptions{
+		res, err := offline.Recover(offline.RecoverOptions{
 			DataDir: *dataDir, ID: *id, Members: members, Domains: builtin.Domains(),
 			Logger: slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		})
@@ -84,7 +84,7 @@ func (a *app) recoverCommand() *cobra.Command {
 
 // readMembers reads a members file: a JSON array of {id, raft_addr}
 // (other fields, such as those of arbiter status --json, are ignored).
-func readMembers(path string) ([]cluster.RecoverMember, error) {
+func readMembers(path string) ([]offline.RecoverMember, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("--members: %w", err)
@@ -97,14 +97,14 @@ func readMembers(path string) ([]cluster.RecoverMember, error) {
 	if len(raw) > maxMembersFile {
 		return nil, fmt.Errorf("--members: %s is larger than %d bytes", path, maxMembersFile)
 	}
-	var members []cluster.RecoverMember
+	var members []offline.RecoverMember
 	if err := json.Unmarshal(raw, &members); err != nil {
 		return nil, fmt.Errorf("--members: %s is not a JSON array of {\"id\", \"raft_addr\"}: %w", path, err)
 	}
 	return members, nil
 }
 
-func describeMembers(ms []cluster.RecoverMember) string {
+func describeMembers(ms []offline.RecoverMember) string {
 	if len(ms) == 0 {
 		return "(none)"
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/arbiterhq/arbiter/cluster"
+	"github.com/arbiterhq/arbiter/cluster/offline"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/chaos"
@@ -97,7 +97,7 @@ func TestRecoverFromQuorumLoss(t *testing.T) {
 
 	// arbiter recover, as an operator runs it.
 	membersFile := filepath.Join(t.TempDir(), "members.json")
-	body, _ := json.Marshal([]cluster.RecoverMember{{ID: survivorID, RaftAddr: survivorRaft}})
+	body, _ := json.Marshal([]offline.RecoverMember{{ID: survivorID, RaftAddr: survivorRaft}})
 	if err := os.WriteFile(membersFile, body, 0o600); err != nil {
 		t.Fatal(err)
 	}

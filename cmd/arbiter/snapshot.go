@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/arbiterhq/arbiter/cluster"
+	"github.com/arbiterhq/arbiter/cluster/offline"
 	"github.com/arbiterhq/arbiter/domain"
 	"github.com/arbiterhq/arbiter/domain/builtin"
 	"github.com/arbiterhq/arbiter/fsm"
@@ -79,9 +79,9 @@ not have committed included, and prints where the log ends.`,
 			if cmd.Flags().Changed("addr") {
 				return usageErrorf("save takes --addr (online, from the leader) or --data-dir (offline, from a stopped node), not both")
 			}
-			var offline *cluster.OfflineBackup
+			var saved *offline.OfflineBackup
 			info, err := a.saveBackup(file, "saving", func(w io.Writer) (err error) {
-				offline, err = cluster.SaveOffline(*dataDir, builtin.Domains(), w)
+				saved, err = offline.SaveOffline(*dataDir, builtin.Domains(), w)
 				return err
 			})
 			if err != nil {
@@ -89,7 +89,7 @@ not have committed included, and prints where the log ends.`,
 			}
 			if !o.json() {
 				fmt.Fprintf(a.stdout, "offline from %s: snapshot at index %d, then %d log entries to index %d\n",
-					*dataDir, offline.SnapshotIndex, offline.Entries, offline.LastIndex)
+					*dataDir, saved.SnapshotIndex, saved.Entries, saved.LastIndex)
 			}
 			return printInfo(a.stdout, o, info)
 		}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arbiterhq/arbiter/cluster/memberrec"
 	"github.com/arbiterhq/arbiter/internal/nodehooks"
 	logstore "github.com/arbiterhq/arbiter/log/store"
 
@@ -218,7 +219,7 @@ func (c *Cluster) config(i int, bootstrap bool) cluster.Config {
 		// A member restarts where its data directory says it was (a move
 		// would need ChangeAddress); a wiped one gets a port of its own
 		// again, taken before the port is free to anyone else.
-		if _, err := os.Stat(filepath.Join(m.dataDir, cluster.RecordFile)); err == nil {
+		if _, err := os.Stat(filepath.Join(m.dataDir, memberrec.File)); err == nil {
 			cfg.HTTPAddr = m.apiAddr
 		}
 	}

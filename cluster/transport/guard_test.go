@@ -1,4 +1,4 @@
-package cluster
+package transport
 
 import (
 	"errors"
@@ -17,8 +17,8 @@ func TestGuardOffersNoPipeline(t *testing.T) {
 	if p, err := inmem.AppendEntriesPipeline("b", "b"); err != nil || p == nil {
 		t.Fatalf("the in-memory transport offers no pipeline (%v): the test proves nothing", err)
 	}
-	guarded, g := guardTransport(inmem)
-	defer g.close()
+	guarded, g := NewGuard(inmem)
+	defer g.Shut()
 	if _, err := guarded.AppendEntriesPipeline("b", "b"); !errors.Is(err, raft.ErrPipelineReplicationNotSupported) {
 		t.Fatalf("guarded transport: %v, want ErrPipelineReplicationNotSupported", err)
 	}

@@ -1,4 +1,4 @@
-package cluster
+package transport
 
 import (
 	"io"
@@ -63,31 +63,31 @@ func (p *peerTracker) state(id raft.ServerID) *peerState {
 // maxTrackedPeers bounds the tracker (raft contacts only members).
 const maxTrackedPeers = 256
 
-// peerView is one peer as a leader sees it.
-type peerView struct {
-	id          string
-	known       bool          // answered in the current term
-	sinceAnswer time.Duration // since its last answer in the current term
-	lag         uint64        // entries behind the leader's last index
-	failures    uint64
+// PeerView is one peer as a leader sees it.
+type PeerView struct {
+	ID          string
+	Known       bool          // answered in the current term
+	SinceAnswer time.Duration // since its last answer in the current term
+	Lag         uint64        // entries behind the leader's last index
+	Failures    uint64
 }
 
 // view reports the peers in ids as the leader of term, whose log reaches
 // lastIndex, sees them.
-func (p *peerTracker) view(ids []raft.ServerID, term, lastIndex uint64) []peerView {
+func (p *peerTracker) view(ids []raft.ServerID, term, lastIndex uint64) []PeerView {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
-	out := make([]peerView, 0, len(ids))
+	out := make([]PeerView, 0, len(ids))
 	for _, id := range ids {
-		v := peerView{id: string(id)}
+		v := PeerView{ID: string(id)}
 		if s := p.peers[id]; s != nil {
-			v.failures = s.failures
+			v.Failures = s.failures
 			if s.term == term {
-				v.known = true
-				v.sinceAnswer = now.Sub(s.lastContact)
+				v.Known = true
+				v.SinceAnswer = now.Sub(s.lastContact)
 				if lastIndex > s.lastLog {
-					v.lag = lastIndex - s.lastLog
+					v.Lag = lastIndex - s.lastLog
 				}
 			}
 		}
@@ -98,7 +98,7 @@ func (p *peerTracker) view(ids []raft.ServerID, term, lastIndex uint64) []peerVi
 
 // AppendEntries records the follower's answer (heartbeats are
 // AppendEntries too).
-func (g *transportGuard) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+func (g *Guard) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
 	err := g.Transport.AppendEntries(id, target, args, resp)
 	if err != nil {
 		g.peers.failed(id)
@@ -110,7 +110,7 @@ func (g *transportGuard) AppendEntries(id raft.ServerID, target raft.ServerAddre
 
 // InstallSnapshot records the follower's answer: once it succeeded, the
 // follower's log reaches the snapshot.
-func (g *transportGuard) InstallSnapshot(id raft.ServerID, target raft.ServerAddress, args *raft.InstallSnapshotRequest, resp *raft.InstallSnapshotResponse, data io.Reader) error {
+func (g *Guard) InstallSnapshot(id raft.ServerID, target raft.ServerAddress, args *raft.InstallSnapshotRequest, resp *raft.InstallSnapshotResponse, data io.Reader) error {
 	err := g.Transport.InstallSnapshot(id, target, args, resp, data)
 	switch {
 	case err != nil:
@@ -119,4 +119,10 @@ func (g *transportGuard) InstallSnapshot(id raft.ServerID, target raft.ServerAdd
 		g.peers.answered(id, args.Term, args.LastLogIndex)
 	}
 	return err
+}
+
+// Peers reports the peers in ids as the leader of term, whose log
+// reaches lastIndex, sees them (for the per-peer metrics).
+func (g *Guard) Peers(ids []raft.ServerID, term, lastIndex uint64) []PeerView {
+	return g.peers.view(ids, term, lastIndex)
 }

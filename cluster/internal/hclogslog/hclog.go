@@ -1,4 +1,6 @@
-package cluster
+// Package hclogslog lets hashicorp/raft, which logs through go-hclog,
+// log through a node's slog.Logger.
+package hclogslog
 
 import (
 	"bytes"
@@ -22,7 +24,7 @@ type slogHclog struct {
 
 var _ hclog.Logger = (*slogHclog)(nil)
 
-func newHclog(l *slog.Logger, name string) hclog.Logger {
+func New(l *slog.Logger, name string) hclog.Logger {
 	return &slogHclog{l: l.With("component", name), name: name}
 }
 
@@ -187,13 +189,15 @@ func (h *slogHclog) StandardLogger(*hclog.StandardLoggerOptions) *stdlog.Logger 
 }
 
 func (h *slogHclog) StandardWriter(*hclog.StandardLoggerOptions) io.Writer {
-	return slogWriter{h.l}
+	return Writer{L: h.l}
 }
 
-// slogWriter turns lines written by stdlib-style loggers into slog records.
-type slogWriter struct{ l *slog.Logger }
+// Writer turns lines written by stdlib-style loggers into slog records
+// of L.
+type Writer struct{ L *slog.Logger }
 
-func (w slogWriter) Write(p []byte) (int, error) {
-	w.l.Info(string(bytes.TrimSpace(p)))
+// Write logs p, one record, at level Info.
+func (w Writer) Write(p []byte) (int, error) {
+	w.L.Info(string(bytes.TrimSpace(p)))
 	return len(p), nil
 }

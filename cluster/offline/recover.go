@@ -1,23 +1,4 @@
-package cluster
-
-import (
-	"errors"
-	"fmt"
-	"io"
-	"log/slog"
-	"net"
-	"slices"
-
-	logstore "github.com/arbiterhq/arbiter/log/store"
-
-	"github.com/arbiterhq/arbiter/domain"
-	"github.com/arbiterhq/arbiter/errs"
-	"github.com/arbiterhq/arbiter/fsm"
-	"github.com/arbiterhq/arbiter/internal/bounds"
-	"github.com/hashicorp/raft"
-)
-
-// Offline tools: they work on the data directory of a stopped node, with
+// Package offline holds the offline tools: they work on the data directory of a stopped node, with
 // no leader and no network.
 //
 // Recover is the way back from a lost quorum (like Consul's peers.json and
@@ -34,6 +15,30 @@ import (
 // SaveOffline writes the state of a stopped node's data directory as a
 // backup: its latest snapshot, with every entry of its log after it
 // applied, in the format of an online backup.
+//
+// It builds on what a running node leaves in its data directory (the
+// raft stores, package log/store; the record, package cluster/memberrec)
+// and needs no node: package cluster uses StoredConfiguration before
+// raft starts.
+package offline
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"slices"
+
+	"github.com/arbiterhq/arbiter/cluster/internal/hclogslog"
+	"github.com/arbiterhq/arbiter/cluster/memberrec"
+	logstore "github.com/arbiterhq/arbiter/log/store"
+
+	"github.com/arbiterhq/arbiter/domain"
+	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/internal/bounds"
+	"github.com/hashicorp/raft"
+)
 
 // RecoverMember is one member of the configuration Recover writes.
 type RecoverMember struct {
@@ -90,7 +95,7 @@ func Recover(opts RecoverOptions) (*RecoverResult, error) {
 	if !slices.ContainsFunc(opts.Members, func(m RecoverMember) bool { return m.ID == id }) {
 		return nil, errs.Errorf(errs.CodeInvalid, "the members must include this node, %s: it is one of the survivors", id)
 	}
-	prev, err := storedConfiguration(s)
+	prev, err := StoredConfiguration(s.Snapshot, s.Log)
 	if err != nil {
 		return nil, errs.Errorf(errs.CodeInternal, "read the stored configuration: %v", err)
 	}
@@ -110,7 +115,7 @@ func Recover(opts RecoverOptions) (*RecoverResult, error) {
 	}
 	conf := raft.DefaultConfig()
 	conf.LocalID = raft.ServerID(id)
-	conf.Logger = newHclog(opts.Logger, "raft")
+	conf.Logger = hclogslog.New(opts.Logger, "raft")
 	var servers []raft.Server
 	for _, m := range opts.Members {
 		servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(m.ID), Address: raft.ServerAddress(m.RaftAddr)})
@@ -125,11 +130,11 @@ func Recover(opts RecoverOptions) (*RecoverResult, error) {
 	}
 	if rec != nil {
 		r := *rec
-		r.Peers = slices.DeleteFunc(r.Peers, func(p PeerRecord) bool {
+		r.Peers = slices.DeleteFunc(r.Peers, func(p memberrec.Peer) bool {
 			return !slices.ContainsFunc(opts.Members, func(m RecoverMember) bool { return m.ID == p.ID })
 		})
-		if err := writeRecord(opts.DataDir, r); err != nil {
-			return nil, errs.Errorf(errs.CodeInternal, "recovered, but writing %s failed: %v", RecordFile, err)
+		if err := memberrec.Write(opts.DataDir, r); err != nil {
+			return nil, errs.Errorf(errs.CodeInternal, "recovered, but writing %s failed: %v", memberrec.File, err)
 		}
 	}
 	opts.Logger.Warn("recovered: the configuration is rewritten", "id", id, "members", len(opts.Members), "index", res.Index, "term", res.Term)
@@ -138,7 +143,7 @@ func Recover(opts RecoverOptions) (*RecoverResult, error) {
 
 // lastEntry is the index and term of the last entry the stores hold: the
 // log's last, else the newest snapshot's.
-func lastEntry(s *Stores) (index, term uint64, err error) {
+func lastEntry(s *stores) (index, term uint64, err error) {
 	if index, err = s.Log.LastIndex(); err != nil {
 		return 0, 0, errs.Errorf(errs.CodeInternal, "read the log: %v", err)
 	}
@@ -181,7 +186,7 @@ func checkRecoverMembers(ms []RecoverMember) error {
 
 // openOffline opens the stores of a stopped node's data directory that
 // holds state, and reads its record (nil if it has none).
-func openOffline(dir string) (*Stores, *MemberRecord, error) {
+func openOffline(dir string) (*stores, *memberrec.Record, error) {
 	if dir == "" {
 		return nil, nil, errs.New(errs.CodeInvalid, "no data directory given")
 	}
@@ -192,7 +197,7 @@ func openOffline(dir string) (*Stores, *MemberRecord, error) {
 	if !has {
 		return nil, nil, errs.Errorf(errs.CodeNotFound, "%s holds no cluster state", dir)
 	}
-	rec, err := ReadRecord(dir)
+	rec, err := memberrec.Read(dir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -200,12 +205,12 @@ func openOffline(dir string) (*Stores, *MemberRecord, error) {
 	if err != nil {
 		return nil, nil, errs.Errorf(errs.CodeUnavailable, "%v (is a node running on %s? stop it first)", err, dir)
 	}
-	return &Stores{Log: ls.Log, Stable: ls.Stable, Snapshot: ls.Snapshot, Close: ls.Close}, rec, nil
+	return &stores{Log: ls.Log, Stable: ls.Stable, Snapshot: ls.Snapshot, Close: ls.Close}, rec, nil
 }
 
 // offlineID settles the id of the node whose directory dir is: given, or
 // as its record says.
-func offlineID(dir string, rec *MemberRecord, id string) (string, error) {
+func offlineID(dir string, rec *memberrec.Record, id string) (string, error) {
 	switch {
 	case rec != nil && id != "" && rec.ID != id:
 		return "", errs.Errorf(errs.CodeInvalid, "%s belongs to member %s, not %s", dir, rec.ID, id)
@@ -215,112 +220,4 @@ func offlineID(dir string, rec *MemberRecord, id string) (string, error) {
 		return "", errs.Errorf(errs.CodeInvalid, "%s does not record which member it belongs to: name it", dir)
 	}
 	return id, nil
-}
-
-// OfflineBackup describes what SaveOffline wrote.
-type OfflineBackup struct {
-	// SnapshotIndex is the index of the snapshot it started from (0:
-	// none); Entries the log entries applied after it; LastIndex the last
-	// entry of the log.
-	SnapshotIndex uint64 `json:"snapshot_index"`
-	Entries       uint64 `json:"entries"`
-	LastIndex     uint64 `json:"last_index"`
-	// Index is the applied index of the state written.
-	Index uint64 `json:"index"`
-}
-
-// offlineBatch is how many log entries SaveOffline applies at once (the
-// default MaxAppendEntries, raft's largest batch).
-const offlineBatch = 128
-
-// SaveOffline writes to w, in the backup format, the state of the stopped
-// node in dir: its newest snapshot with every entry of its log after it
-// applied, as raft would apply them. The log's last entries may not have
-// been committed when the node stopped (a follower's, or a leader's cut
-// off from its cluster): the backup includes them. domains are what the
-// node serves.
-func SaveOffline(dir string, domains []domain.Domain, w io.Writer) (*OfflineBackup, error) {
-	s, _, err := openOffline(dir)
-	if err != nil {
-		return nil, err
-	}
-	defer s.Close()
-	f, err := fsm.New(fsm.Config{Modules: domain.Modules(domains)})
-	if err != nil {
-		return nil, err
-	}
-	out := &OfflineBackup{}
-	if out.SnapshotIndex, err = restoreNewest(s.Snapshot, f); err != nil {
-		return nil, err
-	}
-	first, err := s.Log.FirstIndex()
-	if err == nil {
-		out.LastIndex, err = s.Log.LastIndex()
-	}
-	if err != nil {
-		return nil, errs.Errorf(errs.CodeInternal, "read the log: %v", err)
-	}
-	from := out.SnapshotIndex + 1
-	if out.LastIndex >= from && first > from {
-		return nil, errs.Errorf(errs.CodeInternal, "the log starts at %d, after the snapshot at %d: entries are missing", first, out.SnapshotIndex)
-	}
-	batch := make([]*raft.Log, 0, offlineBatch)
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		f.ApplyBatch(batch)
-		batch = batch[:0]
-		if h := f.Halted(); h != nil {
-			return errs.Errorf(errs.CodeConflict, "the log holds a command this binary cannot apply (%s): save with the binary the node runs", h)
-		}
-		return nil
-	}
-	for i := from; i <= out.LastIndex; i++ {
-		l := new(raft.Log)
-		if err := s.Log.GetLog(i, l); err != nil {
-			return nil, errs.Errorf(errs.CodeInternal, "log entry %d: %v", i, err)
-		}
-		out.Entries++
-		if l.Type != raft.LogCommand && l.Type != raft.LogConfiguration {
-			continue // what raft never hands to the state machine
-		}
-		if batch = append(batch, l); len(batch) == offlineBatch {
-			if err := flush(); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if err := flush(); err != nil {
-		return nil, err
-	}
-	out.Index = f.AppliedIndex()
-	if err := f.WriteSnapshot(w); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// restoreNewest restores the newest snapshot that restores into f, and
-// returns its index (0 when there is none).
-func restoreNewest(store raft.SnapshotStore, f *fsm.FSM) (uint64, error) {
-	snaps, err := store.List()
-	if err != nil {
-		return 0, errs.Errorf(errs.CodeInternal, "list snapshots: %v", err)
-	}
-	var failures []error
-	for _, meta := range snaps {
-		_, rc, err := store.Open(meta.ID)
-		if err == nil {
-			err = f.Restore(rc) // closes rc
-		}
-		if err == nil {
-			return meta.Index, nil
-		}
-		failures = append(failures, fmt.Errorf("snapshot %s: %w", meta.ID, err))
-	}
-	if len(failures) > 0 {
-		return 0, errs.Errorf(errs.CodeInternal, "no snapshot restores: %v", errors.Join(failures...))
-	}
-	return 0, nil
 }

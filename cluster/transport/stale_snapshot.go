@@ -1,4 +1,4 @@
-package cluster
+package transport
 
 import (
 	"fmt"
@@ -33,7 +33,7 @@ import (
 // the applied index past the snapshot after the check: the fault harness
 // over TCP caught exactly that rewind (the leader's AppendEntries and its
 // later InstallSnapshot arrive on two connections, back to back).
-func (g *transportGuard) filterInbound(in <-chan raft.RPC, out chan<- raft.RPC) {
+func (g *Guard) filterInbound(in <-chan raft.RPC, out chan<- raft.RPC) {
 	answer := make(chan raft.RPCResponse, 1)
 	for {
 		var rpc raft.RPC
@@ -74,7 +74,7 @@ func (g *transportGuard) filterInbound(in <-chan raft.RPC, out chan<- raft.RPC) 
 	}
 }
 
-func (g *transportGuard) refuseStale(rpc raft.RPC, req *raft.InstallSnapshotRequest, applied uint64) {
+func (g *Guard) refuseStale(rpc raft.RPC, req *raft.InstallSnapshotRequest, applied uint64) {
 	// The snapshot's bytes follow the request on the same stream; they
 	// must be read before the reply, as raft itself does (issue #212).
 	if rpc.Reader != nil {
@@ -87,15 +87,15 @@ func (g *transportGuard) refuseStale(rpc raft.RPC, req *raft.InstallSnapshotRequ
 	respondError(rpc, fmt.Errorf("snapshot at index %d is behind this node's applied index %d", req.LastLogIndex, applied))
 }
 
-func (g *transportGuard) appliedIndex() uint64 {
+func (g *Guard) appliedIndex() uint64 {
 	if f := g.applied.Load(); f != nil {
 		return (*f)()
 	}
 	return 0
 }
 
-// watchApplied turns the filter on, with the running raft's applied index.
-func (g *transportGuard) watchApplied(applied func() uint64, logger *slog.Logger) {
+// WatchApplied turns the filter on, with the running raft's applied index.
+func (g *Guard) WatchApplied(applied func() uint64, logger *slog.Logger) {
 	g.logger.Store(logger)
 	g.applied.Store(&applied)
 }

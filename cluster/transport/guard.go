@@ -1,4 +1,4 @@
-package cluster
+package transport
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// transportGuard stands between the raft transport and raft, against two
+// Guard stands between the raft transport and raft, against two
 // hazards of hashicorp/raft.
 //
 // Heartbeats at shutdown. Raft handles heartbeats on the transport's own
@@ -40,7 +40,7 @@ import (
 // suite here hung 17 minutes in a TCP fault-harness cleanup on exactly
 // that stack. Without a pipeline each RPC costs one round trip more, which
 // loopback and LAN clusters hardly notice (BENCHMARKS.md).
-type transportGuard struct {
+type Guard struct {
 	raft.Transport
 	mu     sync.RWMutex
 	closed bool
@@ -59,28 +59,28 @@ type transportGuard struct {
 
 var errShuttingDown = errors.New("cluster: node shutting down")
 
-// guardTransport wraps t, keeping the optional interfaces raft looks for
+// NewGuard wraps t, keeping the optional interfaces raft looks for
 // (pre-vote, close) exactly when t has them.
-func guardTransport(t raft.Transport) (raft.Transport, *transportGuard) {
-	g := &transportGuard{Transport: t, peers: newPeerTracker()}
+func NewGuard(t raft.Transport) (raft.Transport, *Guard) {
+	g := &Guard{Transport: t, peers: newPeerTracker()}
 	g.stop, g.consumer = make(chan struct{}), make(chan raft.RPC)
 	go g.filterInbound(t.Consumer(), g.consumer)
 	if _, ok := t.(raft.WithPreVote); ok {
-		return &transportGuardPreVote{g}, g
+		return &guardPreVote{g}, g
 	}
 	return g, g
 }
 
 // AppendEntriesPipeline refuses: see the type's doc.
-func (g *transportGuard) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
+func (g *Guard) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
 	return nil, raft.ErrPipelineReplicationNotSupported
 }
 
 // Consumer is raft's inbound RPC channel, through the guard's filter
 // (filterInbound).
-func (g *transportGuard) Consumer() <-chan raft.RPC { return g.consumer }
+func (g *Guard) Consumer() <-chan raft.RPC { return g.consumer }
 
-func (g *transportGuard) SetHeartbeatHandler(cb func(raft.RPC)) {
+func (g *Guard) SetHeartbeatHandler(cb func(raft.RPC)) {
 	if cb == nil {
 		g.Transport.SetHeartbeatHandler(nil)
 		return
@@ -98,16 +98,16 @@ func (g *transportGuard) SetHeartbeatHandler(cb func(raft.RPC)) {
 
 // Close closes the wrapped transport when it can be closed (raft calls it
 // at shutdown when it exists; the guard always has it).
-func (g *transportGuard) Close() error {
+func (g *Guard) Close() error {
 	if c, ok := g.Transport.(raft.WithClose); ok {
 		return c.Close()
 	}
 	return nil
 }
 
-// close waits for heartbeats in flight and refuses any later one, and
+// Shut waits for heartbeats in flight and refuses any later one, and
 // ends the inbound filter.
-func (g *transportGuard) close() {
+func (g *Guard) Shut() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !g.closed {
@@ -116,9 +116,9 @@ func (g *transportGuard) close() {
 	g.closed = true
 }
 
-type transportGuardPreVote struct{ *transportGuard }
+type guardPreVote struct{ *Guard }
 
-func (g *transportGuardPreVote) RequestPreVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
+func (g *guardPreVote) RequestPreVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
 	return g.Transport.(raft.WithPreVote).RequestPreVote(id, target, args, resp)
 }
 

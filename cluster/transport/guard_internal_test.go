@@ -1,4 +1,4 @@
-package cluster
+package transport
 
 import (
 	"errors"
@@ -24,7 +24,7 @@ func (h *handlerTransport) SetHeartbeatHandler(cb func(raft.RPC)) { h.handler = 
 func TestHeartbeatGuardWaitsAndRefuses(t *testing.T) {
 	_, inmem := raft.NewInmemTransport("")
 	inner := &handlerTransport{InmemTransport: inmem}
-	trans, guard := guardTransport(inner)
+	trans, guard := NewGuard(inner)
 	if _, ok := trans.(raft.WithPreVote); !ok {
 		t.Fatal("the guard hid the transport's pre-vote support")
 	}
@@ -43,7 +43,7 @@ func TestHeartbeatGuardWaitsAndRefuses(t *testing.T) {
 	<-entered
 	closed := make(chan struct{})
 	go func() {
-		guard.close()
+		guard.Shut()
 		close(closed)
 	}()
 	select {
@@ -82,10 +82,10 @@ func (c *scriptedConsumer) Consumer() <-chan raft.RPC { return c.in }
 func TestGuardAnswersPendingRPCsWithTypedResponses(t *testing.T) {
 	_, inmem := raft.NewInmemTransport("")
 	inner := &scriptedConsumer{InmemTransport: inmem, in: make(chan raft.RPC)}
-	_, guard := guardTransport(inner)
+	_, guard := NewGuard(inner)
 	respCh := make(chan raft.RPCResponse, 1)
 	inner.in <- raft.RPC{Command: &raft.AppendEntriesRequest{Entries: []*raft.Log{{Index: 1}}}, RespChan: respCh}
-	guard.close() // raft never read it
+	guard.Shut() // raft never read it
 	select {
 	case resp := <-respCh:
 		if _, ok := resp.Response.(*raft.AppendEntriesResponse); !ok || !errors.Is(resp.Error, errShuttingDown) {
@@ -104,11 +104,11 @@ func TestGuardAnswersPendingRPCsWithTypedResponses(t *testing.T) {
 func TestStaleSnapshotCheckedAfterThePreviousRPC(t *testing.T) {
 	_, inmem := raft.NewInmemTransport("")
 	inner := &scriptedConsumer{InmemTransport: inmem, in: make(chan raft.RPC, 2)}
-	trans, guard := guardTransport(inner)
-	defer guard.close()
+	trans, guard := NewGuard(inner)
+	defer guard.Shut()
 	var applied atomic.Uint64
 	applied.Store(50)
-	guard.watchApplied(applied.Load, slog.New(slog.DiscardHandler))
+	guard.WatchApplied(applied.Load, slog.New(slog.DiscardHandler))
 
 	aeResp, snapResp := make(chan raft.RPCResponse, 1), make(chan raft.RPCResponse, 1)
 	inner.in <- raft.RPC{Command: &raft.AppendEntriesRequest{LeaderCommitIndex: 100}, RespChan: aeResp}

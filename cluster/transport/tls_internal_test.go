@@ -1,4 +1,4 @@
-package cluster
+package transport
 
 import (
 	"net"
@@ -15,7 +15,7 @@ func TestRaftTLSHandshakeTimesOut(t *testing.T) {
 	handshakeTimeout = 200 * time.Millisecond
 	defer func() { handshakeTimeout = old }()
 	ca := testcert.NewCA(t, "peers")
-	layer, err := newTLSStreamLayer("127.0.0.1:0", "", &TLSConfig{Certificate: ca.Issue(t, "n1"), PeerCAs: ca.Pool})
+	layer, err := NewTLSStreamLayer("127.0.0.1:0", "", &TLSConfig{Certificate: ca.Issue(t, "n1"), PeerCAs: ca.Pool})
 	if err != nil {
 		t.Fatal(err)
 	}
