@@ -18,7 +18,7 @@ const Name = "workitem"
 // workitem` command.
 func Domain() domain.Domain {
 	l := newProfileLoader()
-	return domain.Domain{Name: Name, Module: Module, Routes: routes, Flags: l.flags, Load: l.load, Start: l.start, CLI: cli()}
+	return domain.Domain{Name: Name, Module: Module, Routes: routes, Flags: l.flags, Load: l.load, Start: l.start}
 }
 
 func routes(h domain.Host) []domain.Route {
