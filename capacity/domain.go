@@ -15,7 +15,7 @@ const Name = "capacity"
 // routes (any authenticated principal; the module checks tenant, role and
 // owner) and the `arbiter capacity` command.
 func Domain() domain.Domain {
-	return domain.Domain{Name: Name, Module: Module, Routes: routes, CLI: cli()}
+	return domain.Domain{Name: Name, Module: Module, Routes: routes}
 }
 
 // routes: each decodes its request DTO, calls the service over the host
