@@ -52,7 +52,7 @@ holds, a stale fence).`,
 	add("cluster", a.serveCommand(), a.statusCommand(), a.memberCommand(), a.endpointCommand(), a.snapshotCommand(), a.recoverCommand(), a.benchCommand())
 	add("data", a.nodeCommand(), a.whoamiCommand())
 	add("tools", a.certCommand(), a.principalCommand(), a.versionCommand())
-	add("domains", a.conceptCommand(), a.spaceCommand(), a.taskCommand(), a.workitemCommand(), a.capacityCommand())
+	add("domains", a.conceptCommand(), a.spaceCommand(), a.taskCommand(), a.workitemCommand(), a.capacityCommand(), a.projectionCommand())
 	for _, d := range builtin.Domains() {
 		for _, c := range d.CLIs() {
 			add("domains", a.domainCommand(c))
