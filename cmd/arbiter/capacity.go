@@ -29,8 +29,8 @@ caller's (GET /v1/auth/whoami). In open mode every caller is trusted and names
 the owner: --owner NAME (hashed as a principal called NAME would be) or
 --owner-digest. --graph names the tenant's graph (default "default"). --json
 FILE|-|JSON gives the whole request instead of the field flags. Answers print
-as JSON (-o table for a table). A denial exits 3 (a stale fence, a lease
-another holds) or 1 (exhausted), and with -o json prints the error body, its
+as JSON (-o table for a table). A denial (exhausted capacity, a stale fence,
+an expired lease) exits 3, and with -o json prints the error body, its
 detail.result explaining it.
 
   arbiter capacity cells   --tenant acme --cell gpu-1 --capacity gpu=8

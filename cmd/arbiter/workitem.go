@@ -239,7 +239,7 @@ without a fingerprint is sealed the same way.
 one the command makes a key and, if the outcome is unknown, prints "retry with:
 --idempotency-key K" on stderr. --json gives the whole body instead of the
 field flags (its idempotency_key is used unless --idempotency-key is given).
-A tenant at its cap exits 1 (exhausted); an id in use exits 3.
+A tenant at its cap (exhausted) and an id in use exit 3.
 
   arbiter workitem submit --tenant acme --kind build --input-ref repo@abc \
       --command-text "make test" --policy-file policy.json --catalog-file catalog.json \
@@ -369,8 +369,8 @@ func (a *app) workitemCompleteCommand() *cobra.Command {
 	cmd, o := a.apiCommand("complete --tenant T --id ID --attempt N --fence F --outcome succeeded|failed [--result REF]",
 		"end a claim succeeded or failed",
 		`complete ends the claim and prints {work_item}. Another attempt or fence exits 3
-(stale fence); an expired claim exits 1. A repeat is safe: the claim names the
-call. --json gives the whole body instead of the field flags.`, nil)
+(stale fence), and so does an expired claim. A repeat is safe: the claim names
+the call. --json gives the whole body instead of the field flags.`, nil)
 	fs := cmd.Flags()
 	cl := addClaimFlags(fs)
 	outcome := fs.String("outcome", "", "succeeded or failed (required)")
