@@ -41,6 +41,7 @@
 //
 // Service is the typed Go API over any fsm.Proposer and fsm.Reader (a
 // request that leaves SchemaVersion empty speaks SchemaVersion); Domain
-// serves it over HTTP (/v1/capacity, where schema_version is required) and
-// as `arbiter capacity`.
+// serves it over HTTP (/v1/capacity, where schema_version is required);
+// `arbiter capacity` (cmd/arbiter) calls those routes through package
+// client.
 package capacity

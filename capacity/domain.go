@@ -13,9 +13,9 @@ const Name = "capacity"
 
 // Domain is capacity leases as a domain: the module, the /v1/capacity
 // routes (any authenticated principal; the module checks tenant, role and
-// owner) and the `arbiter capacity` command.
+// owner). The `arbiter capacity` command is the binary's (cmd/arbiter).
 func Domain() domain.Domain {
-	return domain.Domain{Name: Name, Module: Module, Routes: routes, CLI: cli()}
+	return domain.Domain{Name: Name, Module: Module, Routes: routes}
 }
 
 // routes: each decodes its request DTO, calls the service over the host

@@ -43,20 +43,6 @@ type Domain struct {
 	// later (a Load on SIGHUP that must propose what it read) or to
 	// propose configuration read at start once a leader exists.
 	Start func(ctx context.Context, h Host)
-	// CLI is the domain's `arbiter <name>` command, if it has one.
-	CLI *CLI
-	// MoreCLI are further `arbiter <name>` commands, for a domain whose
-	// API has more than one noun (allocation: space and task).
-	MoreCLI []*CLI
-}
-
-// CLIs lists the domain's commands: CLI, then MoreCLI.
-func (d Domain) CLIs() []*CLI {
-	var out []*CLI
-	if d.CLI != nil {
-		out = append(out, d.CLI)
-	}
-	return append(out, d.MoreCLI...)
 }
 
 // Backend is where a domain's service sends commands and reads: a cluster
@@ -97,7 +83,6 @@ func Check(domains []Domain) error {
 		}
 		names[d.Name] = true
 	}
-	cliNames := map[string]string{}
 	for _, d := range domains {
 		for _, r := range d.Requires {
 			if !names[r] {
@@ -107,16 +92,6 @@ func Check(domains []Domain) error {
 		if d.Module != nil {
 			if m := d.Module(); m.Name != d.Name {
 				problems = append(problems, fmt.Sprintf("domain %q has a module named %q", d.Name, m.Name))
-			}
-		}
-		for _, c := range d.CLIs() {
-			switch {
-			case c == nil || c.Name == "" || (c.Run == nil && c.Command == nil):
-				problems = append(problems, fmt.Sprintf("domain %q has a CLI without a name, or with neither Command nor Run", d.Name))
-			case cliNames[c.Name] != "":
-				problems = append(problems, fmt.Sprintf("CLI command %q of domain %q is also domain %q's", c.Name, d.Name, cliNames[c.Name]))
-			default:
-				cliNames[c.Name] = d.Name
 			}
 		}
 	}

@@ -28,7 +28,6 @@ func TestCheckRefusesBadSets(t *testing.T) {
 		"twice":           {[]domain.Domain{{Name: "a"}, {Name: "a"}}, "listed twice"},
 		"missing require": {[]domain.Domain{{Name: "a", Requires: []string{"b"}}}, `requires domain "b"`},
 		"module renamed":  {[]domain.Domain{renamed}, `has a module named "counters"`},
-		"CLI without run": {[]domain.Domain{{Name: "a", CLI: &domain.CLI{Name: "a"}}}, "CLI"},
 	} {
 		if err := domain.Check(tc.set); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error about %q", name, err, tc.want)

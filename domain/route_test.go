@@ -31,18 +31,3 @@ func TestCheckRoutesWildcards(t *testing.T) {
 		}
 	}
 }
-
-func TestCheckCLINames(t *testing.T) {
-	run := func(CLIEnv, []string) error { return nil }
-	a := Domain{Name: "a", CLI: &CLI{Name: "x", Run: run}, MoreCLI: []*CLI{{Name: "y", Run: run}}}
-	b := Domain{Name: "b", CLI: &CLI{Name: "y", Run: run}}
-	if err := Check([]Domain{a}); err != nil {
-		t.Fatal(err)
-	}
-	if err := Check([]Domain{a, b}); err == nil || !strings.Contains(err.Error(), `"y"`) {
-		t.Fatalf("two domains with command y: %v", err)
-	}
-	if got := a.CLIs(); len(got) != 2 || got[1].Name != "y" {
-		t.Fatalf("CLIs: %v", got)
-	}
-}

@@ -46,7 +46,8 @@ func WithObserver(fn func(Event)) Option { return func(d *projectionDomain) { d.
 
 // Domain is fenced single-writer publication as a domain: the module,
 // the /v1/projection routes, the --projection-root and
-// --projection-config flags and the `arbiter projection` command.
+// --projection-config flags. The `arbiter projection` command is the
+// binary's (cmd/arbiter), over package client.
 func Domain(opts ...Option) domain.Domain {
 	d := &projectionDomain{reload: make(chan struct{}, 1)}
 	for _, o := range opts {
@@ -59,7 +60,6 @@ func Domain(opts ...Option) domain.Domain {
 		Flags:  d.flags,
 		Load:   d.load,
 		Start:  d.start,
-		CLI:    cli(),
 	}
 }
 

@@ -1,16 +1,10 @@
 package projection_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
-	"io"
 	"os"
 	"path/filepath"
-	"reflect"
-	"strings"
 	"testing"
 	"time"
 
@@ -190,107 +184,4 @@ func TestHolder(t *testing.T) {
 		t.Fatalf("publish of a held target: %v", err)
 	}
 	_ = held
-}
-
-// fakeConn records what the CLI sends.
-type fakeConn struct {
-	fsm.Proposer
-	fsm.Reader
-	method, path string
-	body         any
-	answer       string // "": {"ok":true}
-}
-
-func (f *fakeConn) CallJSON(_ context.Context, method, path string, body, out any) error {
-	f.method, f.path, f.body = method, path, body
-	if p, ok := out.(*json.RawMessage); ok {
-		*p = json.RawMessage(`{"ok":true}`)
-		if f.answer != "" {
-			*p = json.RawMessage(f.answer)
-		}
-	}
-	return nil
-}
-
-// projection publish exits non-zero, after printing the answer, when the
-// answering node did not write its file.
-func TestCLIPublishWithoutTheFileFails(t *testing.T) {
-	cli := projection.Domain().CLI
-	for _, tc := range []struct {
-		answer string
-		fails  bool
-	}{
-		{answer: `{"target_id":"pt_x","publication_seq":9,"file":"written"}`},
-		{answer: `{"target_id":"pt_x","publication_seq":9,"file":"none"}`},
-		{answer: `{"target_id":"pt_x","publication_seq":9,"file":"failed","file_error":"no space left on device"}`, fails: true},
-		{answer: `{"target_id":"pt_x","publication_seq":9,"file":"pending"}`, fails: true},
-	} {
-		conn := &fakeConn{answer: tc.answer}
-		var out bytes.Buffer
-		env := domain.CLIEnv{Stdin: strings.NewReader(""), Stdout: &out, Stderr: io.Discard,
-			Connect: func(*flag.FlagSet) func() (domain.Conn, error) {
-				return func() (domain.Conn, error) { return conn, nil }
-			}}
-		err := cli.Run(env, []string{"publish", "--json", `{}`})
-		if (err != nil) != tc.fails || !strings.Contains(out.String(), `"publication_seq": 9`) {
-			t.Errorf("answer %s: %v, printed %s", tc.answer, err, out.String())
-		}
-		if tc.fails && (!errors.Is(err, errs.Unavailable) || !strings.Contains(err.Error(), "not written")) {
-			t.Errorf("answer %s: error %v", tc.answer, err)
-		}
-	}
-}
-
-func TestCLI(t *testing.T) {
-	cli := projection.Domain().CLI
-	id, _ := projection.DeriveTargetID(agent.ID, attested("cli"))
-	for _, tc := range []struct {
-		args         []string
-		stdin        string
-		method, path string
-		fails        bool
-		body         any // the request built from flags, when not nil
-	}{
-		{args: []string{"config", "--lease-ttl", "30s"}, method: "PUT", path: "/v1/projection/config", body: projection.ConfigRequest{LeaseTTLMs: 30000}},
-		{args: []string{"acquire", "--target", id, "--holder", "sha256:h"}, method: "POST", path: "/v1/projection/leases/acquire",
-			body: projection.AcquireRequest{TargetID: id, HolderInstanceDigest: "sha256:h"}},
-		{args: []string{"publish", "--target", id, "--lease-token", "tok", "--epoch", "7"}, method: "POST", path: "/v1/projection/publish",
-			body: projection.FenceRequest{TargetID: id, Token: "tok", FencingEpoch: 7}},
-		{args: []string{"release", "--target", id, "--lease-token", "tok", "--epoch", "7"}, method: "POST", path: "/v1/projection/leases/release",
-			body: projection.FenceRequest{TargetID: id, Token: "tok", FencingEpoch: 7}},
-		{args: []string{"publish", "--target", id, "--json", `{}`}, fails: true},
-		{args: []string{"submit", "--target", id}, fails: true},
-		{args: []string{"config", "--json", `{"lease_ttl_ms":30000}`}, method: "PUT", path: "/v1/projection/config"},
-		{args: []string{"target"}, stdin: `{"attested":{}}`, method: "POST", path: "/v1/projection/targets"},
-		{args: []string{"submit", "--json", `{}`}, method: "POST", path: "/v1/projection/channels/submit"},
-		{args: []string{"acquire", "--json", `{}`}, method: "POST", path: "/v1/projection/leases/acquire"},
-		{args: []string{"publish", "--json", `{}`}, method: "POST", path: "/v1/projection/publish"},
-		{args: []string{"release", "--json", `{}`}, method: "POST", path: "/v1/projection/leases/release"},
-		{args: []string{"show", "--target", id}, method: "GET", path: "/v1/projection/targets/" + id},
-		{args: []string{"show", "--target", id, "--current"}, method: "GET", path: "/v1/projection/targets/" + id + "/current"},
-		{args: []string{"show", "--target", "../etc"}, fails: true},
-		{args: []string{"renew", "--json", `{}`}, fails: true},
-		{args: []string{"publish", "--json", `{not json`}, fails: true},
-		{args: nil, fails: true},
-	} {
-		conn := &fakeConn{}
-		var out, errOut bytes.Buffer
-		env := domain.CLIEnv{Stdin: strings.NewReader(tc.stdin), Stdout: &out, Stderr: &errOut,
-			Connect: func(*flag.FlagSet) func() (domain.Conn, error) {
-				return func() (domain.Conn, error) { return conn, nil }
-			}}
-		err := cli.Run(env, tc.args)
-		if tc.fails {
-			if err == nil || conn.path != "" {
-				t.Errorf("%v: %v, sent %s %s", tc.args, err, conn.method, conn.path)
-			}
-			continue
-		}
-		if err != nil || conn.method != tc.method || conn.path != tc.path || !strings.Contains(out.String(), `"ok": true`) {
-			t.Errorf("%v: %v, sent %s %s, printed %s", tc.args, err, conn.method, conn.path, out.String())
-		}
-		if tc.body != nil && !reflect.DeepEqual(conn.body, tc.body) {
-			t.Errorf("%v: sent %#v, want %#v", tc.args, conn.body, tc.body)
-		}
-	}
 }

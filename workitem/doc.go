@@ -201,5 +201,6 @@
 // _reservation_ended, _extension_rewritten) in the same command.
 //
 // Service is the typed Go API over any fsm.Proposer and fsm.Reader;
-// Domain mounts it at /v1/workitems and as `arbiter workitem`.
+// Domain mounts it at /v1/workitems; `arbiter workitem` (cmd/arbiter)
+// calls those routes through package client.
 package workitem

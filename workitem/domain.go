@@ -14,11 +14,11 @@ const Name = "workitem"
 // Domain is work-item admission and host resource reservation as a
 // domain: the module, the /v1/workitems routes (any authenticated
 // principal; the module checks tenant and role, and the profile set
-// takes an admin), the --reservation-profiles flag and the `arbiter
-// workitem` command.
+// takes an admin) and the --reservation-profiles flag. The `arbiter
+// workitem` command is the binary's (cmd/arbiter), over package client.
 func Domain() domain.Domain {
 	l := newProfileLoader()
-	return domain.Domain{Name: Name, Module: Module, Routes: routes, Flags: l.flags, Load: l.load, Start: l.start, CLI: cli()}
+	return domain.Domain{Name: Name, Module: Module, Routes: routes, Flags: l.flags, Load: l.load, Start: l.start}
 }
 
 func routes(h domain.Host) []domain.Route {

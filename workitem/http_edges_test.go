@@ -27,7 +27,6 @@ func TestHTTPWorkItems(t *testing.T) {
 	f.stateRefusals()
 	f.claims()
 	f.reads()
-	f.commandLine()
 	f.remoteService()
 	f.atTheLimits()
 	t.Logf("%d requests", f.requests)

@@ -167,6 +167,30 @@ func (a *app) readBody(fs *pflag.FlagSet, src string, v any) error {
 		slices.Sort(given)
 		return usageErrorf("--json gives the whole request: leave out %s", strings.Join(given, ", "))
 	}
+	raw, err := a.readSource("json", src)
+	if err != nil {
+		return err
+	}
+	return decodeStrict("json", raw, v)
+}
+
+// decodeStrict decodes the JSON --name gave into v: an unknown field, or
+// more than one value, is a usage error.
+func decodeStrict(name string, raw []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return usageErrorf("--%s: not the JSON wanted: %v", name, err)
+	}
+	if dec.More() {
+		return usageErrorf("--%s: more than one JSON value", name)
+	}
+	return nil
+}
+
+// readSource reads the JSON a flag (--name) gives: a file, - for
+// standard input, or the JSON itself, at most maxBodyBytes.
+func (a *app) readSource(name, src string) ([]byte, error) {
 	var raw []byte
 	var err error
 	switch t := strings.TrimSpace(src); {
@@ -182,20 +206,12 @@ func (a *app) readBody(fs *pflag.FlagSet, src string, v any) error {
 		}
 	}
 	if err != nil {
-		return usageErrorf("--json: %v", err)
+		return nil, usageErrorf("--%s: %v", name, err)
 	}
 	if len(raw) > maxBodyBytes {
-		return usageErrorf("--json: more than %d bytes", maxBodyBytes)
+		return nil, usageErrorf("--%s: more than %d bytes", name, maxBodyBytes)
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return usageErrorf("--json: not the request's JSON: %v", err)
-	}
-	if dec.More() {
-		return usageErrorf("--json: more than one JSON value")
-	}
-	return nil
+	return raw, nil
 }
 
 // sha256Digest is "sha256:" and the hex SHA-256 of b, the digest form
@@ -203,6 +219,50 @@ func (a *app) readBody(fs *pflag.FlagSet, src string, v any) error {
 func sha256Digest(b []byte) string {
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// digestFlag is a sha256: digest the API takes, given three ways: as it
+// is (--NAME), as text (--NAME-text) or as a file (--NAME-file), whose
+// digest the command computes as the Python client's digest() and
+// file_digest() do.
+type digestFlag struct {
+	name, field        string
+	digest, text, file *string
+}
+
+// addDigestFlag registers --name, --name-text and --name-file for the
+// request field field; what names what the digest is of.
+func addDigestFlag(fs *pflag.FlagSet, name, field, what string) *digestFlag {
+	return &digestFlag{name: name, field: field,
+		digest: fs.String(name, "", field+" as it is (sha256: and 64 hex digits)"),
+		text:   fs.String(name+"-text", "", what+" in words: "+field+" is sha256: and its hex SHA-256"),
+		file:   fs.String(name+"-file", "", "a file holding "+what+": "+field+" is sha256: and the hex SHA-256 of its bytes"),
+	}
+}
+
+// value is the digest of the one of the three flags given; none or more
+// than one is a usage error.
+func (d *digestFlag) value() (string, error) {
+	n := 0
+	for _, s := range []string{*d.digest, *d.text, *d.file} {
+		if s != "" {
+			n++
+		}
+	}
+	if n != 1 {
+		return "", usageErrorf("give one of --%s, --%s-text and --%s-file (%s)", d.name, d.name, d.name, d.field)
+	}
+	switch {
+	case *d.text != "":
+		return sha256Digest([]byte(*d.text)), nil
+	case *d.file != "":
+		b, err := os.ReadFile(*d.file)
+		if err != nil {
+			return "", usageErrorf("--%s-file: %v", d.name, err)
+		}
+		return sha256Digest(b), nil
+	}
+	return *d.digest, nil
 }
 
 // optionalUint is the flag's value when it was given, else nil.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/arbiterhq/arbiter/authority"
@@ -45,11 +44,12 @@ the cluster finds invalid exits 2.`,
 // reserveFlags are the fields of a reserve request (all but the concept
 // id), shared by reserve and reserve-next.
 type reserveFlags struct {
-	tenant, owner, purpose, purposeText, purposeFile string
-	repository, lane, design                         string
-	provenance                                       []string
-	ttl                                              time.Duration
-	key                                              *idemKey
+	tenant, owner            string
+	purpose                  *digestFlag
+	repository, lane, design string
+	provenance               []string
+	ttl                      time.Duration
+	key                      *idemKey
 }
 
 func addReserveFlags(fs *pflag.FlagSet) *reserveFlags {
@@ -57,9 +57,7 @@ func addReserveFlags(fs *pflag.FlagSet) *reserveFlags {
 	fs.StringVar(&r.tenant, "tenant", "", "tenant_ref (required)")
 	fs.StringVar(&r.owner, "owner", "", "owner_ref (with authentication leave it out: the owner is your principal)")
 	r.key = keyFlag(fs, "request", "request_ref: the request's key; the same request again replays its claim (default: a new key, printed on an unknown outcome)")
-	fs.StringVar(&r.purpose, "purpose", "", "purpose_digest as it is (e.g. sha256:...)")
-	fs.StringVar(&r.purposeText, "purpose-text", "", "the purpose in words: purpose_digest is sha256: and its hex SHA-256")
-	fs.StringVar(&r.purposeFile, "purpose-file", "", "a file stating the purpose: purpose_digest is sha256: and the hex SHA-256 of its bytes")
+	r.purpose = addDigestFlag(fs, "purpose", "purpose_digest", "the purpose")
 	fs.StringVar(&r.repository, "repository", "", "repository_ref")
 	fs.StringVar(&r.lane, "lane", "", "lane_ref")
 	fs.StringVar(&r.design, "design", "", "design_ref")
@@ -71,7 +69,7 @@ func addReserveFlags(fs *pflag.FlagSet) *reserveFlags {
 
 // request builds the reserve fields the flags give.
 func (r *reserveFlags) request() (client.ReserveRequest, error) {
-	digest, err := r.purposeDigest()
+	digest, err := r.purpose.value()
 	if err != nil {
 		return client.ReserveRequest{}, err
 	}
@@ -81,31 +79,6 @@ func (r *reserveFlags) request() (client.ReserveRequest, error) {
 	return client.ReserveRequest{TenantRef: r.tenant, OwnerRef: r.owner, RequestRef: r.key.get(), PurposeDigest: digest,
 		RepositoryRef: r.repository, LaneRef: r.lane, DesignRef: r.design, ProvenanceRefs: r.provenance,
 		TTLMs: r.ttl.Milliseconds()}, nil
-}
-
-// purposeDigest is the one of --purpose, --purpose-text and
-// --purpose-file given, as the digest the API takes.
-func (r *reserveFlags) purposeDigest() (string, error) {
-	n := 0
-	for _, s := range []string{r.purpose, r.purposeText, r.purposeFile} {
-		if s != "" {
-			n++
-		}
-	}
-	if n != 1 {
-		return "", usageErrorf("give one of --purpose, --purpose-text and --purpose-file")
-	}
-	switch {
-	case r.purposeText != "":
-		return sha256Digest([]byte(r.purposeText)), nil
-	case r.purposeFile != "":
-		b, err := os.ReadFile(r.purposeFile)
-		if err != nil {
-			return "", usageErrorf("--purpose-file: %v", err)
-		}
-		return sha256Digest(b), nil
-	}
-	return r.purpose, nil
 }
 
 func (a *app) conceptReserveCommand() *cobra.Command {

@@ -239,7 +239,7 @@ func TestGoldenJSON(t *testing.T) {
 	g.run("capacity-release", "", "capacity", "release", "--tenant", "acme", "--lease", ref, "--owner", "agent-7")
 	g.run("capacity-json", "", "capacity", "reclaim", "--json", `{"schema_version":"1","tenant_ref":"acme","max_count":10}`)
 
-	// Domains that parse their own flags take -o too.
+	// The work-item commands, built like the core ones.
 	g.run("workitem-list", "", "workitem", "list", "--tenant", "t1")
 
 	// Concepts and allocation with typed flags (the writes come after

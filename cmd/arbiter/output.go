@@ -47,6 +47,12 @@ func (j jsonAlias) Set(s string) error {
 	return nil
 }
 
+// outputFlagInto registers -o on fs into o's variable.
+func outputFlagInto(fs *pflag.FlagSet, o output, def string) output {
+	fs.StringVarP(o.format, "output", "o", def, "output format: json or table")
+	return o
+}
+
 // check refuses a format other than json and table, as a usage error.
 func (o output) check() error {
 	switch *o.format {

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/arbiterhq/arbiter/domain"
-	"github.com/arbiterhq/arbiter/domain/builtin"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -52,13 +50,8 @@ holds, a stale fence).`,
 	add("cluster", a.serveCommand(), a.statusCommand(), a.memberCommand(), a.endpointCommand(), a.snapshotCommand(), a.recoverCommand(), a.benchCommand())
 	add("data", a.nodeCommand(), a.whoamiCommand())
 	add("tools", a.certCommand(), a.principalCommand(), a.versionCommand())
-	add("domains", a.conceptCommand(), a.spaceCommand(), a.taskCommand())
+	add("domains", a.conceptCommand(), a.spaceCommand(), a.taskCommand(), a.workitemCommand(), a.capacityCommand(), a.projectionCommand())
 	add("tools", a.mcpCommand()) // agents reach the cluster as MCP tools (mcp.go)
-	for _, d := range builtin.Domains() {
-		for _, c := range d.CLIs() {
-			add("domains", a.domainCommand(c))
-		}
-	}
 	root.SetHelpCommandGroupID("tools")
 	root.SetCompletionCommandGroupID("tools")
 	return root
@@ -143,22 +136,6 @@ func goStyleFlags(root *cobra.Command, args []string) []string {
 		out = append(out, arg)
 	}
 	return out
-}
-
-// domainEnv is what a domain's command gets from the binary.
-func (a *app) domainEnv(o output) domain.CLIEnv {
-	return domain.CLIEnv{
-		Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr,
-		Connect: a.goConnectFlags,
-		Dial: func() (domain.Conn, error) {
-			r, err := a.remote()
-			if err != nil {
-				return nil, err
-			}
-			return r, nil
-		},
-		Print: func(v any) error { return o.print(a.stdout, v, nil) },
-	}
 }
 
 // deprecated is the annotation of a flag kept for scripts written for an
