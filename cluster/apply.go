@@ -46,7 +46,15 @@ func (h *raftHost) startApply(ctx context.Context, cmd arblog.Command) pendingAp
 		// right after stop-restart-leader). The barrier applies
 		// everything before it; only a cluster whose log holds no command
 		// at all still stamps from the wall clock, as its first entry must.
-		if err := h.raft.Barrier(h.cfg.ApplyTimeout).Error(); err != nil {
+		// Waited for with ctx: raft answers a barrier it has queued only
+		// while it runs, and a node stopping (its ctx cancelled, then raft
+		// shut down) must not wait for it forever (a Shutdown hung in
+		// TestDocumentListsEveryRoute, a node stopped while its first
+		// tick ran).
+		bctx, cancel := context.WithTimeout(ctx, h.cfg.ApplyTimeout)
+		err := waitFuture(bctx, h.raft.Barrier(h.cfg.ApplyTimeout))
+		cancel()
+		if err != nil {
 			// Nothing was proposed: the command certainly did not apply.
 			return pendingApply{err: errs.Errorf(errs.CodeUnavailable, "not applied: the leader could not apply its log first: %v", err)}
 		}

@@ -138,7 +138,7 @@ func (ld *leadership) stepDownHalted(h *fsm.Halt) {
 		return
 	}
 	ld.logger.Error("halted leader hands over leadership", "halt", h.String())
-	if err := ld.raft.LeadershipTransfer().Error(); err != nil {
+	if err := waitFuture(ld.ctx, ld.raft.LeadershipTransfer()); err != nil {
 		ld.logger.Warn("leadership transfer from a halted leader failed", "error", err)
 	}
 }
