@@ -1,12 +1,10 @@
 package client_test
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/arbiterhq/arbiter/internal/deptest"
 )
 
 // serverPackages are what a client must not link: the raft host and its
@@ -30,18 +28,7 @@ var serverPackages = []string{
 // files) holds the standard library, errs and retry, and nothing of the
 // server.
 func TestClientLinksNoServer(t *testing.T) {
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goTool); err != nil {
-		t.Skipf("no go tool at %s: %v", goTool, err)
-	}
-	out, err := exec.Command(goTool, "list", "-deps", "github.com/arbiterhq/arbiter/client").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
-	}
-	deps := strings.Fields(string(out))
-	if len(deps) < 10 || deps[len(deps)-1] != "github.com/arbiterhq/arbiter/client" {
-		t.Fatalf("go list -deps answered no dependency list:\n%s", out)
-	}
+	deps := deptest.Of(t, "github.com/arbiterhq/arbiter/client")
 	allowed := map[string]bool{
 		"github.com/arbiterhq/arbiter/client": true,
 		"github.com/arbiterhq/arbiter/errs":   true,
@@ -49,7 +36,7 @@ func TestClientLinksNoServer(t *testing.T) {
 	}
 	for _, d := range deps {
 		for _, bad := range serverPackages {
-			if d == bad || strings.HasPrefix(d, bad+"/") {
+			if deptest.Under(d, bad) {
 				t.Errorf("the client links %s", d)
 			}
 		}

@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/arbiterhq/arbiter/client"
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/mcptools"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -54,7 +53,7 @@ func (a *app) runMCP(ctx context.Context) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	c, err := a.lightClient()
+	c, err := a.apiClient()
 	if err != nil {
 		return err
 	}
@@ -71,34 +70,6 @@ func (a *app) runMCP(ctx context.Context) error {
 		return nil
 	}
 	return err
-}
-
-// lightClient is a client (package client) of the cluster at the flags'
-// addresses, with their credentials and --timeout per call.
-func (a *app) lightClient() (*client.Client, error) {
-	opts := []client.Option{client.WithTimeout(a.timeout)}
-	token, err := a.bearer()
-	if err != nil {
-		return nil, err
-	}
-	if token != "" {
-		opts = append(opts, client.WithToken(token))
-	}
-	if ca := a.setting(a.ca, "ARBITER_CACERT", ""); ca != "" {
-		opts = append(opts, client.WithCAFile(ca))
-	}
-	cert, key := a.setting(a.cert, "ARBITER_CERT", ""), a.setting(a.key, "ARBITER_KEY", "")
-	if (cert == "") != (key == "") {
-		return nil, usageErrorf("--cert and --key go together")
-	}
-	if cert != "" {
-		opts = append(opts, client.WithClientCert(cert, key))
-	}
-	addrs := a.addrs()
-	if len(addrs) == 0 {
-		return nil, usageErrorf("--addr names no address")
-	}
-	return client.New(addrs, opts...)
 }
 
 // mcpFlag registers serve's --mcp, which mounts the MCP endpoint at
