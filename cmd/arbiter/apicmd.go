@@ -149,9 +149,9 @@ func markBody(fs *pflag.FlagSet, names ...string) {
 	}
 }
 
-// jsonFlag registers --json FILE|- on fs.
+// jsonFlag registers --json FILE|- (-f FILE, as kubectl and etcdctl take a file) on fs.
 func jsonFlag(fs *pflag.FlagSet) *string {
-	return fs.String("json", "", "the whole request body as JSON: a file, - for standard input, or the JSON itself; refused with the flags that set its fields")
+	return fs.StringP("json", "f", "", "the whole request body as JSON: a file, - for standard input, or the JSON itself; refused with the flags that set its fields")
 }
 
 // readBody decodes the --json source src into v, strictly (an unknown

@@ -52,7 +52,7 @@ func TestCapacityCommands(t *testing.T) {
 	cliJSON(t, env, &released, "capacity", "release", "--tenant", "t", "--graph", "g2", "--lease",
 		fmt.Sprintf("%s:%d:%d", n.LeaseID, n.LeaseEpoch, n.FenceToken), "--owner", "agent")
 	var rec client.CapacityReclaimResult
-	cliJSON(t, env, &rec, "capacity", "reclaim", "--json", `{"tenant_ref":"t","graph_ref":"g2","max_count":10}`)
+	cliJSON(t, env, &rec, "capacity", "reclaim", "-f", `{"tenant_ref":"t","graph_ref":"g2","max_count":10}`)
 	cliJSON(t, env, &page, "capacity", "reconcile", "--tenant", "t", "--graph", "g2")
 	for _, args := range [][]string{
 		{"capacity", "status", "--tenant", "t", "--graph", "g2"},
