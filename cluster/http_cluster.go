@@ -84,6 +84,20 @@ func (hs *httpAPI) handleRemove(w http.ResponseWriter, r *http.Request) {
 	domain.WriteJSON(w, http.StatusOK, map[string]bool{"removed": true})
 }
 
+func (hs *httpAPI) handleTransfer(w http.ResponseWriter, r *http.Request) {
+	var req TransferRequest
+	if err := domain.DecodeJSON(w, r, &req); err != nil {
+		domain.WriteError(w, err)
+		return
+	}
+	res, err := hs.node.TransferLeadership(r.Context(), req)
+	if err != nil {
+		domain.WriteError(w, err)
+		return
+	}
+	domain.WriteJSON(w, http.StatusOK, res)
+}
+
 // handleCommand is Remote's write path: any command a client may propose,
 // run as the request's principal (any principal in the body is ignored).
 func (hs *httpAPI) handleCommand(w http.ResponseWriter, r *http.Request) {

@@ -820,6 +820,11 @@ func TestIsolationMatrix(t *testing.T) {
 					t.Errorf("the snapshot route's body is not a valid backup: %v", err)
 				}
 			}},
+		// The valid call hands the leadership to another voter.
+		{route: "POST /v1/cluster/transfer-leader", access: isoAdmin,
+			body:  func(string) any { return cluster.TransferRequest{} },
+			valid: valid("admin", nil, 200), state: func(*testing.T) string { return c.Node(c.WaitLeader(10 * time.Second)).ID() },
+			node: func() int { return c.WaitLeader(10 * time.Second) }},
 		// Next to last: the valid call rolls the state back to early.
 		{route: "POST /v1/cluster/restore", access: isoAdmin, body: same(early.Bytes()), valid: valid("admin", early.Bytes(), 200),
 			state: getNode("iso-cmd"), node: func() int { return c.WaitLeader(10 * time.Second) }},

@@ -178,6 +178,7 @@ type apiNode interface {
 	fsm.Reader
 	Join(ctx context.Context, req JoinRequest) error
 	Remove(ctx context.Context, req RemoveRequest) error
+	TransferLeadership(ctx context.Context, req TransferRequest) (*TransferResult, error)
 	Status() Status
 	Ready(require ...string) error
 	Backup(ctx context.Context, w io.Writer) error

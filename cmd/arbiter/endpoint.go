@@ -19,7 +19,7 @@ func (a *app) endpointCommand() *cobra.Command {
 		`endpoint status and endpoint health ask each endpoint (--addr, or with
 --cluster every member of the cluster) on its own, so that one node's
 trouble shows as that node's.`,
-		a.endpointStatusCommand(), a.endpointHealthCommand())
+		a.endpointStatusCommand(), a.endpointHealthCommand(), a.endpointHashkvCommand())
 }
 
 // endpoints lists the URLs to ask: --addr's, or with cluster every

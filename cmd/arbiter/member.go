@@ -18,11 +18,12 @@ import (
 const maxContact = 3.0 // seconds
 
 func (a *app) memberCommand() *cobra.Command {
-	return group("member", "list, add and remove the cluster's members",
+	return group("member", "list, add and remove the cluster's members, and move its leadership",
 		`member list shows every member with its reachability, how far behind the
 leader it is and when the leader last heard from it; member add and member
-remove change the membership through the leader (admin role).`,
-		a.memberListCommand(), a.memberAddCommand(), a.memberRemoveCommand())
+remove change the membership through the leader, and member transfer-leader
+hands the leadership to another voter (admin role).`,
+		a.memberListCommand(), a.memberAddCommand(), a.memberRemoveCommand(), a.memberTransferLeaderCommand())
 }
 
 // memberRow is one member as member list shows it.
@@ -272,6 +273,44 @@ POST /v1/cluster/remove; the admin role.`,
 		}
 		return o.print(a.stdout, out, func(w io.Writer) error {
 			_, err := fmt.Fprintf(w, "removed %s\n", args[0])
+			return err
+		})
+	}
+	return cmd
+}
+
+func (a *app) memberTransferLeaderCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "transfer-leader [--to ID]",
+		Short: "hand the leadership to another voter (before maintenance of the leader's host)",
+		Long: `transfer-leader asks the leader to hand its leadership over: to the voter
+--to names, or without --to to the other voter raft finds most up to date
+(etcdctl move-leader, consul operator raft transfer-leader). It prints the
+leader after the transfer. A --to that is no member exits 1 (not found); a
+non-voter, or a cluster with no other voter, exits 2. Asking for the leader
+the cluster has already does nothing.
+POST /v1/cluster/transfer-leader; the admin role.`,
+		Args: cobra.NoArgs,
+	}
+	a.connFlags(cmd.Flags())
+	o := outputFlag(cmd.Flags(), "table")
+	to := cmd.Flags().String("to", "", "the id of the voter to lead (default: the other voter raft picks)")
+	cmd.RunE = func(*cobra.Command, []string) error {
+		if err := o.check(); err != nil {
+			return err
+		}
+		remote, err := a.remote()
+		if err != nil {
+			return err
+		}
+		ctx, cancel := a.context()
+		defer cancel()
+		var out cluster.TransferResult
+		if err := remote.CallJSON(ctx, http.MethodPost, "/v1/cluster/transfer-leader", cluster.TransferRequest{To: *to}, &out); err != nil {
+			return err
+		}
+		return o.print(a.stdout, out, func(w io.Writer) error {
+			_, err := fmt.Fprintf(w, "leader %s\n", out.LeaderID)
 			return err
 		})
 	}
