@@ -23,6 +23,7 @@ type core struct {
 	fsm     *fsm.FSM
 	metrics *metrics
 	peers   *http.Client
+	recent  *logRing // the last log lines, for the debug bundle (debug.go)
 
 	// Set by Start, before any part runs.
 	raft     *raft.Raft

@@ -33,6 +33,7 @@ func (hs *httpAPI) clusterRoutes() []domain.Route {
 		route(http.MethodPost, "/v1/cluster/join", domain.Admin, hs.handleJoin),
 		route(http.MethodPost, "/v1/cluster/remove", domain.Admin, hs.handleRemove),
 		route(http.MethodPost, "/v1/cluster/transfer-leader", domain.Admin, hs.handleTransfer),
+		route(http.MethodGet, "/v1/debug/bundle", domain.Admin, hs.handleDebugBundle),
 		route(http.MethodGet, "/v1/cluster/snapshot", domain.Admin, hs.handleSnapshot),
 		route(http.MethodPost, "/v1/cluster/restore", domain.Admin, hs.handleRestore),
 		route(http.MethodPost, "/v1/commands", domain.Authenticated, hs.handleCommand),

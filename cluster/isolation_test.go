@@ -782,6 +782,7 @@ func TestIsolationMatrix(t *testing.T) {
 				}
 			}},
 		{route: "GET /v1/cluster/state-hash", access: isoAdmin, body: same(nil), valid: valid("admin", nil, 200)},
+		{route: "GET /v1/debug/bundle", access: isoAdmin, body: same(nil), valid: valid("admin", nil, 200)},
 		{route: "POST /v1/cluster/join", access: isoAdmin,
 			body:  same(cluster.JoinRequest{ID: "rogue", RaftAddr: "rogue", APIAddr: "127.0.0.1:1"}),
 			valid: valid("admin", rejoin, 200), state: members, noEffect: true},

@@ -51,12 +51,16 @@ func New(cfg Config) (*Node, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	limit := newLogLimiter(logRepeatInterval)
-	logger = slog.New(limitHandler{inner: logger.Handler(), l: limit}).With("node", cfg.ID)
+	// The last lines at INFO and above are kept for the debug bundle too,
+	// whatever the host's own handler keeps.
+	recent := newLogRing()
+	tee := slog.NewMultiHandler(logger.Handler(), slog.NewJSONHandler(recent, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	logger = slog.New(limitHandler{inner: tee, l: limit}).With("node", cfg.ID)
 	f, err := fsm.New(fsm.Config{Modules: domain.Modules(cfg.Domains), Logger: logger})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
-	c := &core{cfg: cfg, logger: logger, fsm: f, peers: peerClient(cfg), done: make(chan struct{})}
+	c := &core{cfg: cfg, logger: logger, fsm: f, peers: peerClient(cfg), recent: recent, done: make(chan struct{})}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	n := &Node{core: c, logLimit: limit}
 

@@ -1,7 +1,12 @@
 package main
 
 import (
+	"archive/tar"
+	"compress/gzip"
 	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -46,6 +51,39 @@ func TestEndpointHashkvAndTransferLeader(t *testing.T) {
 	}
 	if r := runCLI(t, env, "", "member", "transfer-leader", "--to", "n9"); r.status != exitError || !strings.Contains(r.stderr, "not a member") {
 		t.Fatalf("transfer-leader --to n9: status %d, stderr %s", r.status, r.stderr)
+	}
+
+	// debug bundle --cluster: one tar.gz holding each member's bundle.
+	out := filepath.Join(t.TempDir(), "bundle.tar.gz")
+	if r := runCLI(t, env, "", "debug", "bundle", "--cluster", "--out", out); r.status != exitOK || !strings.Contains(r.stdout, "3 of 3 endpoints") {
+		t.Fatalf("debug bundle: status %d\nstdout %s\nstderr %s", r.status, r.stdout, r.stderr)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inner []string
+	tr := tar.NewReader(zr)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		inner = append(inner, h.Name)
+	}
+	if len(inner) != 3 || !strings.HasSuffix(inner[0], ".tar.gz") {
+		t.Fatalf("the bundle holds %v, want three node bundles", inner)
+	}
+	if r := runCLI(t, env, "", "debug", "bundle", "--out", out); r.status != exitUsage {
+		t.Fatalf("debug bundle over an existing file: status %d, %s", r.status, r.stderr)
 	}
 }
 

@@ -49,7 +49,7 @@ holds, a stale fence).`,
 	}
 	add("cluster", a.serveCommand(), a.statusCommand(), a.memberCommand(), a.endpointCommand(), a.snapshotCommand(), a.recoverCommand(), a.benchCommand())
 	add("data", a.nodeCommand(), a.whoamiCommand())
-	add("tools", a.certCommand(), a.principalCommand(), a.versionCommand())
+	add("tools", a.certCommand(), a.principalCommand(), a.versionCommand(), a.debugCommand())
 	add("domains", a.conceptCommand(), a.spaceCommand(), a.taskCommand(), a.workitemCommand(), a.capacityCommand(), a.projectionCommand())
 	add("tools", a.mcpCommand()) // agents reach the cluster as MCP tools (mcp.go)
 	root.SetHelpCommandGroupID("tools")
