@@ -17,7 +17,7 @@ import (
 // cluster.Remote; here a bare FSM.)
 func Example() {
 	ctx := context.Background()
-	fsmLocal, err := clustertest.NewLocal(allocation.Module())
+	fsmLocal, err := clustertest.NewLocal(allocation.Domain())
 	if err != nil {
 		panic(err)
 	}

@@ -197,7 +197,7 @@ func clusterCountTrue(bs ...bool) int {
 // the same stored node from each node's own replica.
 func clusterReadEverywhere(t *testing.T, c *clustertest.Cluster, ps *authority.PolicySet, id string, want *authority.Record) {
 	t.Helper()
-	var first *nodes.Node
+	var first *nodes.Record
 	for i := range c.Size() {
 		got, err := clusterService(c, i, ps).Get(clusterCtx(t), id, clusterTenant)
 		if err != nil {
@@ -207,7 +207,7 @@ func clusterReadEverywhere(t *testing.T, c *clustertest.Cluster, ps *authority.P
 			t.Errorf("get %s through n%d differs from the winner's record (-want +got):\n%s", id, i+1, diff)
 		}
 		n := c.Node(i)
-		local, err := nodes.NewClient(n, n).Get(clusterCtx(t), "concept-reservation:"+id, fsm.Stale)
+		local, err := nodes.On(n).Get(clusterCtx(t), "concept-reservation:"+id, fsm.Stale)
 		if err != nil {
 			t.Fatalf("stale get %s on n%d: %v", id, i+1, err)
 		}

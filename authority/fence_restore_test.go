@@ -105,7 +105,7 @@ func TestConceptFencesAcrossAnUpgrade(t *testing.T) {
 
 	enable(t, l, nodes.IndexVersion)
 	landed := mustStep(t, a, materialized, authority.Land)
-	n, err := nodes.NewClient(l, l).Get(ctx, "concept-reservation:RMDD-27", fsm.Stale)
+	n, err := nodes.On(l).Get(ctx, "concept-reservation:RMDD-27", fsm.Stale)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestRetriesOfTransitionsOlderReleasesWrote(t *testing.T) {
 	}
 	enable(t, l, nodes.IndexVersion)
 	a := authority.NewService(l, l, policies(t))
-	raw := nodes.NewClient(l, l)
+	raw := nodes.On(l)
 	// oldWrite moves the claim as a release without prev_fence did: the
 	// fence counted up by one, prev_fence untouched.
 	oldWrite := func(rec *authority.Record, to authority.State) *authority.Record {

@@ -403,7 +403,7 @@ func TestServiceListRefusesBadPages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var otherNode nodes.Node
+	var otherNode nodes.Record
 	if err := log.Unmarshal(other, &otherNode); err != nil {
 		t.Fatal(err)
 	}

@@ -142,7 +142,7 @@ func (r *Record) properties() (map[string]any, error) {
 }
 
 // recordOf reads the record stored in a node.
-func recordOf(n *nodes.Node) (*Record, error) {
+func recordOf(n *nodes.Record) (*Record, error) {
 	raw, err := json.Marshal(n.Properties)
 	if err != nil {
 		return nil, errs.Errorf(errs.CodeInternal, "node %s: %v", n.NodeID, err)

@@ -311,7 +311,7 @@ func newRecord(id ConceptID, pol ConceptNamespacePolicy, req *ReserveRequest, fe
 // nowMs the FSM time at which it was read. A reclaim CAS that loses reads
 // the new winner from its own result and classifies again, a bounded
 // number of times; then the authority fails closed.
-func (s *Service) classify(ctx context.Context, m mode, id ConceptID, pol ConceptNamespacePolicy, req *ReserveRequest, node *nodes.Node, nowMs int64) (*ReserveResult, error) {
+func (s *Service) classify(ctx context.Context, m mode, id ConceptID, pol ConceptNamespacePolicy, req *ReserveRequest, node *nodes.Record, nowMs int64) (*ReserveResult, error) {
 	for attempt := 0; attempt < maxReclaimAttempts; attempt++ {
 		cur, err := recordOf(node)
 		if err != nil {

@@ -118,7 +118,7 @@ func applyAcquire(tx *fsm.Tx, cmd *log.Command) (any, error) {
 		l := &Lease{
 			LeaseID: id, TenantRef: c.TenantRef, GraphRef: c.GraphRef, CellID: d.CellID, ResourceClass: d.ResourceClass, Amount: d.Amount,
 			OwnerDigest: c.OwnerDigest, WorkItemID: c.WorkItemID, Priority: c.Priority,
-			LeaseEpoch: 1, FenceToken: cell.LastFence, CellEpoch: cell.Epoch, State: LeaseActive,
+			LeaseEpoch: 1, Fence: cell.LastFence, CellEpoch: cell.Epoch, State: LeaseActive,
 			AcquiredAtMs: tx.Now, ExpiresAtMs: tx.Now + c.TTLMs, TTLMs: c.TTLMs,
 			CostBudgetMicros: c.CostBudgetMicros, TokenBudget: c.TokenBudget,
 		}

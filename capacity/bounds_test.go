@@ -124,7 +124,7 @@ func newBoundsFixture(t *testing.T) *boundsFixture {
 }
 
 func (f *boundsFixture) ref() capacity.LeaseRef {
-	return capacity.LeaseRef{LeaseID: f.lease.LeaseID, LeaseEpoch: f.lease.LeaseEpoch, FenceToken: f.lease.FenceToken}
+	return capacity.LeaseRef{LeaseID: f.lease.LeaseID, LeaseEpoch: f.lease.LeaseEpoch, Fence: f.lease.Fence}
 }
 
 func (f *boundsFixture) leasesReq(refs ...capacity.LeaseRef) capacity.LeasesRequest {
@@ -274,7 +274,7 @@ func TestLongestTenantRefIsAccepted(t *testing.T) {
 		t.Fatalf("acquire in a tenant of 512 bytes: %v", err)
 	}
 	refs := capacity.LeasesRequest{SchemaVersion: "1", TenantRef: tenant, OwnerDigest: "owner-a", IdempotencyKey: "r",
-		Leases: []capacity.LeaseRef{{LeaseID: res.Leases[0].LeaseID, LeaseEpoch: 1, FenceToken: res.Leases[0].FenceToken}}}
+		Leases: []capacity.LeaseRef{{LeaseID: res.Leases[0].LeaseID, LeaseEpoch: 1, Fence: res.Leases[0].Fence}}}
 	if _, err := f.s.Renew(f.ctx, refs); err != nil {
 		t.Fatalf("keyed renew in a tenant of 512 bytes: %v", err)
 	}
@@ -284,7 +284,7 @@ func TestRenewReleaseBounds(t *testing.T) {
 	f := newBoundsFixture(t)
 	seventeen := make([]capacity.LeaseRef, 17)
 	for i := range seventeen {
-		seventeen[i] = capacity.LeaseRef{LeaseID: fmt.Sprintf("l%d", i), LeaseEpoch: 1, FenceToken: 1}
+		seventeen[i] = capacity.LeaseRef{LeaseID: fmt.Sprintf("l%d", i), LeaseEpoch: 1, Fence: 1}
 	}
 	cases := map[string]func(*capacity.LeasesRequest){
 		"17 leases":          func(r *capacity.LeasesRequest) { r.Leases = seventeen },
@@ -330,7 +330,7 @@ func TestRenewReleaseBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, l := range res.Leases {
-		refs = append(refs, capacity.LeaseRef{LeaseID: l.LeaseID, LeaseEpoch: l.LeaseEpoch, FenceToken: l.FenceToken})
+		refs = append(refs, capacity.LeaseRef{LeaseID: l.LeaseID, LeaseEpoch: l.LeaseEpoch, Fence: l.Fence})
 	}
 	req := f.leasesReq(refs...)
 	req.TTLMs = capacity.MaxTTL.Milliseconds()
@@ -592,7 +592,7 @@ func TestEveryDenialDecision(t *testing.T) {
 		t.Fatal(err)
 	}
 	lease := res.Leases[0]
-	ref := capacity.LeaseRef{LeaseID: lease.LeaseID, LeaseEpoch: 1, FenceToken: lease.FenceToken}
+	ref := capacity.LeaseRef{LeaseID: lease.LeaseID, LeaseEpoch: 1, Fence: lease.Fence}
 	batch := func(owner string, refs ...capacity.LeaseRef) capacity.LeasesRequest {
 		return capacity.LeasesRequest{SchemaVersion: "1", TenantRef: "t", OwnerDigest: owner, Leases: refs}
 	}
@@ -641,13 +641,13 @@ func TestEveryDenialDecision(t *testing.T) {
 		stale.LeaseEpoch = 2
 		denied(t, l, kind.name+" at another epoch", capacity.StaleEpoch, errs.StaleEpoch, leasesCall(ctx, kind.call, batch("owner-a", stale)))
 		stale = ref
-		stale.FenceToken = 99
+		stale.Fence = 99
 		denied(t, l, kind.name+" with another fence", capacity.StaleFence, errs.StaleFence, leasesCall(ctx, kind.call, batch("owner-a", stale)))
 		denied(t, l, kind.name+" by another owner", capacity.StaleFence, errs.StaleFence, leasesCall(ctx, kind.call, batch("owner-b", ref)))
 		denied(t, l, kind.name+" of no lease", capacity.Invalid, errs.Invalid,
-			leasesCall(ctx, kind.call, batch("owner-a", capacity.LeaseRef{LeaseID: "nope", LeaseEpoch: 1, FenceToken: 1})))
+			leasesCall(ctx, kind.call, batch("owner-a", capacity.LeaseRef{LeaseID: "nope", LeaseEpoch: 1, Fence: 1})))
 		denied(t, l, kind.name+" of a good lease with a bad one", capacity.Invalid, errs.Invalid,
-			leasesCall(ctx, kind.call, batch("owner-a", ref, capacity.LeaseRef{LeaseID: "nope", LeaseEpoch: 1, FenceToken: 1})))
+			leasesCall(ctx, kind.call, batch("owner-a", ref, capacity.LeaseRef{LeaseID: "nope", LeaseEpoch: 1, Fence: 1})))
 	}
 	// A released lease is stale; an expired one is expired.
 	if _, err := s.Release(ctx, batch("owner-a", ref)); err != nil {
@@ -659,7 +659,7 @@ func TestEveryDenialDecision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref2 := capacity.LeaseRef{LeaseID: res.Leases[0].LeaseID, LeaseEpoch: 1, FenceToken: res.Leases[0].FenceToken}
+	ref2 := capacity.LeaseRef{LeaseID: res.Leases[0].LeaseID, LeaseEpoch: 1, Fence: res.Leases[0].Fence}
 	l.Advance(10 * time.Second) // the TTL: now == expires_at
 	denied(t, l, "renew at the deadline", capacity.Expired, errs.Expired, leasesCall(ctx, s.Renew, batch("owner-a", ref2)))
 	denied(t, l, "release at the deadline", capacity.Expired, errs.Expired, leasesCall(ctx, s.Release, batch("owner-a", ref2)))
@@ -787,7 +787,7 @@ func TestBackpressureAtMaxActivePerTenant(t *testing.T) {
 	}
 	backpressure("1 lease at the limit", d)
 	if _, err := s.Release(ctx, capacity.LeasesRequest{SchemaVersion: "1", TenantRef: "t", OwnerDigest: "owner-a",
-		Leases: []capacity.LeaseRef{{LeaseID: last.LeaseID, LeaseEpoch: 1, FenceToken: last.FenceToken}}}); err != nil {
+		Leases: []capacity.LeaseRef{{LeaseID: last.LeaseID, LeaseEpoch: 1, Fence: last.Fence}}}); err != nil {
 		t.Fatal(err)
 	}
 	if res, err := s.Acquire(ctx, acquire("after-release", d)); err != nil || len(res.Leases) != 1 {

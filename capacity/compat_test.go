@@ -76,7 +76,7 @@ func runPregraphScript(t *testing.T, l *fsmtest.Local, s *capacity.Service) {
 	refs := func(ls ...capacity.Lease) []capacity.LeaseRef {
 		var out []capacity.LeaseRef
 		for _, l := range ls {
-			out = append(out, capacity.LeaseRef{LeaseID: l.LeaseID, LeaseEpoch: l.LeaseEpoch, FenceToken: l.FenceToken})
+			out = append(out, capacity.LeaseRef{LeaseID: l.LeaseID, LeaseEpoch: l.LeaseEpoch, Fence: l.Fence})
 		}
 		return out
 	}

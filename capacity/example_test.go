@@ -16,7 +16,7 @@ import (
 // cluster.Node or cluster.Remote; here a bare FSM.)
 func Example() {
 	ctx := context.Background()
-	fsmLocal, err := clustertest.NewLocal(capacity.Module())
+	fsmLocal, err := clustertest.NewLocal(capacity.Domain())
 	if err != nil {
 		panic(err)
 	}
@@ -41,7 +41,7 @@ func Example() {
 	}
 	fmt.Println("acquire:", got.Decision)
 	for _, l := range got.Leases {
-		fmt.Printf("  %s %d fence %d epoch %d, expires in %v\n", l.ResourceClass, l.Amount, l.FenceToken, l.LeaseEpoch,
+		fmt.Printf("  %s %d fence %d epoch %d, expires in %v\n", l.ResourceClass, l.Amount, l.Fence, l.LeaseEpoch,
 			time.Duration(l.ExpiresAtMs-got.NowMs)*time.Millisecond)
 	}
 

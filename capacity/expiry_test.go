@@ -56,7 +56,7 @@ func usedOf(t *testing.T, s *capacity.Service, cell string) uint64 {
 }
 
 func refOf(l capacity.Lease) capacity.LeaseRef {
-	return capacity.LeaseRef{LeaseID: l.LeaseID, LeaseEpoch: l.LeaseEpoch, FenceToken: l.FenceToken}
+	return capacity.LeaseRef{LeaseID: l.LeaseID, LeaseEpoch: l.LeaseEpoch, Fence: l.Fence}
 }
 
 func renewReq(ttl int64, nowMs int64, leases ...capacity.Lease) capacity.LeasesRequest {
@@ -134,7 +134,7 @@ func TestRenewMovesTheDeadlineFromFSMNow(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := rn.Leases[0]
-	if got.ExpiresAtMs != lease.AcquiredAtMs+4000+10_000 || got.LeaseEpoch != 2 || got.Renewals != 1 || got.AcquiredAtMs != lease.AcquiredAtMs || got.FenceToken != lease.FenceToken {
+	if got.ExpiresAtMs != lease.AcquiredAtMs+4000+10_000 || got.LeaseEpoch != 2 || got.Renewals != 1 || got.AcquiredAtMs != lease.AcquiredAtMs || got.Fence != lease.Fence {
 		t.Fatalf("renew 4 s in: %+v, want expiry %d, epoch 2, one renewal, same fence and acquisition", got, lease.AcquiredAtMs+14_000)
 	}
 	// A renewal TTL applies to that renewal only.

@@ -21,10 +21,10 @@ func (s fenceSink) accept(t *testing.T, leases []capacity.Lease) (fresh bool) {
 	t.Helper()
 	fresh = true
 	for _, l := range leases {
-		if l.FenceToken <= s[l.CellID] {
+		if l.Fence <= s[l.CellID] {
 			fresh = false
 		}
-		s[l.CellID] = max(s[l.CellID], l.FenceToken)
+		s[l.CellID] = max(s[l.CellID], l.Fence)
 	}
 	return fresh
 }

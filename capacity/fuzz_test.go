@@ -96,7 +96,7 @@ func (s capSeed) replica(t testing.TB) *fsm.FSM {
 // fuzzPayloads are valid payloads of each command type, and broken ones.
 func fuzzPayloads() map[log.Type][][]byte {
 	ref := func(id string, epoch, fence uint64) capacity.LeaseRef {
-		return capacity.LeaseRef{LeaseID: id, LeaseEpoch: epoch, FenceToken: fence}
+		return capacity.LeaseRef{LeaseID: id, LeaseEpoch: epoch, Fence: fence}
 	}
 	d := func(cell, class string, amount uint64) capacity.Demand {
 		return capacity.Demand{CellID: cell, ResourceClass: class, Amount: amount}

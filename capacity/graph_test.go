@@ -218,7 +218,7 @@ func TestLeaseRefs(t *testing.T) {
 		t.Fatal(err)
 	}
 	refs := got.Refs()
-	if len(refs) != 2 || refs[1] != (capacity.LeaseRef{LeaseID: got.Leases[1].LeaseID, LeaseEpoch: 1, FenceToken: got.Leases[1].FenceToken}) {
+	if len(refs) != 2 || refs[1] != (capacity.LeaseRef{LeaseID: got.Leases[1].LeaseID, LeaseEpoch: 1, Fence: got.Leases[1].Fence}) {
 		t.Fatalf("acquire refs %+v of leases %+v", refs, got.Leases)
 	}
 	for i := 0; i < 3; i++ {

@@ -40,8 +40,8 @@ func prevalidate(tx *fsm.Tx, c *leasesInGraph) ([]*Lease, Decision, string, erro
 			return nil, Expired, fmt.Sprintf("lease %q expired at %d", ref.LeaseID, l.ExpiresAtMs), nil
 		case l.State != LeaseActive:
 			return nil, StaleFence, fmt.Sprintf("lease %q is %s", ref.LeaseID, l.State), nil
-		case l.FenceToken != ref.FenceToken:
-			return nil, StaleFence, fmt.Sprintf("lease %q holds fence %d, not %d", ref.LeaseID, l.FenceToken, ref.FenceToken), nil
+		case l.Fence != ref.Fence:
+			return nil, StaleFence, fmt.Sprintf("lease %q holds fence %d, not %d", ref.LeaseID, l.Fence, ref.Fence), nil
 		case l.LeaseEpoch != ref.LeaseEpoch:
 			return nil, StaleEpoch, fmt.Sprintf("lease %q is at epoch %d, not %d", ref.LeaseID, l.LeaseEpoch, ref.LeaseEpoch), nil
 		}

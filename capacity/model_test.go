@@ -79,7 +79,7 @@ func mGraph(g string) string {
 // leaseIdentity names one lease for good: an id may be used again once
 // its lease is pruned, but never with the same cell and fence.
 func leaseIdentity(l *capacity.Lease) string {
-	return fmt.Sprintf("%q/%s/%s@%s#%d", l.GraphRef, l.TenantRef, l.LeaseID, l.CellID, l.FenceToken)
+	return fmt.Sprintf("%q/%s/%s@%s#%d", l.GraphRef, l.TenantRef, l.LeaseID, l.CellID, l.Fence)
 }
 
 // stamp is what the FSM does first with every decodable command.
@@ -367,7 +367,7 @@ func (m *capModel) acquire(req capacity.AcquireRequest, base uint64) acqOutcome 
 		out.leases = append(out.leases, capacity.Lease{
 			TenantRef: req.TenantRef, GraphRef: g, CellID: d.CellID, ResourceClass: d.ResourceClass, Amount: d.Amount,
 			OwnerDigest: req.OwnerDigest, WorkItemID: req.WorkItemID, Priority: req.Priority,
-			LeaseEpoch: 1, FenceToken: c.lastFence, CellEpoch: c.epoch, State: capacity.LeaseActive,
+			LeaseEpoch: 1, Fence: c.lastFence, CellEpoch: c.epoch, State: capacity.LeaseActive,
 			AcquiredAtMs: m.now, ExpiresAtMs: m.now + req.TTLMs, TTLMs: req.TTLMs,
 			CostBudgetMicros: req.CostBudgetMicros, TokenBudget: req.TokenBudget,
 		})
@@ -385,14 +385,14 @@ func (m *capModel) addLeases(leases []capacity.Lease) error {
 		l := leases[i]
 		k := mKey{l.GraphRef, l.TenantRef, l.LeaseID}
 		if old := m.leases[k]; old != nil {
-			return fmt.Errorf("granted lease %s reuses the id of stored lease %s (%s on %s, fence %d)", l.LeaseID, old.LeaseID, old.State, old.CellID, old.FenceToken)
+			return fmt.Errorf("granted lease %s reuses the id of stored lease %s (%s on %s, fence %d)", l.LeaseID, old.LeaseID, old.State, old.CellID, old.Fence)
 		}
 		m.leases[k] = &l
 		ck := mKey{l.GraphRef, l.TenantRef, l.CellID}
-		if l.FenceToken <= m.topFence[ck] {
-			return fmt.Errorf("lease %s on %s granted fence %d, not above %d granted before", l.LeaseID, l.CellID, l.FenceToken, m.topFence[ck])
+		if l.Fence <= m.topFence[ck] {
+			return fmt.Errorf("lease %s on %s granted fence %d, not above %d granted before", l.LeaseID, l.CellID, l.Fence, m.topFence[ck])
 		}
-		m.topFence[ck] = l.FenceToken
+		m.topFence[ck] = l.Fence
 	}
 	return nil
 }
@@ -437,7 +437,7 @@ func (m *capModel) leasesCall(renew bool, req capacity.LeasesRequest) leasesOutc
 			d = capacity.StaleFence
 		case l.State == capacity.LeaseExpired || l.State == capacity.LeaseActive && m.now >= l.ExpiresAtMs:
 			d = capacity.Expired
-		case l.State != capacity.LeaseActive, l.FenceToken != ref.FenceToken:
+		case l.State != capacity.LeaseActive, l.Fence != ref.Fence:
 			d = capacity.StaleFence
 		case l.LeaseEpoch != ref.LeaseEpoch:
 			d = capacity.StaleEpoch
@@ -878,10 +878,10 @@ func (mc *capMachine) newLeases(t *rapid.T, graph, tenant, key string) capacity.
 	seen := map[string]bool{}
 	var owner string
 	for i, n := 0, rapid.IntRange(1, 4).Draw(t, "leases"); i < n; i++ {
-		ref := capacity.LeaseRef{LeaseID: "ghost", LeaseEpoch: 1, FenceToken: 1}
+		ref := capacity.LeaseRef{LeaseID: "ghost", LeaseEpoch: 1, Fence: 1}
 		if len(stored) > 0 && rapid.IntRange(0, 9).Draw(t, "ghost") > 0 {
 			l := rapid.SampledFrom(stored).Draw(t, "lease")
-			ref = capacity.LeaseRef{LeaseID: l.LeaseID, LeaseEpoch: l.LeaseEpoch, FenceToken: l.FenceToken}
+			ref = capacity.LeaseRef{LeaseID: l.LeaseID, LeaseEpoch: l.LeaseEpoch, Fence: l.Fence}
 			if owner == "" {
 				owner = l.OwnerDigest
 			}
@@ -899,9 +899,9 @@ func (mc *capMachine) newLeases(t *rapid.T, graph, tenant, key string) capacity.
 	i := rapid.IntRange(0, len(req.Leases)-1).Draw(t, "spoiled")
 	switch rapid.IntRange(0, 7).Draw(t, "spoil") {
 	case 0:
-		req.Leases[i].FenceToken++
+		req.Leases[i].Fence++
 	case 1:
-		req.Leases[i].FenceToken--
+		req.Leases[i].Fence--
 	case 2:
 		req.Leases[i].LeaseEpoch++
 	case 3:

@@ -45,7 +45,7 @@ func TestAcquireAllOrNothingAndRelease(t *testing.T) {
 	cell(t, s, "gpu-1", map[string]uint64{"gpu": 2, "mem": 100})
 	cell(t, s, "gpu-2", map[string]uint64{"gpu": 1})
 	res, err := s.Acquire(ctx, acquire("k1", capacity.Demand{CellID: "gpu-1", ResourceClass: "gpu", Amount: 2}, capacity.Demand{CellID: "gpu-2", ResourceClass: "gpu", Amount: 1}))
-	if err != nil || res.Decision != capacity.Granted || len(res.Leases) != 2 || res.Leases[0].FenceToken != 1 {
+	if err != nil || res.Decision != capacity.Granted || len(res.Leases) != 2 || res.Leases[0].Fence != 1 {
 		t.Fatalf("acquire: %+v %v", res, err)
 	}
 	// gpu-1 is full: a two-cell acquire is denied and charges nothing.
@@ -66,11 +66,11 @@ func TestAcquireAllOrNothingAndRelease(t *testing.T) {
 		t.Fatalf("key reuse: %v", err)
 	}
 	// Release with a wrong fence changes nothing; the right one frees both.
-	refs := []capacity.LeaseRef{{LeaseID: res.Leases[0].LeaseID, LeaseEpoch: 1, FenceToken: 1}, {LeaseID: res.Leases[1].LeaseID, LeaseEpoch: 1, FenceToken: 99}}
+	refs := []capacity.LeaseRef{{LeaseID: res.Leases[0].LeaseID, LeaseEpoch: 1, Fence: 1}, {LeaseID: res.Leases[1].LeaseID, LeaseEpoch: 1, Fence: 99}}
 	if _, err := s.Release(ctx, capacity.LeasesRequest{SchemaVersion: "1", TenantRef: "t", OwnerDigest: "owner-a", Leases: refs}); !errors.Is(err, errs.StaleFence) {
 		t.Fatalf("stale fence release: %v", err)
 	}
-	refs[1].FenceToken = res.Leases[1].FenceToken
+	refs[1].Fence = res.Leases[1].Fence
 	rel, err := s.Release(ctx, capacity.LeasesRequest{SchemaVersion: "1", TenantRef: "t", OwnerDigest: "owner-a", Leases: refs})
 	if err != nil || len(rel.Leases) != 2 || rel.Leases[0].State != capacity.LeaseReleased {
 		t.Fatalf("release: %+v %v", rel, err)
@@ -82,7 +82,7 @@ func TestAcquireAllOrNothingAndRelease(t *testing.T) {
 	}
 	l.Advance(10 * time.Second)
 	_, err = s.Renew(ctx, capacity.LeasesRequest{SchemaVersion: "1", TenantRef: "t", OwnerDigest: "owner-a",
-		Leases: []capacity.LeaseRef{{LeaseID: got.Leases[0].LeaseID, LeaseEpoch: 1, FenceToken: got.Leases[0].FenceToken}}})
+		Leases: []capacity.LeaseRef{{LeaseID: got.Leases[0].LeaseID, LeaseEpoch: 1, Fence: got.Leases[0].Fence}}})
 	if !errors.Is(err, errs.Expired) {
 		t.Fatalf("renew of an expired lease: %v", err)
 	}
@@ -91,7 +91,7 @@ func TestAcquireAllOrNothingAndRelease(t *testing.T) {
 		t.Fatalf("reclaim: %+v %v", rc, err)
 	}
 	next, err := s.Acquire(ctx, acquire("k4", capacity.Demand{CellID: "gpu-2", ResourceClass: "gpu", Amount: 1}))
-	if err != nil || next.Leases[0].FenceToken <= got.Leases[0].FenceToken {
+	if err != nil || next.Leases[0].Fence <= got.Leases[0].Fence {
 		t.Fatalf("fence after reclaim: %+v %v", next, err)
 	}
 }
@@ -183,16 +183,16 @@ func (s storedState) invariants() []string {
 		c, ok := cells[key]
 		if !ok {
 			badf("lease %s/%s names missing cell %s", l.TenantRef, l.LeaseID, l.CellID)
-		} else if l.FenceToken == 0 || l.FenceToken > c.LastFence {
-			badf("lease %s/%s holds fence %d; cell %s is at %d", l.TenantRef, l.LeaseID, l.FenceToken, l.CellID, c.LastFence)
+		} else if l.Fence == 0 || l.Fence > c.LastFence {
+			badf("lease %s/%s holds fence %d; cell %s is at %d", l.TenantRef, l.LeaseID, l.Fence, l.CellID, c.LastFence)
 		}
 		if fences[key] == nil {
 			fences[key] = map[uint64]string{}
 		}
-		if other, dup := fences[key][l.FenceToken]; dup {
-			badf("leases %s and %s of cell %s/%s share fence %d", other, l.LeaseID, l.TenantRef, l.CellID, l.FenceToken)
+		if other, dup := fences[key][l.Fence]; dup {
+			badf("leases %s and %s of cell %s/%s share fence %d", other, l.LeaseID, l.TenantRef, l.CellID, l.Fence)
 		}
-		fences[key][l.FenceToken] = l.LeaseID
+		fences[key][l.Fence] = l.LeaseID
 		switch l.State {
 		case capacity.LeaseActive:
 			sums[cc{l.GraphRef, l.TenantRef, l.CellID, l.ResourceClass}] += l.Amount
@@ -473,7 +473,7 @@ func TestPrincipalBinding(t *testing.T) {
 		t.Fatalf("acquire by a principal of every tenant: %v", err)
 	}
 
-	ref := capacity.LeaseRef{LeaseID: mine.Leases[0].LeaseID, LeaseEpoch: 1, FenceToken: mine.Leases[0].FenceToken}
+	ref := capacity.LeaseRef{LeaseID: mine.Leases[0].LeaseID, LeaseEpoch: 1, Fence: mine.Leases[0].Fence}
 	batch := func(owner, tenant string) capacity.LeasesRequest {
 		return capacity.LeasesRequest{SchemaVersion: "1", TenantRef: tenant, OwnerDigest: owner, Leases: []capacity.LeaseRef{ref}}
 	}

@@ -71,7 +71,7 @@ type Lease struct {
 	WorkItemID       string `json:"work_item_id" msgpack:"work_item_id"`
 	Priority         int32  `json:"priority" msgpack:"priority"`
 	LeaseEpoch       uint64 `json:"lease_epoch" msgpack:"lease_epoch"`
-	FenceToken       uint64 `json:"fence_token" msgpack:"fence_token"`
+	Fence            uint64 `json:"fence_token" msgpack:"fence_token"`
 	CellEpoch        uint64 `json:"cell_epoch" msgpack:"cell_epoch"`
 	State            string `json:"state" msgpack:"state"`
 	AcquiredAtMs     int64  `json:"acquired_at_ms" msgpack:"acquired_at_ms"`
@@ -112,13 +112,13 @@ func (r *AcquireResult) Refs() []LeaseRef { return refs(r.Leases) }
 type LeaseRef struct {
 	LeaseID    string `json:"lease_id" msgpack:"lease_id"`
 	LeaseEpoch uint64 `json:"lease_epoch" msgpack:"lease_epoch"`
-	FenceToken uint64 `json:"fence_token" msgpack:"fence_token"`
+	Fence      uint64 `json:"fence_token" msgpack:"fence_token"`
 }
 
 // Ref is the token that names the lease to renew and release: its id,
 // epoch and fence as they are now.
 func (l Lease) Ref() LeaseRef {
-	return LeaseRef{LeaseID: l.LeaseID, LeaseEpoch: l.LeaseEpoch, FenceToken: l.FenceToken}
+	return LeaseRef{LeaseID: l.LeaseID, LeaseEpoch: l.LeaseEpoch, Fence: l.Fence}
 }
 
 func refs(leases []Lease) []LeaseRef {

@@ -79,7 +79,7 @@ func (s *Capacity) UpdateCell(ctx context.Context, req UpdateCellRequest) (*Cell
 
 // Ref is what a renew or release presents of the lease.
 func (l Lease) Ref() LeaseRef {
-	return LeaseRef{LeaseID: l.LeaseID, LeaseEpoch: l.LeaseEpoch, FenceToken: l.FenceToken}
+	return LeaseRef{LeaseID: l.LeaseID, LeaseEpoch: l.LeaseEpoch, Fence: l.Fence}
 }
 
 // LeaseRefs are the references of leases: present them next (a renewal

@@ -29,7 +29,7 @@ func TestCapacity(t *testing.T) {
 	acq := client.AcquireRequest{TenantRef: tenant, WorkItemID: "train-42", OwnerDigest: owner, Demands: demands, TTLMs: 30_000, IdempotencyKey: "train-42/1"}
 	got, err := caps.Acquire(ctx, acq)
 	must(t, err)
-	if got.Decision != "granted" || len(got.Leases) != 2 || got.Leases[0].FenceToken == 0 {
+	if got.Decision != "granted" || len(got.Leases) != 2 || got.Leases[0].Fence == 0 {
 		t.Fatalf("acquire: %+v", got)
 	}
 	replay, err := caps.Acquire(ctx, acq)

@@ -121,7 +121,7 @@ type Demand struct {
 type LeaseRef struct {
 	LeaseID    string `json:"lease_id"`
 	LeaseEpoch uint64 `json:"lease_epoch"`
-	FenceToken uint64 `json:"fence_token"`
+	Fence      uint64 `json:"fence_token"`
 }
 
 // CellSpec is the JSON form of capacity.CellSpec.
@@ -142,7 +142,7 @@ type Lease struct {
 	WorkItemID       string `json:"work_item_id"`
 	Priority         int64  `json:"priority"`
 	LeaseEpoch       uint64 `json:"lease_epoch"`
-	FenceToken       uint64 `json:"fence_token"`
+	Fence            uint64 `json:"fence_token"`
 	CellEpoch        uint64 `json:"cell_epoch"`
 	State            string `json:"state"`
 	AcquiredAtMs     int64  `json:"acquired_at_ms"`

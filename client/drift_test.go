@@ -119,7 +119,7 @@ var ownJSON = map[reflect.Type][]string{
 	reflect.TypeFor[time.Time]():           nil, // RFC 3339 text
 	reflect.TypeFor[json.RawMessage]():     nil, // any JSON, as given
 	// AppendJSON writes the fields encoding/json would (nodes/json.go).
-	reflect.TypeFor[nodes.Node](): jsonFieldNames(reflect.TypeFor[nodes.Node]()),
+	reflect.TypeFor[nodes.Record](): jsonFieldNames(reflect.TypeFor[nodes.Record]()),
 	// One proposal's status and the body a create of its own would have.
 	reflect.TypeFor[allocation.WindowEntry](): {"body", "proposal_id", "status"},
 }
@@ -148,7 +148,7 @@ func compareJSON(t *testing.T, path string, ct, st reflect.Type, seen map[[2]ref
 		if got := jsonFieldNames(ct); !slices.Equal(got, own) {
 			t.Errorf("%s: the client type %s has fields %v; the server writes %v", path, ct, got, own)
 		}
-		if st != reflect.TypeFor[nodes.Node]() {
+		if st != reflect.TypeFor[nodes.Record]() {
 			return
 		}
 	} else if st.Implements(marshaler) || reflect.PointerTo(st).Implements(marshaler) {

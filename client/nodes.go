@@ -26,8 +26,8 @@ func (s *Nodes) CAS(ctx context.Context, req CASRequest) (*CASResult, error) {
 }
 
 // Get returns the node, or errs.NotFound.
-func (s *Nodes) Get(ctx context.Context, nodeID string, cons Consistency) (*Node, error) {
-	return do[Node](ctx, s.c, get("/v1/nodes/get", params("node_id", nodeID, "consistency", string(cons))))
+func (s *Nodes) Get(ctx context.Context, nodeID string, cons Consistency) (*Record, error) {
+	return do[Record](ctx, s.c, get("/v1/nodes/get", params("node_id", nodeID, "consistency", string(cons))))
 }
 
 // ByLabel returns one page (Limit 1..128) of the nodes with a label; pass

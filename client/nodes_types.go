@@ -30,27 +30,27 @@ type CASRequest struct {
 
 // CreateResult is the JSON form of nodes.CreateResult.
 type CreateResult struct {
-	Created  bool `json:"created"`
-	Node     Node `json:"node"`
-	Replayed bool `json:"replayed,omitempty"`
+	Created  bool   `json:"created"`
+	Node     Record `json:"node"`
+	Replayed bool   `json:"replayed,omitempty"`
 }
 
 // CASResult is the JSON form of nodes.CASResult.
 type CASResult struct {
 	Swapped  bool      `json:"swapped"`
-	Node     Node      `json:"node"`
+	Node     Record    `json:"node"`
 	Failed   []Failure `json:"failed,omitempty"`
 	Replayed bool      `json:"replayed,omitempty"`
 }
 
 // NodePage is the JSON form of nodes.Page.
 type NodePage struct {
-	Nodes      []Node `json:"nodes"`
-	NextCursor string `json:"next_cursor"`
+	Nodes      []Record `json:"nodes"`
+	NextCursor string   `json:"next_cursor"`
 }
 
-// Node is the JSON form of nodes.Node.
-type Node struct {
+// Record is the JSON form of nodes.Record: a node of the node primitives.
+type Record struct {
 	NodeID        string                     `json:"node_id"`
 	Labels        []string                   `json:"labels"`
 	Properties    map[string]json.RawMessage `json:"properties"`

@@ -37,7 +37,7 @@ func embeddedCreates(b *testing.B, store string) {
 	}})
 	leader := c.WaitLeader(10 * time.Second)
 	n := c.Node(leader)
-	client := nodes.NewClient(n, n)
+	client := nodes.On(n)
 	ctx := context.Background()
 	var next, failed atomic.Int64
 	b.SetParallelism(max(1, benchGoroutines()/runtime.GOMAXPROCS(0))) // 64 goroutines in all

@@ -164,7 +164,7 @@ func TestCapacityHTTPRoutes(t *testing.T) {
 	wantKeys(t, "acquire result", r.body, "schema_version", "decision", "leases", "available", "message", "now_ms")
 	// Fences derive from the log index (capacity_acquire version 2): the
 	// two leases of one acquire take consecutive ones.
-	if got.Decision != capacity.Granted || len(got.Leases) != 2 || got.Leases[0].FenceToken == 0 || got.Leases[1].FenceToken != got.Leases[0].FenceToken+1 ||
+	if got.Decision != capacity.Granted || len(got.Leases) != 2 || got.Leases[0].Fence == 0 || got.Leases[1].Fence != got.Leases[0].Fence+1 ||
 		got.Leases[0].OwnerDigest != p1 || len(got.Available) != 2 || got.Available[1].Used != 48 {
 		t.Fatalf("acquire: %+v", got)
 	}
@@ -179,8 +179,8 @@ func TestCapacityHTTPRoutes(t *testing.T) {
 		capHRefused(t, "acquire reusing a key", post("/v1/capacity/acquire", "p1", other), http.StatusConflict, errs.CodeIdempotencyConflict)
 	})
 	refs := []capacity.LeaseRef{
-		{LeaseID: got.Leases[0].LeaseID, LeaseEpoch: 1, FenceToken: got.Leases[0].FenceToken},
-		{LeaseID: got.Leases[1].LeaseID, LeaseEpoch: 1, FenceToken: got.Leases[1].FenceToken},
+		{LeaseID: got.Leases[0].LeaseID, LeaseEpoch: 1, Fence: got.Leases[0].Fence},
+		{LeaseID: got.Leases[1].LeaseID, LeaseEpoch: 1, Fence: got.Leases[1].Fence},
 	}
 
 	// Renew.
@@ -199,7 +199,7 @@ func TestCapacityHTTPRoutes(t *testing.T) {
 	r = post("/v1/capacity/status", "rd", read)
 	r.ok(t, "status", &st)
 	wantKeys(t, "status result", r.body, "schema_version", "cells", "leases", "next_cursor", "now_ms")
-	if len(st.Cells) != 1 || st.Cells[0].Classes[0].Used != 1 || st.Cells[0].Classes[1].Used != 48 || st.Cells[0].LastFence != got.Leases[1].FenceToken {
+	if len(st.Cells) != 1 || st.Cells[0].Classes[0].Used != 1 || st.Cells[0].Classes[1].Used != 48 || st.Cells[0].LastFence != got.Leases[1].Fence {
 		t.Fatalf("status: %+v", st)
 	}
 	var rc capacity.ReadResult
@@ -253,7 +253,7 @@ func TestCapacityHTTPRoutes(t *testing.T) {
 		capHDenied(t, "renew at an old epoch", post("/v1/capacity/renew", "p1", leases(p1, stale)), http.StatusConflict, errs.CodeStaleEpoch, &deniedLeases)
 	})
 	wrongFence := refs[1]
-	wrongFence.FenceToken = 99
+	wrongFence.Fence = 99
 	c.Unchanged(t, "release with another fence", func() {
 		capHDenied(t, "release with another fence", post("/v1/capacity/release", "p1", leases(p1, refs[0], wrongFence)), http.StatusConflict, errs.CodeStaleFence, &deniedLeases)
 	})
@@ -261,12 +261,12 @@ func TestCapacityHTTPRoutes(t *testing.T) {
 		capHDenied(t, "release of another owner's lease", post("/v1/capacity/release", "p2", leases(p2, refs[0])), http.StatusConflict, errs.CodeStaleFence, &deniedLeases)
 	})
 	c.Unchanged(t, "renew of no lease", func() {
-		capHDenied(t, "renew of no lease", post("/v1/capacity/renew", "p1", leases(p1, capacity.LeaseRef{LeaseID: "nope", LeaseEpoch: 1, FenceToken: 1})), http.StatusUnprocessableEntity, errs.CodeInvalid, &deniedLeases)
+		capHDenied(t, "renew of no lease", post("/v1/capacity/renew", "p1", leases(p1, capacity.LeaseRef{LeaseID: "nope", LeaseEpoch: 1, Fence: 1})), http.StatusUnprocessableEntity, errs.CodeInvalid, &deniedLeases)
 	})
 	// Expired: a short lease, renewed after FSM time passed its deadline.
 	var short capacity.AcquireResult
 	post("/v1/capacity/acquire", "p2", acq("k5", p2, 200, demand("c", "gpu", 1))).ok(t, "short acquire", &short)
-	shortRef := capacity.LeaseRef{LeaseID: short.Leases[0].LeaseID, LeaseEpoch: 1, FenceToken: short.Leases[0].FenceToken}
+	shortRef := capacity.LeaseRef{LeaseID: short.Leases[0].LeaseID, LeaseEpoch: 1, Fence: short.Leases[0].Fence}
 	if !c.Eventually(10*time.Second, func() bool {
 		var s capacity.ReadResult
 		post("/v1/capacity/status", "p2", read).ok(t, "status", &s)
@@ -445,7 +445,7 @@ func TestCapacityTTLAcrossLeaderChange(t *testing.T) {
 	// Renew one lease 1.5 s before the deadline, on the new leader.
 	time.Sleep(time.Until(time.UnixMilli(deadline - 1500)))
 	rn, err := svcOn(follower).Renew(ctx, capacity.LeasesRequest{SchemaVersion: "1", TenantRef: "t", OwnerDigest: "o",
-		Leases: []capacity.LeaseRef{{LeaseID: renewed.LeaseID, LeaseEpoch: 1, FenceToken: renewed.FenceToken}}})
+		Leases: []capacity.LeaseRef{{LeaseID: renewed.LeaseID, LeaseEpoch: 1, Fence: renewed.Fence}}})
 	switch {
 	case rn == nil:
 		t.Fatalf("renew before the deadline: %v", err)
@@ -464,7 +464,7 @@ func TestCapacityTTLAcrossLeaderChange(t *testing.T) {
 	}
 	l := checkLeft(follower, fsm.Linearizable)
 	res, err := svcOn(follower).Renew(ctx, capacity.LeasesRequest{SchemaVersion: "1", TenantRef: "t", OwnerDigest: "o",
-		Leases: []capacity.LeaseRef{{LeaseID: left.LeaseID, LeaseEpoch: 1, FenceToken: left.FenceToken}}})
+		Leases: []capacity.LeaseRef{{LeaseID: left.LeaseID, LeaseEpoch: 1, Fence: left.Fence}}})
 	if !errors.Is(err, errs.Expired) || res == nil || res.Decision != capacity.Expired {
 		t.Fatalf("renew of the lease past its deadline (%s): %+v %v", l.State, res, err)
 	}

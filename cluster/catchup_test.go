@@ -67,7 +67,7 @@ func catchUpUnderLoad(t *testing.T, maxTrailing uint64, wait time.Duration) (con
 		if n == nil {
 			return context.Canceled
 		}
-		_, err := nodes.NewClient(n, n).CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: id, Properties: map[string]any{"v": v}})
+		_, err := nodes.On(n).CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: id, Properties: map[string]any{"v": v}})
 		return err
 	}
 	large, _ := json.Marshal(strings.Repeat("x", 32<<10))

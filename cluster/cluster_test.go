@@ -16,7 +16,7 @@ import (
 
 func nodesOf(c *clustertest.Cluster, i int) *nodes.Client {
 	n := c.Node(i)
-	return nodes.NewClient(n, n)
+	return nodes.On(n)
 }
 
 // retryUnknown calls op until its outcome is known, as a careful client

@@ -49,7 +49,7 @@ func TestDataDirWrittenByAnEarlierBinaryOpens(t *testing.T) {
 			if err := node.WaitReady(ctx); err != nil {
 				t.Fatalf("the node did not become ready on the old data directory: %v", err)
 			}
-			nc := nodes.NewClient(node, node)
+			nc := nodes.On(node)
 			for i := range fixtureNodes {
 				got, err := nc.Get(ctx, fmt.Sprintf("old-%02d", i), fsm.Linearizable)
 				if err != nil || got.Version != 1 {
@@ -116,7 +116,7 @@ func writeDataDirFixture(t *testing.T, kind, archive string) {
 	if err := node.WaitReady(ctx); err != nil {
 		t.Fatal(err)
 	}
-	nc := nodes.NewClient(node, node)
+	nc := nodes.On(node)
 	create := func(i int) {
 		if _, err := nc.CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: fmt.Sprintf("old-%02d", i)}); err != nil {
 			t.Fatal(err)

@@ -69,7 +69,7 @@
 //	if err != nil { ... }
 //	if err := node.Start(ctx); err != nil { ... }
 //	defer node.Shutdown(context.Background())
-//	nc := nodes.NewClient(node, node)
+//	nc := nodes.On(node)
 //
 // Membership (membership.go, join.go, promote.go, startcheck.go, record.go,
 // removal.go). Raft's configuration says who is a member and who votes;

@@ -38,7 +38,7 @@ func ExampleNode() {
 	defer node.Shutdown(ctx)
 
 	// Proposals wait for a leader (bounded by ApplyTimeout).
-	nc := nodes.NewClient(node, node)
+	nc := nodes.On(node)
 	res, err := nc.CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "job-1", IdempotencyKey: "req-1"})
 	if err != nil {
 		fmt.Println(err)
@@ -49,7 +49,7 @@ func ExampleNode() {
 
 	// The same calls over HTTP, from anywhere.
 	remote := cluster.NewRemote(node.APIAddr())
-	got, _ := nodes.NewClient(remote, remote).Get(ctx, "job-1", fsm.Linearizable)
+	got, _ := nodes.On(remote).Get(ctx, "job-1", fsm.Linearizable)
 	fmt.Println("read back:", got.NodeID, "version", got.Version)
 	// Output:
 	// created: true retry replayed: true retry created: true
@@ -79,7 +79,7 @@ func ExampleNode_Restore() {
 	old, fresh := start("old"), start("new")
 	defer old.Shutdown(ctx)
 	defer fresh.Shutdown(ctx)
-	if _, err := nodes.NewClient(old, old).CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "job-1"}); err != nil {
+	if _, err := nodes.On(old).CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "job-1"}); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -94,7 +94,7 @@ func ExampleNode_Restore() {
 		fmt.Println(err)
 		return
 	}
-	got, err := nodes.NewClient(fresh, fresh).Get(ctx, "job-1", fsm.Linearizable)
+	got, err := nodes.On(fresh).Get(ctx, "job-1", fsm.Linearizable)
 	fmt.Println("restored", res.Backup.Rows > 0, "read back:", got.NodeID, err)
 	// Output:
 	// restored true read back: job-1 <nil>

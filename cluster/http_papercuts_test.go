@@ -148,7 +148,7 @@ func TestRemoteExplainsSchemeMismatch(t *testing.T) {
 		}
 		// The msgpack path says the same.
 		ctx, cancel = context.WithTimeout(context.Background(), 10*time.Second)
-		_, err = nodes.NewClient(tc.remote, tc.remote).Get(ctx, "x", fsm.Stale)
+		_, err = nodes.On(tc.remote).Get(ctx, "x", fsm.Stale)
 		cancel()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s (query): %v, want %q", tc.name, err, tc.want)

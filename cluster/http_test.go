@@ -946,7 +946,7 @@ func TestHTTPBackpressure(t *testing.T) {
 
 	// Wake the poll with a write that does not go through HTTP.
 	n := c.Node(0)
-	if _, err := nodes.NewClient(n, n).CreateIfAbsent(context.Background(), nodes.CreateRequest{NodeID: "release"}); err != nil {
+	if _, err := nodes.On(n).CreateIfAbsent(context.Background(), nodes.CreateRequest{NodeID: "release"}); err != nil {
 		t.Fatal(err)
 	}
 	select {

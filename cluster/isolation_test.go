@@ -439,7 +439,7 @@ func TestIsolationMatrix(t *testing.T) {
 		if err := json.Unmarshal(mustOK(l, post("mem-a", "/v1/capacity/acquire", acquire("mem-a", "a", l))).body, &res); err != nil || len(res.Leases) != 1 {
 			t.Fatalf("acquire %s: %+v %v", l, res, err)
 		}
-		leaseRef[l] = capacity.LeaseRef{LeaseID: l, LeaseEpoch: res.Leases[0].LeaseEpoch, FenceToken: res.Leases[0].FenceToken}
+		leaseRef[l] = capacity.LeaseRef{LeaseID: l, LeaseEpoch: res.Leases[0].LeaseEpoch, Fence: res.Leases[0].Fence}
 	}
 	reserve := func(id, tenant, request string) authority.ReserveRequest {
 		return authority.ReserveRequest{ConceptID: id, TenantRef: tenant, RequestRef: request, PurposeDigest: "purpose-" + request}
@@ -1084,7 +1084,7 @@ func TestIsolationTenantScopedReads(t *testing.T) {
 	for _, path := range []string{"/v1/capacity/renew", "/v1/capacity/release"} {
 		leaseOp := func(lease string) isoReply {
 			return do("mem-b", http.MethodPost, path, capacity.LeasesRequest{SchemaVersion: "1", TenantRef: "b", OwnerDigest: capacity.OwnerDigest("mem-b"),
-				Leases: []capacity.LeaseRef{{LeaseID: lease, LeaseEpoch: 1, FenceToken: 1}}})
+				Leases: []capacity.LeaseRef{{LeaseID: lease, LeaseEpoch: 1, Fence: 1}}})
 		}
 		sameAnswer("mem-b "+path+" of tenant a's lease id in tenant b", leaseOp("own-lease-secret-a"), leaseOp("own-lease-secret-z"), [2]string{"own-lease-secret-a", "own-lease-secret-z"})
 	}
@@ -1151,7 +1151,7 @@ func TestIsolationTenantScopedReads(t *testing.T) {
 	}()
 	time.Sleep(200 * time.Millisecond)
 	if r := do("mem-a", http.MethodPost, "/v1/capacity/release", capacity.LeasesRequest{SchemaVersion: "1", TenantRef: "a", OwnerDigest: capacity.OwnerDigest("mem-a"),
-		Leases: []capacity.LeaseRef{{LeaseID: "own-lease-secret-a", LeaseEpoch: 1, FenceToken: 1}}}); r.status != 200 {
+		Leases: []capacity.LeaseRef{{LeaseID: "own-lease-secret-a", LeaseEpoch: 1, Fence: 1}}}); r.status != 200 {
 		t.Logf("release (for the long poll): %s", r)
 	}
 	lp := <-done
@@ -1175,7 +1175,7 @@ func TestIsolationRawNodeAPIAndForgedEnvelope(t *testing.T) {
 		return cluster.NewRemote(c.Node(follower).APIAddr()).WithToken(isoToken(who)).WithTimeout(10 * time.Second)
 	}
 	adminRemote := remote("admin")
-	adminNodes := nodes.NewClient(adminRemote, adminRemote)
+	adminNodes := nodes.On(adminRemote)
 	if res, err := adminNodes.CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "raw-existing", Properties: map[string]any{"v": 1}}); err != nil || !res.Created {
 		t.Fatalf("admin create: %+v %v", res, err)
 	}
@@ -1192,7 +1192,7 @@ func TestIsolationRawNodeAPIAndForgedEnvelope(t *testing.T) {
 	for _, who := range []string{"mem-a", "ctl-a", "read-a", "mem-b"} {
 		t.Run(who, func(t *testing.T) {
 			r := remote(who)
-			nc := nodes.NewClient(r, r)
+			nc := nodes.On(r)
 			// Even with admin on the client's context: the server decides.
 			actx := fsm.WithPrincipal(ctx, admin)
 			if _, err := nc.CreateIfAbsent(actx, nodes.CreateRequest{NodeID: "raw-forged"}); !errors.Is(err, errs.Forbidden) {
@@ -1378,7 +1378,7 @@ func TestIsolationOwnerBinding(t *testing.T) {
 	for _, owner := range []string{capacity.OwnerDigest("mem-a"), capacity.OwnerDigest("mem-a2")} {
 		for _, path := range []string{"/v1/capacity/renew", "/v1/capacity/release"} {
 			r := do("mem-a2", path, capacity.LeasesRequest{SchemaVersion: "1", TenantRef: "a", OwnerDigest: owner,
-				Leases: []capacity.LeaseRef{{LeaseID: "own-lease-own-3", LeaseEpoch: 1, FenceToken: 1}}})
+				Leases: []capacity.LeaseRef{{LeaseID: "own-lease-own-3", LeaseEpoch: 1, Fence: 1}}})
 			if r.status/100 == 2 {
 				t.Errorf("mem-a2 %s of mem-a's lease with owner %s: %s", path, owner, r)
 			}

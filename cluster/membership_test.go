@@ -310,7 +310,7 @@ func TestMembershipJoinServeAndRemove(t *testing.T) {
 		}
 	}
 	if n4.Raft().State() != raft.Shutdown {
-		if _, err := nodes.NewClient(n4, n4).Get(context.Background(), "after-remove", fsm.Stale); !errors.Is(err, errs.NotFound) {
+		if _, err := nodes.On(n4).Get(context.Background(), "after-remove", fsm.Stale); !errors.Is(err, errs.NotFound) {
 			t.Errorf("removed n4 still receives the log: stale get of a later write gave %v", err)
 		}
 	}
@@ -404,7 +404,7 @@ func TestRestartedFollowerCatchesUp(t *testing.T) {
 		n := c.Node(c.WaitLeader(10 * time.Second))
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if res, err := nodes.NewClient(n, n).CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: id}); err != nil || !res.Created {
+		if res, err := nodes.On(n).CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: id}); err != nil || !res.Created {
 			t.Fatalf("create %s: %+v %v", id, res, err)
 		}
 	}

@@ -89,16 +89,16 @@ func TestRemoteRequiresCommands(t *testing.T) {
 	}
 
 	lacking := cluster.NewRemote(addr).WithRequire("nodes.create", "nosuch.thing")
-	_, err = nodes.NewClient(lacking, lacking).CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "not-submitted"})
+	_, err = nodes.On(lacking).CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "not-submitted"})
 	if !errors.Is(err, errs.Unavailable) || !strings.Contains(err.Error(), "nosuch.thing") || errs.IsOutcomeUnknown(err) {
 		t.Fatalf("create through a remote requiring a missing command: %v", err)
 	}
 	plain := cluster.NewRemote(addr)
-	if _, err := nodes.NewClient(plain, plain).Get(ctx, "not-submitted", fsm.Linearizable); !errors.Is(err, errs.NotFound) {
+	if _, err := nodes.On(plain).Get(ctx, "not-submitted", fsm.Linearizable); !errors.Is(err, errs.NotFound) {
 		t.Fatalf("the refused create was submitted: %v", err)
 	}
 	having := cluster.NewRemote(addr).WithRequire("nodes.create")
-	if _, err := nodes.NewClient(having, having).CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "submitted"}); err != nil {
+	if _, err := nodes.On(having).CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "submitted"}); err != nil {
 		t.Fatalf("create through a remote requiring enabled commands: %v", err)
 	}
 }
@@ -174,7 +174,7 @@ func TestReadyAfterRestartMeansCaughtUp(t *testing.T) {
 	if applied := node.Status().AppliedIndex; applied < committed {
 		t.Fatalf("ready at applied index %d; the leader had committed %d when the node restarted", applied, committed)
 	}
-	got, err := nodes.NewClient(node, node).Get(ctx, "away-19", fsm.Stale)
+	got, err := nodes.On(node).Get(ctx, "away-19", fsm.Stale)
 	if err != nil || got.NodeID != "away-19" {
 		t.Fatalf("stale read once ready: %v %v", got, err)
 	}

@@ -40,7 +40,7 @@ func TestRemoteRunsNodePrimitives(t *testing.T) {
 		addrs = append(addrs, c.Node(i).APIAddr())
 	}
 	remote := cluster.NewRemote(addrs...).WithTimeout(10 * time.Second)
-	nc := nodes.NewClient(remote, remote)
+	nc := nodes.On(remote)
 	ctx := context.Background()
 	// Every call must succeed whichever address the rotation starts at, so
 	// each step below runs more times than there are addresses.
@@ -161,7 +161,7 @@ func TestRemoteRunsNodePrimitives(t *testing.T) {
 // command was not applied (its outcome is known), within its timeout.
 func TestRemoteWithOnlyDeadAddressesIsUnavailable(t *testing.T) {
 	remote := cluster.NewRemote(deadAddr(t), "http://"+deadAddr(t)+"/").WithTimeout(5 * time.Second)
-	nc := nodes.NewClient(remote, remote)
+	nc := nodes.On(remote)
 	ctx := context.Background()
 	calls := []struct {
 		name string
@@ -210,7 +210,7 @@ func TestRemoteWithOnlyDeadAddressesIsUnavailable(t *testing.T) {
 	}
 	// A remote without addresses refuses every call as invalid.
 	empty := cluster.NewRemote()
-	if _, err := nodes.NewClient(empty, empty).CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "x"}); !errors.Is(err, errs.Invalid) {
+	if _, err := nodes.On(empty).CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "x"}); !errors.Is(err, errs.Invalid) {
 		t.Errorf("remote without addresses: %v, want invalid", err)
 	}
 	if st, err := empty.Status(ctx); !errors.Is(err, errs.Invalid) {

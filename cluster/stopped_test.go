@@ -26,7 +26,7 @@ func TestStoppedNodeFailsFast(t *testing.T) {
 	leader := c.WaitLeader(10 * time.Second)
 	follower := (leader + 1) % c.Size()
 	old := c.Node(follower)
-	client := nodes.NewClient(old, old)
+	client := nodes.On(old)
 	c.Stop(follower)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -50,7 +50,7 @@ func TestStoppedNodeFailsFast(t *testing.T) {
 	c.Eventually(10*time.Second, func() bool { return n.Status().LeaderID == "" })
 	done := make(chan error, 1)
 	go func() {
-		_, err := nodes.NewClient(n, n).CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "y"})
+		_, err := nodes.On(n).CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "y"})
 		done <- err
 	}()
 	time.Sleep(200 * time.Millisecond) // let the call start waiting; it is correct either way
@@ -118,7 +118,7 @@ func TestUnknownOutcomeNamesItsKey(t *testing.T) {
 	c.Isolate(leader) // it still thinks it leads for a moment: the write reaches its log, not a quorum
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	_, err := nodes.NewClient(n, n).CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "k", IdempotencyKey: "req-42"})
+	_, err := nodes.On(n).CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "k", IdempotencyKey: "req-42"})
 	if !errs.IsOutcomeUnknown(err) {
 		t.Skipf("the isolated leader answered before the deadline (%v): nothing to check", err)
 	}
@@ -130,7 +130,7 @@ func TestUnknownOutcomeNamesItsKey(t *testing.T) {
 	defer cancel()
 	res, err := retry.Unknown(ctx, func(ctx context.Context) (*nodes.CreateResult, error) {
 		m := c.Node(c.WaitLeader(10 * time.Second))
-		return nodes.NewClient(m, m).CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "k", IdempotencyKey: "req-42"})
+		return nodes.On(m).CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "k", IdempotencyKey: "req-42"})
 	})
 	if err != nil || res.Node.NodeID != "k" {
 		t.Fatalf("retry with the key: %+v %v", res, err)

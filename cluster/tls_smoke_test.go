@@ -22,7 +22,7 @@ func TestTLSClusterForwardsAndJoins(t *testing.T) {
 	follower := (leader + 1) % 3
 	n := c.Node(follower)
 	ctx := fsm.WithPrincipal(context.Background(), mustPrincipal(t, reg, "admin-token"))
-	res, err := nodes.NewClient(n, n).CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "over-tls"})
+	res, err := nodes.On(n).CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "over-tls"})
 	if err != nil || !res.Created {
 		t.Fatalf("forwarded create over TLS: %+v %v", res, err)
 	}

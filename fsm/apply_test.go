@@ -134,7 +134,7 @@ func TestBatchWithFailureAfterWriteIsAllOrNothingPerCommand(t *testing.T) {
 		if err != nil {
 			t.Fatalf("get %s: %v", id, err)
 		}
-		var n nodes.Node
+		var n nodes.Record
 		if err := log.Unmarshal(out, &n); err != nil || n.CreatedIndex != idx {
 			t.Fatalf("node %s: %+v %v, want created at %d", id, n, err, idx)
 		}

@@ -229,7 +229,7 @@ func TestChangesPruning(t *testing.T) {
 // use it. Ticks prune at most Budget rows, oldest first.
 func TestLedgerRetention(t *testing.T) {
 	l := newLocal(t)
-	nc := nodes.NewClient(l, l)
+	nc := nodes.On(l)
 	const retention = 1000
 	req := nodes.CreateRequest{NodeID: "n", IdempotencyKey: "key"}
 	pruneTick := func() int {
@@ -274,7 +274,7 @@ func TestLedgerRetention(t *testing.T) {
 	// Budget: three rows of increasing age; a budget of 2 takes the two
 	// oldest, so only the newest still replays.
 	l2 := newLocal(t)
-	keyed := nodes.NewClient(l2, l2)
+	keyed := nodes.On(l2)
 	for _, k := range []string{"k1", "k2", "k3"} {
 		if _, err := keyed.CreateIfAbsent(bg, nodes.CreateRequest{NodeID: k, IdempotencyKey: k}); err != nil {
 			t.Fatal(err)

@@ -380,7 +380,7 @@ func FuzzQuery(f *testing.F) {
 		case nodes.QueryGet:
 			var q nodes.GetQuery
 			decode(t, payload, &q)
-			var n nodes.Node
+			var n nodes.Record
 			decode(t, out, &n)
 			if n.NodeID != q.NodeID {
 				t.Fatalf("asked for %q, got %q", q.NodeID, n.NodeID)

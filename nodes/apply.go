@@ -223,7 +223,7 @@ func compareAndSet(tx *fsm.Tx, v uint16, c *CASCommand) (any, error) {
 }
 
 // getNode is a copy of the stored node id, the caller's to change, or nil.
-func getNode(txn fsm.Store, id string) (*Node, error) {
+func getNode(txn fsm.Store, id string) (*Record, error) {
 	s, err := getStored(txn, id)
 	if s == nil || err != nil {
 		return nil, err

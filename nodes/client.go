@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/arbiterhq/arbiter/domain"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/bounds"
@@ -17,7 +18,12 @@ type Client struct {
 	r fsm.Reader
 }
 
-// NewClient returns a client of the node primitives.
+// On returns a client of the node primitives on b, which proposes and
+// reads: an embedded cluster.Node, a cluster.Remote, a bare FSM.
+func On(b domain.Backend) *Client { return &Client{p: b, r: b} }
+
+// NewClient returns a client of the node primitives that proposes to p
+// and reads from r (On, where they are one).
 func NewClient(p fsm.Proposer, r fsm.Reader) *Client { return &Client{p: p, r: r} }
 
 // CreateRequest asks to create a node unless it exists. Property values
@@ -159,11 +165,11 @@ func (req CASRequest) command() (*CASCommand, error) {
 }
 
 // Get reads one node; errs.NotFound if it does not exist.
-func (n *Client) Get(ctx context.Context, nodeID string, c fsm.Consistency) (*Node, error) {
+func (n *Client) Get(ctx context.Context, nodeID string, c fsm.Consistency) (*Record, error) {
 	if err := validateNodeID(nodeID); err != nil {
 		return nil, err
 	}
-	var out Node
+	var out Record
 	if err := fsm.Ask(ctx, n.r, QueryGet, c == fsm.Stale, GetQuery{NodeID: nodeID}, &out); err != nil {
 		return nil, err
 	}

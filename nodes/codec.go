@@ -70,9 +70,9 @@ func (r storedResult) AppendMsgpack(b []byte) ([]byte, error) {
 }
 
 // AppendMsgpack writes the node as log.MarshalReflective does.
-func (n Node) AppendMsgpack(b []byte) ([]byte, error) { return n.appendMsgpack(b), nil }
+func (n Record) AppendMsgpack(b []byte) ([]byte, error) { return n.appendMsgpack(b), nil }
 
-func (n *Node) appendMsgpack(b []byte) []byte {
+func (n *Record) appendMsgpack(b []byte) []byte {
 	return appendNode(b, n.NodeID, n.Labels, n.Version, n.CreatedIndex, n.ModifiedIndex,
 		func(b []byte) []byte { return appendProperties(b, n.Properties) })
 }
@@ -233,7 +233,7 @@ func (s *storedNode) encodedSizeBound() int {
 }
 
 // encodedSizeBound is storedNode's for a Node.
-func (n *Node) encodedSizeBound() int {
+func (n *Record) encodedSizeBound() int {
 	size := nodeSizeBound(n.NodeID, n.Labels)
 	for k, v := range n.Properties { // order-free: a sum
 		size += 10 + len(k) + len(v)
@@ -312,7 +312,7 @@ func (res *CASResult) DecodeDirect(b []byte) bool {
 
 // readResult reads a result's map: its node, and the flag that flagKey
 // names (the key after "node" in canonical order).
-func readResult(b []byte, flagKey string) (node Node, flag, ok bool) {
+func readResult(b []byte, flagKey string) (node Record, flag, ok bool) {
 	r := log.NewReader(b)
 	r.Map(func(key []byte) {
 		switch { // comparisons, not switch string(key): flagKey is no constant
@@ -329,7 +329,7 @@ func readResult(b []byte, flagKey string) (node Node, flag, ok bool) {
 
 // readNode reads a node's map as appendNode writes it. An empty label
 // list is an empty slice, as reflection reads it.
-func readNode(r *log.Reader, n *Node) {
+func readNode(r *log.Reader, n *Record) {
 	r.Map(func(key []byte) {
 		switch string(key) {
 		case "labels":

@@ -15,8 +15,8 @@ func name() *rapid.Generator[string] {
 	return rapid.OneOf(rapid.StringN(0, 3, -1), rapid.StringN(30, 33, -1), rapid.StringN(254, 257, -1))
 }
 
-func genNode(t *rapid.T) Node {
-	n := Node{
+func genNode(t *rapid.T) Record {
+	n := Record{
 		NodeID:        name().Draw(t, "id"),
 		Version:       rapid.Uint64().Draw(t, "version"),
 		CreatedIndex:  rapid.OneOf(rapid.Uint64(), rapid.Uint64Range(0, 300)).Draw(t, "created"),
@@ -206,7 +206,7 @@ func TestDecodeRowsTakeWhatMarshalWrites(t *testing.T) {
 // Whatever a row's direct decoder takes, the reflective one takes with an
 // equal result; what it declines it leaves untouched.
 func FuzzDecodeRowsAgree(f *testing.F) {
-	n := Node{NodeID: "n", Labels: []string{"a"}, Version: 3, CreatedIndex: 9, ModifiedIndex: 300,
+	n := Record{NodeID: "n", Labels: []string{"a"}, Version: 3, CreatedIndex: 9, ModifiedIndex: 300,
 		Properties: map[string]json.RawMessage{"owner": json.RawMessage(`"x"`), "a-much-longer-property-name-here": json.RawMessage("1")}}
 	f.Add(log.MustMarshal(storedOf(&n)), false)
 	f.Add(log.MustMarshal(&labelRow{Label: "l", NodeID: "n"}), true)
@@ -243,10 +243,10 @@ func FuzzDecodeRowsAgree(f *testing.F) {
 // Whatever a result's direct decoder takes, the reflective one takes with
 // an equal result; what it declines it leaves untouched.
 func FuzzDecodeResultsAgree(f *testing.F) {
-	n := Node{NodeID: "n", Labels: []string{"a"}, Version: 3, CreatedIndex: 9, ModifiedIndex: 300,
+	n := Record{NodeID: "n", Labels: []string{"a"}, Version: 3, CreatedIndex: 9, ModifiedIndex: 300,
 		Properties: map[string]json.RawMessage{"owner": json.RawMessage(`"x"`), "fence": json.RawMessage("1")}}
-	bare := Node{NodeID: "m", Labels: []string{}, Properties: map[string]json.RawMessage{}, Version: 1}
-	for _, node := range []Node{n, bare} {
+	bare := Record{NodeID: "m", Labels: []string{}, Properties: map[string]json.RawMessage{}, Version: 1}
+	for _, node := range []Record{n, bare} {
 		f.Add(log.MustMarshal(CreateResult{Created: true, Node: node}), false)
 		f.Add(log.MustMarshal(CASResult{Swapped: true, Node: node}), true)
 	}

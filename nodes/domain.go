@@ -19,12 +19,12 @@ func Domain(opts ...Option) domain.Domain {
 }
 
 func routes(h domain.Host) []domain.Route {
-	c := NewClient(h, h)
+	c := On(h)
 	return []domain.Route{
 		domain.Post("/v1/nodes/create", domain.Admin, c.CreateIfAbsent),
 		domain.Post("/v1/nodes/cas", domain.Admin, c.CompareAndSet),
-		domain.Endpoint[getQuery, Node]{Method: http.MethodGet, Path: "/v1/nodes/get", Access: domain.Admin,
-			Call: func(ctx context.Context, q getQuery) (*Node, error) { return c.Get(ctx, q.NodeID, q.Consistency) }}.Route(),
+		domain.Endpoint[getQuery, Record]{Method: http.MethodGet, Path: "/v1/nodes/get", Access: domain.Admin,
+			Call: func(ctx context.Context, q getQuery) (*Record, error) { return c.Get(ctx, q.NodeID, q.Consistency) }}.Route(),
 		domain.Endpoint[labelQuery, Page]{Method: http.MethodGet, Path: "/v1/nodes/by-label", Access: domain.Admin,
 			Call: func(ctx context.Context, q labelQuery) (*Page, error) {
 				limit, err := domain.IntParam("limit", q.Limit, 1, MaxLabelPage)

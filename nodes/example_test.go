@@ -12,8 +12,8 @@ import (
 // The node primitives over a bare FSM (in production the Proposer and
 // Reader are a cluster.Node or a cluster.Remote).
 func ExampleClient() {
-	local, _ := clustertest.NewLocal(nodes.Module())
-	nc := nodes.NewClient(local, local)
+	local, _ := clustertest.NewLocal(nodes.Domain())
+	nc := nodes.On(local)
 	ctx := context.Background()
 
 	first, _ := nc.CreateIfAbsent(ctx, nodes.CreateRequest{

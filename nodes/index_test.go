@@ -160,7 +160,7 @@ func BenchmarkIndexFieldsEnabled(b *testing.B) {
 	if err := l.Enable(fsm.ServedBy(nodes.Module())); err != nil {
 		b.Fatal(err)
 	}
-	nc := nodes.NewClient(l, l)
+	nc := nodes.On(l)
 	b.ReportAllocs()
 	for b.Loop() {
 		if on, err := nc.IndexFieldsEnabled(context.Background()); err != nil || !on {

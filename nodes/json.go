@@ -20,7 +20,7 @@ import (
 
 // AppendJSON appends the node as MarshalJSON writes it. Its properties
 // must be valid JSON, as every stored node's are (canonical JSON).
-func (n *Node) AppendJSON(b []byte) []byte {
+func (n *Record) AppendJSON(b []byte) []byte {
 	if n == nil {
 		return append(b, "null"...)
 	}

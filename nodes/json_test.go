@@ -8,11 +8,11 @@ import (
 	"github.com/arbiterhq/arbiter/internal/canon"
 )
 
-// marshalNodeReflective is Node.MarshalJSON as it was before json.go's
+// marshalNodeReflective is Record.MarshalJSON as it was before json.go's
 // appenders: encoding/json over a copy of the node with its properties in
 // full digits. It stays as the oracle of FuzzNodeJSONAgrees.
-func marshalNodeReflective(n Node) ([]byte, error) {
-	type plain Node // without MarshalJSON
+func marshalNodeReflective(n Record) ([]byte, error) {
+	type plain Record // without MarshalJSON
 	p := plain(n)
 	if n.Properties != nil {
 		p.Properties = make(map[string]json.RawMessage, len(n.Properties))
@@ -47,7 +47,7 @@ func FuzzNodeJSONAgrees(f *testing.F) {
 	f.Add("id with spaces", "l 1", "", uint8(1), "a b", []byte(`{ "c d" : " e\t\" f " }`), "g", []byte("\t[\n]\r"), uint64(7), true, false)
 	f.Add("", "", "", uint8(0), "n", []byte(`123456789012345678901234567890`), "big", []byte(`1e22`), uint64(0), true, true)
 	f.Fuzz(func(t *testing.T, id, label1, label2 string, labels uint8, key1 string, val1 []byte, key2 string, val2 []byte, version uint64, created, replayed bool) {
-		n := Node{NodeID: id, Version: version, CreatedIndex: version / 2, ModifiedIndex: version / 3}
+		n := Record{NodeID: id, Version: version, CreatedIndex: version / 2, ModifiedIndex: version / 3}
 		switch labels % 3 {
 		case 1:
 			n.Labels = []string{label1}
@@ -77,7 +77,7 @@ func FuzzNodeJSONAgrees(f *testing.F) {
 }
 
 func TestNilNodeAndResultAppendNull(t *testing.T) {
-	var n *Node
+	var n *Record
 	var r *CreateResult
 	if got := string(r.AppendJSON(n.AppendJSON(nil))); got != "nullnull" {
 		t.Fatalf("got %s", got)

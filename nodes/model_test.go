@@ -44,12 +44,12 @@ type modelNode struct {
 	modified uint64
 }
 
-func (n *modelNode) node(id string) nodes.Node {
+func (n *modelNode) node(id string) nodes.Record {
 	p := make(map[string]json.RawMessage, len(n.props))
 	for k, v := range n.props {
 		p[k] = json.RawMessage(v)
 	}
-	return nodes.Node{NodeID: id, Labels: n.labels, Properties: p, Version: n.version, CreatedIndex: n.created, ModifiedIndex: n.modified}
+	return nodes.Record{NodeID: id, Labels: n.labels, Properties: p, Version: n.version, CreatedIndex: n.created, ModifiedIndex: n.modified}
 }
 
 // ledgerRow is the model of one idempotency row: the request as the FSM
@@ -57,7 +57,7 @@ func (n *modelNode) node(id string) nodes.Node {
 type ledgerRow struct {
 	request string
 	ok      bool // created, or swapped
-	node    nodes.Node
+	node    nodes.Record
 	at      int64
 }
 
@@ -92,7 +92,7 @@ func TestNodesModel(t *testing.T) {
 			l: newLocal(t), m: map[string]*modelNode{}, ledger: map[string]*ledgerRow{},
 			clock: fsmtest.Epoch, createdSeen: map[string]int{}, sent: map[string]any{},
 		}
-		s.nodes = nodes.NewClient(s.l, s.l)
+		s.nodes = nodes.On(s.l)
 		t.Repeat(map[string]func(*rapid.T){
 			"CreateIfAbsent":  func(t *rapid.T) { s.create(t, genCreate("").Draw(t, "create")) },
 			"CompareAndSet":   func(t *rapid.T) { s.cas(t, s.genCAS(t, "")) },
@@ -261,7 +261,7 @@ func (s *nodesMachine) fromLedger(key, request string) (row *ledgerRow, done boo
 	return row, true, nil
 }
 
-func (s *nodesMachine) record(key, request string, ok bool, n nodes.Node, req any) {
+func (s *nodesMachine) record(key, request string, ok bool, n nodes.Record, req any) {
 	if key != "" {
 		s.ledger[key] = &ledgerRow{request: request, ok: ok, node: n, at: s.now}
 		s.sent[key] = req
@@ -431,7 +431,7 @@ func (s *nodesMachine) byLabel(t *rapid.T) {
 	if bound == 0 {
 		bound = nodes.MaxLabelPage
 	}
-	var want []nodes.Node
+	var want []nodes.Record
 	for _, id := range sortedKeys(s.m) {
 		if slices.Contains(s.m[id].labels, label) {
 			want = append(want, s.m[id].node(id))
@@ -439,7 +439,7 @@ func (s *nodesMachine) byLabel(t *rapid.T) {
 	}
 	wantPages := max(1, (len(want)+bound-1)/bound)
 
-	var got []nodes.Node
+	var got []nodes.Record
 	cursor, pages := "", 0
 	for {
 		pages++

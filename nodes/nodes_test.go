@@ -22,7 +22,7 @@ func newNodes(t *testing.T) (*fsmtest.Local, *nodes.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return l, nodes.NewClient(l, l)
+	return l, nodes.On(l)
 }
 
 func TestCreateIfAbsentFirstWriterWins(t *testing.T) {
@@ -322,7 +322,7 @@ func TestCreateCommandStoresNoNulls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stored nodes.Node
+	var stored nodes.Record
 	decode(t, out, &stored)
 	if diff := cmp.Diff(want, stored.Properties); diff != "" {
 		t.Fatalf("stored properties (-want +got):\n%s", diff)

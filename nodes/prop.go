@@ -12,7 +12,7 @@ import (
 //
 //	owner, ok, err := nodes.Prop[string](res.Node, "owner")
 //	fence, _, err := nodes.Prop[uint64](res.Node, "fence")
-func Prop[T any](n Node, key string) (v T, ok bool, err error) {
+func Prop[T any](n Record, key string) (v T, ok bool, err error) {
 	raw, ok := n.Properties[key]
 	if !ok {
 		return v, false, nil

@@ -10,7 +10,7 @@ import (
 )
 
 func TestProp(t *testing.T) {
-	n := nodes.Node{NodeID: "RMDD-27", Properties: map[string]json.RawMessage{
+	n := nodes.Record{NodeID: "RMDD-27", Properties: map[string]json.RawMessage{
 		"owner": json.RawMessage(`"host-a"`), "fence": json.RawMessage(`18446744073709551615`), "tags": json.RawMessage(`["a","b"]`)}}
 	if owner, ok, err := nodes.Prop[string](n, "owner"); owner != "host-a" || !ok || err != nil {
 		t.Errorf("owner: %q %v %v", owner, ok, err)

@@ -25,8 +25,8 @@ type LabelQuery struct {
 
 // Page is one page of nodes. NextCursor is empty on the last page.
 type Page struct {
-	Nodes      []Node `msgpack:"nodes" json:"nodes"`
-	NextCursor string `msgpack:"next_cursor" json:"next_cursor"`
+	Nodes      []Record `msgpack:"nodes" json:"nodes"`
+	NextCursor string   `msgpack:"next_cursor" json:"next_cursor"`
 }
 
 func (a access) runGetNode(rt *fsm.ReadTx, payload []byte) (any, error) {
@@ -76,7 +76,7 @@ func nodesByLabel(txn fsm.Store, q LabelQuery) (*Page, error) {
 	if err != nil {
 		return nil, errs.Errorf(errs.CodeInternal, "label scan: %v", err)
 	}
-	page := &Page{Nodes: []Node{}}
+	page := &Page{Nodes: []Record{}}
 	// Read one row past the page to know whether another page exists.
 	for raw := it.Next(); raw != nil; raw = it.Next() {
 		row := raw.(*labelRow)

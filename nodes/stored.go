@@ -37,7 +37,7 @@ type fields []field
 
 // storedOf is n as the store keeps it. It shares n's labels and values,
 // which nothing changes once the node is inserted.
-func storedOf(n *Node) *storedNode {
+func storedOf(n *Record) *storedNode {
 	return &storedNode{NodeID: n.NodeID, Labels: n.Labels, Properties: sortedFields(n.Properties),
 		Version: n.Version, CreatedIndex: n.CreatedIndex, ModifiedIndex: n.ModifiedIndex}
 }
@@ -97,9 +97,9 @@ func (f fields) withoutNulls() fields {
 	return kept
 }
 
-// node is a deep copy of s as a Node, the caller's to change.
-func (s *storedNode) node() *Node {
-	n := &Node{NodeID: s.NodeID, Labels: append([]string{}, s.Labels...),
+// node is a deep copy of s as a Record, the caller's to change.
+func (s *storedNode) node() *Record {
+	n := &Record{NodeID: s.NodeID, Labels: append([]string{}, s.Labels...),
 		Version: s.Version, CreatedIndex: s.CreatedIndex, ModifiedIndex: s.ModifiedIndex}
 	if s.Properties != nil {
 		n.Properties = make(map[string]json.RawMessage, len(s.Properties))

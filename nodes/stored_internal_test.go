@@ -17,7 +17,7 @@ import (
 // node back.
 func TestStoredNodeEncodesAsNode(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		n := Node{
+		n := Record{
 			NodeID:        rapid.StringMatching(`[a-z0-9]{1,12}`).Draw(t, "id"),
 			Labels:        rapid.SliceOfDistinct(rapid.StringMatching(`[a-z]{1,6}`), rapid.ID[string]).Draw(t, "labels"),
 			Version:       rapid.Uint64().Draw(t, "version"),

@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func intProp(t *testing.T, n nodes.Node, k string) int64 {
+func intProp(t *testing.T, n nodes.Record, k string) int64 {
 	t.Helper()
 	v, err := strconv.ParseInt(string(n.Properties[k]), 10, 64)
 	if err != nil {

@@ -43,9 +43,11 @@ const (
 // "field absent", as an update it removes the field.
 var null = []byte("null")
 
-// Node is a graph node: a create-once identity with labels and properties.
+// Record is a node as the primitives store it: a create-once identity
+// with labels and properties. (It is named Record, not Node, so that it
+// does not meet cluster.Node, a member of the cluster, in one line.)
 // Properties hold canonical JSON; equal values have equal bytes.
-type Node struct {
+type Record struct {
 	NodeID        string                     `msgpack:"node_id" json:"node_id"`
 	Labels        []string                   `msgpack:"labels" json:"labels"`
 	Properties    map[string]json.RawMessage `msgpack:"properties" json:"properties"`
@@ -62,7 +64,7 @@ type Node struct {
 //
 // It writes what encoding/json would write of the node's fields (see
 // AppendJSON), without reflection.
-func (n Node) MarshalJSON() ([]byte, error) {
+func (n Record) MarshalJSON() ([]byte, error) {
 	return n.AppendJSON(nil), nil
 }
 
@@ -159,9 +161,9 @@ func (e *LabelEdits) apply(labels []string) (next, added, removed []string, err 
 // CreateResult says whether this call created the node, and the node as
 // stored (the first writer's, when created is false).
 type CreateResult struct {
-	Created  bool `msgpack:"created" json:"created"`
-	Node     Node `msgpack:"node" json:"node"`
-	Replayed bool `msgpack:"-" json:"replayed,omitempty"`
+	Created  bool   `msgpack:"created" json:"created"`
+	Node     Record `msgpack:"node" json:"node"`
+	Replayed bool   `msgpack:"-" json:"replayed,omitempty"`
 	// TimeMs is FSM time when the result was decided (unix ms).
 	TimeMs int64 `msgpack:"-" json:"-"`
 }
@@ -169,8 +171,8 @@ type CreateResult struct {
 // CASResult says whether every condition held and the updates were applied,
 // and the node as it is after this call.
 type CASResult struct {
-	Swapped bool `msgpack:"swapped" json:"swapped"`
-	Node    Node `msgpack:"node" json:"node"`
+	Swapped bool   `msgpack:"swapped" json:"swapped"`
+	Node    Record `msgpack:"node" json:"node"`
 	// Failed names, when Swapped is false, every check that did not hold
 	// when the CAS was decided (see Failure). The client derives it from
 	// the decided node and time: it is not part of what Apply returns.
@@ -341,7 +343,7 @@ func deleteNulls(fields map[string]json.RawMessage) map[string]json.RawMessage {
 }
 
 // clone returns a deep copy, so stored nodes are never shared or mutated.
-func (n *Node) clone() Node {
+func (n *Record) clone() Record {
 	c := *n
 	c.Labels = append([]string{}, n.Labels...)
 	c.Properties = make(map[string]json.RawMessage, len(n.Properties))

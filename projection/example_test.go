@@ -23,7 +23,7 @@ import (
 func Example() {
 	root, _ := os.MkdirTemp("", "projection-example-")
 	defer os.RemoveAll(root)
-	local, err := clustertest.NewLocal(projection.Domain(projection.WithRuntimeRoot(root)).Module())
+	local, err := clustertest.NewLocal(projection.Domain(projection.WithRuntimeRoot(root)))
 	if err != nil {
 		panic(err)
 	}

@@ -46,7 +46,7 @@ func BenchmarkCreateNode(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := nodes.NewClient(l, l)
+	c := nodes.On(l)
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		if _, err := c.CreateIfAbsent(bg, nodes.CreateRequest{NodeID: fmt.Sprint("n", i), Labels: []string{"bench"}, Properties: map[string]any{"owner": 1}}); err != nil {

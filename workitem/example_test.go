@@ -19,7 +19,7 @@ import (
 // are a cluster.Node or cluster.Remote; here a bare FSM.)
 func Example() {
 	ctx := context.Background()
-	fsmLocal, err := clustertest.NewLocal(workitem.Module())
+	fsmLocal, err := clustertest.NewLocal(workitem.Domain())
 	if err != nil {
 		panic(err)
 	}

@@ -25,7 +25,7 @@ import (
 // profiles; here a bare FSM.)
 func Example_reservation() {
 	ctx := context.Background()
-	l, err := clustertest.NewLocal(workitem.Module())
+	l, err := clustertest.NewLocal(workitem.Domain())
 	if err != nil {
 		panic(err)
 	}

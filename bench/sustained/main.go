@@ -83,7 +83,7 @@ func run(bin, out string, duration time.Duration, clients, keys int, every time.
 // createKeys creates the nodes the writers overwrite.
 func createKeys(ctx context.Context, addrs []string, keys int) error {
 	r := cluster.NewRemote(addrs...)
-	c := nodes.NewClient(r, r)
+	c := nodes.On(r)
 	for k := range keys {
 		if _, err := c.CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: key(k), Properties: map[string]any{"v": 0}}); err != nil {
 			return fmt.Errorf("creating %s: %w", key(k), err)
@@ -99,7 +99,7 @@ func key(k int) string { return fmt.Sprintf("sustained-%d", k) }
 func write(ctx context.Context, addrs []string, c, keys int, ops, failures *atomic.Int64) {
 	rotated := append(append([]string{}, addrs[c%len(addrs):]...), addrs[:c%len(addrs)]...)
 	r := cluster.NewRemote(rotated...)
-	client := nodes.NewClient(r, r)
+	client := nodes.On(r)
 	for seq := 0; ctx.Err() == nil; seq++ {
 		_, err := client.CompareAndSet(ctx, nodes.CASRequest{NodeID: key((c*7919 + seq) % keys),
 			Updates: map[string]any{"v": seq, "writer": c}, IdempotencyKey: fmt.Sprintf("w%d-%d", c, seq)})

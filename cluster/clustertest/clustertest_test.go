@@ -62,7 +62,7 @@ func TestFaultsKeepAUserModelLinearizable(t *testing.T) {
 	c := clustertest.New(t, clustertest.Options{Nodes: 3})
 	ctx := context.Background()
 	remote := c.Remote()
-	nc := nodes.NewClient(remote, remote)
+	nc := nodes.On(remote)
 	if _, err := nc.CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "counter", Properties: map[string]any{"n": 0}}); err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestFaultsKeepAUserModelLinearizable(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			r := c.RemoteOf(client).WithTimeout(2 * time.Second)
-			cl := nodes.NewClient(r, r)
+			cl := nodes.On(r)
 			for k := 0; ; k++ {
 				select {
 				case <-stop:
@@ -178,7 +178,7 @@ func TestStartAndClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := c.Remote()
-	if _, err := nodes.NewClient(r, r).CreateIfAbsent(context.Background(), nodes.CreateRequest{NodeID: "x"}); err != nil {
+	if _, err := nodes.On(r).CreateIfAbsent(context.Background(), nodes.CreateRequest{NodeID: "x"}); err != nil {
 		t.Fatal(err)
 	}
 	c.Close()

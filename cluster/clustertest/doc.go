@@ -8,7 +8,7 @@
 //
 //	c := clustertest.New(t, clustertest.Options{Nodes: 3})
 //	remote := c.Remote() // a cluster.Remote over every node's API
-//	locks := nodes.NewClient(remote, remote)
+//	locks := nodes.On(remote)
 //
 // or, outside a test (an Example, a tool), with Start and Close.
 //

@@ -65,7 +65,7 @@ func Example_lockService() {
 	history := clustertest.NewHistory()
 	acquire := func(client, node int) {
 		remote := c.RemoteOf(node) // a client bound to one node
-		locks := LockService{nodes.NewClient(remote, remote)}
+		locks := LockService{nodes.On(remote)}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()
 		owner := fmt.Sprintf("client-%d", client)

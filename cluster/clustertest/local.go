@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/arbiterhq/arbiter/domain"
+
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/log"
@@ -20,10 +22,10 @@ type Local struct{ l *fsmtest.Local }
 // Epoch is the clock a Local starts at: 2026-01-01T00:00:00Z in unix ms.
 const Epoch = fsmtest.Epoch
 
-// NewLocal returns a Local running the given modules (a domain's
-// Module(), e.g. nodes.Module()).
-func NewLocal(modules ...fsm.Module) (*Local, error) {
-	l, err := fsmtest.New(modules...)
+// NewLocal returns a Local running the state of the given domains (as
+// Options.Domains names them: nodes.Domain(), builtin.Domains()...).
+func NewLocal(domains ...domain.Domain) (*Local, error) {
+	l, err := fsmtest.New(domain.Modules(domains)...)
 	if err != nil {
 		return nil, err
 	}

@@ -278,7 +278,7 @@ func createOp(prefix string, run, valueBytes int, remotes []*cluster.Remote) loa
 		if valueBytes > 0 {
 			props["value"] = value
 		}
-		out, err := nodes.NewClient(remotes[c], remotes[c]).CreateIfAbsent(ctx, nodes.CreateRequest{
+		out, err := nodes.On(remotes[c]).CreateIfAbsent(ctx, nodes.CreateRequest{
 			NodeID: fmt.Sprintf("%s-r%d-c%d-%d", prefix, run, c, seq), Labels: []string{"bench"},
 			Properties: props,
 		})
@@ -294,14 +294,14 @@ func createOp(prefix string, run, valueBytes int, remotes []*cluster.Remote) loa
 // concurrent reads) without a write. The node is created first.
 func getOp(prefix string, run int, remotes []*cluster.Remote) loadgen.Op {
 	id := fmt.Sprintf("%s-r%d-read", prefix, run)
-	_, setupErr := nodes.NewClient(remotes[0], remotes[0]).CreateIfAbsent(context.Background(), nodes.CreateRequest{NodeID: id, Properties: map[string]any{"owner": "bench"}})
+	_, setupErr := nodes.On(remotes[0]).CreateIfAbsent(context.Background(), nodes.CreateRequest{NodeID: id, Properties: map[string]any{"owner": "bench"}})
 	return func(ctx context.Context, c, _ int) error {
 		if setupErr != nil {
 			return setupErr
 		}
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		_, err := nodes.NewClient(remotes[c], remotes[c]).Get(ctx, id, fsm.Linearizable)
+		_, err := nodes.On(remotes[c]).Get(ctx, id, fsm.Linearizable)
 		return err
 	}
 }

@@ -292,7 +292,7 @@ func parseLeaseRef(s string) (client.LeaseRef, error) {
 	if err1 != nil || err2 != nil {
 		return client.LeaseRef{}, usageErrorf("--lease %q: epoch and fence are integers", s)
 	}
-	return client.LeaseRef{LeaseID: s[:epoch], LeaseEpoch: e, FenceToken: f}, nil
+	return client.LeaseRef{LeaseID: s[:epoch], LeaseEpoch: e, Fence: f}, nil
 }
 
 func (a *app) capacityReclaimCommand() *cobra.Command {

@@ -37,7 +37,7 @@ func TestCapacityCommands(t *testing.T) {
 		t.Fatalf("status of the default graph: %+v", page)
 	}
 	l := acq.Leases[0]
-	ref := fmt.Sprintf("%s:%d:%d", l.LeaseID, l.LeaseEpoch, l.FenceToken)
+	ref := fmt.Sprintf("%s:%d:%d", l.LeaseID, l.LeaseEpoch, l.Fence)
 	var renewed client.LeasesResult
 	cliJSON(t, env, &renewed, "capacity", "renew", "--tenant", "t", "--graph", "g2", "--lease", ref, "--ttl", "2m", "--owner", "agent")
 	if len(renewed.Leases) != 1 || renewed.Leases[0].LeaseEpoch == l.LeaseEpoch {
@@ -50,7 +50,7 @@ func TestCapacityCommands(t *testing.T) {
 	n := renewed.Leases[0]
 	var released client.LeasesResult
 	cliJSON(t, env, &released, "capacity", "release", "--tenant", "t", "--graph", "g2", "--lease",
-		fmt.Sprintf("%s:%d:%d", n.LeaseID, n.LeaseEpoch, n.FenceToken), "--owner", "agent")
+		fmt.Sprintf("%s:%d:%d", n.LeaseID, n.LeaseEpoch, n.Fence), "--owner", "agent")
 	var rec client.CapacityReclaimResult
 	cliJSON(t, env, &rec, "capacity", "reclaim", "-f", `{"tenant_ref":"t","graph_ref":"g2","max_count":10}`)
 	cliJSON(t, env, &page, "capacity", "reconcile", "--tenant", "t", "--graph", "g2")

@@ -44,7 +44,7 @@ func (a *app) nodeClient() (*nodes.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return nodes.NewClient(r, r), nil
+	return nodes.On(r), nil
 }
 
 // jsonValue is a command-line value: JSON if it parses, else a string.
@@ -305,7 +305,7 @@ the cursors to the last page.`,
 		ctx, cancel := a.context()
 		defer cancel()
 		q := nodes.LabelQuery{Label: *label, After: *after, Limit: *limit}
-		out := nodes.Page{Nodes: []nodes.Node{}}
+		out := nodes.Page{Nodes: []nodes.Record{}}
 		for {
 			page, err := nc.ByLabel(ctx, q, consistency(*stale))
 			if err != nil {

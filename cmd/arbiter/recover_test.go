@@ -53,7 +53,7 @@ func TestRecoverFromQuorumLoss(t *testing.T) {
 			for {
 				node := c.Node(c.WaitLeader(10 * time.Second))
 				wctx, wcancel := context.WithTimeout(ctx, 5*time.Second)
-				res, err := nodes.NewClient(node, node).CreateIfAbsent(wctx, nodes.CreateRequest{NodeID: id, Labels: []string{"recovery"}, IdempotencyKey: id})
+				res, err := nodes.On(node).CreateIfAbsent(wctx, nodes.CreateRequest{NodeID: id, Labels: []string{"recovery"}, IdempotencyKey: id})
 				wcancel()
 				if err == nil && res.Created {
 					break
@@ -121,7 +121,7 @@ func TestRecoverFromQuorumLoss(t *testing.T) {
 		for {
 			n := c.Node(c.WaitLeader(10 * time.Second))
 			rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
-			_, err := nodes.NewClient(n, n).Get(rctx, id, fsm.Linearizable)
+			_, err := nodes.On(n).Get(rctx, id, fsm.Linearizable)
 			rcancel()
 			if errs.CodeOf(err) != errs.CodeUnavailable || time.Now().After(deadline) {
 				return err

@@ -136,7 +136,7 @@ func (q *quickstart) race() error {
 		go func() {
 			defer wg.Done()
 			remote := cluster.NewRemote(q.nodes[c%3].APIAddr())
-			nc := nodes.NewClient(remote, remote)
+			nc := nodes.On(remote)
 			for _, k := range rand.Perm(ids) {
 				id := fmt.Sprintf("concept-%d", k+1)
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -192,7 +192,7 @@ func (q *quickstart) failover() (int, error) {
 	fmt.Printf("   %s is the new leader after %v\n", q.nodes[leader].ID(), time.Since(start).Round(time.Millisecond))
 
 	follower := q.nodes[3-old-leader]
-	nc := nodes.NewClient(follower, follower)
+	nc := nodes.On(follower)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	won, err := nc.CompareAndSet(ctx, nodes.CASRequest{NodeID: "concept-1",
@@ -242,7 +242,7 @@ func (q *quickstart) rejoin(i int) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	node, err := nodes.NewClient(q.nodes[i], q.nodes[i]).Get(context.Background(), "concept-1", fsm.Stale)
+	node, err := nodes.On(q.nodes[i]).Get(context.Background(), "concept-1", fsm.Stale)
 	if err != nil {
 		return err
 	}

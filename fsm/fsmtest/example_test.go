@@ -17,7 +17,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	c := nodes.NewClient(local, local)
+	c := nodes.On(local)
 	admin := identity.Principal{ID: "ops", Tenants: []string{"*"}, Roles: []string{identity.RoleAdmin}}
 	ctx := fsm.WithPrincipal(context.Background(), admin)
 	res, err := c.CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "n1", Labels: []string{"demo"}})

@@ -264,7 +264,7 @@ func (c *capacityClient) adopt(svc *capacity.Service, g int, cell string, rec *R
 	for _, l := range rc.Leases {
 		if l.State == capacity.LeaseActive && (c.w.hold(l.LeaseID) || share && l.OwnerDigest == c.owner) {
 			c.holdings = append(c.holdings, capHolding{id: l.LeaseID, cell: l.CellID, owner: l.OwnerDigest, generation: g,
-				fence: l.FenceToken, epoch: l.LeaseEpoch})
+				fence: l.Fence, epoch: l.LeaseEpoch})
 			return
 		}
 	}
@@ -289,12 +289,12 @@ func (c *capacityClient) acquire(svc *capacity.Service, g int, in lin.CapInput, 
 	granted := res.Decision == capacity.Granted && len(res.Leases) == 1
 	if granted {
 		l := res.Leases[0]
-		rec.ReadBack(fmt.Sprintf("acquire of lease %s (fence %d)", l.LeaseID, l.FenceToken), readBackLease(l, func(got capacity.Lease) bool {
-			return got.FenceToken == l.FenceToken
+		rec.ReadBack(fmt.Sprintf("acquire of lease %s (fence %d)", l.LeaseID, l.Fence), readBackLease(l, func(got capacity.Lease) bool {
+			return got.Fence == l.Fence
 		}))
-		out.Fence = l.FenceToken
+		out.Fence = l.Fence
 		c.holdings = append(c.holdings, capHolding{id: l.LeaseID, cell: l.CellID, owner: in.Owner, generation: g,
-			fence: l.FenceToken, epoch: l.LeaseEpoch})
+			fence: l.Fence, epoch: l.LeaseEpoch})
 		c.w.hold(l.LeaseID)
 	}
 	capDecided(call, in, out, granted)
@@ -337,7 +337,7 @@ func (c *capacityClient) renewOrRelease(svc *capacity.Service, kind lin.CapKind,
 	defer cancel()
 	in := lin.CapInput{Kind: kind, Cell: h.cell, Owner: h.owner, Fence: h.fence, Epoch: h.epoch}
 	req := capacity.LeasesRequest{SchemaVersion: "1", TenantRef: capacityTenant, OwnerDigest: h.owner,
-		Leases: []capacity.LeaseRef{{LeaseID: h.id, LeaseEpoch: h.epoch, FenceToken: h.fence}}}
+		Leases: []capacity.LeaseRef{{LeaseID: h.id, LeaseEpoch: h.epoch, Fence: h.fence}}}
 	do := svc.Renew
 	if kind == lin.CapRelease {
 		do = svc.Release
@@ -402,7 +402,7 @@ func readBackLease(acked capacity.Lease, ok func(capacity.Lease) bool) func(cont
 			return fmt.Errorf("lease %s missing (read %d leases)", acked.LeaseID, len(rc.Leases))
 		}
 		if got := rc.Leases[0]; !ok(got) {
-			return fmt.Errorf("lease %s is %s at epoch %d with fence %d", got.LeaseID, got.State, got.LeaseEpoch, got.FenceToken)
+			return fmt.Errorf("lease %s is %s at epoch %d with fence %d", got.LeaseID, got.State, got.LeaseEpoch, got.Fence)
 		}
 		return nil
 	}
@@ -466,8 +466,8 @@ func verifyCell(ctx context.Context, svc *capacity.Service, cell string, limit u
 		if l.CellID != cell {
 			problems = append(problems, fmt.Errorf("reconcile of %s returned lease %s of cell %s", cell, l.LeaseID, l.CellID))
 		}
-		if l.FenceToken > status.LastFence {
-			problems = append(problems, fmt.Errorf("lease %s holds fence %d above cell %s's last fence %d", l.LeaseID, l.FenceToken, cell, status.LastFence))
+		if l.Fence > status.LastFence {
+			problems = append(problems, fmt.Errorf("lease %s holds fence %d above cell %s's last fence %d", l.LeaseID, l.Fence, cell, status.LastFence))
 		}
 		if l.State == capacity.LeaseActive {
 			sum += l.Amount
@@ -495,7 +495,7 @@ func verifyCell(ctx context.Context, svc *capacity.Service, cell string, limit u
 func fencesOf(leases []capacity.Lease) []uint64 {
 	out := make([]uint64, 0, len(leases))
 	for _, l := range leases {
-		out = append(out, l.FenceToken)
+		out = append(out, l.Fence)
 	}
 	slices.Sort(out)
 	return out

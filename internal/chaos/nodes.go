@@ -49,7 +49,7 @@ func (w Nodes) Client(i int, seed uint64) Client {
 // hold a fence and an owner the model could have produced, and its
 // version must be its fence (one create, then one swap per increment).
 func (w Nodes) Verify(ctx context.Context, node *cluster.Node) error {
-	nc := nodes.NewClient(node, node)
+	nc := nodes.On(node)
 	cursor := ""
 	for pages := 0; pages < 1000; pages++ {
 		page, err := nc.ByLabel(ctx, nodes.LabelQuery{Label: nodesLabel, Limit: 128, After: cursor}, fsm.Stale)
@@ -99,7 +99,7 @@ func (c *nodesClient) Step(node *cluster.Node, rec *Recorder) {
 	if c.stale {
 		read = fsm.Stale
 	}
-	if out, ok := doNodeOp(nodes.NewClient(node, node), c.id, in, read, rec); ok && !out.NotFound {
+	if out, ok := doNodeOp(nodes.On(node), c.id, in, read, rec); ok && !out.NotFound {
 		c.fences[id] = out.Fence
 	}
 }
@@ -110,7 +110,7 @@ func doNodeOp(nc *nodes.Client, client int, in lin.NodeInput, read fsm.Consisten
 	defer cancel()
 	call := rec.Call(client, in)
 	var out lin.NodeOutput
-	var n nodes.Node
+	var n nodes.Record
 	var err error
 	switch in.Kind {
 	case lin.NodeCreate:
@@ -129,7 +129,7 @@ func doNodeOp(nc *nodes.Client, client int, in lin.NodeInput, read fsm.Consisten
 			n, out.Swapped = res.Node, res.Swapped
 		}
 	case lin.NodeGet:
-		var got *nodes.Node
+		var got *nodes.Record
 		if got, err = nc.Get(ctx, in.ID, read); err == nil {
 			n = *got
 		}
@@ -159,9 +159,9 @@ func doNodeOp(nc *nodes.Client, client int, in lin.NodeInput, read fsm.Consisten
 
 // readBackNode checks that a replica holds the node at the acknowledged
 // version (the same write: same modified index) or at a later one.
-func readBackNode(acked nodes.Node) func(context.Context, *cluster.Node) error {
+func readBackNode(acked nodes.Record) func(context.Context, *cluster.Node) error {
 	return func(ctx context.Context, node *cluster.Node) error {
-		got, err := nodes.NewClient(node, node).Get(ctx, acked.NodeID, fsm.Stale)
+		got, err := nodes.On(node).Get(ctx, acked.NodeID, fsm.Stale)
 		switch {
 		case err != nil:
 			return err
@@ -186,7 +186,7 @@ func nodeOutcome(out lin.NodeOutput) string {
 }
 
 // observeNode is the model's view of a node: fence, owner and version.
-func observeNode(n nodes.Node) (lin.NodeOutput, error) {
+func observeNode(n nodes.Record) (lin.NodeOutput, error) {
 	out := lin.NodeOutput{Version: n.Version}
 	if err := json.Unmarshal(n.Properties["fence"], &out.Fence); err != nil {
 		return out, fmt.Errorf("node %s: fence %s: %v", n.NodeID, n.Properties["fence"], err)

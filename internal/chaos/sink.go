@@ -104,13 +104,13 @@ func (c *sinkClient) Step(node *cluster.Node, rec *Recorder) {
 		time.Sleep(time.Duration(5+c.rng.IntN(20)) * time.Millisecond)
 		return
 	}
-	list, ok := c.w.sink.Read(lease.FenceToken)
+	list, ok := c.w.sink.Read(lease.Fence)
 	if ok {
 		if c.rng.IntN(10) == 0 {
 			time.Sleep(sinkStall) // the lease expires meanwhile
 		}
 		element := fmt.Sprintf("c%d-%d", c.id, c.n)
-		if c.w.sink.Write(lease.FenceToken, append(list, element), element) {
+		if c.w.sink.Write(lease.Fence, append(list, element), element) {
 			rec.effective.Add(1)
 		}
 	}
@@ -119,7 +119,7 @@ func (c *sinkClient) Step(node *cluster.Node, rec *Recorder) {
 	// A release that fails (the lease expired, or the cluster is down)
 	// only leaves the slot to expire.
 	_, _ = svc.Release(ctx, capacity.LeasesRequest{SchemaVersion: "1", TenantRef: sinkTenant, OwnerDigest: owner,
-		Leases: []capacity.LeaseRef{{LeaseID: lease.LeaseID, LeaseEpoch: lease.LeaseEpoch, FenceToken: lease.FenceToken}}})
+		Leases: []capacity.LeaseRef{{LeaseID: lease.LeaseID, LeaseEpoch: lease.LeaseEpoch, Fence: lease.Fence}}})
 }
 
 func (c *sinkClient) acquire(svc *capacity.Service, owner string, rec *Recorder) (capacity.Lease, bool) {
@@ -133,8 +133,8 @@ func (c *sinkClient) acquire(svc *capacity.Service, owner string, rec *Recorder)
 		return capacity.Lease{}, false
 	}
 	l := res.Leases[0]
-	rec.ReadBack(fmt.Sprintf("acquire of lock lease %s (fence %d)", l.LeaseID, l.FenceToken), readBackLease(l, func(got capacity.Lease) bool {
-		return got.FenceToken == l.FenceToken
+	rec.ReadBack(fmt.Sprintf("acquire of lock lease %s (fence %d)", l.LeaseID, l.Fence), readBackLease(l, func(got capacity.Lease) bool {
+		return got.Fence == l.Fence
 	}))
 	return l, true
 }

@@ -362,12 +362,12 @@ func TestCapacityModelAgreesWithService(t *testing.T) {
 			out = CapOutput{Decision: string(res.Decision), Used: res.Available[0].Used}
 			if res.Decision == capacity.Granted {
 				l := res.Leases[0]
-				if ts := tokens[part(in)]; len(ts) > 0 && l.FenceToken <= ts[len(ts)-1] {
-					t.Fatalf("step %d: %s granted fence token %d, not above %d", i, describeCapInput(in), l.FenceToken, ts[len(ts)-1])
+				if ts := tokens[part(in)]; len(ts) > 0 && l.Fence <= ts[len(ts)-1] {
+					t.Fatalf("step %d: %s granted fence token %d, not above %d", i, describeCapInput(in), l.Fence, ts[len(ts)-1])
 				}
-				tokens[part(in)] = append(tokens[part(in)], l.FenceToken)
-				out.Fence = ordinal(in, l.FenceToken)
-				leases = append(leases, held{graph: in.Graph, cell: in.Cell, id: l.LeaseID, owner: in.Owner, fence: l.FenceToken, epoch: 1})
+				tokens[part(in)] = append(tokens[part(in)], l.Fence)
+				out.Fence = ordinal(in, l.Fence)
+				leases = append(leases, held{graph: in.Graph, cell: in.Cell, id: l.LeaseID, owner: in.Owner, fence: l.Fence, epoch: 1})
 			}
 		case CapRenew, CapRelease:
 			call := svc.Renew
@@ -375,7 +375,7 @@ func TestCapacityModelAgreesWithService(t *testing.T) {
 				call = svc.Release
 			}
 			res, err := call(ctx, capacity.LeasesRequest{TenantRef: "t", GraphRef: in.Graph, OwnerDigest: in.Owner,
-				Leases: []capacity.LeaseRef{{LeaseID: h.id, LeaseEpoch: in.Epoch, FenceToken: token}}})
+				Leases: []capacity.LeaseRef{{LeaseID: h.id, LeaseEpoch: in.Epoch, Fence: token}}})
 			if res == nil {
 				t.Fatalf("%v: %v", in.Kind, err)
 			}
