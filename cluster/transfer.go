@@ -59,35 +59,35 @@ func (mb *membership) TransferLeadership(ctx context.Context, req TransferReques
 // awaitLeader waits, at most transferWait, until this node knows a
 // leader that is to (or, with to "", any other than itself), and returns
 // the leader it knows then.
-func (mb *membership) awaitLeader(ctx context.Context, to string) string {
-	settled := func(id string) bool { return id != "" && (id == to || to == "" && id != mb.cfg.ID) }
+func (c *core) awaitLeader(ctx context.Context, to string) string {
+	settled := func(id string) bool { return id != "" && (id == to || to == "" && id != c.cfg.ID) }
 	deadline := time.Now().Add(transferWait)
-	id := mb.leaderID()
-	for !settled(id) && time.Now().Before(deadline) && mb.sleep(ctx, 20*time.Millisecond) == nil {
-		id = mb.leaderID()
+	id := c.leaderID()
+	for !settled(id) && time.Now().Before(deadline) && c.sleep(ctx, 20*time.Millisecond) == nil {
+		id = c.leaderID()
 	}
 	return id
 }
 
 // leaderID is the leader this node knows of ("" none).
-func (mb *membership) leaderID() string {
-	_, id := mb.raft.LeaderWithID()
+func (c *core) leaderID() string {
+	_, id := c.raft.LeaderWithID()
 	return string(id)
 }
 
 // transferFromHere runs the transfer on the leader.
-func (mb *membership) transferFromHere(ctx context.Context, to string) error {
-	if to == mb.cfg.ID {
+func (c *core) transferFromHere(ctx context.Context, to string) error {
+	if to == c.cfg.ID {
 		return nil // already the leader
 	}
-	servers, err := mb.servers()
+	servers, err := c.servers()
 	if err != nil {
 		return errs.Errorf(errs.CodeUnavailable, "configuration: %v", err)
 	}
 	var target *raft.Server
 	others := 0
 	for i, s := range servers {
-		if s.Suffrage == raft.Voter && string(s.ID) != mb.cfg.ID {
+		if s.Suffrage == raft.Voter && string(s.ID) != c.cfg.ID {
 			others++
 		}
 		if string(s.ID) == to {
@@ -103,9 +103,9 @@ func (mb *membership) transferFromHere(ctx context.Context, to string) error {
 	case others == 0:
 		return errs.New(errs.CodeInvalid, "the cluster has no other voter to hand its leadership to")
 	case to != "":
-		f = mb.raft.LeadershipTransferToServer(target.ID, target.Address)
+		f = c.raft.LeadershipTransferToServer(target.ID, target.Address)
 	default:
-		f = mb.raft.LeadershipTransfer()
+		f = c.raft.LeadershipTransfer()
 	}
 	if err := waitFuture(ctx, f); err != nil {
 		return errs.Errorf(errs.CodeUnavailable, "leadership transfer: %v", err)
