@@ -226,33 +226,48 @@ func TestHardeningHeaderAndBodyLimits(t *testing.T) {
 func TestHardeningConcurrencyLimit(t *testing.T) {
 	c := hardNode(t, func(cfg *cluster.Config) { cfg.MaxConcurrentRequests = 2 })
 	mem := isoToken("mem-a")
-	last := isoLastSeq(t, c)
-	// Two long polls of 2 s hold both slots.
-	var wg sync.WaitGroup
-	polls := make([]isoReply, 2)
-	start := time.Now()
-	for i := range polls {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r, err := isoTry(isoClient, http.MethodGet, c.URL(0)+fmt.Sprintf("/v1/changes?after=%d&wait_ms=2000", last), mem, nil)
-			if err != nil {
-				r.body = []byte(err.Error())
+	// Two long polls of 2 s hold both slots. On a loaded machine a poll
+	// may reach the node late or a change may end it early: the scenario
+	// is tried again (at most 3 times) until a 429 is seen while both were
+	// in flight.
+	var (
+		polls    []isoReply
+		refused  isoReply
+		start    time.Time
+		inFlight bool
+	)
+	for attempt := 1; attempt <= 3; attempt++ {
+		last := isoLastSeq(t, c)
+		var wg sync.WaitGroup
+		polls = make([]isoReply, 2)
+		start = time.Now()
+		for i := range polls {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r, err := isoTry(isoClient, http.MethodGet, c.URL(0)+fmt.Sprintf("/v1/changes?after=%d&wait_ms=2000", last), mem, nil)
+				if err != nil {
+					r.body = []byte(err.Error())
+				}
+				polls[i] = r
+			}()
+		}
+		refused = isoReply{}
+		for time.Since(start) < 1500*time.Millisecond {
+			r := isoDo(t, isoClient, http.MethodGet, c.URL(0)+"/healthz", "", nil)
+			if r.status == http.StatusTooManyRequests {
+				refused = r
+				break
 			}
-			polls[i] = r
-		}()
-	}
-	var refused isoReply
-	for time.Since(start) < 1500*time.Millisecond {
-		r := isoDo(t, isoClient, http.MethodGet, c.URL(0)+"/healthz", "", nil)
-		if r.status == http.StatusTooManyRequests {
-			refused = r
+			time.Sleep(50 * time.Millisecond)
+		}
+		inFlight = time.Since(start) < 1900*time.Millisecond
+		wg.Wait()
+		if refused.status == http.StatusTooManyRequests && inFlight {
 			break
 		}
-		time.Sleep(50 * time.Millisecond)
+		t.Logf("attempt %d: no 429 while both long polls were in flight (429 seen: %v)", attempt, refused.status == http.StatusTooManyRequests)
 	}
-	inFlight := time.Since(start) < 1900*time.Millisecond
-	wg.Wait()
 	if refused.status != http.StatusTooManyRequests {
 		t.Fatalf("no 429 while two long polls held both slots")
 	}
