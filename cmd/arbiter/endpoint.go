@@ -212,7 +212,13 @@ not one of them yet: add --members N to wait, too, until it lists N.`,
 		if *members < 0 || *members > 0 && !*all {
 			return usageErrorf("--members takes a count of members, with --cluster")
 		}
-		deadline := time.Now().Add(*wait)
+		// --timeout, given, bounds the whole wait too (each probe is
+		// bounded by it in any case).
+		budget := *wait
+		if cmd.Flags().Changed("timeout") {
+			budget = min(budget, a.timeout)
+		}
+		deadline := time.Now().Add(budget)
 		for {
 			rows, err := a.health(*all, *require)
 			healthy := err == nil && len(rows) > 0
@@ -244,7 +250,7 @@ not one of them yet: add --members N to wait, too, until it lists N.`,
 
 // waitFlag is --wait[=DURATION]: --wait alone waits 30 s.
 func waitFlag(fs *pflag.FlagSet) *time.Duration {
-	d := fs.Duration("wait", 0, "ask again until every endpoint is healthy, for at most this long (--wait alone: 30s; each probe is bounded by --timeout)")
+	d := fs.Duration("wait", 0, "ask again until every endpoint is healthy, for at most this long (--wait alone: 30s; each probe, and the whole wait when given, is bounded by --timeout)")
 	fs.Lookup("wait").NoOptDefVal = "30s"
 	return d
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/arbiterhq/arbiter/cluster/clustertest"
 )
@@ -45,5 +46,19 @@ func TestEndpointHealthRequiresCommands(t *testing.T) {
 	}
 	if r := runCLI(t, env, "", "endpoint", "health", "--require", "Bad..name"); r.status == exitOK {
 		t.Fatalf("a malformed name: status %d, stdout %q, stderr %q", r.status, r.stdout, r.stderr)
+	}
+}
+
+// --timeout, given, bounds endpoint health's whole --wait, not only each
+// probe: a dead endpoint with --wait 60s --timeout 1s is given up on long
+// before the minute.
+func TestEndpointHealthTimeoutBoundsTheWait(t *testing.T) {
+	start := time.Now()
+	r := runCLI(t, nil, "", "endpoint", "health", "--addr", "http://"+deadAddr(t), "--wait", "60s", "--timeout", "1s")
+	if r.status != exitError {
+		t.Fatalf("a dead endpoint: status %d, %s", r.status, r.stderr)
+	}
+	if took := time.Since(start); took > 30*time.Second {
+		t.Fatalf("--timeout 1s did not bound --wait 60s: took %v", took)
 	}
 }
