@@ -130,13 +130,28 @@ func (k *idemKey) get() string {
 	return *k.value
 }
 
-// advise prints the key the command made when err is an unknown outcome:
-// the one way to learn it, or to retry without applying the write twice.
+// advise prints the key the command made when err is an unknown outcome
+// (the one way to learn it, or to retry without applying the write
+// twice), and the exact command that retries with it.
 func (k *idemKey) advise(a *app, err error) error {
 	if k.generated && errs.IsOutcomeUnknown(err) {
 		fmt.Fprintf(a.stderr, "retry with: --%s %s\n", k.name, *k.value)
+		words := []string{"arbiter"}
+		for _, w := range append(slices.Clone(a.args), "--"+k.name, *k.value) {
+			words = append(words, shellQuote(w))
+		}
+		fmt.Fprintf(a.stderr, "  %s\n", strings.Join(words, " "))
 	}
 	return err
+}
+
+// shellQuote is w as a POSIX shell reads it back: as it is when it holds
+// only characters no shell treats specially, else in single quotes.
+func shellQuote(w string) string {
+	if w != "" && strings.Trim(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%_+=:,./-") == "" {
+		return w
+	}
+	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
 }
 
 // markBody marks flags that set fields of the request body.

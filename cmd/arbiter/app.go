@@ -31,6 +31,9 @@ type app struct {
 
 	addr, token, tokenFile, ca, cert, key string
 	timeout                               time.Duration
+	// args is the command line run was given, for the exact command an
+	// unknown outcome's advice repeats (idemKey.advise).
+	args []string
 }
 
 // connFlags registers the flags that reach a cluster. Each falls back to

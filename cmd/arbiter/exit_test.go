@@ -43,3 +43,15 @@ func TestExitRule(t *testing.T) {
 		t.Errorf("node cas without an update: status %d, want %d (%s)", r.status, exitUsage, r.stderr)
 	}
 }
+
+// An argument a shell would split or expand is quoted in the retry
+// command an unknown outcome prints.
+func TestShellQuote(t *testing.T) {
+	for in, want := range map[string]string{
+		"--space": "--space", "go-1f2e": "go-1f2e", "a b": "'a b'", "": "''", "it's": `'it'\''s'`, "$HOME": "'$HOME'",
+	} {
+		if got := shellQuote(in); got != want {
+			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

@@ -19,6 +19,7 @@ func main() {
 
 // run runs the command line args and returns the exit status.
 func (a *app) run(args []string) int {
+	a.args = args
 	if a.isTerminal == nil {
 		a.isTerminal = func() bool { return false }
 	}

@@ -225,6 +225,10 @@ func TestGeneratedKeyPrintedOnUnknownOutcome(t *testing.T) {
 	if k := sent(); r.status != exitError || m == nil || len(k) != 1 || k[0] != m[1] {
 		t.Fatalf("an unknown outcome: status %d, keys sent %q, stderr %q", r.status, k, r.stderr)
 	}
+	// And the exact command that retries with it.
+	if want := "  arbiter task create --space s --title x --delivery-mode result --idempotency-key " + m[1] + "\n"; !strings.Contains(r.stderr, want) {
+		t.Fatalf("the retry command is not printed as %q: %q", want, r.stderr)
+	}
 	// A key given is the caller's: nothing more is printed.
 	r = runCLI(t, env, "", "task", "create", "--space", "s", "--title", "x", "--delivery-mode", "result", "--idempotency-key", "mine")
 	if r.status != exitError || strings.Contains(r.stderr, "retry with:") || !strings.Contains(r.stderr, "mine") {
