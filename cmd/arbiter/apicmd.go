@@ -28,12 +28,12 @@ import (
 // stderr (retry with: --idempotency-key K) so that a retry cannot apply
 // the write twice.
 
-// maxBodyBytes bounds a request body read with --json (the server's own
+// maxBodyBytes bounds a request body read with --filename (the server's own
 // bound of a body is 1 MiB; a little more lets the server say so).
 const maxBodyBytes = 2 << 20
 
 // bodyAnnotation marks a flag that sets a field of the request body:
-// --json, which gives the whole body, is refused with any of them.
+// --filename, which gives the whole body, is refused with any of them.
 const bodyAnnotation = "arbiter-body-field"
 
 // apiCommand is a leaf command with the connection flags and -o (json by
@@ -164,12 +164,18 @@ func markBody(fs *pflag.FlagSet, names ...string) {
 	}
 }
 
-// jsonFlag registers --json FILE|- (-f FILE, as kubectl and etcdctl take a file) on fs.
+// jsonFlag registers --filename FILE|- (-f FILE, kubectl's name for it)
+// on fs, and --json, its name in earlier releases, as a
+// deprecated alias: --json is -o json on every other command, and one
+// flag has one meaning.
 func jsonFlag(fs *pflag.FlagSet) *string {
-	return fs.StringP("json", "f", "", "the whole request body as JSON: a file, - for standard input, or the JSON itself; refused with the flags that set its fields")
+	v := fs.StringP("filename", "f", "", "the whole request body as JSON: a file, - for standard input, or the JSON itself; refused with the flags that set its fields")
+	fs.StringVar(v, "json", "", "the same as --filename")
+	deprecate(fs, "json", "use --filename (or -f)")
+	return v
 }
 
-// readBody decodes the --json source src into v, strictly (an unknown
+// readBody decodes the --filename source src into v, strictly (an unknown
 // field is an error), refusing it with any body-field flag of fs.
 func (a *app) readBody(fs *pflag.FlagSet, src string, v any) error {
 	var given []string
@@ -180,13 +186,13 @@ func (a *app) readBody(fs *pflag.FlagSet, src string, v any) error {
 	})
 	if len(given) > 0 {
 		slices.Sort(given)
-		return usageErrorf("--json gives the whole request: leave out %s", strings.Join(given, ", "))
+		return usageErrorf("--filename gives the whole request: leave out %s", strings.Join(given, ", "))
 	}
-	raw, err := a.readSource("json", src)
+	raw, err := a.readSource("filename", src)
 	if err != nil {
 		return err
 	}
-	return decodeStrict("json", raw, v)
+	return decodeStrict("filename", raw, v)
 }
 
 // decodeStrict decodes the JSON --name gave into v: an unknown field, or

@@ -27,7 +27,7 @@ func (a *app) capacityCommand() *cobra.Command {
 The request's schema_version is filled in (by package client), and its owner_digest is the
 caller's (GET /v1/auth/whoami). In open mode every caller is trusted and names
 the owner: --owner NAME (hashed as a principal called NAME would be) or
---owner-digest. --graph names the tenant's graph (default "default"). --json
+--owner-digest. --graph names the tenant's graph (default "default"). --filename
 FILE|-|JSON gives the whole request instead of the field flags. Answers print
 as JSON (-o table for a table). A denial (exhausted capacity, a stale fence,
 an expired lease) exits 3, and with -o json prints the error body, its
@@ -98,7 +98,7 @@ func (a *app) capacityCellsCommand() *cobra.Command {
 		"set a cell's capacity per resource class (controller role)",
 		`cells sets a cell's capacity per resource class (never below its use) and prints
 {decision, cell}. --expected-epoch guards against a concurrent change (another
-epoch exits 3). --json gives the whole body instead of the field flags.`, nil)
+epoch exits 3). --filename gives the whole body instead of the field flags.`, nil)
 	fs := cmd.Flags()
 	tenant, graph := tenantGraphFlags(fs)
 	cell := fs.String("cell", "", "cell_id (required)")
@@ -140,7 +140,7 @@ func (a *app) capacityAcquireCommand() *cobra.Command {
 keep each lease's LEASE_ID:LEASE_EPOCH:FENCE_TOKEN for renew and release.
 --idempotency-key makes a retry replay the grant; without one the command makes
 a key and, if the outcome is unknown, prints "retry with: --idempotency-key K"
-on stderr. --json gives the whole body instead of the field flags (its
+on stderr. --filename gives the whole body instead of the field flags (its
 idempotency_key is used unless --idempotency-key is given).`, nil)
 	fs := cmd.Flags()
 	tenant, graph := tenantGraphFlags(fs)
@@ -222,7 +222,7 @@ func (a *app) capacityLeasesCommand(name, short string) *cobra.Command {
 		name+` presents the leases (16 at most; every one checked before any changes) and
 prints {decision, leases}; renew advances each lease's epoch: present the new
 references next. --idempotency-key makes a retry replay the result; without one
-the command makes a key and prints it on an unknown outcome. --json gives the
+the command makes a key and prints it on an unknown outcome. --filename gives the
 whole body instead of the field flags.`, nil)
 	fs := cmd.Flags()
 	tenant, graph := tenantGraphFlags(fs)
@@ -299,7 +299,7 @@ func (a *app) capacityReclaimCommand() *cobra.Command {
 	cmd, o := a.apiCommand("reclaim --tenant T [--cell C] [--max N] [--cursor C]",
 		"expire leases whose time has passed, a page at a time",
 		`reclaim ends up to --max expired leases and prints {reclaimed_lease_ids,
-next_cursor}; go on with --cursor. A repeat is safe. --json gives the whole body
+next_cursor}; go on with --cursor. A repeat is safe. --filename gives the whole body
 instead of the field flags.`, nil)
 	fs := cmd.Flags()
 	tenant, graph := tenantGraphFlags(fs)
@@ -328,7 +328,7 @@ instead of the field flags.`, nil)
 
 func (a *app) capacityReadCommand(name, short string) *cobra.Command {
 	cmd, o := a.apiCommand(name+" --tenant T [--cell C] [--lease L] [--max N] [--cursor C]", short,
-		name+` prints one page {cells, leases, next_cursor}; go on with --cursor. --json
+		name+` prints one page {cells, leases, next_cursor}; go on with --cursor. --filename
 gives the whole body instead of the field flags.`, nil)
 	fs := cmd.Flags()
 	tenant, graph := tenantGraphFlags(fs)

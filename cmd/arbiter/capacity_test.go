@@ -78,7 +78,7 @@ func TestCapacityUsageAndUnknownOutcome(t *testing.T) {
 		{"capacity", "acquire", "--tenant", "t", "--work-item", "w", "--demand", "c:gpu:1", "--owner", "a", "--owner-digest", "d"},
 		{"capacity", "release", "--tenant", "t", "--lease", "nocolons", "--owner", "a"},
 		{"capacity", "release", "--tenant", "t", "--lease", "l:1:1", "--ttl", "1m"}, // renew's flag
-		{"capacity", "status", "--json", `{"tenant_ref":"t"}`, "--cell", "c"},
+		{"capacity", "status", "--filename", `{"tenant_ref":"t"}`, "--cell", "c"},
 		{"capacity", "cells", "--tenant", "t", "--cell", "c", "--capacity", "gpu"},
 	} {
 		r := runCLI(t, env, "", args...)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/allocation"
 	"github.com/arbiterhq/arbiter/errs"
+	"github.com/spf13/pflag"
 )
 
 // One exit rule for every command: 0 done, 1 the call failed, 2 the
@@ -52,6 +53,22 @@ func TestShellQuote(t *testing.T) {
 	} {
 		if got := shellQuote(in); got != want {
 			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// A domain command's whole body is --filename (-f); --json, its earlier
+// name, still sets it, hidden and deprecated: --json means -o json on
+// every other command.
+func TestBodyFlagNames(t *testing.T) {
+	for _, args := range [][]string{{"--filename", "a.json"}, {"-f", "a.json"}, {"--json", "a.json"}} {
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		v := jsonFlag(fs)
+		if err := fs.Parse(args); err != nil || *v != "a.json" {
+			t.Fatalf("%v: %q %v", args, *v, err)
+		}
+		if f := fs.Lookup("json"); !f.Hidden || len(f.Annotations[deprecated]) == 0 {
+			t.Fatalf("--json is not a hidden, deprecated alias")
 		}
 	}
 }

@@ -237,7 +237,7 @@ func TestGoldenJSON(t *testing.T) {
 	lease := field(acq, "leases").([]any)[0]
 	ref := fmt.Sprintf("%v:%v:%v", field(lease, "lease_id"), field(lease, "lease_epoch"), field(lease, "fence_token"))
 	g.run("capacity-release", "", "capacity", "release", "--tenant", "acme", "--lease", ref, "--owner", "agent-7")
-	g.run("capacity-json", "", "capacity", "reclaim", "--json", `{"schema_version":"1","tenant_ref":"acme","max_count":10}`)
+	g.run("capacity-json", "", "capacity", "reclaim", "--filename", `{"schema_version":"1","tenant_ref":"acme","max_count":10}`)
 
 	// The work-item commands, built like the core ones.
 	g.run("workitem-list", "", "workitem", "list", "--tenant", "t1")

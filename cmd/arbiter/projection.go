@@ -23,7 +23,7 @@ func (a *app) projectionCommand() *cobra.Command {
   projection publish | release  publish current.json under the lease; release it
   projection show               a target's channels, lease and last publication (--current: current.json)
 
-Every write takes typed flags; --json FILE|-|JSON gives the whole request body
+Every write takes typed flags; --filename FILE|-|JSON gives the whole request body
 instead (refused together with the flags that set its fields). Digests are
 given as they are (--holder sha256:...) or computed from text or a file
 (--holder-text, --holder-file). Answers print as JSON (-o table for a table).
@@ -49,7 +49,7 @@ func targetFlag(cmd *cobra.Command) *string {
 func (a *app) projectionConfigCommand() *cobra.Command {
 	cmd, o := a.apiCommand("config [--lease-ttl D] [--stale]",
 		"print the lease TTL, or set it with --lease-ttl (admin)",
-		`config prints {lease_ttl_ms, configured}; with --lease-ttl (1ms..1h) or --json
+		`config prints {lease_ttl_ms, configured}; with --lease-ttl (1ms..1h) or --filename
 ({lease_ttl_ms}) it sets the TTL and prints {..., changed}. Until it is set,
 acquire answers 503.`, nil)
 	fs := cmd.Flags()
@@ -90,7 +90,7 @@ func (a *app) projectionTargetCommand() *cobra.Command {
 the attested tuple, so the same tuple and bindings again answer it (created
 false); other bindings exit 3. The two key digests are given as they are
 (--instance-key sha256:...) or computed from the key's text or file (never
-send a raw key). --json gives the whole body instead of the field flags.`, nil)
+send a raw key). --filename gives the whole body instead of the field flags.`, nil)
 	fs := cmd.Flags()
 	schema := fs.String("schema-version", "1", "attested.schema_version")
 	capability := fs.String("capability", "", "attested.capability (required)")
@@ -142,7 +142,7 @@ func (a *app) projectionSubmitCommand() *cobra.Command {
 		`submit sends the envelope (a JSON object: a file, - for standard input, or the
 JSON) to the target's channel at --watermark and prints {status: accepted or
 replayed}. A lower watermark, or another envelope at the same one, exits 3.
---json gives the whole body instead of the field flags.`, nil)
+--filename gives the whole body instead of the field flags.`, nil)
 	target := targetFlag(cmd)
 	fs := cmd.Flags()
 	channel := fs.String("channel", "", "the channel (required)")
@@ -182,7 +182,7 @@ func (a *app) projectionAcquireCommand() *cobra.Command {
 expires_at_ms}: keep the token (answered once) and the epoch for publish or
 release. While another holds it: exit 3, detail {fencing_epoch, expires_at_ms,
 retry_after_ms}. An unknown outcome is learned by waiting out the lease TTL,
-not by a repeat. --json gives the whole body instead of the field flags.`, nil)
+not by a repeat. --filename gives the whole body instead of the field flags.`, nil)
 	target := targetFlag(cmd)
 	fs := cmd.Flags()
 	holder := addDigestFlag(fs, "holder", "holder_instance_digest", "the holder instance")
@@ -220,7 +220,7 @@ retries the write on its own. A stale fence exits 3.`
 had already ended). A stale fence exits 3.`
 	}
 	cmd, o := a.apiCommand(name+" --target ID --lease-token T --epoch N", short,
-		long+" --json gives the whole body instead of the field flags.", nil)
+		long+" --filename gives the whole body instead of the field flags.", nil)
 	target := targetFlag(cmd)
 	fs := cmd.Flags()
 	token := fs.String("lease-token", "", "the token acquire answered (required)")

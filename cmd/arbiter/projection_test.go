@@ -69,7 +69,7 @@ func TestProjectionCommands(t *testing.T) {
 	}
 	cliJSON(t, env, &lease, "projection", "acquire", "--target", target.TargetID, "--holder-text", "writer-2")
 	var rel client.ProjectionReleaseResult
-	cliJSON(t, env, &rel, "projection", "release", "--json",
+	cliJSON(t, env, &rel, "projection", "release", "--filename",
 		fmt.Sprintf(`{"target_id":%q,"token":%q,"fencing_epoch":%d}`, target.TargetID, lease.Token, lease.FencingEpoch))
 	if !rel.Released {
 		t.Fatalf("projection release --json: %+v", rel)
@@ -89,7 +89,7 @@ func TestProjectionCommands(t *testing.T) {
 		{"projection", "acquire", "--target", target.TargetID, "--holder", "sha256:00", "--holder-text", "x"},
 		{"projection", "publish", "--target", target.TargetID, "--lease-token", "t", "--epoch", "x"},
 		{"projection", "target", "--capability", "c", "--harness-type", "h", "--projection-kind", "k", "--instance-key", "d", "--workspace-key", "d", "--channel", "nobody"},
-		{"projection", "config", "--lease-ttl", "30s", "--json", `{"lease_ttl_ms":1}`},
+		{"projection", "config", "--lease-ttl", "30s", "--filename", `{"lease_ttl_ms":1}`},
 		{"projection", "submit", "--target", target.TargetID, "--channel", "c", "--watermark", "1", "--envelope", "{"},
 		{"projection", "show"},
 	} {

@@ -50,7 +50,7 @@ func (a *app) spacePutCommand() *cobra.Command {
 item, its aliases with --alias), the delivery modes tasks may use, the window
 and whether unknown work items make ad hoc slots. Its live tasks are rebound
 to the new catalog in the same command; the answer {space, rebound,
-duplicates} lists the tasks that then want a key another holds. --json gives
+duplicates} lists the tasks that then want a key another holds. --filename gives
 the whole PUT body instead of the field flags.
 
   arbiter space put --space multi-agent-research --catalog "T1=Comparative survey" \
@@ -173,7 +173,7 @@ Each --proposal is a comma-separated list of FIELD=VALUE, quoted as CSV when a
 value holds a comma: proposal_id, title, delivery_mode (required), work_item_id,
 received_seq, idempotency_key. --idempotency-key is the window's own key: a
 retry with it answers the original results (without one the command makes one,
-printed on an unknown outcome). --json gives the whole body instead.
+printed on an unknown outcome). --filename gives the whole body instead.
 
   arbiter space window --space mar --proposal proposal_id=p1,title=Survey,delivery_mode=result \
       --proposal 'proposal_id=p2,"title=Survey, again",delivery_mode=result,received_seq=2'`, nil)
@@ -191,7 +191,7 @@ printed on an unknown outcome). --json gives the whole body instead.
 			}
 		} else {
 			if len(*specs) == 0 {
-				return usageErrorf("give at least one --proposal (or --json)")
+				return usageErrorf("give at least one --proposal (or --filename)")
 			}
 			for _, s := range *specs {
 				p, err := proposalOf(s)

@@ -38,7 +38,7 @@ func taskIDFlag(cmd *cobra.Command) *uint64 {
 	return id
 }
 
-// bodyOr fills req from --json when given, else with fill (the field
+// bodyOr fills req from --filename when given, else with fill (the field
 // flags).
 func (a *app) bodyOr(fs *pflag.FlagSet, body string, req any, fill func() error) error {
 	if body != "" {
@@ -54,7 +54,7 @@ func (a *app) taskCreateCommand() *cobra.Command {
 prints 201 {task}. A key another holds: the spec's flat conflict body naming
 the winner, and exit 3. --idempotency-key makes a retry answer the original
 task; without one the command makes a key and, if the outcome is unknown,
-prints "retry with: --idempotency-key K" on stderr. --json gives the whole
+prints "retry with: --idempotency-key K" on stderr. --filename gives the whole
 body ({title, delivery_mode, work_item_id?}) instead of the field flags.
 
   arbiter task create --space mar --title "Comparative survey" --delivery-mode result`, nil)
@@ -70,7 +70,7 @@ body ({title, delivery_mode, work_item_id?}) instead of the field flags.
 		var req client.CreateTaskRequest
 		if err := a.bodyOr(fs, *body, &req, func() error {
 			if *title == "" || *mode == "" {
-				return usageErrorf("--title and --delivery-mode are required (or --json)")
+				return usageErrorf("--title and --delivery-mode are required (or --filename)")
 			}
 			req = client.CreateTaskRequest{Title: *title, DeliveryMode: *mode, WorkItemID: optionalString(fs, "work-item", *workItem)}
 			return nil
@@ -120,7 +120,7 @@ func (a *app) taskTransitionCommand() *cobra.Command {
 		"move a task: claim, assign, submit, review, done, reject, withdraw or reopen",
 		`transition moves a task and prints {task}. --expected-version guards against
 a concurrent change (another version: conflict, exit 3). A reopen of a key
-another live task holds is the flat conflict (exit 3). --json gives the whole
+another live task holds is the flat conflict (exit 3). --filename gives the whole
 body instead of the field flags.`, nil)
 	slug := spaceFlag(cmd)
 	id := taskIDFlag(cmd)
@@ -134,7 +134,7 @@ body instead of the field flags.`, nil)
 		var req client.TaskTransitionRequest
 		if err := a.bodyOr(fs, *body, &req, func() error {
 			if *action == "" {
-				return usageErrorf("--action is required (or --json)")
+				return usageErrorf("--action is required (or --filename)")
 			}
 			req = client.TaskTransitionRequest{Action: *action, ExpectedVersion: optionalUint(fs, "expected-version", *expected), Assignee: *assignee}
 			return nil
@@ -152,7 +152,7 @@ func (a *app) taskSupersedeCommand() *cobra.Command {
 	cmd, o := a.apiCommand("supersede --space SLUG --id N --surviving-task M --reason R",
 		"mark a duplicate superseded by a surviving task (controller role)",
 		`supersede marks task --id superseded by --surviving-task, which inherits its
-keys, and prints {task}. --json gives the whole body instead of the field flags.`, nil)
+keys, and prints {task}. --filename gives the whole body instead of the field flags.`, nil)
 	slug := spaceFlag(cmd)
 	id := taskIDFlag(cmd)
 	fs := cmd.Flags()
@@ -164,7 +164,7 @@ keys, and prints {task}. --json gives the whole body instead of the field flags.
 		var req client.SupersedeRequest
 		if err := a.bodyOr(fs, *body, &req, func() error {
 			if *survivor == 0 || *reason == "" {
-				return usageErrorf("--surviving-task and --reason are required (or --json)")
+				return usageErrorf("--surviving-task and --reason are required (or --filename)")
 			}
 			req = client.SupersedeRequest{SurvivingTask: *survivor, Reason: *reason}
 			return nil
@@ -200,7 +200,7 @@ func (a *app) taskNoteCommand() *cobra.Command {
 		`note posts a post-review note and prints 201 {note}. The same note by another
 is the flat conflict (exit 3). --idempotency-key makes a retry answer the
 original note; without one the command makes a key and, if the outcome is
-unknown, prints "retry with: --idempotency-key K" on stderr. --json gives the
+unknown, prints "retry with: --idempotency-key K" on stderr. --filename gives the
 whole body instead of the field flags.`, nil)
 	slug := spaceFlag(cmd)
 	id := taskIDFlag(cmd)
@@ -216,7 +216,7 @@ whole body instead of the field flags.`, nil)
 		var req client.NoteRequest
 		if err := a.bodyOr(fs, *body, &req, func() error {
 			if *text == "" || *mode == "" {
-				return usageErrorf("--body and --delivery-mode are required (or --json)")
+				return usageErrorf("--body and --delivery-mode are required (or --filename)")
 			}
 			req = client.NoteRequest{Kind: *kind, Body: *text, DeliveryMode: *mode}
 			if fs.Changed("criterion") {
@@ -252,7 +252,7 @@ func (a *app) taskBindCommand() *cobra.Command {
 	cmd, o := a.apiCommand("bind --space SLUG --title T [--work-item W]",
 		"which catalog slot a title binds to (writes nothing)",
 		`bind prints {work_item_id, target, scores}: the slot a create with this title
-would take (the charter-index bind), and each catalog row's score. --json gives
+would take (the charter-index bind), and each catalog row's score. --filename gives
 the whole body instead of the field flags.`, nil)
 	slug := spaceFlag(cmd)
 	fs := cmd.Flags()
@@ -264,7 +264,7 @@ the whole body instead of the field flags.`, nil)
 		var req client.BindRequest
 		if err := a.bodyOr(fs, *body, &req, func() error {
 			if *title == "" {
-				return usageErrorf("--title is required (or --json)")
+				return usageErrorf("--title is required (or --filename)")
 			}
 			req = client.BindRequest{Title: *title, WorkItemID: optionalString(fs, "work-item", *workItem)}
 			return nil

@@ -82,7 +82,7 @@ func TestSpaceAndTaskCommands(t *testing.T) {
 		t.Fatalf("hold %v, lift %v", held.Task.StewardHold, lifted.Task.StewardHold)
 	}
 	// A whole body with --json (standard input), then superseded.
-	r := runCLI(t, env, `{"title": "A duplicate survey", "delivery_mode": "review"}`, "task", "create", "--space", "mar", "--json", "-", "--idempotency-key", "dup-1")
+	r := runCLI(t, env, `{"title": "A duplicate survey", "delivery_mode": "review"}`, "task", "create", "--space", "mar", "--filename", "-", "--idempotency-key", "dup-1")
 	if r.status != 0 {
 		t.Fatalf("task create --json -: %+v", r)
 	}
@@ -174,8 +174,8 @@ func TestSpaceAndTaskUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"task", "create", "--space", "s", "--title", "x", "--delivery-mode", "result", "--bogus"},
 		{"task", "create", "--title", "x", "--delivery-mode", "result"}, // no --space
-		{"task", "create", "--space", "s", "--json", `{"title":"x","delivery_mode":"r"}`, "--title", "y"},
-		{"task", "create", "--space", "s", "--json", `{"title":"x","color":"r"}`},
+		{"task", "create", "--space", "s", "--filename", `{"title":"x","delivery_mode":"r"}`, "--title", "y"},
+		{"task", "create", "--space", "s", "--filename", `{"title":"x","color":"r"}`},
 		{"task", "transition", "--space", "s", "--id", "one", "--action", "claim"},
 		{"task", "get", "--space", "s"}, // no --id
 		{"space", "put", "--space", "s", "--catalog", "no-title"},

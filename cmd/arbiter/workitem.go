@@ -30,7 +30,7 @@ func (a *app) workitemCommand() *cobra.Command {
   workitem profiles             the reservation profile set (set-profiles replaces it, admin)
   workitem extension            set the reservation record of an item that has none (admin)
 
-Every write takes typed flags; --json FILE|-|JSON gives the whole request body
+Every write takes typed flags; --filename FILE|-|JSON gives the whole request body
 instead (refused together with the flags that set its fields). Digests are
 given as they are (--command sha256:...), or computed from text or a file
 (--command-text, --command-file); a resource-reservation record (--reservation,
@@ -54,7 +54,7 @@ func requireFlags(fs *pflag.FlagSet, names ...string) error {
 	if len(missing) == 0 {
 		return nil
 	}
-	return usageErrorf("%v required (or --json)", missing)
+	return usageErrorf("%v required (or --filename)", missing)
 }
 
 // sealRecord reads a resource-reservation record (without its
@@ -74,7 +74,7 @@ func sealRecord(flag string, raw []byte) (json.RawMessage, error) {
 }
 
 // sealMetadata seals metadata.resource_reservation when it carries no
-// fingerprint (a record given as --json's field, or --reservation).
+// fingerprint (a record given as --filename's field, or --reservation).
 func sealMetadata(flag string, meta json.RawMessage) (json.RawMessage, error) {
 	if len(meta) == 0 {
 		return meta, nil
@@ -232,12 +232,12 @@ The four digests are given as they are (--command sha256:...), or computed
 from text (--command-text) or a file (--command-file). --reservation takes a
 resource-reservation record (JSON, a file, or -) without its fingerprint: the
 CLI seals it (schema_version, empty lists, the v1: fingerprint) into
-metadata.resource_reservation. A record given inside --metadata or --json
+metadata.resource_reservation. A record given inside --metadata or --filename
 without a fingerprint is sealed the same way.
 
 --idempotency-key makes a retry answer the first admission (replayed); without
 one the command makes a key and, if the outcome is unknown, prints "retry with:
---idempotency-key K" on stderr. --json gives the whole body instead of the
+--idempotency-key K" on stderr. --filename gives the whole body instead of the
 field flags (its idempotency_key is used unless --idempotency-key is given).
 A tenant at its cap (exhausted) and an id in use exit 3.
 
@@ -272,7 +272,7 @@ func (a *app) workitemBatchCommand() *cobra.Command {
 tenant_ref and idempotency_key: a file, - for standard input, or the JSON) and
 prints {results, batch_sequence_range, ...}, in request order; a child may
 depend on an earlier one. Reservation records without a fingerprint are sealed
-as submit does. --idempotency-key as submit; --json gives the whole body
+as submit does. --idempotency-key as submit; --filename gives the whole body
 ({tenant_ref, graph_ref, idempotency_key, requests}) instead.`, nil)
 	fs := cmd.Flags()
 	tenant := fs.String("tenant", "", "tenant_ref (required)")
@@ -316,7 +316,7 @@ func (a *app) workitemClaimCommand() *cobra.Command {
 		`claim claims an item and prints {work_item, attempt, fence, expires_at_ms}: keep
 attempt and fence for complete, reserve and release. None claimable exits 1
 (not found). --idempotency-key makes a retry answer the same claim; without one
-the command makes a key and prints it on an unknown outcome. --json gives the
+the command makes a key and prints it on an unknown outcome. --filename gives the
 whole body instead of the field flags.
 
   arbiter workitem claim --tenant acme --owner worker-1 --ttl 60s`, nil)
@@ -370,7 +370,7 @@ func (a *app) workitemCompleteCommand() *cobra.Command {
 		"end a claim succeeded or failed",
 		`complete ends the claim and prints {work_item}. Another attempt or fence exits 3
 (stale fence), and so does an expired claim. A repeat is safe: the claim names
-the call. --json gives the whole body instead of the field flags.`, nil)
+the call. --filename gives the whole body instead of the field flags.`, nil)
 	fs := cmd.Flags()
 	cl := addClaimFlags(fs)
 	outcome := fs.String("outcome", "", "succeeded or failed (required)")
@@ -398,7 +398,7 @@ the call. --json gives the whole body instead of the field flags.`, nil)
 func (a *app) workitemCancelCommand() *cobra.Command {
 	cmd, o := a.apiCommand("cancel --tenant T --id ID --reason R",
 		"cancel an item that has not ended (its dependents follow)",
-		"cancel cancels the item and prints {work_item}. --json gives the whole body instead of the field flags.", nil)
+		"cancel cancels the item and prints {work_item}. --filename gives the whole body instead of the field flags.", nil)
 	fs := cmd.Flags()
 	tenant := fs.String("tenant", "", "tenant_ref (required)")
 	id := fs.String("id", "", "work_item_id (required)")
@@ -462,7 +462,7 @@ func (a *app) workitemHostCommand() *cobra.Command {
 		"add or change a shared host (controller of every tenant)",
 		`host adds or changes a shared host and prints {host, created}. --expected-epoch
 guards a change against a concurrent one (another epoch exits 3). The same
-request again is safe. --json gives the whole body instead of the field flags.`, nil)
+request again is safe. --filename gives the whole body instead of the field flags.`, nil)
 	fs := cmd.Flags()
 	host := fs.String("host", "", "host_id (required)")
 	labels := fs.StringToString("label", nil, "host labels, KEY=VALUE (repeat, or a comma list)")
@@ -506,7 +506,7 @@ func (a *app) workitemTelemetryCommand() *cobra.Command {
 	cmd, o := a.apiCommand("telemetry --host ID --report-seq N --disk-free-mib N",
 		"report a host's free disk",
 		`telemetry records a host's free disk and prints {host}. --report-seq must rise
-(else exit 3, stale_report), which makes a repeat safe. --json gives the whole
+(else exit 3, stale_report), which makes a repeat safe. --filename gives the whole
 body instead of the field flags.`, nil)
 	fs := cmd.Flags()
 	host := fs.String("host", "", "host_id (required)")
@@ -538,7 +538,7 @@ func (a *app) workitemReserveCommand() *cobra.Command {
 		`reserve reserves the host named, or the eligible host with the most free
 weighted capacity, for the claimed item, and prints {reservation}. The same
 claim again answers its reservation, unchanged. A refusal exits 3 with
-detail.reason (capacity, no_eligible_host, branch_exclusive, ...). --json gives
+detail.reason (capacity, no_eligible_host, branch_exclusive, ...). --filename gives
 the whole body instead of the field flags.`, nil)
 	fs := cmd.Flags()
 	cl := addClaimFlags(fs)
@@ -567,7 +567,7 @@ func (a *app) workitemReleaseCommand() *cobra.Command {
 	cmd, o := a.apiCommand("release --tenant T --id ID --attempt N --fence F --reservation R",
 		"end a host reservation before its claim ends",
 		`release ends the reservation and prints {reservation}; an ended one answers
-unchanged. --json gives the whole body instead of the field flags.`, nil)
+unchanged. --filename gives the whole body instead of the field flags.`, nil)
 	fs := cmd.Flags()
 	cl := addClaimFlags(fs)
 	res := fs.String("reservation", "", "reservation_id (required)")
@@ -595,7 +595,7 @@ func (a *app) workitemReclaimCommand() *cobra.Command {
 	cmd, o := a.apiCommand("reclaim [--tenant T] [--host H] [--max N] [--cursor C]",
 		"end reservations whose claim expired, a page at a time",
 		`reclaim ends reservations whose claim expired (at most 8 x --max examined) and
-prints {reclaimed_reservation_ids, next_cursor}; go on with --cursor. --json
+prints {reclaimed_reservation_ids, next_cursor}; go on with --cursor. --filename
 gives the whole body instead of the field flags.`, nil)
 	fs := cmd.Flags()
 	tenant := fs.String("tenant", "", "only this tenant's reservations")
@@ -626,7 +626,7 @@ func (a *app) workitemQueryCommand() *cobra.Command {
 reservations (of one item or one host), the hosts (or the one named, with use,
 free capacity and telemetry age) and the tenant's fairness debts, --max rows
 across the three; go on with --cursor. It is also the way to list the hosts:
-no route lists them alone. --json gives the whole body instead of the flags.`, nil)
+no route lists them alone. --filename gives the whole body instead of the flags.`, nil)
 	fs := cmd.Flags()
 	tenant := fs.String("tenant", "", "tenant_ref (required)")
 	id := fs.String("id", "", "only this work item's reservations")
@@ -670,7 +670,7 @@ func (a *app) workitemSetProfilesCommand() *cobra.Command {
 		"replace the whole reservation profile set (admin; at most 64)",
 		`set-profiles replaces the profile set with --profiles (a JSON array of profiles:
 {name, version, weights, max, fairness, disk, telemetry_max_age_ms, mode}; a
-file, - for standard input, or the JSON) and prints the set. --json gives the
+file, - for standard input, or the JSON) and prints the set. --filename gives the
 whole body ({profiles}) instead.`, nil)
 	fs := cmd.Flags()
 	profiles := fs.String("profiles", "", "the profiles: a JSON array, a file holding one, or - for standard input (required)")
@@ -703,7 +703,7 @@ func (a *app) workitemExtensionCommand() *cobra.Command {
 		`extension sets the resource-reservation record of an item that has none, with
 the item's exact current fence (0 if never claimed), and prints {work_item}.
 --record is the record (JSON, a file, or -) without its fingerprint: the CLI
-seals it with its v1: fingerprint. --json gives the whole body instead (a
+seals it with its v1: fingerprint. --filename gives the whole body instead (a
 record there without a fingerprint is sealed too).`, nil)
 	fs := cmd.Flags()
 	tenant := fs.String("tenant", "", "tenant_ref (required)")

@@ -61,12 +61,12 @@ func TestWorkitemCommands(t *testing.T) {
 	}
 
 	var cl client.ClaimResult
-	cliJSON(t, env, &cl, "workitem", "claim", "--json", `{"tenant_ref":"t","graph_ref":"cli","owner_ref":"cli","ttl_ms":60000}`)
+	cliJSON(t, env, &cl, "workitem", "claim", "--filename", `{"tenant_ref":"t","graph_ref":"cli","owner_ref":"cli","ttl_ms":60000}`)
 	if cl.WorkItem.WorkItemID != "cli-a" {
 		t.Fatalf("workitem claim --json: %+v", cl)
 	}
 	var done client.ItemResult
-	cliJSON(t, env, &done, "workitem", "complete", "--json",
+	cliJSON(t, env, &done, "workitem", "complete", "--filename",
 		fmt.Sprintf(`{"tenant_ref":"t","work_item_id":"cli-a","attempt":%d,"fence":%d,"outcome":"succeeded"}`, cl.Attempt, cl.Fence))
 	if done.WorkItem.Status != "succeeded" {
 		t.Fatalf("workitem complete --json: %+v", done)
@@ -199,8 +199,8 @@ func TestWorkitemUsageAndUnknownOutcome(t *testing.T) {
 	for _, args := range [][]string{
 		{"workitem", "claim", "--tenant", "t", "--owner", "o", "--ttl", "1m", "--bogus"},
 		{"workitem", "claim", "--tenant", "t", "--owner", "o"}, // no --ttl
-		{"workitem", "claim", "--tenant", "t", "--json", `{"tenant_ref":"t"}`},
-		{"workitem", "cancel", "--json", `{"tenant_ref":"t","color":"red"}`},
+		{"workitem", "claim", "--tenant", "t", "--filename", `{"tenant_ref":"t"}`},
+		{"workitem", "cancel", "--filename", `{"tenant_ref":"t","color":"red"}`},
 		{"workitem", "complete", "--tenant", "t", "--id", "x", "--attempt", "one", "--fence", "1", "--outcome", "failed"},
 		{"workitem", "submit", "--tenant", "t", "--kind", "k", "--command", "sha256:00"}, // no other digests
 		append([]string{"workitem", "submit", "--tenant", "t", "--kind", "k", "--reservation", `{"profile":{}}`}, digestArgs...),
