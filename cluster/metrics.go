@@ -110,7 +110,7 @@ func newMetrics(n *Node) *metrics {
 	m.registry.MustRegister(
 		m.applyLatency, m.fsmApply, m.appliedEntries, m.readLatency, m.leaderChanges, m.forwarded, m.forwardedRead,
 		m.httpRequests, m.httpDuration, m.snapshotPersist, m.snapshotRestore, m.snapshotFailed,
-		m.commandDuration, commandCollector{n},
+		m.commandDuration, commandCollector{n}, domainGauges{n},
 		gauge("arbiter_commit_index", "Raft commit index.", func() float64 { return float64(n.raftOr(0, (*raft.Raft).CommitIndex)) }),
 		gauge("arbiter_applied_index", "Index of the last entry the FSM applied.", func() float64 { return float64(n.fsm.AppliedIndex()) }),
 		gauge("arbiter_raft_last_index", "Index of the last entry in this node's log.", func() float64 { return float64(n.raftOr(0, (*raft.Raft).LastIndex)) }),

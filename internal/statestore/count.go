@@ -1,6 +1,11 @@
 package statestore
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+
+	memdb "github.com/hashicorp/go-memdb"
+)
 
 // Counting rows without visiting them, for gauges read at scrape time: a
 // B-tree node knows how many rows are under it, so a row's rank (how many
@@ -18,10 +23,30 @@ func (txn *Txn) Len(table string) (int, error) {
 }
 
 // CountBelow is the number of rows whose key in the index sorts before
-// the key args give, as LowerBound reads them (an index name with the
-// suffix _prefix takes a prefix of the index's fields): with the index's
-// leading time field, the rows due before a time.
+// the key args give, as LowerBound reads them. A compound index takes
+// values of its leading fields only, too (go-memdb's prefix scan does
+// not take a number as its last one): with a time as the first field,
+// CountBelow counts the rows due before that time.
 func (txn *Txn) CountBelow(table, index string, args ...any) (int, error) {
+	if t, err := txn.db.table(table); err == nil && !strings.HasSuffix(index, "_prefix") {
+		if pos, ok := t.byName[index]; ok {
+			indexer := t.index[pos].indexer
+			if k, ok := indexer.(*Keyed); ok {
+				indexer = k.Indexer // its keys are the wrapped indexer's
+			}
+			if c, ok := indexer.(*memdb.CompoundIndex); ok && len(args) > 0 && len(args) < len(c.Indexes) {
+				var key []byte
+				for i, a := range args { // the leading fields' values, as a row's key begins
+					v, err := c.Indexes[i].FromArgs(a)
+					if err != nil {
+						return 0, fmt.Errorf("index error: %v", err)
+					}
+					key = append(key, v...)
+				}
+				return rank(txn.tree(t, pos), string(key)), nil
+			}
+		}
+	}
 	t, pos, key, _, err := txn.lookup(table, index, args)
 	if err != nil {
 		return 0, err

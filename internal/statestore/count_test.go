@@ -25,7 +25,8 @@ func iterCount(t *testing.T) func(memdb.ResultIterator, error) int {
 }
 
 // Len, CountPrefix and CountBelow count what Get and LowerBound yield,
-// for unique, non-unique, compound and signed-number indexes, in read
+// for unique, non-unique, compound (by a leading field) and signed-number
+// indexes, in read
 // transactions and in a write transaction after its own writes.
 func TestCountsAgreeWithIterators(t *testing.T) {
 	for _, sch := range []*memdb.DBSchema{schema(), keyedSchema()} {
@@ -63,6 +64,13 @@ func TestCountsAgreeWithIterators(t *testing.T) {
 					if want := iterCount(t)(txn.Get("rows", q.index, q.args...)); err != nil || got != want {
 						t.Fatalf("%s: CountPrefix(%s %q) = %d (%v), Get yields %d", when, q.index, q.args, got, err, want)
 					}
+				}
+			}
+			for _, g := range groups { // a compound index, by its leading field
+				below, err := txn.CountBelow("rows", "gn", g)
+				atOrAbove := iterCount(t)(txn.LowerBound("rows", "gn_prefix", g))
+				if err != nil || below+atOrAbove != n {
+					t.Fatalf("%s: CountBelow(gn %q) = %d (%v), LowerBound yields %d, of %d rows", when, g, below, err, atOrAbove, n)
 				}
 			}
 			for c := int64(-101); c <= 101; c += 7 {
