@@ -42,6 +42,7 @@ func Module() fsm.Module {
 		Name:   Name,
 		Types:  fsm.TypeRange{First: 400, Last: 499},
 		Tables: tables(),
+		Gauges: gauges,
 		Commands: []fsm.CommandSpec{
 			{Type: CmdPutSpace, Name: "allocation_put_space", MaxVersion: 2, Apply: applyPutSpace},
 			{Type: CmdCreateTask, Name: "allocation_create_task", MaxVersion: 2, Apply: applyCreateTask}, // 2: issue 40 (see doc.go, Versions)

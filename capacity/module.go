@@ -23,6 +23,7 @@ func Module() fsm.Module {
 		Name:   "capacity",
 		Types:  fsm.TypeRange{First: 200, Last: 299},
 		Tables: tables(),
+		Gauges: gauges,
 		Commands: []fsm.CommandSpec{
 			{Type: CmdAcquire, Name: "capacity_acquire", MaxVersion: 3, Apply: applyAcquire},           // 2: fences from the log index; 3: graphs
 			{Type: CmdRenew, Name: "capacity_renew", MaxVersion: 2, Apply: applyRenew},                 // 2: graphs

@@ -129,8 +129,12 @@ func absDiff(a, b uint64) uint64 {
 }
 
 // newestSnapshotBytes is the size of the newest snapshot in the store (0
-// for none): what a follower that falls behind now would be sent.
+// for none, or before the stores are open): what a follower that falls
+// behind now would be sent.
 func (h *raftHost) newestSnapshotBytes() int64 {
+	if h.stores == nil || h.stores.Snapshot == nil {
+		return 0
+	}
 	metas, err := h.stores.Snapshot.List()
 	if err != nil || len(metas) == 0 {
 		return 0

@@ -138,7 +138,7 @@ func (c clockedFSM) Snapshot() (raft.FSMSnapshot, error) {
 	return measuredSnapshot{FSMSnapshot: s, metrics: c.metrics}, nil
 }
 
-// measuredSnapshot times a snapshot's Persist and counts its bytes.
+// measuredSnapshot times a snapshot's Persist.
 type measuredSnapshot struct {
 	raft.FSMSnapshot
 	metrics *metrics
@@ -146,19 +146,7 @@ type measuredSnapshot struct {
 
 func (s measuredSnapshot) Persist(sink raft.SnapshotSink) error {
 	start := time.Now()
-	counted := &countingSink{SnapshotSink: sink}
-	err := s.FSMSnapshot.Persist(counted)
-	s.metrics.snapshotPersisted(time.Since(start), counted.n.Load(), err)
+	err := s.FSMSnapshot.Persist(sink)
+	s.metrics.snapshotPersisted(time.Since(start), err)
 	return err
-}
-
-type countingSink struct {
-	raft.SnapshotSink
-	n atomic.Int64
-}
-
-func (c *countingSink) Write(p []byte) (int, error) {
-	n, err := c.SnapshotSink.Write(p)
-	c.n.Add(int64(n))
-	return n, err
 }

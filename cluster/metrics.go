@@ -31,7 +31,6 @@ type metrics struct {
 	httpDuration    *prometheus.HistogramVec
 	snapshotPersist prometheus.Histogram
 	snapshotRestore prometheus.Histogram
-	snapshotBytes   prometheus.Gauge
 	snapshotFailed  prometheus.Counter
 	// commandDuration is the time of Node.Propose by domain, command and
 	// outcome: the labels are closed sets (the commands this binary
@@ -97,10 +96,6 @@ func newMetrics(n *Node) *metrics {
 			Help:    "Time this node took to load a snapshot (at start, from the leader, or a backup restore).",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14),
 		}),
-		snapshotBytes: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "arbiter_snapshot_last_size_bytes",
-			Help: "Size of the last raft snapshot this node wrote.",
-		}),
 		snapshotFailed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "arbiter_snapshot_failures_total",
 			Help: "Raft snapshots this node failed to write.",
@@ -114,11 +109,18 @@ func newMetrics(n *Node) *metrics {
 	}
 	m.registry.MustRegister(
 		m.applyLatency, m.fsmApply, m.appliedEntries, m.readLatency, m.leaderChanges, m.forwarded, m.forwardedRead,
-		m.httpRequests, m.httpDuration, m.snapshotPersist, m.snapshotRestore, m.snapshotBytes, m.snapshotFailed,
-		m.commandDuration, commandCollector{n},
+		m.httpRequests, m.httpDuration, m.snapshotPersist, m.snapshotRestore, m.snapshotFailed,
+		m.commandDuration, commandCollector{n}, domainGauges{n},
 		gauge("arbiter_commit_index", "Raft commit index.", func() float64 { return float64(n.raftOr(0, (*raft.Raft).CommitIndex)) }),
 		gauge("arbiter_applied_index", "Index of the last entry the FSM applied.", func() float64 { return float64(n.fsm.AppliedIndex()) }),
 		gauge("arbiter_raft_last_index", "Index of the last entry in this node's log.", func() float64 { return float64(n.raftOr(0, (*raft.Raft).LastIndex)) }),
+		// Read from the store at each scrape (a directory listing and the
+		// meta files of the few snapshots raft retains), not kept when this
+		// node writes one: a snapshot also arrives by an install from the
+		// leader, a restore or `recover`, and is there at a restart.
+		gauge("arbiter_snapshot_last_size_bytes", "Size of the newest raft snapshot in this node's store (written here, installed from the leader, restored from a backup, or found at start); 0 for none.", func() float64 {
+			return float64(n.host.newestSnapshotBytes())
+		}),
 		gauge("arbiter_raft_term", "Raft term this node is in.", func() float64 { return float64(n.raftOr(0, (*raft.Raft).CurrentTerm)) }),
 		gauge("arbiter_is_leader", "1 if this node is the leader.", func() float64 {
 			if n.isLeader() {
@@ -183,14 +185,14 @@ func newMetrics(n *Node) *metrics {
 	return m
 }
 
-// snapshotPersisted records one snapshot write.
-func (m *metrics) snapshotPersisted(d time.Duration, bytes int64, err error) {
+// snapshotPersisted records one snapshot write (its size is read from
+// the store: arbiter_snapshot_last_size_bytes).
+func (m *metrics) snapshotPersisted(d time.Duration, err error) {
 	if err != nil {
 		m.snapshotFailed.Inc()
 		return
 	}
 	m.snapshotPersist.Observe(d.Seconds())
-	m.snapshotBytes.Set(float64(bytes))
 }
 
 // commandCollector exports the FSM's applied-command counts.

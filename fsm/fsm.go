@@ -45,6 +45,7 @@ type FSM struct {
 	queryModule   map[QueryType]string
 	ticks         []moduleTick // sorted by module name
 	restored      []moduleRestored
+	gauges        []moduleGauges        // sorted by module name
 	eventValues   map[string]EventValue // by event kind
 	served        Capabilities
 
@@ -124,6 +125,7 @@ func New(cfg Config) (*FSM, error) {
 	sort.Slice(f.tables, func(i, j int) bool { return f.tables[i].Schema.Name < f.tables[j].Schema.Name })
 	sort.Slice(f.ticks, func(i, j int) bool { return f.ticks[i].name < f.ticks[j].name })
 	sort.Slice(f.restored, func(i, j int) bool { return f.restored[i].name < f.restored[j].name })
+	sort.Slice(f.gauges, func(i, j int) bool { return f.gauges[i].name < f.gauges[j].name })
 	if err := f.schema.Validate(); err != nil {
 		return nil, fmt.Errorf("fsm: schema: %w", err)
 	}
@@ -226,6 +228,9 @@ func (f *FSM) register(m *Module) error {
 	}
 	if m.Restored != nil {
 		f.restored = append(f.restored, moduleRestored{name: m.Name, fn: m.Restored})
+	}
+	if m.Gauges != nil {
+		f.gauges = append(f.gauges, moduleGauges{name: m.Name, fn: m.Gauges})
 	}
 	return nil
 }

@@ -41,6 +41,14 @@ type Module struct {
 	// effects of the commands the snapshot covers never ran here. It
 	// reads; it must not write.
 	Restored func(rt *ReadTx) []Effect
+	// Gauges, if set, counts what the module holds, for /metrics: read
+	// at every scrape, on the state as of the last commit. It must not
+	// walk rows a tenant can multiply: table sizes (Txn.Len) and index
+	// range counts (Txn.CountPrefix, CountBelow) cost O(log² n) whatever
+	// the state's size; a walk is bounded by a constant of the module.
+	// It returns the same names, each with the same label set, at every
+	// call (see Gauge).
+	Gauges func(rt *ReadTx) []Gauge
 	// EventValues give, by event kind, the value an event of this module
 	// wrote, for change-feed pages read with values (see EventValue). A
 	// kind belongs to one module.

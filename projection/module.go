@@ -37,6 +37,7 @@ func module(writer func() *writer) fsm.Module {
 		Name:   Name,
 		Types:  fsm.TypeRange{First: 500, Last: 599},
 		Tables: tables(),
+		Gauges: gauges,
 		Commands: []fsm.CommandSpec{
 			{Type: CmdSetConfig, Name: "projection_set_config", MaxVersion: 1, Apply: applySetConfig},
 			{Type: CmdRegisterTarget, Name: "projection_register_target", MaxVersion: 1, Apply: applyRegisterTarget},

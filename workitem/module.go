@@ -37,6 +37,7 @@ func Module() fsm.Module {
 		Name:   Name,
 		Types:  fsm.TypeRange{First: 300, Last: 399},
 		Tables: append(tables(), reservationTables()...),
+		Gauges: gauges,
 		Commands: []fsm.CommandSpec{
 			// submit and submit-batch 2: the extension's closed schema; 3:
 			// RFC 8785 fingerprints (fingerprint_rules.go), keys by tenant

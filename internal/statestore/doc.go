@@ -30,5 +30,7 @@
 // A reader that begins meanwhile waits for that write transaction to end,
 // so the goroutine holding a write transaction must not begin a read one.
 // Changes counts a table's commits, for callers that keep what they read
-// of a table without reading it again (the FSM's members).
+// of a table without reading it again (the FSM's members). Len,
+// CountPrefix and CountBelow count rows from the trees' node counts
+// without visiting them (O(log² n)), for gauges read at scrape time.
 package statestore

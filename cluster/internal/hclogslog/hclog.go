@@ -13,6 +13,7 @@ import (
 	"time"
 
 	hclog "github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
 )
 
 // slogHclog lets hashicorp/raft log through the node's slog.Logger.
@@ -73,6 +74,25 @@ var routine = map[string]func(args []any) slog.Level{
 	// leader, which readiness and the metrics report.
 	"rejecting vote request since our last term is greater":  func([]any) slog.Level { return slog.LevelInfo },
 	"rejecting vote request since our last index is greater": func([]any) slog.Level { return slog.LevelInfo },
+	// RPCs to a peer that failed: the peer stopped (a graceful shutdown
+	// closes its connections under the RPC in flight: EOF), restarts,
+	// crashed or is cut off. Something to look at, but not a fault of
+	// this node, and what every rolling restart does (issue 37: a
+	// graceful stop logged ERROR on the leader). Raft retries with
+	// backoff; arbiter_raft_peer_last_contact_seconds shows how long.
+	"failed to appendEntries to":       func([]any) slog.Level { return slog.LevelWarn },
+	"failed to heartbeat to":           func([]any) slog.Level { return slog.LevelWarn },
+	"failed to pipeline appendEntries": func([]any) slog.Level { return slog.LevelWarn },
+	// The same for a candidate's (pre)vote request to a stopped voter.
+	"failed to make requestVote RPC": func([]any) slog.Level { return slog.LevelWarn },
+	// This node's own transport closing (Shutdown) under an RPC a peer
+	// had in flight; any other failure to read an RPC stays an error.
+	"failed to decode incoming command": func(args []any) slog.Level {
+		if argValue(args, "error") == raft.ErrTransportShutdown.Error() {
+			return slog.LevelDebug
+		}
+		return slog.LevelError
+	},
 	// A node's first election after a start, with no leader known
 	// before: a cluster forming, not a leader lost.
 	"heartbeat timeout reached, starting election": func(args []any) slog.Level {
