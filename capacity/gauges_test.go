@@ -42,7 +42,7 @@ func TestLeaseGauges(t *testing.T) {
 	want(2, 0)
 	l0 := res.Leases[0]
 	if _, err := s.Release(ctx, capacity.LeasesRequest{SchemaVersion: "1", TenantRef: "t", OwnerDigest: "owner-a",
-		Leases: []capacity.LeaseRef{{LeaseID: l0.LeaseID, LeaseEpoch: l0.LeaseEpoch, FenceToken: l0.FenceToken}}}); err != nil {
+		Leases: []capacity.LeaseRef{{LeaseID: l0.LeaseID, LeaseEpoch: l0.LeaseEpoch, Fence: l0.Fence}}}); err != nil {
 		t.Fatal(err)
 	}
 	want(1, 0)
