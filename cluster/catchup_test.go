@@ -36,11 +36,19 @@ func TestFollowerCatchesUpUnderWriteLoad(t *testing.T) {
 		t.Logf("caught up after %d snapshot restores", restores)
 	})
 	t.Run("control: fixed trailing logs", func(t *testing.T) {
-		converged, restores := catchUpUnderLoad(t, 16, 2*time.Minute)
-		if converged || restores < 3 {
-			t.Fatalf("with 16 trailing logs the follower converged %v after %d restores: the loop was not reproduced, so the test above proves nothing", converged, restores)
+		// The loop needs writes faster than a restore: a loaded machine
+		// may slow the writers enough for the follower to slip through
+		// once, so the control is tried twice before it fails.
+		var converged bool
+		var restores uint64
+		for attempt := 1; attempt <= 2; attempt++ {
+			if converged, restores = catchUpUnderLoad(t, 16, 2*time.Minute); !converged && restores >= 3 {
+				t.Logf("looped: %d snapshot restores without catching up", restores)
+				return
+			}
+			t.Logf("attempt %d: converged %v after %d restores", attempt, converged, restores)
 		}
-		t.Logf("looped: %d snapshot restores without catching up", restores)
+		t.Fatalf("with 16 trailing logs the follower converged %v after %d restores: the loop was not reproduced, so the test above proves nothing", converged, restores)
 	})
 }
 
