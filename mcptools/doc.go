@@ -60,7 +60,7 @@
 //	workitem    workitem_submit, workitem_submit_batch, workitem_claim,
 //	            workitem_complete, workitem_cancel, workitem_get,
 //	            workitem_list, reservation_reserve, reservation_release,
-//	            reservation_query
+//	            reservation_query, reservation_list_hosts
 //	projection  projection_submit, projection_acquire,
 //	            projection_publish, projection_release,
 //	            publish_projection, projection_target

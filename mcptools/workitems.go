@@ -32,6 +32,12 @@ type workItemListInput struct {
 	Limit     int    `json:"limit,omitempty" jsonschema:"at most this many items (1..128)"`
 }
 
+type hostListInput struct {
+	TenantRef string `json:"tenant_ref" jsonschema:"a tenant you read (hosts are every tenant's: you see them all)"`
+	After     string `json:"after,omitempty" jsonschema:"the next_cursor of the previous page"`
+	Limit     int    `json:"limit,omitempty" jsonschema:"at most this many hosts (1..128)"`
+}
+
 func (r *registrar) workItems() {
 	const d = "workitem"
 	add(r, tool{name: "workitem_submit", domain: d, commands: []string{"workitem_submit"}, required: []string{"tenant_ref", "kind"},
@@ -94,5 +100,10 @@ func (r *registrar) workItems() {
 		description: "Read one page of host reservations, hosts (use, free, telemetry age) and fairness debts, optionally of one work item or host."},
 		func(ctx context.Context, c *client.Client, in client.ReservationQueryRequest) (any, error) {
 			return c.Reservations().Query(ctx, in)
+		})
+	add(r, tool{name: "reservation_list_hosts", domain: d, readOnly: true, required: []string{"tenant_ref"},
+		description: "List one page of the shared hosts in host_id order, each with labels, capacity, use, free capacity and telemetry age (-1: never reported); pass next_cursor as after for the next page."},
+		func(ctx context.Context, c *client.Client, in hostListInput) (any, error) {
+			return c.Reservations().Hosts(ctx, client.HostQuery{TenantRef: in.TenantRef, PageQuery: client.PageQuery{After: in.After, Limit: in.Limit}})
 		})
 }
