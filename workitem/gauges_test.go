@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/workitem"
@@ -74,4 +75,9 @@ func TestWorkItemGauges(t *testing.T) {
 		g[x.Domain+" "+x.Name+"/"+x.Status] = x.Value
 	}
 	want(g, 1, 0, 1, 1, 1, 1)
+
+	// Retention forgets the ended items, and their counts with them.
+	l.Advance(workitem.TerminalRetention + time.Second)
+	tick(t, l, 8)
+	want(gaugeValues(l), 1, 0, 0, 0, 0, 1)
 }
