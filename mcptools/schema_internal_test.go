@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/arbiterhq/arbiter/api"
+	"github.com/arbiterhq/arbiter/client"
 	"github.com/arbiterhq/arbiter/domain"
 	"github.com/arbiterhq/arbiter/domain/builtin"
 	"github.com/google/jsonschema-go/jsonschema"
@@ -344,4 +345,21 @@ func kinds(s *jsonschema.Schema) string {
 	ts := slices.DeleteFunc(append([]string{s.Type}, s.Types...), func(t string) bool { return t == "" || t == "null" })
 	slices.Sort(ts)
 	return strings.Join(ts, ",")
+}
+
+// A tool declared without an operation (as tools were before their
+// schemas came from the document) still serves, with its Go input
+// type's schema, and the comparison with the document names it.
+func TestAToolWithoutOperation(t *testing.T) {
+	r := &registrar{s: mcp.NewServer(&mcp.Implementation{Name: "test"}, nil), enabled: everything()}
+	add(r, tool{name: "legacy_get", domain: "nodes", readOnly: true, required: []string{"node_id"}, description: "a tool of the old pattern"},
+		func(context.Context, *client.Client, nodeRef) (any, error) { return nil, nil })
+	if len(r.added) != 1 || r.added[0].schema.Properties["node_id"] == nil || !slices.Equal(r.added[0].schema.Required, []string{"node_id"}) {
+		t.Fatalf("the tool without an operation: %+v", r.added)
+	}
+	tl := &mcp.Tool{Name: "legacy_get", InputSchema: r.added[0].schema}
+	got := compare([]*mcp.Tool{tl}, map[string]added{"legacy_get": r.added[0]}, api.OpenAPI)
+	if !slices.Contains(got, `legacy_get: operation "" is not in the document`) {
+		t.Fatalf("compare: %v", got)
+	}
 }

@@ -153,9 +153,17 @@ func add[In any](r *registrar, t tool, h func(ctx context.Context, c *client.Cli
 	if err != nil {
 		panic(fmt.Sprintf("mcptools: %v", err))
 	}
-	schema, err := toolSchema(doc, t, inferred[In]())
-	if err != nil {
-		panic(fmt.Sprintf("mcptools: tool %s: input schema: %v", t.name, err))
+	schema := inferred[In]()
+	if t.op != "" {
+		if schema, err = toolSchema(doc, t, schema); err != nil {
+			panic(fmt.Sprintf("mcptools: tool %s: input schema: %v", t.name, err))
+		}
+	} else if t.required != nil {
+		// A tool that names no operation (one written before schemas
+		// came from the document) keeps its Go input type's schema, so
+		// that it still serves; TestToolSchemasAreTheDocuments fails
+		// for it until it names its operation.
+		schema.Required = t.required
 	}
 	resolved, err := schema.Resolve(nil)
 	if err != nil {
@@ -166,8 +174,11 @@ func add[In any](r *registrar, t tool, h func(ctx context.Context, c *client.Cli
 	// some end a lease or a task, some take a second item when repeated
 	// without a key), so a host treats them as the default: writes.
 	ann := &mcp.ToolAnnotations{ReadOnlyHint: t.readOnly}
-	r.s.AddTool(&mcp.Tool{Name: t.name, Description: t.description, InputSchema: schema, Annotations: ann,
-		Meta: mcp.Meta{"operation": t.op}},
+	var meta mcp.Meta // the operation, for a client that reads the document too
+	if t.op != "" {
+		meta = mcp.Meta{"operation": t.op}
+	}
+	r.s.AddTool(&mcp.Tool{Name: t.name, Description: t.description, InputSchema: schema, Annotations: ann, Meta: meta},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			in, err := decode[In](req.Params.Arguments, resolved)
 			if err != nil {
