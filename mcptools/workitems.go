@@ -108,7 +108,8 @@ func (r *registrar) workItems() {
 		func(ctx context.Context, c *client.Client, in client.ReservationQueryRequest) (any, error) {
 			return c.Reservations().Query(ctx, in)
 		})
-	add(r, tool{name: "reservation_list_hosts", domain: d, readOnly: true, required: []string{"tenant_ref"},
+	add(r, tool{name: "reservation_list_hosts", domain: d, readOnly: true, op: "get_v1_workitems_hosts", fills: linearizable,
+		required:    []string{"tenant_ref"},
 		description: "List one page of the shared hosts in host_id order, each with labels, capacity, use, free capacity and telemetry age (-1: never reported); pass next_cursor as after for the next page."},
 		func(ctx context.Context, c *client.Client, in hostListInput) (any, error) {
 			return c.Reservations().Hosts(ctx, client.HostQuery{TenantRef: in.TenantRef, PageQuery: client.PageQuery{After: in.After, Limit: in.Limit}})
