@@ -28,7 +28,8 @@ import (
 //  4. Access: the principal holds Role (identity.Principal.HasRole; ""
 //     asks none) and may act for the tenant Tenant names
 //     (Principal.InTenant), or for every tenant if AllTenants; otherwise
-//     Forbidden's error, or a generic forbidden one.
+//     Forbidden's error, or a generic forbidden one. Then Access, if the
+//     command's access is more than a role in a tenant.
 //  5. Apply, the body, with the decoded payload.
 //
 // The order decides which error a command that breaks several rules
@@ -59,6 +60,11 @@ type Typed[P any] struct {
 	// Forbidden, if set, is the refusal of a principal that lacks the
 	// role or the tenant (its message names what the command needed).
 	Forbidden func(who identity.Principal, p *P) error
+	// Access, if set, judges what Role, Tenant and AllTenants cannot
+	// say (a tenant or every tenant, depending on the payload; the
+	// principal a field names; the adapter a command came through),
+	// after they held. It returns the refusal.
+	Access func(tx *Tx, p *P) error
 	// Apply is the body.
 	Apply func(tx *Tx, cmd *log.Command, p *P) (any, error)
 }
@@ -90,6 +96,11 @@ func Handle[P any](t Typed[P]) Handler {
 		}
 		if err := t.access(tx.Principal, p); err != nil {
 			return nil, err
+		}
+		if t.Access != nil {
+			if err := t.Access(tx, p); err != nil {
+				return nil, err
+			}
 		}
 		return t.Apply(tx, cmd, p)
 	}

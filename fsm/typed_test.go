@@ -29,7 +29,8 @@ const (
 )
 
 // typedModule has a command of every prologue step: a check that n is
-// not 13, the member role in the payload's tenant; and one that asks
+// not 13, the member role in the payload's tenant, an access check of
+// its own (666: the trusted host only); and one that asks
 // the controller role in every tenant with its own refusal.
 func typedModule() fsm.Module {
 	echo := func(_ *fsm.Tx, _ *log.Command, p *typedPayload) (any, error) { return p.N, nil }
@@ -47,7 +48,13 @@ func typedModule() fsm.Module {
 				Checks: []func(*fsm.Tx, *log.Command, *typedPayload) error{unlucky},
 				Role:   identity.RoleMember,
 				Tenant: func(p *typedPayload) string { return p.Tenant },
-				Apply:  echo,
+				Access: func(tx *fsm.Tx, p *typedPayload) error {
+					if p.N == 666 && tx.Principal.ID != "" {
+						return errs.New(errs.CodeForbidden, "the trusted host only")
+					}
+					return nil
+				},
+				Apply: echo,
 			})},
 			{Type: cmdTypedFleet, Name: "typed_fleet", MaxVersion: 1, Apply: fsm.Handle(fsm.Typed[typedPayload]{
 				Role:       identity.RoleController,
@@ -62,8 +69,8 @@ func typedModule() fsm.Module {
 }
 
 // TestTypedRunsTheSteps holds Handle to its order: decode, Validate,
-// Checks, access (role, tenant or every tenant), body; the first failure
-// answers.
+// Checks, access (role, tenant or every tenant, then Access), body; the
+// first failure answers.
 func TestTypedRunsTheSteps(t *testing.T) {
 	f, err := fsm.New(fsm.Config{Modules: []fsm.Module{typedModule()}})
 	if err != nil {
@@ -87,6 +94,8 @@ func TestTypedRunsTheSteps(t *testing.T) {
 		{"check before access", cmdTyped, reader, log.MustMarshal(typedPayload{Tenant: "a", N: 13}), errs.CodeConflict, "unlucky"},
 		{"role", cmdTyped, reader, good, errs.CodeForbidden, `principal "r" may not do this in tenant "a" (needs role "member")`},
 		{"tenant", cmdTyped, member, log.MustMarshal(typedPayload{Tenant: "b"}), errs.CodeForbidden, `principal "m" may not do this in tenant "b" (needs role "member")`},
+		{"access after role and tenant", cmdTyped, member, log.MustMarshal(typedPayload{Tenant: "a", N: 666}), errs.CodeForbidden, "the trusted host only"},
+		{"role before access", cmdTyped, reader, log.MustMarshal(typedPayload{Tenant: "a", N: 666}), errs.CodeForbidden, `principal "r" may not do this in tenant "a" (needs role "member")`},
 		{"member in its tenant", cmdTyped, member, good, "", ""},
 		{"trusted", cmdTyped, identity.Principal{}, good, "", ""},
 		{"not every tenant", cmdTypedFleet, ctlA, good, errs.CodeForbidden, "c is not the fleet"},
