@@ -14,8 +14,9 @@ import (
 // every replica agrees) an item's metadata.resource_reservation, if it
 // has one, must pass the extension's closed schema and fingerprint
 // (422 invalid, detail.reason extension_invalid or fingerprint_mismatch);
-// version 1 keeps it as opaque metadata, and reserve re-reads it anyway. Both check everything first (bounds, caller, the scope's
-// idempotency envelope, then each item against the state and the items
+// version 1 keeps it as opaque metadata, and reserve re-reads it anyway. Both check everything first (bounds and caller:
+// submitCommand, commands.go; then, in admit, the scope's idempotency
+// envelope, then each item against the state and the items
 // before it) and write only once all of it holds: an error allocates
 // nothing, no sequence, no id, no event.
 func applySubmit(tx *fsm.Tx, cmd *log.Command, c *submitCmd) (any, error) {
@@ -53,8 +54,9 @@ type planned struct {
 	cap       int64
 }
 
-// admit checks every spec in order and then writes them all. prefix, if
-// set, is the batch child's field prefix (a format of its index).
+// admit checks every spec in order and then writes them all, once the
+// caller's access held (submitCommand). prefix, if set, is the batch
+// child's field prefix (a format of its index).
 func admit(tx *fsm.Tx, cmd *log.Command, tenant, graph string, specs []itemSpec, prefix string) (*BatchResult, error) {
 	if err := checkIdemScope(tx, cmd, opAdmit, tenant, graph, admitTenantLedger, "an admission"); err != nil {
 		return nil, err
