@@ -33,8 +33,9 @@ import (
 //  5. Apply, the body, with the decoded payload.
 //
 // The order decides which error a command that breaks several rules
-// gets, and a refusal's error reaches the caller and the state hash of
-// every replica alike: a command whose prologue is converted to Typed
+// gets, and that error reaches the caller and, inside a result that an
+// idempotency ledger keeps (a window's entries, say), the state hash of
+// every replica: a command whose prologue is converted to Typed
 // keeps the order it had, so that a log replays as it was applied (the
 // answer pins, TestAnswersPinned of each domain, hold the domains to
 // that). A check that only some versions make is a Check that follows
