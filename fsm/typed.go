@@ -18,6 +18,9 @@ import (
 // Handle runs these steps in this order; the first that fails answers
 // the command, and nothing has been written then:
 //
+//  0. Guard, if set: access that depends on the principal and the
+//     adapter alone, judged before the payload is even decoded (the
+//     node primitives: an admin, or an adapter they accept).
 //  1. Decode the payload into a fresh P: Decode if set (a size check
 //     first, or a struct that depends on the enabled or the command's
 //     version), DecodePayload otherwise (invalid).
@@ -41,6 +44,8 @@ import (
 // that). A check that only some versions make is a Check that follows
 // tx.EnabledVersion; one that must run after access stays in the body.
 type Typed[P any] struct {
+	// Guard, if set, is step 0 (see above): it returns the refusal.
+	Guard func(tx *Tx) error
 	// Decode, if set, decodes cmd's payload into p instead of
 	// DecodePayload.
 	Decode func(tx *Tx, cmd *log.Command, p *P) error
@@ -83,6 +88,11 @@ func Handle[P any](t Typed[P]) Handler {
 		}
 	}
 	return func(tx *Tx, cmd *log.Command) (any, error) {
+		if t.Guard != nil {
+			if err := t.Guard(tx); err != nil {
+				return nil, err
+			}
+		}
 		p := new(P)
 		if err := t.decode(tx, cmd, p); err != nil {
 			return nil, err

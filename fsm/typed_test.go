@@ -26,6 +26,8 @@ func (p *typedPayload) Validate() error {
 const (
 	cmdTyped      log.Type = 950
 	cmdTypedFleet log.Type = 951
+	// cmdTypedGuarded is judged before its payload is decoded.
+	cmdTypedGuarded log.Type = 952
 )
 
 // typedModule has a command of every prologue step: a check that n is
@@ -56,6 +58,15 @@ func typedModule() fsm.Module {
 				},
 				Apply: echo,
 			})},
+			{Type: cmdTypedGuarded, Name: "typed_guarded", MaxVersion: 1, Apply: fsm.Handle(fsm.Typed[typedPayload]{
+				Guard: func(tx *fsm.Tx) error {
+					if tx.Adapter != "in-server" {
+						return errs.New(errs.CodeForbidden, "in-server only")
+					}
+					return nil
+				},
+				Apply: echo,
+			})},
 			{Type: cmdTypedFleet, Name: "typed_fleet", MaxVersion: 1, Apply: fsm.Handle(fsm.Typed[typedPayload]{
 				Role:       identity.RoleController,
 				AllTenants: true,
@@ -68,7 +79,7 @@ func typedModule() fsm.Module {
 	}
 }
 
-// TestTypedRunsTheSteps holds Handle to its order: decode, Validate,
+// TestTypedRunsTheSteps holds Handle to its order: Guard, decode, Validate,
 // Checks, access (role, tenant or every tenant, then Access), body; the
 // first failure answers.
 func TestTypedRunsTheSteps(t *testing.T) {
@@ -85,24 +96,28 @@ func TestTypedRunsTheSteps(t *testing.T) {
 		name    string
 		typ     log.Type
 		who     identity.Principal
+		adapter string
 		payload []byte
 		code    errs.Code
 		message string
 	}{
-		{"undecodable", cmdTyped, reader, []byte{0xc1}, errs.CodeInvalid, ""},
-		{"invalid before unlucky and forbidden", cmdTyped, reader, log.MustMarshal(typedPayload{N: 13}), errs.CodeInvalid, "tenant is required"},
-		{"check before access", cmdTyped, reader, log.MustMarshal(typedPayload{Tenant: "a", N: 13}), errs.CodeConflict, "unlucky"},
-		{"role", cmdTyped, reader, good, errs.CodeForbidden, `principal "r" may not do this in tenant "a" (needs role "member")`},
-		{"tenant", cmdTyped, member, log.MustMarshal(typedPayload{Tenant: "b"}), errs.CodeForbidden, `principal "m" may not do this in tenant "b" (needs role "member")`},
-		{"access after role and tenant", cmdTyped, member, log.MustMarshal(typedPayload{Tenant: "a", N: 666}), errs.CodeForbidden, "the trusted host only"},
-		{"role before access", cmdTyped, reader, log.MustMarshal(typedPayload{Tenant: "a", N: 666}), errs.CodeForbidden, `principal "r" may not do this in tenant "a" (needs role "member")`},
-		{"member in its tenant", cmdTyped, member, good, "", ""},
-		{"trusted", cmdTyped, identity.Principal{}, good, "", ""},
-		{"not every tenant", cmdTypedFleet, ctlA, good, errs.CodeForbidden, "c is not the fleet"},
-		{"the fleet", cmdTypedFleet, fleet, good, "", ""},
+		{"undecodable", cmdTyped, reader, "", []byte{0xc1}, errs.CodeInvalid, ""},
+		{"invalid before unlucky and forbidden", cmdTyped, reader, "", log.MustMarshal(typedPayload{N: 13}), errs.CodeInvalid, "tenant is required"},
+		{"check before access", cmdTyped, reader, "", log.MustMarshal(typedPayload{Tenant: "a", N: 13}), errs.CodeConflict, "unlucky"},
+		{"role", cmdTyped, reader, "", good, errs.CodeForbidden, `principal "r" may not do this in tenant "a" (needs role "member")`},
+		{"tenant", cmdTyped, member, "", log.MustMarshal(typedPayload{Tenant: "b"}), errs.CodeForbidden, `principal "m" may not do this in tenant "b" (needs role "member")`},
+		{"access after role and tenant", cmdTyped, member, "", log.MustMarshal(typedPayload{Tenant: "a", N: 666}), errs.CodeForbidden, "the trusted host only"},
+		{"role before access", cmdTyped, reader, "", log.MustMarshal(typedPayload{Tenant: "a", N: 666}), errs.CodeForbidden, `principal "r" may not do this in tenant "a" (needs role "member")`},
+		{"member in its tenant", cmdTyped, member, "", good, "", ""},
+		{"trusted", cmdTyped, identity.Principal{}, "", good, "", ""},
+		{"not every tenant", cmdTypedFleet, ctlA, "", good, errs.CodeForbidden, "c is not the fleet"},
+		{"the fleet", cmdTypedFleet, fleet, "", good, "", ""},
+		{"guard before decode", cmdTypedGuarded, identity.Principal{}, "", []byte{0xc1}, errs.CodeForbidden, "in-server only"},
+		{"decode after the guard", cmdTypedGuarded, identity.Principal{}, "in-server", []byte{0xc1}, errs.CodeInvalid, ""},
+		{"guarded", cmdTypedGuarded, reader, "in-server", good, "", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			data, err := log.Encode(log.Command{Type: c.typ, Version: 1, Principal: c.who, Payload: c.payload})
+			data, err := log.Encode(log.Command{Type: c.typ, Version: 1, Principal: c.who, Adapter: c.adapter, Payload: c.payload})
 			if err != nil {
 				t.Fatal(err)
 			}
