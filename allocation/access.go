@@ -4,6 +4,7 @@ import (
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/identity"
+	"github.com/arbiterhq/arbiter/log"
 )
 
 // Who may do what. A space belongs to one tenant (its tenant_ref): reads
@@ -44,8 +45,32 @@ func noSpace(slug string) error { return errs.Errorf(errs.CodeNotFound, "no spac
 // has to be refused anyway, and a writer is told why.
 func spaceFor(s fsm.Store, p identity.Principal, slug, role string) (*spaceRow, error) {
 	if !p.HasRole(role) {
-		return nil, errs.Errorf(errs.CodeForbidden, "principal %q lacks the %s role", p.ID, role)
+		return nil, lacksRole(p, role)
 	}
+	return spaceIn(s, p, slug, role)
+}
+
+// lacksRole refuses a principal without role.
+func lacksRole(p identity.Principal, role string) error {
+	return errs.Errorf(errs.CodeForbidden, "principal %q lacks the %s role", p.ID, role)
+}
+
+// spaceCommand is the typed shape of a command in a space (fsm.Typed):
+// the payload validated by validate, then the role it needs, checked,
+// as spaceFor does, before the space is read; its body reads the space
+// with spaceIn, which checks the tenant (the space's, so no payload
+// field names it).
+func spaceCommand[P any](role string, validate func(*P) error, apply func(*fsm.Tx, *log.Command, *P) (any, error)) fsm.Typed[P] {
+	return fsm.Typed[P]{
+		Validate:  validate,
+		Role:      role,
+		Forbidden: func(p identity.Principal, _ *P) error { return lacksRole(p, role) },
+		Apply:     apply,
+	}
+}
+
+// spaceIn is spaceFor once the role held.
+func spaceIn(s fsm.Store, p identity.Principal, slug, role string) (*spaceRow, error) {
 	sp, err := getSpace(s, slug)
 	if err != nil {
 		return nil, err

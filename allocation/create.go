@@ -277,21 +277,9 @@ func (c *createCmd) validateShape() error {
 func checkIdemKey(k string) error { return bounds.OptionalIdentifier("Idempotency-Key", k) }
 
 // applyCreateTask is one create request: a window of one.
-func applyCreateTask(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	var c createCmd
-	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
-		return nil, err
-	}
+func applyCreateTask(tx *fsm.Tx, _ *log.Command, c *createCmd) (any, error) {
 	v := tx.EnabledVersion(CmdCreateTask)
-	if err := c.validateShape(); err != nil {
-		return nil, err
-	}
-	if v < 2 { // version 1 judged the title before the Idempotency-Key
-		if err := c.Intent.validate(v); err != nil {
-			return nil, err
-		}
-	}
-	sp, err := spaceFor(tx, tx.Principal, c.Space, identity.RoleMember)
+	sp, err := spaceIn(tx, tx.Principal, c.Space, identity.RoleMember)
 	if err != nil {
 		return nil, err
 	}

@@ -43,18 +43,20 @@ func Module() fsm.Module {
 		Types:  fsm.TypeRange{First: 400, Last: 499},
 		Tables: tables(),
 		Gauges: gauges,
+		// Each command's payload, access and prologue: its fsm.Typed
+		// (commands.go).
 		Commands: []fsm.CommandSpec{
-			{Type: CmdPutSpace, Name: "allocation_put_space", MaxVersion: 2, Apply: applyPutSpace},
-			{Type: CmdCreateTask, Name: "allocation_create_task", MaxVersion: 2, Apply: applyCreateTask}, // 2: issue 40 (see doc.go, Versions)
-			{Type: CmdWindow, Name: "allocation_window", MaxVersion: 2, Apply: applyWindow},
-			{Type: CmdReserve, Name: "allocation_reserve", MaxVersion: 2, Apply: applyReserve},
-			{Type: CmdCommit, Name: "allocation_commit", MaxVersion: 1, Apply: applyCommit},
-			{Type: CmdAbort, Name: "allocation_abort", MaxVersion: 1, Apply: applyAbort},
-			{Type: CmdRelease, Name: "allocation_release", MaxVersion: 1, Apply: applyRelease},
-			{Type: CmdTransition, Name: "allocation_transition", MaxVersion: 2, Apply: applyTransition},
-			{Type: CmdSupersede, Name: "allocation_supersede", MaxVersion: 2, Apply: applySupersede},
-			{Type: CmdHold, Name: "allocation_hold", MaxVersion: 2, Apply: applyHold},
-			{Type: CmdPostNote, Name: "allocation_post_note", MaxVersion: 2, Apply: applyPostNote},
+			{Type: CmdPutSpace, Name: "allocation_put_space", MaxVersion: 2, Apply: fsm.Handle(putSpaceCommand())},
+			{Type: CmdCreateTask, Name: "allocation_create_task", MaxVersion: 2, Apply: fsm.Handle(createTaskCommand())}, // 2: issue 40 (see doc.go, Versions)
+			{Type: CmdWindow, Name: "allocation_window", MaxVersion: 2, Apply: fsm.Handle(windowCommand())},
+			{Type: CmdReserve, Name: "allocation_reserve", MaxVersion: 2, Apply: fsm.Handle(reserveCommand())},
+			{Type: CmdCommit, Name: "allocation_commit", MaxVersion: 1, Apply: fsm.Handle(commitCommand())},
+			{Type: CmdAbort, Name: "allocation_abort", MaxVersion: 1, Apply: fsm.Handle(abortCommand())},
+			{Type: CmdRelease, Name: "allocation_release", MaxVersion: 1, Apply: fsm.Handle(releaseCommand())},
+			{Type: CmdTransition, Name: "allocation_transition", MaxVersion: 2, Apply: fsm.Handle(transitionCommand())},
+			{Type: CmdSupersede, Name: "allocation_supersede", MaxVersion: 2, Apply: fsm.Handle(supersedeCommand())},
+			{Type: CmdHold, Name: "allocation_hold", MaxVersion: 2, Apply: fsm.Handle(holdCommand())},
+			{Type: CmdPostNote, Name: "allocation_post_note", MaxVersion: 2, Apply: fsm.Handle(postNoteCommand())},
 		},
 		Queries: []fsm.QuerySpec{
 			{Type: QuerySpace, Name: "allocation_space", Run: runSpace},

@@ -43,21 +43,14 @@ func (c *noteCmd) validate() error {
 // body hash, delivery mode) is held: the same principal posting the same
 // body on the same criterion of a task twice gets one note and a 409.
 // Notes hold their keys for good.
-func applyPostNote(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	var c noteCmd
-	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
-		return nil, err
-	}
-	if err := c.validate(); err != nil {
-		return nil, err
-	}
-	sp, err := spaceFor(tx, tx.Principal, c.Space, identity.RoleMember)
+func applyPostNote(tx *fsm.Tx, _ *log.Command, c *noteCmd) (any, error) {
+	sp, err := spaceIn(tx, tx.Principal, c.Space, identity.RoleMember)
 	if err != nil {
 		return nil, err
 	}
 	v := tx.EnabledVersion(CmdPostNote)
 	if v < 2 { // version 1 judged the mode and the task before the Idempotency-Key
-		if err := checkNoteTarget(tx, sp, &c); err != nil {
+		if err := checkNoteTarget(tx, sp, c); err != nil {
 			return nil, err
 		}
 	}
@@ -65,7 +58,7 @@ func applyPostNote(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	var idID, digest string
 	if c.IdempotencyKey != "" {
 		idID = idemID(sp.Slug, scopeNote, who, c.IdempotencyKey)
-		digest = noteDigest(&c)
+		digest = noteDigest(c)
 		row, err := getIdem(tx, idID)
 		if err != nil {
 			return nil, err
@@ -82,7 +75,7 @@ func applyPostNote(tx *fsm.Tx, cmd *log.Command) (any, error) {
 			return &Outcome{Note: &out, Replayed: true}, nil
 		}
 	}
-	if err := checkNoteTarget(tx, sp, &c); err != nil {
+	if err := checkNoteTarget(tx, sp, c); err != nil {
 		return nil, err
 	}
 	t, err := getTask(tx, sp.Slug, c.TaskID)

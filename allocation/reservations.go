@@ -53,21 +53,9 @@ func (c *reserveCmd) validateShape() error {
 // may reserve anew. From version 2 on the proposal is looked up before
 // the key is formed, so a retry stays its first answer after the space
 // changed; version 1 formed the key first.
-func applyReserve(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	var c reserveCmd
-	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
-		return nil, err
-	}
+func applyReserve(tx *fsm.Tx, _ *log.Command, c *reserveCmd) (any, error) {
 	v := tx.EnabledVersion(CmdReserve)
-	if err := c.validateShape(); err != nil {
-		return nil, err
-	}
-	if v < 2 {
-		if err := c.Intent.validate(v); err != nil {
-			return nil, err
-		}
-	}
-	sp, err := spaceFor(tx, tx.Principal, c.Space, identity.RoleMember)
+	sp, err := spaceIn(tx, tx.Principal, c.Space, identity.RoleMember)
 	if err != nil {
 		return nil, err
 	}
@@ -130,13 +118,7 @@ func applyReserve(tx *fsm.Tx, cmd *log.Command) (any, error) {
 // ownReservation reads the proposal's reservation and requires its
 // principal or a controller of the space.
 func ownReservation(tx *fsm.Tx, c *reservationCmd) (*spaceRow, *reservationRow, error) {
-	if err := checkSlug(c.Space); err != nil {
-		return nil, nil, err
-	}
-	if err := checkProposalID(c.ProposalID); err != nil {
-		return nil, nil, err
-	}
-	sp, err := spaceFor(tx, tx.Principal, c.Space, identity.RoleMember)
+	sp, err := spaceIn(tx, tx.Principal, c.Space, identity.RoleMember)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -153,29 +135,40 @@ func ownReservation(tx *fsm.Tx, c *reservationCmd) (*spaceRow, *reservationRow, 
 	return sp, r, nil
 }
 
-// applyCommit turns a live reservation into the key's occupancy by the
-// object the host made (winner {type, id}); committing the same winner
-// again answers the same.
-func applyCommit(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	var c reservationCmd
-	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
-		return nil, err
+// validate is the rule of an abort's or a release's payload: the
+// reservation it names.
+func (c *reservationCmd) validate() error {
+	if err := checkSlug(c.Space); err != nil {
+		return err
 	}
+	return checkProposalID(c.ProposalID)
+}
+
+// validateCommit is the rule of a commit's payload: a winner the host
+// made elsewhere, then the reservation it names.
+func (c *reservationCmd) validateCommit() error {
 	if c.Winner == nil {
-		return nil, errs.New(errs.CodeInvalid, "winner {type, id} is required")
+		return errs.New(errs.CodeInvalid, "winner {type, id} is required")
 	}
 	if err := bounds.Identifier("winner.type", c.Winner.Type); err != nil {
-		return nil, err
+		return err
 	}
 	switch c.Winner.Type {
 	case WinnerReservedIntent, WinnerTask, WinnerNote:
-		return nil, errs.Errorf(errs.CodeInvalid, "winner.type %q is the space's own; a commit names the object the host made elsewhere", c.Winner.Type)
+		return errs.Errorf(errs.CodeInvalid, "winner.type %q is the space's own; a commit names the object the host made elsewhere", c.Winner.Type)
 	}
 	if err := bounds.OptionalIdentifier("winner.id", c.Winner.ID.Str); err != nil {
-		return nil, err
+		return err
 	}
+	return c.validate()
+}
+
+// applyCommit turns a live reservation into the key's occupancy by the
+// object the host made (winner {type, id}); committing the same winner
+// again answers the same.
+func applyCommit(tx *fsm.Tx, _ *log.Command, c *reservationCmd) (any, error) {
 	w := Winner{Type: c.Winner.Type, ID: c.Winner.ID}
-	sp, r, err := ownReservation(tx, &c)
+	sp, r, err := ownReservation(tx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -211,22 +204,18 @@ type AbortResult struct {
 
 // applyAbort drops a reservation that was not committed: its key is free
 // at once. Aborting an unknown (already dropped) proposal is not_found.
-func applyAbort(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	return endReservation(tx, cmd, false)
+func applyAbort(tx *fsm.Tx, _ *log.Command, c *reservationCmd) (any, error) {
+	return endReservation(tx, c, false)
 }
 
 // applyRelease frees the key of a committed reservation once the host's
 // object no longer needs it.
-func applyRelease(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	return endReservation(tx, cmd, true)
+func applyRelease(tx *fsm.Tx, _ *log.Command, c *reservationCmd) (any, error) {
+	return endReservation(tx, c, true)
 }
 
-func endReservation(tx *fsm.Tx, cmd *log.Command, committed bool) (any, error) {
-	var c reservationCmd
-	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
-		return nil, err
-	}
-	sp, r, err := ownReservation(tx, &c)
+func endReservation(tx *fsm.Tx, c *reservationCmd, committed bool) (any, error) {
+	sp, r, err := ownReservation(tx, c)
 	if err != nil {
 		return nil, err
 	}

@@ -113,18 +113,8 @@ func bagOf(phrases []string) []string {
 // the same command (rebind.go) and answers how many changed key and the
 // first page of the space's duplicates; at version 1 tasks kept their
 // keys and a new catalog bound only what came after it.
-func applyPutSpace(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	var c putSpaceCmd
-	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
-		return nil, err
-	}
-	if err := checkSlug(c.Slug); err != nil {
-		return nil, err
-	}
+func applyPutSpace(tx *fsm.Tx, _ *log.Command, c *putSpaceCmd) (any, error) {
 	v := tx.EnabledVersion(CmdPutSpace)
-	if v < 2 && c.AdHocSlots {
-		return nil, errs.New(errs.CodeInvalid, "adhoc_slots needs allocation_put_space version 2, which the cluster has not enabled")
-	}
 	old, err := getSpace(tx, c.Slug)
 	switch {
 	case errs.CodeOf(err) == errs.CodeNotFound:

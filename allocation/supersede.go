@@ -20,30 +20,32 @@ type supersedeCmd struct {
 	Reason        string `msgpack:"reason"`
 }
 
+func (c *supersedeCmd) validate() error {
+	if err := checkSlug(c.Space); err != nil {
+		return err
+	}
+	if err := bounds.Identifier("reason", c.Reason); err != nil {
+		return err
+	}
+	if len(c.Reason) > MaxReasonBytes {
+		return errs.Errorf(errs.CodeInvalid, "reason is %d bytes, more than %d", len(c.Reason), MaxReasonBytes)
+	}
+	if c.SurvivingTask == c.TaskID {
+		return errs.New(errs.CodeInvalid, "a task cannot supersede itself")
+	}
+	return nil
+}
+
+func (c *holdCmd) validate() error { return checkSlug(c.Space) }
+
 // applySupersede retires a duplicate in favour of a surviving task
 // (controller role: the steward's act, attributed to its principal; no
 // delete). From version 2 on occupancy stays on the survivor: it
 // inherits the superseded task's keys (its own and those it inherited),
 // takes the ones it held or that are free while it wants keys, and a
 // create on one is 409 naming the survivor; version 1 freed the key.
-func applySupersede(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	var c supersedeCmd
-	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
-		return nil, err
-	}
-	if err := checkSlug(c.Space); err != nil {
-		return nil, err
-	}
-	if err := bounds.Identifier("reason", c.Reason); err != nil {
-		return nil, err
-	}
-	if len(c.Reason) > MaxReasonBytes {
-		return nil, errs.Errorf(errs.CodeInvalid, "reason is %d bytes, more than %d", len(c.Reason), MaxReasonBytes)
-	}
-	if c.SurvivingTask == c.TaskID {
-		return nil, errs.New(errs.CodeInvalid, "a task cannot supersede itself")
-	}
-	sp, err := spaceFor(tx, tx.Principal, c.Space, identity.RoleController)
+func applySupersede(tx *fsm.Tx, _ *log.Command, c *supersedeCmd) (any, error) {
+	sp, err := spaceIn(tx, tx.Principal, c.Space, identity.RoleController)
 	if err != nil {
 		return nil, err
 	}
@@ -102,15 +104,8 @@ type holdCmd struct {
 // when it finishes: a hold set on a finished task takes them again if
 // they are free (a duplicate if another holds its own), a hold released
 // from a finished task frees them.
-func applyHold(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	var c holdCmd
-	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
-		return nil, err
-	}
-	if err := checkSlug(c.Space); err != nil {
-		return nil, err
-	}
-	sp, err := spaceFor(tx, tx.Principal, c.Space, identity.RoleController)
+func applyHold(tx *fsm.Tx, _ *log.Command, c *holdCmd) (any, error) {
+	sp, err := spaceIn(tx, tx.Principal, c.Space, identity.RoleController)
 	if err != nil {
 		return nil, err
 	}

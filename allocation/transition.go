@@ -67,15 +67,8 @@ func (c *transitionCmd) validate() error {
 // under steward hold. From version 2 on reopen first rebinds a task
 // whose client named no work item against the space's catalog of now.
 // Every action on a superseded task answers 409 task_superseded.
-func applyTransition(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	var c transitionCmd
-	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
-		return nil, err
-	}
-	if err := c.validate(); err != nil {
-		return nil, err
-	}
-	sp, err := spaceFor(tx, tx.Principal, c.Space, identity.RoleMember)
+func applyTransition(tx *fsm.Tx, _ *log.Command, c *transitionCmd) (any, error) {
+	sp, err := spaceIn(tx, tx.Principal, c.Space, identity.RoleMember)
 	if err != nil {
 		return nil, err
 	}

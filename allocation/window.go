@@ -166,15 +166,8 @@ func windowOrder(ps []Proposal) []Proposal {
 // and a proposal that cannot form a key gets 422. One command: every
 // replica decides the same winners, and nothing of the window is
 // half-applied.
-func applyWindow(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	var c windowCmd
-	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
-		return nil, err
-	}
-	if err := c.validate(); err != nil {
-		return nil, err
-	}
-	sp, err := spaceFor(tx, tx.Principal, c.Space, identity.RoleMember)
+func applyWindow(tx *fsm.Tx, _ *log.Command, c *windowCmd) (any, error) {
+	sp, err := spaceIn(tx, tx.Principal, c.Space, identity.RoleMember)
 	if err != nil {
 		return nil, err
 	}

@@ -20,20 +20,19 @@ var authorityFuzzPrincipals = []identity.Principal{
 	{ID: "member", Tenants: []string{"tenant-a"}, Roles: []string{identity.RoleMember}},
 }
 
-// FuzzApplyAuthority: whatever bytes the authority's commands carry, from
-// whoever, Apply never panics, never answers internal, and a command that
-// fails changes nothing.
-func FuzzApplyAuthority(f *testing.F) {
+// authorityFuzzPayloads are valid payloads of each authority command
+// type, and broken ones.
+func authorityFuzzPayloads(t testing.TB) map[log.Type][][]byte {
 	create := nodes.CreateRequest{NodeID: "concept-reservation:RMDD-1", Labels: []string{"concept-reservation"},
 		Properties: map[string]any{"schema": "concept-reservation/v1", "state": "reserved", "fence": 1}}
 	cv, cbody, err := create.Command()
 	if err != nil {
-		f.Fatal(err)
+		t.Fatal(err)
 	}
 	cas := nodes.CASRequest{NodeID: "concept-reservation:RMDD-1", Conditions: map[string]any{"fence": 1}, Updates: map[string]any{"fence": 2}}
 	xv, xbody, err := cas.Command()
 	if err != nil {
-		f.Fatal(err)
+		t.Fatal(err)
 	}
 	type bound struct {
 		ConceptID   string `msgpack:"concept_id"`
@@ -50,7 +49,14 @@ func FuzzApplyAuthority(f *testing.F) {
 		authority.CmdReserve:     {bound{ConceptID: "RMDD-1", NodeVersion: cv, Node: cbody}, bound{ConceptID: "RMDD-2", NodeVersion: cv, Node: cbody}},
 		authority.CmdReclaim:     {bound{ConceptID: "RMDD-1", NodeVersion: xv, Node: xbody}},
 	}
-	for typ, payloads := range fsmtest.PayloadVariants(valid) {
+	return fsmtest.PayloadVariants(valid)
+}
+
+// FuzzApplyAuthority: whatever bytes the authority's commands carry, from
+// whoever, Apply never panics, never answers internal, and a command that
+// fails changes nothing.
+func FuzzApplyAuthority(f *testing.F) {
+	for typ, payloads := range authorityFuzzPayloads(f) {
 		for i, p := range payloads {
 			for k, t := range authorityFuzzTypes {
 				if t == typ {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/statestore"
 	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/nodes"
@@ -43,9 +44,10 @@ func Module() fsm.Module {
 			},
 		}}},
 		Commands: []fsm.CommandSpec{
-			{Type: CmdSetPolicies, Name: "concept_policies_set", MaxVersion: 1, Apply: applySetPolicies},
-			{Type: CmdReserve, Name: "concept_reserve", MaxVersion: 1, Apply: applyReserve},
-			{Type: CmdReclaim, Name: "concept_reclaim", MaxVersion: 1, Apply: applyReclaim},
+			// Each command's payload, access and prologue: its fsm.Typed.
+			{Type: CmdSetPolicies, Name: "concept_policies_set", MaxVersion: 1, Apply: fsm.Handle(setPoliciesCommand())},
+			{Type: CmdReserve, Name: "concept_reserve", MaxVersion: 1, Apply: fsm.Handle(boundCommand(applyReserve))},
+			{Type: CmdReclaim, Name: "concept_reclaim", MaxVersion: 1, Apply: fsm.Handle(boundCommand(applyReclaim))},
 		},
 		Queries: []fsm.QuerySpec{
 			{Type: QueryPolicies, Name: "concept_policies", Run: runPolicies},
@@ -75,8 +77,8 @@ type boundCmd struct {
 // exists is answered without judging the policy (the service classifies
 // it: a replay, a reclaim, a conflict), so a retry of a claim made under
 // a policy since removed still replays.
-func applyReserve(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	c, id, err := decodeBound(cmd)
+func applyReserve(tx *fsm.Tx, _ *log.Command, c *boundCmd) (any, error) {
+	id, err := ParseConceptID(c.ConceptID) // valid: see boundCommand
 	if err != nil {
 		return nil, err
 	}
@@ -91,8 +93,8 @@ func applyReserve(tx *fsm.Tx, cmd *log.Command) (any, error) {
 // applyReclaim is the CAS that hands a released or expired claim to a
 // new request, bound to the replicated policy as applyReserve binds a
 // create.
-func applyReclaim(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	c, id, err := decodeBound(cmd)
+func applyReclaim(tx *fsm.Tx, _ *log.Command, c *boundCmd) (any, error) {
+	id, err := ParseConceptID(c.ConceptID) // valid: see boundCommand
 	if err != nil {
 		return nil, err
 	}
@@ -107,13 +109,36 @@ func applyReclaim(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	})
 }
 
-func decodeBound(cmd *log.Command) (boundCmd, ConceptID, error) {
-	var c boundCmd
-	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
-		return c, ConceptID{}, err
+// boundCommand is the typed shape (fsm.Typed) of CmdReserve and
+// CmdReclaim: a payload whose concept id parses. Access is the node
+// primitives' (embedNodes: the authority's adapter, or the admin role),
+// judged when the body hands them the node command.
+func boundCommand(apply func(*fsm.Tx, *log.Command, *boundCmd) (any, error)) fsm.Typed[boundCmd] {
+	return fsm.Typed[boundCmd]{
+		Validate: func(c *boundCmd) error {
+			_, err := ParseConceptID(c.ConceptID)
+			return err
+		},
+		Apply: apply,
 	}
-	id, err := ParseConceptID(c.ConceptID)
-	return c, id, err
+}
+
+// setPoliciesCommand is the typed shape of CmdSetPolicies: access first
+// (a seed from the authority's adapter, or an admin of every tenant),
+// then the body validates the set, as it always did.
+func setPoliciesCommand() fsm.Typed[setPoliciesCmd] {
+	return fsm.Typed[setPoliciesCmd]{
+		// A seed is the node's own configuration: the node itself, or
+		// the authority's in-server adapter (which builds the payload
+		// from that configuration, never from a caller), may propose it.
+		Access: func(tx *fsm.Tx, c *setPoliciesCmd) error {
+			if !(c.Seed && tx.Adapter == Name) && !(tx.Principal.HasRole(identity.RoleAdmin) && fsm.InEveryTenant(tx.Principal)) {
+				return errs.Errorf(errs.CodeForbidden, "setting concept policies needs the admin role for every tenant; principal %q has not", tx.Principal.ID)
+			}
+			return nil
+		},
+		Apply: applySetPolicies,
+	}
 }
 
 // bindPolicy selects id's policy from the replicated set and writes the

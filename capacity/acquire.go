@@ -6,6 +6,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/log"
 )
 
@@ -34,25 +35,25 @@ type acquireInGraph struct {
 // classKey is one (cell, resource class) a command touches.
 type classKey struct{ cell, class string }
 
+// acquireCommand is capacity_acquire: a member of the tenant holds
+// capacity for the owner digest of its own principal.
+func acquireCommand() fsm.Typed[acquireInGraph] {
+	t := graphCommand(func(c *acquireInGraph) any { return &c.acquireCmd },
+		func(c *acquireInGraph) (string, string) { return c.GraphRef, c.TenantRef }, "acquire")
+	t.Validate = (*acquireInGraph).validate
+	t.Checks = append(t.Checks, func(_ *fsm.Tx, _ *log.Command, c *acquireInGraph) error { return checkOwnerDigest(c.OwnerDigest) })
+	t.Role, t.Tenant = identity.RoleMember, func(c *acquireInGraph) string { return c.TenantRef }
+	t.Forbidden = func(p identity.Principal, c *acquireInGraph) error { return mayNotHold(p, c.TenantRef) }
+	t.Apply = applyAcquire
+	return t
+}
+
 // applyAcquire reclaims a bounded page of the expired leases of the
 // request's graph and tenant, then grants every demand or none. A denial
 // is a result, not an error: the reclaim it did first stays, and nothing
 // is charged.
-func applyAcquire(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	var c acquireInGraph
-	if err := decodeScoped(tx, cmd, &c, &c.acquireCmd); err != nil {
-		return nil, err
-	}
-	if err := c.validate(); err != nil {
-		return nil, err
-	}
-	if err := checkGraph(c.GraphRef); err != nil {
-		return nil, err
-	}
-	if err := checkIdemScope(tx, cmd, "acquire", c.GraphRef, c.TenantRef); err != nil {
-		return nil, err
-	}
-	if err := checkCaller(tx.Principal, c.TenantRef, c.OwnerDigest); err != nil {
+func applyAcquire(tx *fsm.Tx, _ *log.Command, c *acquireInGraph) (any, error) {
+	if err := checkOwner(tx.Principal, c.OwnerDigest); err != nil {
 		return nil, err
 	}
 	if c.LeaseID != "" {

@@ -71,17 +71,23 @@ func checkPage(maxCount int, cursor string) error {
 // (identity.Principal.OwnerDigest).
 func OwnerDigest(principalID string) string { return identity.Principal{ID: principalID}.OwnerDigest() }
 
-// checkCaller requires the member role in the tenant and refuses an owner
-// digest that is not the verified principal's. A command without a
-// principal comes from an embedding host, which is trusted to name owners
-// itself.
-func checkCaller(p identity.Principal, tenant, owner string) error {
-	if err := bounds.Identifier("owner_digest", owner); err != nil {
-		return err
-	}
-	if !p.InTenant(tenant) || !p.HasRole(identity.RoleMember) {
-		return errs.Errorf(errs.CodeForbidden, "principal %q may not hold capacity in tenant %q", p.ID, tenant)
-	}
+// A lease command's caller is checked in three steps, in this order:
+// the owner digest is an identifier (the last check before access),
+// the principal is a member of the tenant (holder, the access its
+// fsm.Typed declares; mayNotHold refuses) and the owner digest is the
+// verified principal's (checkOwner, first in the body). A command
+// without a principal comes from an embedding host, which is trusted
+// to name owners itself.
+func checkOwnerDigest(owner string) error { return bounds.Identifier("owner_digest", owner) }
+
+// mayNotHold refuses a principal that is not a member of tenant.
+func mayNotHold(p identity.Principal, tenant string) error {
+	return errs.Errorf(errs.CodeForbidden, "principal %q may not hold capacity in tenant %q", p.ID, tenant)
+}
+
+// checkOwner refuses an owner digest that is not the verified
+// principal's.
+func checkOwner(p identity.Principal, owner string) error {
 	if !p.Trusted() && owner != p.OwnerDigest() {
 		return errs.Errorf(errs.CodeForbidden, "owner_digest is not the digest of principal %q", p.ID)
 	}

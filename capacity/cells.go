@@ -23,23 +23,24 @@ type updateCellInGraph struct {
 	GraphRef string `msgpack:"graph_ref,omitempty"`
 }
 
-// applyUpdateCell creates or changes a cell: controllers only; the epoch
-// advances by one; an expected epoch, if given, must match; no class's
-// capacity may go below its durable usage.
-func applyUpdateCell(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	var c updateCellInGraph
-	if err := decodeScoped(tx, cmd, &c, &c.updateCellCmd); err != nil {
-		return nil, err
+// updateCellCommand is capacity_update_cell: controllers of the tenant
+// only.
+func updateCellCommand() fsm.Typed[updateCellInGraph] {
+	t := graphCommand(func(c *updateCellInGraph) any { return &c.updateCellCmd },
+		func(c *updateCellInGraph) (string, string) { return c.GraphRef, c.TenantRef }, "")
+	t.Validate = (*updateCellInGraph).validate
+	t.Role, t.Tenant = identity.RoleController, func(c *updateCellInGraph) string { return c.TenantRef }
+	t.Forbidden = func(_ identity.Principal, c *updateCellInGraph) error {
+		return errs.Errorf(errs.CodeForbidden, "updating capacity cells needs the controller role in tenant %q", c.TenantRef)
 	}
-	if err := c.validate(); err != nil {
-		return nil, err
-	}
-	if err := checkGraph(c.GraphRef); err != nil {
-		return nil, err
-	}
-	if !tx.Principal.HasRole(identity.RoleController) || !tx.Principal.InTenant(c.TenantRef) {
-		return nil, errs.Errorf(errs.CodeForbidden, "updating capacity cells needs the controller role in tenant %q", c.TenantRef)
-	}
+	t.Apply = applyUpdateCell
+	return t
+}
+
+// applyUpdateCell creates or changes a cell: the epoch advances by one;
+// an expected epoch, if given, must match; no class's capacity may go
+// below its durable usage.
+func applyUpdateCell(tx *fsm.Tx, _ *log.Command, c *updateCellInGraph) (any, error) {
 	res := &UpdateCellResult{SchemaVersion: SchemaVersion, NowMs: tx.Now}
 	stored, err := getCell(tx, c.GraphRef, c.TenantRef, c.Cell.CellID)
 	if err != nil {

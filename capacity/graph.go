@@ -82,6 +82,32 @@ func decodeScoped(tx *fsm.Tx, cmd *log.Command, full, body any) error {
 	return err
 }
 
+// graphCommand is the prologue every capacity command shares, as an
+// fsm.Typed for its payload P: P holds the payload from before graphs
+// (body: what decodeScoped decodes below the version that brought
+// them) and names a graph and a tenant (scope). The payload is decoded
+// by decodeScoped; after its validation the graph is checked, and, for
+// an operation op whose keys are scoped ("" for none), the idempotency
+// scope. The caller adds Validate, the access it needs and the body.
+func graphCommand[P any](body func(*P) any, scope func(*P) (graph, tenant string), op string) fsm.Typed[P] {
+	checks := []func(*fsm.Tx, *log.Command, *P) error{
+		func(_ *fsm.Tx, _ *log.Command, c *P) error {
+			graph, _ := scope(c)
+			return checkGraph(graph)
+		},
+	}
+	if op != "" {
+		checks = append(checks, func(tx *fsm.Tx, cmd *log.Command, c *P) error {
+			graph, tenant := scope(c)
+			return checkIdemScope(tx, cmd, op, graph, tenant)
+		})
+	}
+	return fsm.Typed[P]{
+		Decode: func(tx *fsm.Tx, cmd *log.Command, c *P) error { return decodeScoped(tx, cmd, c, body(c)) },
+		Checks: checks,
+	}
+}
+
 // idemScope is the idempotency scope of an operation in (graph, tenant),
 // of fixed length whatever the refs (the envelope bounds a scope to 512
 // bytes). The default graph's is the scope keys had before graphs (a

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/log"
 )
 
@@ -50,51 +51,40 @@ func prevalidate(tx *fsm.Tx, c *leasesInGraph) ([]*Lease, Decision, string, erro
 	return out, "", "", nil
 }
 
-func decodeLeases(tx *fsm.Tx, cmd *log.Command, op string) (*leasesInGraph, error) {
-	var c leasesInGraph
-	if err := decodeScoped(tx, cmd, &c, &c.leasesCmd); err != nil {
-		return nil, err
-	}
-	if err := c.validate(); err != nil {
-		return nil, err
-	}
-	if err := checkGraph(c.GraphRef); err != nil {
-		return nil, err
-	}
-	if err := checkIdemScope(tx, cmd, op, c.GraphRef, c.TenantRef); err != nil {
-		return nil, err
-	}
-	if err := checkCaller(tx.Principal, c.TenantRef, c.OwnerDigest); err != nil {
-		return nil, err
-	}
-	return &c, nil
+// leasesCommand is capacity_renew or capacity_release (op): a member of
+// the tenant acts on the leases of the owner digest of its own
+// principal, apply on each of them.
+func leasesCommand(op string, apply func(tx *fsm.Tx, c *leasesInGraph, l *Lease) (*Lease, error)) fsm.Typed[leasesInGraph] {
+	t := graphCommand(func(c *leasesInGraph) any { return &c.leasesCmd },
+		func(c *leasesInGraph) (string, string) { return c.GraphRef, c.TenantRef }, op)
+	t.Validate = (*leasesInGraph).validate
+	t.Checks = append(t.Checks, func(_ *fsm.Tx, _ *log.Command, c *leasesInGraph) error { return checkOwnerDigest(c.OwnerDigest) })
+	t.Role, t.Tenant = identity.RoleMember, func(c *leasesInGraph) string { return c.TenantRef }
+	t.Forbidden = func(p identity.Principal, c *leasesInGraph) error { return mayNotHold(p, c.TenantRef) }
+	t.Apply = func(tx *fsm.Tx, _ *log.Command, c *leasesInGraph) (any, error) { return applyLeases(tx, c, apply) }
+	return t
 }
 
 // applyRenew advances the expiry (from FSM time) and the epoch of every
 // lease, or of none.
-func applyRenew(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	return applyLeases(tx, cmd, "renew", func(c *leasesInGraph, l *Lease) (*Lease, error) {
-		ttl := c.TTLMs
-		if ttl == 0 {
-			ttl = l.TTLMs
-		}
-		return renew(tx, l, ttl)
-	})
+func applyRenew(tx *fsm.Tx, c *leasesInGraph, l *Lease) (*Lease, error) {
+	ttl := c.TTLMs
+	if ttl == 0 {
+		ttl = l.TTLMs
+	}
+	return renew(tx, l, ttl)
 }
 
 // applyRelease returns every lease's usage to its cell and terminalizes
 // it, or does nothing.
-func applyRelease(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	return applyLeases(tx, cmd, "release", func(_ *leasesInGraph, l *Lease) (*Lease, error) {
-		return end(tx, l, LeaseReleased)
-	})
+func applyRelease(tx *fsm.Tx, _ *leasesInGraph, l *Lease) (*Lease, error) {
+	return end(tx, l, LeaseReleased)
 }
 
 // applyLeases runs each on every named lease once all of them passed
 // prevalidate; a refusal of any lease is the batch's decision.
-func applyLeases(tx *fsm.Tx, cmd *log.Command, op string, each func(*leasesInGraph, *Lease) (*Lease, error)) (any, error) {
-	c, err := decodeLeases(tx, cmd, op)
-	if err != nil {
+func applyLeases(tx *fsm.Tx, c *leasesInGraph, each func(*fsm.Tx, *leasesInGraph, *Lease) (*Lease, error)) (any, error) {
+	if err := checkOwner(tx.Principal, c.OwnerDigest); err != nil {
 		return nil, err
 	}
 	res := &LeasesResult{SchemaVersion: SchemaVersion, Leases: []Lease{}, NowMs: tx.Now}
@@ -105,7 +95,7 @@ func applyLeases(tx *fsm.Tx, cmd *log.Command, op string, each func(*leasesInGra
 		return res, err
 	}
 	for _, l := range leases {
-		n, err := each(c, l)
+		n, err := each(tx, c, l)
 		if err != nil {
 			return nil, err
 		}

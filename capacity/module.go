@@ -25,11 +25,12 @@ func Module() fsm.Module {
 		Tables: tables(),
 		Gauges: gauges,
 		Commands: []fsm.CommandSpec{
-			{Type: CmdAcquire, Name: "capacity_acquire", MaxVersion: 3, Apply: applyAcquire},           // 2: fences from the log index; 3: graphs
-			{Type: CmdRenew, Name: "capacity_renew", MaxVersion: 2, Apply: applyRenew},                 // 2: graphs
-			{Type: CmdRelease, Name: "capacity_release", MaxVersion: 2, Apply: applyRelease},           // 2: graphs
-			{Type: CmdReclaim, Name: "capacity_reclaim", MaxVersion: 2, Apply: applyReclaim},           // 2: graphs
-			{Type: CmdUpdateCell, Name: "capacity_update_cell", MaxVersion: 2, Apply: applyUpdateCell}, // 2: graphs
+			// Each command's payload, access and prologue: its Typed (graphCommand).
+			{Type: CmdAcquire, Name: "capacity_acquire", MaxVersion: 3, Apply: fsm.Handle(acquireCommand())},                       // 2: fences from the log index; 3: graphs
+			{Type: CmdRenew, Name: "capacity_renew", MaxVersion: 2, Apply: fsm.Handle(leasesCommand("renew", applyRenew))},         // 2: graphs
+			{Type: CmdRelease, Name: "capacity_release", MaxVersion: 2, Apply: fsm.Handle(leasesCommand("release", applyRelease))}, // 2: graphs
+			{Type: CmdReclaim, Name: "capacity_reclaim", MaxVersion: 2, Apply: fsm.Handle(reclaimCommand())},                       // 2: graphs
+			{Type: CmdUpdateCell, Name: "capacity_update_cell", MaxVersion: 2, Apply: fsm.Handle(updateCellCommand())},             // 2: graphs
 		},
 		Queries: []fsm.QuerySpec{
 			{Type: QueryStatus, Name: "capacity_status", Run: runStatus},

@@ -32,22 +32,22 @@ func (c *reclaimCmd) validate() error {
 	return checkPage(c.MaxCount, c.Cursor)
 }
 
+// reclaimCommand is capacity_reclaim: a member of the tenant reclaims.
+func reclaimCommand() fsm.Typed[reclaimInGraph] {
+	t := graphCommand(func(c *reclaimInGraph) any { return &c.reclaimCmd },
+		func(c *reclaimInGraph) (string, string) { return c.GraphRef, c.TenantRef }, "")
+	t.Validate = (*reclaimInGraph).validate
+	t.Role, t.Tenant = identity.RoleMember, func(c *reclaimInGraph) string { return c.TenantRef }
+	t.Forbidden = func(_ identity.Principal, c *reclaimInGraph) error {
+		return errs.Errorf(errs.CodeForbidden, "reclaiming needs the member role in tenant %q", c.TenantRef)
+	}
+	t.Apply = applyReclaim
+	return t
+}
+
 // applyReclaim expires at most max_count of the leases of a graph of the
 // tenant (or of one cell) whose deadline has passed, in one command.
-func applyReclaim(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	var c reclaimInGraph
-	if err := decodeScoped(tx, cmd, &c, &c.reclaimCmd); err != nil {
-		return nil, err
-	}
-	if err := c.validate(); err != nil {
-		return nil, err
-	}
-	if err := checkGraph(c.GraphRef); err != nil {
-		return nil, err
-	}
-	if !tx.Principal.InTenant(c.TenantRef) || !tx.Principal.HasRole(identity.RoleMember) {
-		return nil, errs.Errorf(errs.CodeForbidden, "reclaiming needs the member role in tenant %q", c.TenantRef)
-	}
+func applyReclaim(tx *fsm.Tx, _ *log.Command, c *reclaimInGraph) (any, error) {
 	after, err := decodeReclaimCursor(c.GraphRef, c.TenantRef, c.CellID, c.Cursor)
 	if err != nil {
 		return nil, err

@@ -16,6 +16,7 @@ import (
 	"github.com/arbiterhq/arbiter/domain/builtin"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
 	"github.com/arbiterhq/arbiter/log"
 	memdb "github.com/hashicorp/go-memdb"
@@ -38,6 +39,14 @@ type addRequest struct {
 	By   uint64 `msgpack:"by" json:"by"`
 }
 
+// Validate is the payload's rule, which fsm.Handle runs (fsm.Validator).
+func (r *addRequest) Validate() error {
+	if r.Name == "" || r.By == 0 {
+		return errs.New(errs.CodeInvalid, "name and by are required")
+	}
+	return nil
+}
+
 func counterModule() fsm.Module {
 	return fsm.Module{
 		Name:  "counters",
@@ -46,27 +55,24 @@ func counterModule() fsm.Module {
 			Name:    "counters",
 			Indexes: map[string]*memdb.IndexSchema{"id": {Name: "id", Unique: true, Indexer: &memdb.StringFieldIndex{Field: "Name"}}},
 		}}},
-		Commands: []fsm.CommandSpec{{Type: cmdCounterAdd, Name: "counter_add", MaxVersion: 1, Apply: func(tx *fsm.Tx, cmd *log.Command) (any, error) {
-			var req addRequest
-			if err := fsm.DecodePayload(cmd.Payload, &req); err != nil {
-				return nil, err
-			}
-			if req.Name == "" || req.By == 0 {
-				return nil, errs.New(errs.CodeInvalid, "name and by are required")
-			}
-			c := counter{Name: req.Name}
-			if raw, err := tx.First("counters", "id", req.Name); err != nil {
-				return nil, err
-			} else if raw != nil {
-				c = *raw.(*counter)
-			}
-			c.Value += req.By
-			if err := tx.Insert("counters", &c); err != nil {
-				return nil, err
-			}
-			tx.Emit("counter_add", c.Name, "")
-			return c, nil
-		}}},
+		// The command declares its payload, its role and its body; the
+		// host decodes, validates and checks the role around the body.
+		Commands: []fsm.CommandSpec{{Type: cmdCounterAdd, Name: "counter_add", MaxVersion: 1, Apply: fsm.Handle(fsm.Typed[addRequest]{
+			Role: identity.RoleMember,
+			Apply: func(tx *fsm.Tx, _ *log.Command, req *addRequest) (any, error) {
+				c := counter{Name: req.Name}
+				if raw, err := tx.First("counters", "id", req.Name); err != nil {
+					return nil, err
+				} else if raw != nil {
+					c = *raw.(*counter)
+				}
+				c.Value += req.By
+				if err := tx.Insert("counters", &c); err != nil {
+					return nil, err
+				}
+				tx.Emit("counter_add", c.Name, "")
+				return c, nil
+			}})}},
 		Queries: []fsm.QuerySpec{{Type: queryCounterGet, Name: "counter_get", Run: func(rt *fsm.ReadTx, payload []byte) (any, error) {
 			var name string
 			if err := fsm.DecodePayload(payload, &name); err != nil {

@@ -15,6 +15,14 @@
 // proposer as a *Response, with domain failures inside it rather than as a
 // raft error.
 //
+// A handler has one shape (typed.go): a command declares its payload
+// type, its validation, its checks, the role it needs and its tenant
+// field once, as an fsm.Typed, and Handle builds the Handler that runs
+// guard, decode, validate, checks, access and the body in that order around
+// every command, as etcd's applier chain wraps every apply with its auth
+// checks. The order decides which error a bad command gets, and a log
+// replays only if that never changes.
+//
 // Rules for handlers (they run inside raft's Apply on every replica):
 //
 //   - deterministic: time only from Tx.Now, no randomness, no goroutines, no

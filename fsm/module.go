@@ -150,7 +150,8 @@ type CommandSpec struct {
 
 // Handler applies one command. It returns the result to encode, or an
 // *errs.Error (any other error becomes internal). On error the transaction
-// is aborted.
+// is aborted. A domain builds its handlers with Handle, from a Typed that
+// declares the command's payload, checks and access once (typed.go).
 type Handler func(tx *Tx, cmd *log.Command) (any, error)
 
 // QueryType identifies a read.

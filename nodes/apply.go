@@ -41,8 +41,9 @@ func Module(opts ...Option) fsm.Module {
 		},
 		Commands: []fsm.CommandSpec{
 			// 2: set_index (fields set to the entry's log index; see IndexFields)
-			{Type: CmdCreate, Name: "node_create", MaxVersion: IndexVersion, Apply: a.applyCreateNode},
-			{Type: CmdCAS, Name: "node_cas", MaxVersion: IndexVersion, Apply: a.applyCAS},
+			// Each command's payload, access and prologue: its fsm.Typed.
+			{Type: CmdCreate, Name: "node_create", MaxVersion: IndexVersion, Apply: fsm.Handle(a.createCommand())},
+			{Type: CmdCAS, Name: "node_cas", MaxVersion: IndexVersion, Apply: fsm.Handle(a.casCommand())},
 		},
 		Queries: []fsm.QuerySpec{
 			{Type: QueryGet, Name: "node_get", Run: a.runGetNode},
@@ -68,17 +69,27 @@ func nodeEventValue(rt *fsm.ReadTx, key string, index uint64) (json.RawMessage, 
 	return b, true, nil
 }
 
+// guard is the access of the raw node API, judged before a payload is
+// decoded: it depends on the principal and the adapter alone.
+func (a access) guard(tx *fsm.Tx) error { return a.raw(tx.Principal, tx.Adapter) }
+
+// createCommand is node_create: the raw API's access (guard), then the
+// payload decoded by its version's schema; create validates it.
+func (a access) createCommand() fsm.Typed[createArgs] {
+	return fsm.Typed[createArgs]{
+		Guard: a.guard,
+		Decode: func(_ *fsm.Tx, cmd *log.Command, c *createArgs) (err error) {
+			*c, err = decodeCreate(cmd)
+			return err
+		},
+		Apply: applyCreateNode,
+	}
+}
+
 // applyCreateNode stores the node unless one with the same id exists; the
 // first writer in log order wins, every later one reads the winner.
-func (a access) applyCreateNode(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	if err := a.raw(tx.Principal, tx.Adapter); err != nil {
-		return nil, err
-	}
-	c, err := decodeCreate(cmd)
-	if err != nil {
-		return nil, err
-	}
-	return create(tx, cmd.Version, c)
+func applyCreateNode(tx *fsm.Tx, cmd *log.Command, c *createArgs) (any, error) {
+	return create(tx, cmd.Version, *c)
 }
 
 // create is node_create's handler after access and decoding, for a
@@ -133,17 +144,23 @@ func create(tx *fsm.Tx, v uint16, c createArgs) (any, error) {
 	return storedResult{created: true, node: stored}, nil
 }
 
+// casCommand is node_cas: the raw API's access (guard), then the payload
+// decoded by its version's schema; compareAndSet validates it.
+func (a access) casCommand() fsm.Typed[CASCommand] {
+	return fsm.Typed[CASCommand]{
+		Guard: a.guard,
+		Decode: func(_ *fsm.Tx, cmd *log.Command, c *CASCommand) (err error) {
+			*c, err = decodeCAS(cmd)
+			return err
+		},
+		Apply: applyCAS,
+	}
+}
+
 // applyCAS checks every condition against the stored node and, only if all
 // hold, applies every update in the same step.
-func (a access) applyCAS(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	if err := a.raw(tx.Principal, tx.Adapter); err != nil {
-		return nil, err
-	}
-	c, err := decodeCAS(cmd)
-	if err != nil {
-		return nil, err
-	}
-	return compareAndSet(tx, cmd.Version, &c)
+func applyCAS(tx *fsm.Tx, cmd *log.Command, c *CASCommand) (any, error) {
+	return compareAndSet(tx, cmd.Version, c)
 }
 
 // compareAndSet is node_cas's handler after access and decoding, for a

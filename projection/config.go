@@ -3,7 +3,6 @@ package projection
 import (
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
-	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/strictjson"
 	"github.com/arbiterhq/arbiter/log"
 )
@@ -15,17 +14,7 @@ type setConfigCmd struct {
 
 // applySetConfig sets lease_ttl_ms (admin only). Setting the value it
 // already has changes nothing.
-func applySetConfig(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	var c setConfigCmd
-	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
-		return nil, err
-	}
-	if err := checkLeaseTTL(c.LeaseTTLMs); err != nil {
-		return nil, err
-	}
-	if !tx.Principal.HasRole(identity.RoleAdmin) {
-		return nil, errs.Errorf(errs.CodeForbidden, "principal %q may not configure projections (admin only)", tx.Principal.ID)
-	}
+func applySetConfig(tx *fsm.Tx, _ *log.Command, c *setConfigCmd) (any, error) {
 	cur, err := getConfig(tx)
 	if err != nil {
 		return nil, err

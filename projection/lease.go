@@ -53,14 +53,7 @@ func errNotConfigured() error {
 // strictly increase and a restored backup can never make the cluster
 // hand one out twice), expiry at FSM now + lease_ttl_ms. A held lease is
 // a conflict that says when to retry; nothing is written.
-func (h handlers) applyAcquire(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	var c acquireCmd
-	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
-		return nil, err
-	}
-	if err := c.validate(); err != nil {
-		return nil, err
-	}
+func (h handlers) applyAcquire(tx *fsm.Tx, _ *log.Command, c *acquireCmd) (any, error) {
 	cfg, err := getConfig(tx)
 	if err != nil {
 		return nil, err
@@ -101,18 +94,11 @@ func (h handlers) applyAcquire(tx *fsm.Tx, cmd *log.Command) (any, error) {
 // a stale holder can never release its successor's lease. Releasing a
 // lease that already ended (published, released, expired) changes
 // nothing and succeeds, so holders release on every path.
-func applyRelease(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	var c fenceCmd
-	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
-		return nil, err
-	}
-	if err := c.validate(); err != nil {
-		return nil, err
-	}
+func applyRelease(tx *fsm.Tx, _ *log.Command, c *fenceCmd) (any, error) {
 	if _, err := holdable(tx, c.TargetID); err != nil {
 		return nil, err
 	}
-	l, err := fencedLease(tx, &c)
+	l, err := fencedLease(tx, c)
 	if err != nil {
 		return nil, err
 	}

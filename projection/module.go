@@ -38,13 +38,15 @@ func module(writer func() *writer) fsm.Module {
 		Types:  fsm.TypeRange{First: 500, Last: 599},
 		Tables: tables(),
 		Gauges: gauges,
+		// Each command's payload, access and prologue: its fsm.Typed
+		// (commands.go).
 		Commands: []fsm.CommandSpec{
-			{Type: CmdSetConfig, Name: "projection_set_config", MaxVersion: 1, Apply: applySetConfig},
-			{Type: CmdRegisterTarget, Name: "projection_register_target", MaxVersion: 1, Apply: applyRegisterTarget},
-			{Type: CmdSubmit, Name: "projection_submit", MaxVersion: 1, Apply: applySubmit},
-			{Type: CmdAcquire, Name: "projection_acquire", MaxVersion: 1, Apply: h.applyAcquire},
-			{Type: CmdPublish, Name: "projection_publish", MaxVersion: 1, Apply: h.applyPublish},
-			{Type: CmdRelease, Name: "projection_release", MaxVersion: 1, Apply: applyRelease},
+			{Type: CmdSetConfig, Name: "projection_set_config", MaxVersion: 1, Apply: fsm.Handle(setConfigCommand())},
+			{Type: CmdRegisterTarget, Name: "projection_register_target", MaxVersion: 1, Apply: fsm.Handle(registerTargetCommand())},
+			{Type: CmdSubmit, Name: "projection_submit", MaxVersion: 1, Apply: fsm.Handle(validated((*submitCmd).validate, applySubmit))},
+			{Type: CmdAcquire, Name: "projection_acquire", MaxVersion: 1, Apply: fsm.Handle(validated((*acquireCmd).validate, h.applyAcquire))},
+			{Type: CmdPublish, Name: "projection_publish", MaxVersion: 1, Apply: fsm.Handle(validated((*fenceCmd).validate, h.applyPublish))},
+			{Type: CmdRelease, Name: "projection_release", MaxVersion: 1, Apply: fsm.Handle(validated((*fenceCmd).validate, applyRelease))},
 		},
 		Queries: []fsm.QuerySpec{
 			{Type: QueryTarget, Name: "projection_target", Run: runTarget},

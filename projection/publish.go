@@ -18,19 +18,12 @@ import (
 // commits and before the next one is applied, so no takeover can be
 // applied between the check and the rename. A refused publish writes
 // nothing, on any node.
-func (h handlers) applyPublish(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	var c fenceCmd
-	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
-		return nil, err
-	}
-	if err := c.validate(); err != nil {
-		return nil, err
-	}
+func (h handlers) applyPublish(tx *fsm.Tx, _ *log.Command, c *fenceCmd) (any, error) {
 	t, err := holdable(tx, c.TargetID)
 	if err != nil {
 		return nil, err
 	}
-	l, err := fencedLease(tx, &c)
+	l, err := fencedLease(tx, c)
 	if err != nil {
 		return nil, err
 	}

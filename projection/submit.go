@@ -34,14 +34,7 @@ func (c *submitCmd) validate() error {
 // same envelope is a replay, and the same one with another envelope is a
 // source conflict that degrades the channel (committed, answered with
 // conflict).
-func applySubmit(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	var c submitCmd
-	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
-		return nil, err
-	}
-	if err := c.validate(); err != nil {
-		return nil, err
-	}
+func applySubmit(tx *fsm.Tx, _ *log.Command, c *submitCmd) (any, error) {
 	t, err := getTarget(tx, c.TargetID)
 	if err != nil {
 		return nil, err

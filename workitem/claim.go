@@ -49,23 +49,13 @@ func (c *claimCmd) validate() error {
 // the command's log index: larger than any fence the item had, and never
 // handed out again, also after a backup is restored. None claimable:
 // not_found, and nothing changes.
-func applyClaim(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	var c claimCmd
-	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
-		return nil, err
-	}
-	if err := c.validate(); err != nil {
-		return nil, err
-	}
-	if err := checkMember(tx.Principal, c.TenantRef); err != nil {
-		return nil, err
-	}
+func applyClaim(tx *fsm.Tx, cmd *log.Command, c *claimCmd) (any, error) {
 	if cmd.IdemKey != "" {
 		if err := checkIdemScope(tx, cmd, opClaim, c.TenantRef, c.GraphRef, claimTenantLedger, "a keyed claim"); err != nil {
 			return nil, err
 		}
 	}
-	row, err := pick(tx, &c)
+	row, err := pick(tx, c)
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
-	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/canon"
 	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/workitem/extension"
@@ -94,18 +93,8 @@ func checkExtension(field string, raw []byte, r recordRules) error {
 // metadata holds, presenting the item's exact current fence (0 for an
 // item never claimed). A readable record is immutable (conflict); an
 // ended item is a conflict too.
-func applyRewriteExtension(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	var c rewriteCmd
-	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
-		return nil, err
-	}
-	rules := rulesAt(tx, CmdRewriteExtension, rewriteSensitive)
-	if err := c.validate(rules); err != nil {
-		return nil, err
-	}
-	if !tx.Principal.HasRole(identity.RoleAdmin) || !tx.Principal.InTenant(c.TenantRef) {
-		return nil, errs.Errorf(errs.CodeForbidden, "rewriting an extension needs the admin role in tenant %q", c.TenantRef)
-	}
+func applyRewriteExtension(tx *fsm.Tx, _ *log.Command, c *rewriteCmd) (any, error) {
+	rules := rulesAt(tx, CmdRewriteExtension, rewriteSensitive) // as rewriteExtensionCommand validated
 	old, err := existingItem(tx, c.TenantRef, c.WorkItemID)
 	if err != nil {
 		return nil, err

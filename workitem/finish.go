@@ -74,17 +74,7 @@ const completeV2 = 2
 // answers the item as it ended, unchanged (a retry after an unknown
 // outcome). Dependents learn of the end at once (up to InlineCascade of
 // them) or from Tick.
-func applyComplete(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	var c completeCmd
-	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
-		return nil, err
-	}
-	if err := c.validate(); err != nil {
-		return nil, err
-	}
-	if err := checkMember(tx.Principal, c.TenantRef); err != nil {
-		return nil, err
-	}
+func applyComplete(tx *fsm.Tx, _ *log.Command, c *completeCmd) (any, error) {
 	old, err := existingItem(tx, c.TenantRef, c.WorkItemID)
 	if err != nil {
 		return nil, err
@@ -130,17 +120,7 @@ func applyComplete(tx *fsm.Tx, cmd *log.Command) (any, error) {
 // applyCancel cancels a pending or claimed item (any member of its
 // tenant may); its claim, if any, ends with it. Cancelling a cancelled
 // item answers it unchanged; one that succeeded or failed is a conflict.
-func applyCancel(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	var c cancelCmd
-	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
-		return nil, err
-	}
-	if err := c.validate(); err != nil {
-		return nil, err
-	}
-	if err := checkMember(tx.Principal, c.TenantRef); err != nil {
-		return nil, err
-	}
+func applyCancel(tx *fsm.Tx, _ *log.Command, c *cancelCmd) (any, error) {
 	old, err := existingItem(tx, c.TenantRef, c.WorkItemID)
 	if err != nil {
 		return nil, err

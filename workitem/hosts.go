@@ -88,17 +88,7 @@ const putHostV2 = 2
 // (controllers of every tenant). The epoch becomes the command's log
 // index: it only grows, also across a restore, so expected_epoch is a
 // safe compare-and-set. Capacity never drops below the current use.
-func applyPutHost(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	var c hostCmd
-	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
-		return nil, err
-	}
-	if err := c.validate(); err != nil {
-		return nil, err
-	}
-	if err := checkFleet(tx.Principal, "registering a host"); err != nil {
-		return nil, err
-	}
+func applyPutHost(tx *fsm.Tx, _ *log.Command, c *hostCmd) (any, error) {
 	old, err := getHost(tx, c.HostID)
 	if err != nil {
 		return nil, err
@@ -154,17 +144,7 @@ func applyPutHost(tx *fsm.Tx, cmd *log.Command) (any, error) {
 // applyTelemetry records a host's report (controllers of every tenant):
 // report_seq must be above the last (a stale report is refused), and
 // FSM time stamps it.
-func applyTelemetry(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	var c telemetryCmd
-	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
-		return nil, err
-	}
-	if err := c.validate(); err != nil {
-		return nil, err
-	}
-	if err := checkFleet(tx.Principal, "reporting host telemetry"); err != nil {
-		return nil, err
-	}
+func applyTelemetry(tx *fsm.Tx, _ *log.Command, c *telemetryCmd) (any, error) {
 	old, err := getHost(tx, c.HostID)
 	if err != nil {
 		return nil, err

@@ -40,26 +40,29 @@ func Module() fsm.Module {
 		Tables: append(tables(), reservationTables()...),
 		Gauges: gauges,
 		Commands: []fsm.CommandSpec{
+			// Each command's payload, access and prologue: its fsm.Typed
+			// (commands.go).
+			//
 			// submit and submit-batch 2: the extension's closed schema; 3:
 			// RFC 8785 fingerprints (fingerprint_rules.go), keys by tenant
 			// (ledger.go), every digest checked, the extension's
 			// sensitive-value rules.
-			{Type: CmdSubmit, Name: "workitem_submit", MaxVersion: 3, Apply: applySubmit,
+			{Type: CmdSubmit, Name: "workitem_submit", MaxVersion: 3, Apply: fsm.Handle(submitCommand()),
 				LedgerTenant: scopeTenant(opAdmit), LedgerTenantFrom: admitTenantLedger, LedgerLegacyScope: scopeLegacy(opAdmit)},
-			{Type: CmdSubmitBatch, Name: "workitem_submit_batch", MaxVersion: 3, Apply: applySubmitBatch,
+			{Type: CmdSubmitBatch, Name: "workitem_submit_batch", MaxVersion: 3, Apply: fsm.Handle(submitBatchCommand()),
 				LedgerTenant: scopeTenant(opAdmit), LedgerTenantFrom: admitTenantLedger, LedgerLegacyScope: scopeLegacy(opAdmit)},
 			// claim 2: keys by tenant.
-			{Type: CmdClaim, Name: "workitem_claim", MaxVersion: 2, Apply: applyClaim,
+			{Type: CmdClaim, Name: "workitem_claim", MaxVersion: 2, Apply: fsm.Handle(claimCommand()),
 				LedgerTenant: scopeTenant(opClaim), LedgerTenantFrom: claimTenantLedger, LedgerLegacyScope: scopeLegacy(opClaim)},
-			{Type: CmdComplete, Name: "workitem_complete", MaxVersion: 2, Apply: applyComplete}, // 2: see completeV2
-			{Type: CmdCancel, Name: "workitem_cancel", MaxVersion: 1, Apply: applyCancel},
-			{Type: CmdPutHost, Name: "workitem_host_put", MaxVersion: 2, Apply: applyPutHost}, // 2: see putHostV2
-			{Type: CmdTelemetry, Name: "workitem_host_telemetry", MaxVersion: 1, Apply: applyTelemetry},
-			{Type: CmdSetProfiles, Name: "workitem_profiles_set", MaxVersion: 2, Apply: applySetProfiles}, // 2: see profilesV2
-			{Type: CmdReserve, Name: "workitem_reserve", MaxVersion: 2, Apply: applyReserve},              // 2: see reserveV2
-			{Type: CmdRelease, Name: "workitem_release", MaxVersion: 2, Apply: applyRelease},              // 2: see releaseV2
-			{Type: CmdReclaim, Name: "workitem_reservation_reclaim", MaxVersion: 1, Apply: applyReclaim},
-			{Type: CmdRewriteExtension, Name: "workitem_extension_rewrite", MaxVersion: 2, Apply: applyRewriteExtension}, // 2: see rewriteSensitive
+			{Type: CmdComplete, Name: "workitem_complete", MaxVersion: 2, Apply: fsm.Handle(completeCommand())}, // 2: see completeV2
+			{Type: CmdCancel, Name: "workitem_cancel", MaxVersion: 1, Apply: fsm.Handle(cancelCommand())},
+			{Type: CmdPutHost, Name: "workitem_host_put", MaxVersion: 2, Apply: fsm.Handle(putHostCommand())}, // 2: see putHostV2
+			{Type: CmdTelemetry, Name: "workitem_host_telemetry", MaxVersion: 1, Apply: fsm.Handle(telemetryCommand())},
+			{Type: CmdSetProfiles, Name: "workitem_profiles_set", MaxVersion: 2, Apply: fsm.Handle(setProfilesCommand())}, // 2: see profilesV2
+			{Type: CmdReserve, Name: "workitem_reserve", MaxVersion: 2, Apply: fsm.Handle(reserveCommand())},              // 2: see reserveV2
+			{Type: CmdRelease, Name: "workitem_release", MaxVersion: 2, Apply: fsm.Handle(releaseCommand())},              // 2: see releaseV2
+			{Type: CmdReclaim, Name: "workitem_reservation_reclaim", MaxVersion: 1, Apply: fsm.Handle(reclaimCommand())},
+			{Type: CmdRewriteExtension, Name: "workitem_extension_rewrite", MaxVersion: 2, Apply: fsm.Handle(rewriteExtensionCommand())}, // 2: see rewriteSensitive
 		},
 		Queries: []fsm.QuerySpec{
 			{Type: QueryGet, Name: "workitem_get", Run: runGet},

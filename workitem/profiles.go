@@ -8,9 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
-	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/workitem/extension"
 )
@@ -281,20 +279,7 @@ func profilesResult(ps []Profile, changed bool, src *profileSource) *ProfilesRes
 // none yet (no set was ever recorded and none is stored) or its
 // file_version is above the newest the cluster took; otherwise the
 // answer is the cluster's set, Kept, and nothing changes.
-func applySetProfiles(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	var c profilesCmd
-	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
-		return nil, err
-	}
-	if err := c.validate(); err != nil {
-		return nil, err
-	}
-	if (c.Seed || c.FileVersion != 0) && cmd.Version < profilesV2 {
-		return nil, errs.Errorf(errs.CodeInvalid, "a profile set from a file travels in version %d of the command", profilesV2)
-	}
-	if !tx.Principal.HasRole(identity.RoleAdmin) || !allTenants(tx.Principal) {
-		return nil, errs.Errorf(errs.CodeForbidden, "setting reservation profiles needs the admin role for every tenant; principal %q has not", tx.Principal.ID)
-	}
+func applySetProfiles(tx *fsm.Tx, _ *log.Command, c *profilesCmd) (any, error) {
 	want := slices.Clone(c.Profiles)
 	sortProfiles(want)
 	have, err := storedProfiles(tx)

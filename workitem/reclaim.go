@@ -43,21 +43,7 @@ type reclaimPos struct {
 // it) or of every tenant (controllers of every tenant), optionally of
 // one host. It looks at no more than 8 x max_count due reservations;
 // when it stops before the last, next_cursor continues after them.
-func applyReclaim(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	var c reclaimCmd
-	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
-		return nil, err
-	}
-	if err := c.validate(); err != nil {
-		return nil, err
-	}
-	if c.TenantRef == "" {
-		if err := checkFleet(tx.Principal, "reclaiming every tenant's reservations"); err != nil {
-			return nil, err
-		}
-	} else if err := checkMember(tx.Principal, c.TenantRef); err != nil {
-		return nil, err
-	}
+func applyReclaim(tx *fsm.Tx, _ *log.Command, c *reclaimCmd) (any, error) {
 	bind := c.TenantRef + "\x00" + c.HostID
 	var after *reclaimPos
 	if c.Cursor != "" {
@@ -66,7 +52,7 @@ func applyReclaim(tx *fsm.Tx, cmd *log.Command) (any, error) {
 			return nil, withField(err, "cursor")
 		}
 	}
-	due, next, err := dueReservations(tx, &c, after)
+	due, next, err := dueReservations(tx, c, after)
 	if err != nil {
 		return nil, err
 	}

@@ -42,17 +42,7 @@ const releaseV2 = 2
 // (or a controller) may (see releaseV2). Releasing a reservation that
 // has already ended (released, or ended with its claim) answers it
 // unchanged; its fairness charge stays and decays.
-func applyRelease(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	var c releaseCmd
-	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
-		return nil, err
-	}
-	if err := c.validate(); err != nil {
-		return nil, err
-	}
-	if err := checkMember(tx.Principal, c.TenantRef); err != nil {
-		return nil, err
-	}
+func applyRelease(tx *fsm.Tx, _ *log.Command, c *releaseCmd) (any, error) {
 	r, err := getReservation(tx, c.ReservationID)
 	if err != nil {
 		return nil, err

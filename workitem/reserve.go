@@ -65,17 +65,7 @@ func checkHolder(tenant, id string, attempt int64, fence uint64) error {
 // An item holds at most one active reservation: asking again with the
 // same attempt and fence (and no host, or the same host) answers the
 // reservation it holds, unchanged.
-func applyReserve(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	var c reserveCmd
-	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
-		return nil, err
-	}
-	if err := c.validate(); err != nil {
-		return nil, err
-	}
-	if err := checkMember(tx.Principal, c.TenantRef); err != nil {
-		return nil, err
-	}
+func applyReserve(tx *fsm.Tx, _ *log.Command, c *reserveCmd) (any, error) {
 	it, err := existingItem(tx, c.TenantRef, c.WorkItemID)
 	if err != nil {
 		return nil, err

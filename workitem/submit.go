@@ -14,24 +14,12 @@ import (
 // every replica agrees) an item's metadata.resource_reservation, if it
 // has one, must pass the extension's closed schema and fingerprint
 // (422 invalid, detail.reason extension_invalid or fingerprint_mismatch);
-// version 1 keeps it as opaque metadata, and reserve re-reads it anyway. Both check everything first (bounds, caller, the scope's
-// idempotency envelope, then each item against the state and the items
+// version 1 keeps it as opaque metadata, and reserve re-reads it anyway. Both check everything first (bounds and caller:
+// submitCommand, commands.go; then, in admit, the scope's idempotency
+// envelope, then each item against the state and the items
 // before it) and write only once all of it holds: an error allocates
 // nothing, no sequence, no id, no event.
-func applySubmit(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	var c submitCmd
-	if err := decode(cmd, &c); err != nil {
-		return nil, err
-	}
-	v := tx.EnabledVersion(CmdSubmit)
-	if err := c.validate(v); err != nil {
-		return nil, err
-	}
-	if v >= extensionChecked {
-		if err := checkSpecExtensions([]itemSpec{c.Item}, "", rulesAt(tx, CmdSubmit, digestsChecked)); err != nil {
-			return nil, err
-		}
-	}
+func applySubmit(tx *fsm.Tx, cmd *log.Command, c *submitCmd) (any, error) {
 	res, err := admit(tx, cmd, c.TenantRef, c.GraphRef, []itemSpec{c.Item}, "")
 	if err != nil {
 		return nil, err
@@ -39,20 +27,7 @@ func applySubmit(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	return res.Results[0], nil
 }
 
-func applySubmitBatch(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	var c batchCmd
-	if err := decode(cmd, &c); err != nil {
-		return nil, err
-	}
-	v := tx.EnabledVersion(CmdSubmitBatch)
-	if err := c.validate(v); err != nil {
-		return nil, err
-	}
-	if v >= extensionChecked {
-		if err := checkSpecExtensions(c.Items, "requests[%d].", rulesAt(tx, CmdSubmitBatch, digestsChecked)); err != nil {
-			return nil, err
-		}
-	}
+func applySubmitBatch(tx *fsm.Tx, cmd *log.Command, c *batchCmd) (any, error) {
 	return admit(tx, cmd, c.TenantRef, c.GraphRef, c.Items, "requests[%d].")
 }
 
@@ -79,12 +54,10 @@ type planned struct {
 	cap       int64
 }
 
-// admit checks every spec in order and then writes them all. prefix, if
-// set, is the batch child's field prefix (a format of its index).
+// admit checks every spec in order and then writes them all, once the
+// caller's access held (submitCommand). prefix, if set, is the batch
+// child's field prefix (a format of its index).
 func admit(tx *fsm.Tx, cmd *log.Command, tenant, graph string, specs []itemSpec, prefix string) (*BatchResult, error) {
-	if err := checkMember(tx.Principal, tenant); err != nil {
-		return nil, err
-	}
 	if err := checkIdemScope(tx, cmd, opAdmit, tenant, graph, admitTenantLedger, "an admission"); err != nil {
 		return nil, err
 	}

@@ -13,10 +13,20 @@ import (
 // no command accepts (empty, an empty map, nil, a huge declared length,
 // an unknown field, deep nesting).
 func PayloadVariants(valid map[log.Type][]any) map[log.Type][][]byte {
-	out := make(map[log.Type][][]byte, len(valid))
+	encoded := make(map[log.Type][][]byte, len(valid))
 	for typ, payloads := range valid {
 		for _, p := range payloads {
-			b := log.MustMarshal(p)
+			encoded[typ] = append(encoded[typ], log.MustMarshal(p))
+		}
+	}
+	return EncodedVariants(encoded)
+}
+
+// EncodedVariants is PayloadVariants of payloads already encoded.
+func EncodedVariants(valid map[log.Type][][]byte) map[log.Type][][]byte {
+	out := make(map[log.Type][][]byte, len(valid))
+	for typ, payloads := range valid {
+		for _, b := range payloads {
 			flipped := bytes.Clone(b)
 			flipped[len(b)/2] ^= 0x01
 			out[typ] = append(out[typ], b, b[:len(b)-1], flipped, append(bytes.Clone(b), 0xc0))
