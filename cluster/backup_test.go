@@ -16,6 +16,7 @@ import (
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
+	"github.com/arbiterhq/arbiter/internal/rawremote"
 	"github.com/arbiterhq/arbiter/nodes"
 )
 
@@ -43,7 +44,7 @@ func TestBackupRestoresIntoAnotherCluster(t *testing.T) {
 		}
 	}
 	var backup bytes.Buffer
-	if err := cluster.NewRemote(a.Node((aLeader+1)%3).APIAddr()).Snapshot(ctx, &backup); err != nil {
+	if err := rawremote.New(a.Node((aLeader+1)%3).APIAddr()).Snapshot(ctx, &backup); err != nil {
 		t.Fatalf("snapshot through a follower's address: %v", err)
 	}
 	info, err := a.Node(aLeader).FSM().InspectSnapshot(bytes.NewReader(backup.Bytes()))
@@ -63,7 +64,7 @@ func TestBackupRestoresIntoAnotherCluster(t *testing.T) {
 	bMembers := memberAddrs(b.Node(bLeader))
 	bIndex := b.Node(bLeader).FSM().AppliedIndex()
 
-	res, err := cluster.NewRemote(b.Node((bLeader+2)%3).APIAddr()).Restore(ctx, bytes.NewReader(backup.Bytes()))
+	res, err := rawremote.New(b.Node((bLeader+2)%3).APIAddr()).Restore(ctx, bytes.NewReader(backup.Bytes()))
 	if err != nil {
 		t.Fatalf("restore: %v", err)
 	}
@@ -126,7 +127,7 @@ func TestRestoreRefusalsChangeNothing(t *testing.T) {
 	}
 	damaged := slices.Clone(good.Bytes())
 	damaged[len(damaged)/2] ^= 0xff
-	remote := cluster.NewRemote(c.Node((leader + 1) % 3).APIAddr())
+	remote := rawremote.New(c.Node((leader + 1) % 3).APIAddr())
 	for name, tc := range map[string]struct {
 		body []byte
 		want errs.Code
@@ -189,7 +190,7 @@ func TestBumpedRestoreIssuesNoFenceAgain(t *testing.T) {
 	a := clustertest.New(t, clustertest.Options{Nodes: 1})
 	fence(a, "before")
 	var backup bytes.Buffer
-	if err := cluster.NewRemote(a.Node(0).APIAddr()).Snapshot(ctx, &backup); err != nil {
+	if err := rawremote.New(a.Node(0).APIAddr()).Snapshot(ctx, &backup); err != nil {
 		t.Fatal(err)
 	}
 	var highest uint64 // the last fence A issued before it was lost
@@ -199,7 +200,7 @@ func TestBumpedRestoreIssuesNoFenceAgain(t *testing.T) {
 
 	for _, bump := range []uint64{0, 1000} {
 		b := clustertest.New(t, clustertest.Options{Nodes: 1})
-		if _, err := cluster.NewRemote(b.Node(0).APIAddr()).RestoreWith(ctx, bytes.NewReader(backup.Bytes()), fsm.RestoreOptions{BumpIndex: bump}); err != nil {
+		if _, err := rawremote.New(b.Node(0).APIAddr()).RestoreWith(ctx, bytes.NewReader(backup.Bytes()), fsm.RestoreOptions{BumpIndex: bump}); err != nil {
 			t.Fatalf("restore with bump %d: %v", bump, err)
 		}
 		got := fence(b, "after-restore")
@@ -227,7 +228,7 @@ func TestRestoreWithABumpAnOlderLeaderIgnoredFails(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	remote := cluster.NewRemote(srv.URL)
+	remote := rawremote.New(srv.URL)
 	ctx := context.Background()
 	res, err := remote.RestoreWith(ctx, strings.NewReader("backup"), fsm.RestoreOptions{BumpIndex: 1000})
 	if errs.CodeOf(err) != errs.CodeUnavailable || !strings.Contains(err.Error(), "without bump_index 1000") || res == nil {

@@ -37,8 +37,6 @@ var (
 	newPeerTransport = rawwire.NewPeerTransport
 	postMsgpack      = rawwire.PostMsgpack
 	doJSON           = rawwire.DoJSON
-	replyError       = rawwire.ReplyError
-	transportError   = rawwire.TransportError
 )
 
 // forwardQuery asks the leader for a linearizable read. Reads change

@@ -15,6 +15,7 @@ import (
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
+	"github.com/arbiterhq/arbiter/internal/rawremote"
 	"github.com/arbiterhq/arbiter/nodes"
 )
 
@@ -165,8 +166,8 @@ func TestRemoteWatchFollowsAndResumes(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	remote := cluster.NewRemote(c.Node(f1).APIAddr(), c.Node(f2).APIAddr())
-	events, done := collect(ctx, remote.Watch(ctx, start, cluster.WatchValues(), cluster.WatchWait(2*time.Second), cluster.WatchPageSize(3)))
+	remote := rawremote.New(c.Node(f1).APIAddr(), c.Node(f2).APIAddr())
+	events, done := collect(ctx, remote.Watch(ctx, start, rawremote.WatchValues(), rawremote.WatchWait(2*time.Second), rawremote.WatchPageSize(3)))
 
 	want := map[string]bool{}
 	create := func(id string) {
@@ -232,13 +233,13 @@ func TestRemoteWatchCursorExpired(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	remote := cluster.NewRemote(c.Node(0).APIAddr())
+	remote := rawremote.New(c.Node(0).APIAddr())
 	if !c.Eventually(10*time.Second, func() bool {
 		return apiGet(t, apiBase(c, 0)+"/v1/changes?after=1").status == http.StatusGone
 	}) {
 		t.Fatal("the feed was not pruned")
 	}
-	var expired *cluster.CursorExpiredError
+	var expired *rawremote.CursorExpiredError
 	for _, err := range remote.Watch(context.Background(), 1) {
 		if !errors.As(err, &expired) {
 			t.Fatalf("the watch from cursor 1: %v, want cursor_expired", err)
@@ -251,7 +252,7 @@ func TestRemoteWatchCursorExpired(t *testing.T) {
 	// Resuming after LastSeq works.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	events, done := collect(ctx, remote.Watch(ctx, expired.LastSeq, cluster.WatchWait(time.Second)))
+	events, done := collect(ctx, remote.Watch(ctx, expired.LastSeq, rawremote.WatchWait(time.Second)))
 	if _, err := nc.CreateIfAbsent(context.Background(), nodes.CreateRequest{NodeID: "after-resync"}); err != nil {
 		t.Fatal(err)
 	}

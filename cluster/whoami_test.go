@@ -12,6 +12,7 @@ import (
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
+	"github.com/arbiterhq/arbiter/internal/rawremote"
 )
 
 func whoamiOf(t *testing.T, r isoReply) cluster.Whoami {
@@ -53,7 +54,7 @@ func TestWhoamiTokenPrincipals(t *testing.T) {
 		t.Errorf("whoami with a query parameter: %s, want 422", r)
 	}
 	// The Go client asks the same.
-	w, err := cluster.NewRemote(c.Node(1).APIAddr()).WithToken(isoToken("mem-a")).Whoami(context.Background())
+	w, err := rawremote.New(c.Node(1).APIAddr()).WithToken(isoToken("mem-a")).Whoami(context.Background())
 	if err != nil || w.Principal != "mem-a" || w.OwnerDigest != (identity.Principal{ID: "mem-a"}).OwnerDigest() {
 		t.Fatalf("Remote.Whoami: %+v %v", w, err)
 	}

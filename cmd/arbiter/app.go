@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/arbiterhq/arbiter/cluster"
+	"github.com/arbiterhq/arbiter/internal/rawremote"
 	"github.com/spf13/pflag"
 )
 
@@ -129,14 +129,14 @@ func (a *app) httpClient() (*http.Client, error) {
 }
 
 // remote is a client of the cluster at the flags' addresses.
-func (a *app) remote() (*cluster.Remote, error) { return a.remoteAt(a.addrs()...) }
+func (a *app) remote() (*rawremote.Remote, error) { return a.remoteAt(a.addrs()...) }
 
 // remoteAt is a client of the nodes at addrs with the flags' credentials.
-func (a *app) remoteAt(addrs ...string) (*cluster.Remote, error) {
+func (a *app) remoteAt(addrs ...string) (*rawremote.Remote, error) {
 	if len(addrs) == 0 {
 		return nil, usageErrorf("--addr names no address")
 	}
-	r := cluster.NewRemote(addrs...)
+	r := rawremote.New(addrs...)
 	hc, err := a.httpClient()
 	if err != nil {
 		return nil, err

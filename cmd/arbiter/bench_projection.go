@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/loadgen"
+	"github.com/arbiterhq/arbiter/internal/rawremote"
 	"github.com/arbiterhq/arbiter/projection"
 )
 
@@ -134,7 +134,7 @@ func publishOp(e benchEnv) (loadgen.Op, string, error) {
 	}
 	base := watermarkBase()
 	env := benchEnvelope(base)
-	if _, err := prepare(e.remotes, setupWorkers, len(targets), func(ctx context.Context, r *cluster.Remote, j int) ([]struct{}, error) {
+	if _, err := prepare(e.remotes, setupWorkers, len(targets), func(ctx context.Context, r *rawremote.Remote, j int) ([]struct{}, error) {
 		return nil, submitEnvelope(ctx, projection.NewService(r, r), targets[j], base, env, true)
 	}); err != nil {
 		return nil, "", err

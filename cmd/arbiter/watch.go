@@ -12,9 +12,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/internal/rawremote"
 	"github.com/spf13/cobra"
 )
 
@@ -56,12 +56,12 @@ the last_seq it names). -o json prints one JSON object per line.`,
 		} else if from, err = a.lastSeq(ctx, remote); err != nil {
 			return err
 		}
-		opts := []cluster.WatchOption{}
+		opts := []rawremote.WatchOption{}
 		if !*noValues {
-			opts = append(opts, cluster.WatchValues())
+			opts = append(opts, rawremote.WatchValues())
 		}
 		if *stale {
-			opts = append(opts, cluster.WatchStale())
+			opts = append(opts, rawremote.WatchStale())
 		}
 		if !o.json() {
 			fmt.Fprintf(a.stdout, "%-8s %-8s %-24s %-22s %s\n", "SEQ", "INDEX", "TIME", "KIND", "KEY / VALUE")
@@ -87,7 +87,7 @@ the last_seq it names). -o json prints one JSON object per line.`,
 }
 
 // lastSeq is the sequence of the feed's newest event.
-func (a *app) lastSeq(ctx context.Context, remote *cluster.Remote) (uint64, error) {
+func (a *app) lastSeq(ctx context.Context, remote *rawremote.Remote) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
 	var page fsm.ChangesPage

@@ -1,4 +1,4 @@
-package cluster
+package rawremote
 
 import (
 	"context"
@@ -6,10 +6,17 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/internal/rawwire"
 )
+
+// backupTransferTimeout bounds sending or receiving a backup, as the
+// node's own bound (cluster's backupTransferTimeout) does.
+const backupTransferTimeout = 15 * time.Minute
 
 // Snapshot writes a backup of the cluster's state to w. Backups are taken
 // on the leader, which Snapshot finds through the status of whichever node
@@ -28,12 +35,12 @@ func (r *Remote) Snapshot(ctx context.Context, w io.Writer) error {
 	}
 	resp, err := r.client.Do(req)
 	if err != nil {
-		return transportError(req.URL.String(), err)
+		return rawwire.TransportError(req.URL.String(), err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxReplyBytes))
-		return replyError(req.URL.String(), resp.StatusCode, raw)
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, rawwire.MaxReplyBytes))
+		return rawwire.ReplyError(req.URL.String(), resp.StatusCode, raw)
 	}
 	if _, err := io.Copy(w, resp.Body); err != nil {
 		return errs.Errorf(errs.CodeUnavailable, "%s: reading the backup: %v", req.URL, err)
@@ -42,15 +49,15 @@ func (r *Remote) Snapshot(ctx context.Context, w io.Writer) error {
 }
 
 // Restore replaces the cluster's state with the backup read from body
-// (see Node.Restore), on the leader.
-func (r *Remote) Restore(ctx context.Context, body io.Reader) (*RestoreResult, error) {
+// (see cluster.Node.Restore), on the leader.
+func (r *Remote) Restore(ctx context.Context, body io.Reader) (*cluster.RestoreResult, error) {
 	return r.RestoreWith(ctx, body, fsm.RestoreOptions{})
 }
 
-// RestoreWith is Restore with options (Node.RestoreWith). A leader of a
+// RestoreWith is Restore with options (cluster.Node.RestoreWith). A leader of a
 // release without bump_index restores without the bump: RestoreWith then
 // fails, saying so, though the restore has happened.
-func (r *Remote) RestoreWith(ctx context.Context, body io.Reader, opts fsm.RestoreOptions) (*RestoreResult, error) {
+func (r *Remote) RestoreWith(ctx context.Context, body io.Reader, opts fsm.RestoreOptions) (*cluster.RestoreResult, error) {
 	if err := opts.CheckBump(); err != nil {
 		return nil, err
 	}
@@ -69,8 +76,8 @@ func (r *Remote) RestoreWith(ctx context.Context, body io.Reader, opts fsm.Resto
 		return nil, errs.Errorf(errs.CodeInvalid, "%v", err)
 	}
 	req.Header.Set("Content-Type", "application/octet-stream")
-	var res RestoreResult
-	if err := doJSON(r.client, req, &res); err != nil {
+	var res cluster.RestoreResult
+	if err := rawwire.DoJSON(r.client, req, &res); err != nil {
 		return nil, err
 	}
 	if res.BumpIndex != opts.BumpIndex {

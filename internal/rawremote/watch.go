@@ -1,4 +1,4 @@
-package cluster
+package rawremote
 
 import (
 	"context"
@@ -14,6 +14,10 @@ import (
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 )
+
+// maxLongPoll is the longest wait a change-feed request may ask for (the
+// node's bound).
+const maxLongPoll = 30 * time.Second
 
 // WatchOption shapes Remote.Watch.
 type WatchOption func(*watchConfig)
@@ -77,7 +81,7 @@ func (e *CursorExpiredError) Unwrap() error { return e.Err }
 // the last Seq it handled can call Watch again after it, in this process
 // or another.
 //
-//	for ev, err := range remote.Watch(ctx, last, cluster.WatchValues()) {
+//	for ev, err := range remote.Watch(ctx, last, rawremote.WatchValues()) {
 //		if err != nil { ... }
 //		handle(ev); last = ev.Seq
 //	}
@@ -179,4 +183,21 @@ func detailUint(v any) (uint64, bool) {
 		return uint64(n), n >= 0
 	}
 	return 0, false
+}
+
+// backoff grows from 10ms to 500ms.
+func backoff(attempt int) time.Duration {
+	d := 10 * time.Millisecond << min(attempt, 6)
+	return min(d, 500*time.Millisecond)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
