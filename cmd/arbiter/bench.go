@@ -21,9 +21,10 @@ import (
 )
 
 // benchCommand measures create-if-absent of distinct node ids (or another
-// operation) against a running cluster, through the same client a Go
-// program would use (cluster.Remote), with each client bound to one of
-// the given nodes in turn.
+// operation) against a running cluster, through the domains' own typed
+// clients over the raw msgpack protocol (internal/rawremote, formerly
+// cluster.Remote; --op create-json measures the public JSON API), with
+// each client bound to one of the given nodes in turn.
 func (a *app) benchCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -52,7 +53,7 @@ all with the servers' CPU per operation.`,
 	duration := fs.Duration("duration", 10*time.Second, "measured time per run")
 	warmup := fs.Duration("warmup", 2*time.Second, "unmeasured time before each run")
 	prefix := fs.String("prefix", fmt.Sprintf("bench-%d", time.Now().UnixNano()), "node id prefix (ids must be new)")
-	op := fs.String("op", "create", "create (CreateNodeIfAbsent of a new node, over cluster.Remote's binary protocol), create-json (the same over the public JSON API, POST /v1/nodes/create, each client on its own connection, as any HTTP client sends it), get (a linearizable read of one node), reserve (the concept reservation protocol on a new concept id), lease (acquire then release capacity on --cells cells), acquire (capacity acquire of one lease, kept), release (capacity release of one lease), submit (SubmitWorkItem of a new item), batch (SubmitWorkItems of --batch new items), claim (a work-item claim of a pending item), complete (complete of a claimed item), hold-reserve (a host resource reservation for a claimed item), hold-release (release of one), task (an allocation task create with a new title), channel-submit (a projection producer's submit, watermark rising) or publish (a projection publish, each after an unmeasured lease acquire)")
+	op := fs.String("op", "create", "create (CreateNodeIfAbsent of a new node, over the raw msgpack protocol, internal/rawremote), create-json (the same over the public JSON API, POST /v1/nodes/create, each client on its own connection, as any HTTP client sends it), get (a linearizable read of one node), reserve (the concept reservation protocol on a new concept id), lease (acquire then release capacity on --cells cells), acquire (capacity acquire of one lease, kept), release (capacity release of one lease), submit (SubmitWorkItem of a new item), batch (SubmitWorkItems of --batch new items), claim (a work-item claim of a pending item), complete (complete of a claimed item), hold-reserve (a host resource reservation for a claimed item), hold-release (release of one), task (an allocation task create with a new title), channel-submit (a projection producer's submit, watermark rising) or publish (a projection publish, each after an unmeasured lease acquire)")
 	pool := fs.Int("pool", 0, fmt.Sprintf("with --op acquire, release, claim, complete, hold-reserve or hold-release: what the unmeasured setup makes before each run, items, leases or claims (0: 1.5 times what the op would use over the warmup and the run at the rate three calibration runs of 300 ms, before the setup, measured; at most %d)", maxBenchPool))
 	announce := fs.Bool("announce", false, "write \"bench: measuring\" to stderr as each run's warmup starts, after its setup: a script sampling the servers (bench/ops.sh) starts there")
 	cells := fs.Int("cells", 1, "with --op lease: cells per acquire (1..16)")

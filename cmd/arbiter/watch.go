@@ -5,16 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
 	"syscall"
 	"time"
 
+	"github.com/arbiterhq/arbiter/client"
 	"github.com/arbiterhq/arbiter/errs"
-	"github.com/arbiterhq/arbiter/fsm"
-	"github.com/arbiterhq/arbiter/internal/rawremote"
 	"github.com/spf13/cobra"
 )
 
@@ -22,8 +20,8 @@ func (a *app) nodeWatchCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "watch [--after SEQ]",
 		Short: "print change-feed events, with the values written, as they happen",
-		Long: `watch follows the change feed (cluster.Remote.Watch over GET /v1/changes
-with include_values) and prints each event once, in order, as it arrives,
+		Long: `watch follows the change feed (GET /v1/changes with include_values,
+through package client) and prints each event once, in order, as it arrives,
 until interrupted (or --count events). Each node event carries the node as
 it wrote it, or overwritten: true once a later change replaced it. When a
 node goes away it resumes at its cursor through the next --addr. It starts
@@ -42,10 +40,11 @@ the last_seq it names). -o json prints one JSON object per line.`,
 		if err := o.check(); err != nil {
 			return err
 		}
-		remote, err := a.remote()
+		c, err := a.coreClient()
 		if err != nil {
 			return err
 		}
+		defer c.Close()
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		var from uint64
@@ -53,49 +52,122 @@ the last_seq it names). -o json prints one JSON object per line.`,
 			if from, err = strconv.ParseUint(*after, 10, 64); err != nil {
 				return usageErrorf("--after %q: want a sequence number", *after)
 			}
-		} else if from, err = a.lastSeq(ctx, remote); err != nil {
+		} else if from, err = a.lastSeq(ctx, c); err != nil {
 			return err
 		}
-		opts := []rawremote.WatchOption{}
-		if !*noValues {
-			opts = append(opts, rawremote.WatchValues())
-		}
+		q := client.ChangesQuery{After: from, Limit: client.MaxPage, Wait: watchWait, IncludeValues: !*noValues}
 		if *stale {
-			opts = append(opts, rawremote.WatchStale())
+			q.Consistency = client.Stale
 		}
 		if !o.json() {
 			fmt.Fprintf(a.stdout, "%-8s %-8s %-24s %-22s %s\n", "SEQ", "INDEX", "TIME", "KIND", "KEY / VALUE")
 		}
 		seen := 0
-		for ev, err := range remote.Watch(ctx, from, opts...) {
-			if err != nil {
-				if errors.Is(err, context.Canceled) {
-					return nil // interrupted
-				}
-				return err
-			}
+		err = follow(ctx, c.Cluster(), q, func(ev client.Event) (bool, error) {
 			if err := a.printEvent(o, ev); err != nil {
-				return err
+				return false, err
 			}
-			if seen++; *count > 0 && seen >= *count {
-				return nil
-			}
+			seen++
+			return *count == 0 || seen < *count, nil
+		})
+		if errors.Is(err, context.Canceled) {
+			return nil // interrupted
 		}
-		return nil
+		return err
 	}
 	return cmd
 }
 
+// watchWait is how long one change-feed request waits for new events
+// before it asks again.
+const watchWait = 20 * time.Second
+
+// follow hands each event of the change feed after q.After to handle,
+// once, in order, until handle says stop (or fails), ctx ends (its
+// error), the cursor expires (cursor_expired, saying where to resume
+// after a resync) or a node refuses (unauthorized, forbidden, invalid).
+// A node that cannot be reached, or answers unavailable or backpressure,
+// is asked again with backoff (through the next address) from the last
+// event handled: reads change nothing, so nothing is skipped or repeated.
+func follow(ctx context.Context, cs *client.Cluster, q client.ChangesQuery, handle func(client.Event) (bool, error)) error {
+	for attempt := 0; ; attempt++ { // each turn one Watch, until it fails
+		w := cs.Watch(q, true)
+		var failed error
+		for ev, err := range w.Events(ctx) {
+			if err != nil {
+				failed = err
+				break
+			}
+			attempt = 0
+			more, herr := handle(ev)
+			if herr != nil || !more {
+				return herr
+			}
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var e *errs.Error
+		switch {
+		case errors.As(failed, &e) && e.Code == errs.CodeCursorExpired:
+			return cursorExpired(w.Cursor(), e)
+		case errors.As(failed, &e) && (e.Code == errs.CodeUnavailable || e.Code == errs.CodeBackpressure):
+			q.After = w.Cursor()
+			if sleep(ctx, watchBackoff(attempt)) != nil {
+				return ctx.Err()
+			}
+		case failed != nil:
+			return failed
+		default:
+			return nil // a follow ends only by one of the above
+		}
+	}
+}
+
+// watchBackoff grows from 10ms to 500ms.
+func watchBackoff(attempt int) time.Duration {
+	return min(10*time.Millisecond<<min(attempt, 6), 500*time.Millisecond)
+}
+
+// sleep waits d, or until ctx ends (its error).
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// cursorExpired says, as the error of a watch, that the feed no longer
+// holds the events after its cursor, and where to resume once resynced.
+func cursorExpired(after uint64, e *errs.Error) error {
+	first, _ := detailUint(e.Detail["first_seq"])
+	last, _ := detailUint(e.Detail["last_seq"])
+	return fmt.Errorf("cursor %d expired (the feed holds %d..%d; resync, then watch after %d): %w", after, first, last, last, e)
+}
+
+// detailUint reads an unsigned integer from an error's detail.
+func detailUint(v any) (uint64, bool) {
+	switch n := v.(type) {
+	case json.Number:
+		u, err := strconv.ParseUint(string(n), 10, 64)
+		return u, err == nil
+	case float64:
+		return uint64(n), n >= 0 && n == float64(uint64(n))
+	}
+	return 0, false
+}
+
 // lastSeq is the sequence of the feed's newest event.
-func (a *app) lastSeq(ctx context.Context, remote *rawremote.Remote) (uint64, error) {
-	ctx, cancel := context.WithTimeout(ctx, a.timeout)
-	defer cancel()
-	var page fsm.ChangesPage
-	err := remote.CallJSON(ctx, http.MethodGet, "/v1/changes?after=0&limit=1", nil, &page)
+func (a *app) lastSeq(ctx context.Context, c *client.Client) (uint64, error) {
+	page, err := c.Cluster().Changes(ctx, client.ChangesQuery{Limit: 1})
 	var e *errs.Error
 	if errors.As(err, &e) && e.Code == errs.CodeCursorExpired {
-		if n, ok := e.Detail["last_seq"].(json.Number); ok {
-			return strconv.ParseUint(string(n), 10, 64)
+		if n, ok := detailUint(e.Detail["last_seq"]); ok {
+			return n, nil
 		}
 	}
 	if err != nil {
@@ -104,7 +176,7 @@ func (a *app) lastSeq(ctx context.Context, remote *rawremote.Remote) (uint64, er
 	return page.LastSeq, nil
 }
 
-func (a *app) printEvent(o output, ev fsm.Event) error {
+func (a *app) printEvent(o output, ev client.Event) error {
 	if o.json() {
 		raw, err := json.Marshal(ev)
 		if err != nil {
