@@ -70,6 +70,8 @@
 //	case res.Created: // this call won the id
 //	}
 //	for ev, err := range c.Cluster().Watch(client.ChangesQuery{}, true).Events(ctx) { ... }
+//	// Follow rides out a node going away, resuming at its cursor:
+//	for ev, err := range c.Cluster().Follow(ctx, client.ChangesQuery{After: last}) { ... }
 //
 // The services are Nodes, Concepts, Capacity, WorkItems, Reservations,
 // Allocation, Projection and Cluster, named and shaped as the Python

@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
+	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/loadgen"
 	"github.com/arbiterhq/arbiter/internal/rawremote"
@@ -43,7 +45,10 @@ var benchEnvelopeBody = strings.Repeat("r", 256)
 // credential both are the caller's principal.
 func projectionTargets(e benchEnv, kind string) ([]string, error) {
 	r := e.remotes[0]
-	who, err := setupCall(r.Whoami)
+	who, err := setupCall(func(ctx context.Context) (*cluster.Whoami, error) {
+		var w cluster.Whoami
+		return &w, r.CallJSON(ctx, http.MethodGet, "/v1/auth/whoami", nil, &w)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("asking who the bench is: %w", err)
 	}

@@ -63,17 +63,21 @@ the last_seq it names). -o json prints one JSON object per line.`,
 			fmt.Fprintf(a.stdout, "%-8s %-8s %-24s %-22s %s\n", "SEQ", "INDEX", "TIME", "KIND", "KEY / VALUE")
 		}
 		seen := 0
-		err = follow(ctx, c.Cluster(), q, func(ev client.Event) (bool, error) {
-			if err := a.printEvent(o, ev); err != nil {
-				return false, err
+		for ev, err := range c.Cluster().Follow(ctx, q) {
+			if err != nil {
+				if errors.Is(err, context.Canceled) {
+					return nil // interrupted
+				}
+				return err
 			}
-			seen++
-			return *count == 0 || seen < *count, nil
-		})
-		if errors.Is(err, context.Canceled) {
-			return nil // interrupted
+			if err := a.printEvent(o, ev); err != nil {
+				return err
+			}
+			if seen++; *count > 0 && seen >= *count {
+				return nil
+			}
 		}
-		return err
+		return nil
 	}
 	return cmd
 }
@@ -81,73 +85,6 @@ the last_seq it names). -o json prints one JSON object per line.`,
 // watchWait is how long one change-feed request waits for new events
 // before it asks again.
 const watchWait = 20 * time.Second
-
-// follow hands each event of the change feed after q.After to handle,
-// once, in order, until handle says stop (or fails), ctx ends (its
-// error), the cursor expires (cursor_expired, saying where to resume
-// after a resync) or a node refuses (unauthorized, forbidden, invalid).
-// A node that cannot be reached, or answers unavailable or backpressure,
-// is asked again with backoff (through the next address) from the last
-// event handled: reads change nothing, so nothing is skipped or repeated.
-func follow(ctx context.Context, cs *client.Cluster, q client.ChangesQuery, handle func(client.Event) (bool, error)) error {
-	for attempt := 0; ; attempt++ { // each turn one Watch, until it fails
-		w := cs.Watch(q, true)
-		var failed error
-		for ev, err := range w.Events(ctx) {
-			if err != nil {
-				failed = err
-				break
-			}
-			attempt = 0
-			more, herr := handle(ev)
-			if herr != nil || !more {
-				return herr
-			}
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		var e *errs.Error
-		switch {
-		case errors.As(failed, &e) && e.Code == errs.CodeCursorExpired:
-			return cursorExpired(w.Cursor(), e)
-		case errors.As(failed, &e) && (e.Code == errs.CodeUnavailable || e.Code == errs.CodeBackpressure):
-			q.After = w.Cursor()
-			if sleep(ctx, watchBackoff(attempt)) != nil {
-				return ctx.Err()
-			}
-		case failed != nil:
-			return failed
-		default:
-			return nil // a follow ends only by one of the above
-		}
-	}
-}
-
-// watchBackoff grows from 10ms to 500ms.
-func watchBackoff(attempt int) time.Duration {
-	return min(10*time.Millisecond<<min(attempt, 6), 500*time.Millisecond)
-}
-
-// sleep waits d, or until ctx ends (its error).
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
-// cursorExpired says, as the error of a watch, that the feed no longer
-// holds the events after its cursor, and where to resume once resynced.
-func cursorExpired(after uint64, e *errs.Error) error {
-	first, _ := detailUint(e.Detail["first_seq"])
-	last, _ := detailUint(e.Detail["last_seq"])
-	return fmt.Errorf("cursor %d expired (the feed holds %d..%d; resync, then watch after %d): %w", after, first, last, last, e)
-}
 
 // detailUint reads an unsigned integer from an error's detail.
 func detailUint(v any) (uint64, bool) {

@@ -264,12 +264,3 @@ func (r *Remote) bound(ctx context.Context, d time.Duration) (context.Context, c
 	}
 	return context.WithTimeout(ctx, d)
 }
-
-// Whoami asks the cluster who this client's credentials name.
-func (r *Remote) Whoami(ctx context.Context) (*cluster.Whoami, error) {
-	var w cluster.Whoami
-	if err := r.CallJSON(ctx, http.MethodGet, "/v1/auth/whoami", nil, &w); err != nil {
-		return nil, err
-	}
-	return &w, nil
-}

@@ -1,4 +1,4 @@
-package main
+package client_test
 
 import (
 	"context"
@@ -14,9 +14,9 @@ import (
 	"github.com/arbiterhq/arbiter/errs"
 )
 
-// follow, under node watch, resumes at its cursor after a node answers
-// unavailable, hands each event once, and ends on an expired cursor
-// saying where to resume after a resync.
+// Follow (under arbiter node watch) resumes at its cursor after a node
+// answers unavailable, yields each event once, and ends on an expired
+// cursor saying where to resume after a resync.
 func TestFollowResumesAndEndsOnExpiry(t *testing.T) {
 	var calls atomic.Int32
 	var afters []string
@@ -45,17 +45,22 @@ func TestFollowResumesAndEndsOnExpiry(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var keys []string
-	err = follow(ctx, c.Cluster(), client.ChangesQuery{After: 3, Wait: 10 * time.Millisecond}, func(ev client.Event) (bool, error) {
+	for ev, ferr := range c.Cluster().Follow(ctx, client.ChangesQuery{After: 3, Wait: 10 * time.Millisecond}) {
+		if ferr != nil {
+			err = ferr
+			break
+		}
 		keys = append(keys, ev.Key)
-		return true, nil
-	})
+	}
 	if strings.Join(keys, ",") != "a,b" {
 		t.Fatalf("events %v, want a,b once each", keys)
 	}
 	if strings.Join(afters, ",") != "3,4,4,5" {
 		t.Fatalf("cursors asked %v, want 3,4,4,5 (resumed after a once the node was back)", afters)
 	}
-	if !errors.Is(err, errs.CursorExpired) || !strings.Contains(err.Error(), "cursor 5 expired (the feed holds 7..9; resync, then watch after 9)") {
+	var expired *client.CursorExpiredError
+	if !errors.Is(err, errs.CursorExpired) || !errors.As(err, &expired) || expired.After != 5 || expired.FirstSeq != 7 || expired.LastSeq != 9 ||
+		!strings.Contains(err.Error(), "cursor 5 expired (the feed holds 7..9; resync, then watch after 9)") {
 		t.Fatalf("end: %v", err)
 	}
 }
