@@ -7,8 +7,8 @@ import (
 	"github.com/arbiterhq/arbiter/workitem"
 )
 
-// remoteService: the Go API over cluster.Remote, as a program outside the
-// cluster uses it; errors keep their codes across the wire.
+// remoteService: the Go API over the raw wire (internal/rawremote) from outside the
+// cluster; errors keep their codes across the wire.
 func (f *httpFixture) remoteService() {
 	t := f.t
 	r := rawremote.New(f.base).WithToken(httpToken("p1"))
