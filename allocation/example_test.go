@@ -13,8 +13,9 @@ import (
 // same work under different titles. The charter-index bind gives both the
 // slot T1, so the second loses with the spec's 409 naming the first; a
 // retry of the first with its Idempotency-Key gets its original task
-// back. (In a deployment the Proposer and Reader are a cluster.Node or a
-// cluster.Remote; here a bare FSM.)
+// back. (In a deployment the Proposer and Reader are an embedded
+// cluster.Node, and a program that runs no node uses package client's
+// Allocation; here a bare FSM.)
 func Example() {
 	ctx := context.Background()
 	fsmLocal, err := clustertest.NewLocal(allocation.Domain())

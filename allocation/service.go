@@ -9,7 +9,7 @@ import (
 )
 
 // Service is the typed Go API of the allocation domain over any Proposer
-// and Reader (a cluster.Node, a cluster.Remote, or a bare FSM in tests).
+// and Reader (a cluster.Node, a domain.Conn, or a bare FSM in tests).
 // Requests are checked here first (a bad one is never proposed) and again
 // by the FSM. A loser of a conflict key, or an action on a superseded
 // task, returns a *Conflict error: the spec's flat 409 body, for which

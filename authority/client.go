@@ -12,9 +12,9 @@ import (
 )
 
 // Client is the concept reservation authority over a cluster's HTTP API
-// (the /v1/concepts routes), for programs that do not embed a node:
-// NewClient(cluster.NewRemote(addrs...)). The cluster binds requests to
-// its replicated policy set. It implements Authority, so a ConceptReservationService
+// (the /v1/concepts routes) over a domain.Conn. A program that embeds no
+// node uses package client's Concepts instead. The cluster binds requests
+// to its replicated policy set. It implements Authority, so a ConceptReservationService
 // can project from it.
 type Client struct {
 	conn domain.Conn

@@ -17,6 +17,7 @@ import (
 	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
 	"github.com/arbiterhq/arbiter/internal/fsmtest"
+	"github.com/arbiterhq/arbiter/internal/rawremote"
 	"github.com/arbiterhq/arbiter/nodes"
 )
 
@@ -48,7 +49,7 @@ func TestEveryNodeValidatesAgainstTheReplicatedPolicySet(t *testing.T) {
 	c := clustertest.New(t, clustertest.Options{Nodes: 3, LogDir: logs, Configure: func(i int, cfg *cluster.Config) {
 		cfg.Domains = builtin.With(builtin.Options{ConceptPolicies: seeds[i].Load()})
 	}})
-	client := func(i int) *authority.Client { return authority.NewClient(cluster.NewRemote(c.Node(i).APIAddr())) }
+	client := func(i int) *authority.Client { return authority.NewClient(rawremote.New(c.Node(i).APIAddr())) }
 	policyVersion := func(want uint64) bool {
 		res, err := client(0).Policies(ctx)
 		return err == nil && res.Configured && res.Version == want

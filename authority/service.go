@@ -28,7 +28,7 @@ type Authority interface {
 
 // Service is the native adapter: the reservation protocol over the node
 // primitives of any Proposer and Reader (an embedded cluster.Node, a
-// cluster.Remote, or a bare FSM).
+// domain.Conn, or a bare FSM).
 type Service struct {
 	nodes *nodes.Client
 	p     fsm.Proposer

@@ -12,8 +12,9 @@ import (
 // A controller sizes a cell, a worker acquires a GPU and memory on it in
 // one all-or-nothing command, renews the lease before its deadline, and
 // releases it. Every timestamp is the FSM's clock; the request's now_ms is
-// ignored. (In a real deployment the Proposer and Reader are a
-// cluster.Node or cluster.Remote; here a bare FSM.)
+// ignored. (In a real deployment the Proposer and Reader are an embedded
+// cluster.Node, and a program that runs no node uses package client's
+// Capacity; here a bare FSM.)
 func Example() {
 	ctx := context.Background()
 	fsmLocal, err := clustertest.NewLocal(capacity.Domain())

@@ -36,6 +36,7 @@ type Client struct {
 	token          string
 	timeout        time.Duration
 	connectTimeout time.Duration
+	maxAttempts    int
 	// current is the index of the address that answered last: the next
 	// call starts there (sticky), and moves on only when it fails.
 	current atomic.Uint32
@@ -45,6 +46,7 @@ type Client struct {
 type Option func(*settings) error
 
 type settings struct {
+	maxAttempts    int
 	token          string
 	timeout        time.Duration
 	connectTimeout time.Duration
@@ -97,6 +99,21 @@ func WithConnectTimeout(d time.Duration) Option {
 	}
 }
 
+// WithMaxAttempts bounds the sends of one call across the addresses
+// (default MaxAttempts, within the per-call timeout): WithMaxAttempts(1) with one
+// address asks that node once, so that a node that cannot be reached is
+// reported at once (a probe of each member), not retried until the
+// timeout.
+func WithMaxAttempts(n int) Option {
+	return func(s *settings) error {
+		if n < 1 || n > MaxAttempts {
+			return fmt.Errorf("max attempts must be 1..%d", MaxAttempts)
+		}
+		s.maxAttempts = n
+		return nil
+	}
+}
+
 // WithCAFile trusts the CA certificates in a PEM file (instead of the
 // system's) for the nodes' certificates.
 func WithCAFile(path string) Option {
@@ -134,13 +151,13 @@ func WithHTTPClient(hc *http.Client) Option {
 // cannot be reached, to the next; whichever node answers forwards writes
 // and linearizable reads to the leader itself.
 func New(addrs []string, opts ...Option) (*Client, error) {
-	s := settings{timeout: DefaultTimeout, connectTimeout: DefaultConnectTimeout}
+	s := settings{timeout: DefaultTimeout, connectTimeout: DefaultConnectTimeout, maxAttempts: MaxAttempts}
 	for _, o := range opts {
 		if err := o(&s); err != nil {
 			return nil, err
 		}
 	}
-	c := &Client{token: s.token, timeout: s.timeout, connectTimeout: s.connectTimeout}
+	c := &Client{token: s.token, timeout: s.timeout, connectTimeout: s.connectTimeout, maxAttempts: s.maxAttempts}
 	for _, a := range addrs {
 		for _, one := range strings.Split(a, ",") { // "a,b" as ARBITER_ADDR lists them
 			one = strings.TrimSpace(one)

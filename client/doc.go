@@ -16,7 +16,12 @@
 //   - the JSON API is the contract every other client speaks: one wire
 //     surface to keep stable, documented once;
 //   - the server stays free to change its internal msgpack commands
-//     (what cluster.Remote proposes) without breaking a client.
+//     (what the repository's own raw client, internal/rawremote,
+//     proposes in tests and the bench) without breaking a client.
+//
+// It replaced cluster.Remote, which is gone: the core commands of the
+// arbiter binary (status, member, node, watch, snapshot, endpoint) are
+// built on it too.
 //
 // Drift is caught by tests: every service is exercised against a real
 // cluster (cluster/clustertest), and a test compares the JSON field
@@ -65,8 +70,14 @@
 //	case res.Created: // this call won the id
 //	}
 //	for ev, err := range c.Cluster().Watch(client.ChangesQuery{}, true).Events(ctx) { ... }
+//	// Follow rides out a node going away, resuming at its cursor:
+//	for ev, err := range c.Cluster().Follow(ctx, client.ChangesQuery{After: last}) { ... }
 //
 // The services are Nodes, Concepts, Capacity, WorkItems, Reservations,
 // Allocation, Projection and Cluster, named and shaped as the Python
-// client's.
+// client's. Cluster also holds the administration (the admin role):
+// Join, Remove, TransferLeader, StateHash, Snapshot and Restore (a
+// backup streams to or from the leader, bounded by the caller's context
+// or BackupTimeout, not by the per-call timeout). WithMaxAttempts(1)
+// with one address asks that node once: a probe of one member.
 package client

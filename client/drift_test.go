@@ -110,7 +110,20 @@ var wirePairs = []struct{ client, server any }{
 	{client.Status{}, cluster.Status{}},
 	{client.Whoami{}, cluster.Whoami{}},
 	{client.ChangesPage{}, fsm.ChangesPage{}},
-	{client.CapabilitiesResult{}, fsm.CapabilitiesView{}}}
+	{client.CapabilitiesResult{}, fsm.CapabilitiesView{}},
+	{client.JoinRequest{}, cluster.JoinRequest{}},
+	{client.RemoveRequest{}, cluster.RemoveRequest{}},
+	{client.TransferRequest{}, cluster.TransferRequest{}},
+	{client.TransferResult{}, cluster.TransferResult{}},
+	{client.StateHash{}, stateHashReply{}},
+	{client.RestoreResult{}, cluster.RestoreResult{}}}
+
+// stateHashReply is what GET /v1/cluster/state-hash answers (cluster's
+// own type of it is unexported): cluster.StateHash and the tables.
+type stateHashReply struct {
+	cluster.StateHash
+	Tables map[string]string `json:"tables"`
+}
 
 // ownJSON are server types that write their JSON themselves
 // (MarshalJSON), with the fields they write: a scalar (nil) or an

@@ -1,8 +1,12 @@
 package client
 
 import (
+	"bytes"
+	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 
 	"github.com/arbiterhq/arbiter/errs"
@@ -85,9 +89,34 @@ func decodeError(status int, body []byte) error {
 			return &e
 		}
 	}
+	if status == http.StatusBadRequest && bytes.Contains(body, []byte(plainToTLS)) {
+		// The TLS server refused the request before reading it.
+		return errs.New(errs.CodeUnavailable, "the node speaks HTTPS (TLS), not plain HTTP: use an https:// address (and WithCAFile, --ca, for its CA)")
+	}
 	code, ok := statusCodes[status]
 	if !ok {
 		code = errs.CodeInternal
 	}
 	return errs.Errorf(code, "HTTP %d without an error body", status)
+}
+
+// plainToTLS is what net/http's TLS server writes, with status 400, to a
+// client that sent plain HTTP: the one sign of that mistake on the wire.
+const plainToTLS = "Client sent an HTTP request to an HTTPS server."
+
+// transportError classifies a request that got no answer: a failed dial
+// never reached the node, so nothing was done (unavailable); any later
+// failure leaves the outcome unknown.
+func transportError(url string, err error) error {
+	var op *net.OpError
+	var unknownCA x509.UnknownAuthorityError
+	switch {
+	case errors.Is(err, http.ErrSchemeMismatch):
+		return errs.Errorf(errs.CodeUnavailable, "%s: the node speaks plain HTTP, not HTTPS: use an http:// address (or start the node with TLS)", url)
+	case errors.As(err, &unknownCA):
+		return errs.Errorf(errs.CodeUnavailable, "%s: the node's certificate is not signed by a CA this client trusts (give the nodes' CA: WithCAFile, --ca): %v", url, err)
+	case errors.As(err, &op) && op.Op == "dial":
+		return errs.Errorf(errs.CodeUnavailable, "%s unreachable: %v", url, err)
+	}
+	return errs.Unknown("%s: %v", url, err)
 }

@@ -48,6 +48,25 @@ func TestFailover(t *testing.T) {
 	}
 }
 
+// TestMaxAttempts: WithMaxAttempts(1) asks each address once, so a node
+// that cannot be reached is reported at once, not retried until the
+// call's timeout; out-of-range values are refused.
+func TestMaxAttempts(t *testing.T) {
+	ctx := ctxOf(t)
+	once := newClientAt(t, []string{deadAddr(t)}, client.WithTimeout(5*time.Second), client.WithMaxAttempts(1))
+	start := time.Now()
+	_, err := once.Cluster().Status(ctx)
+	wantCode(t, err, errs.CodeUnavailable)
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("one attempt at a dead address took %v", took)
+	}
+	for _, n := range []int{0, 33} {
+		if _, err := client.New([]string{"http://127.0.0.1:1"}, client.WithMaxAttempts(n)); err == nil {
+			t.Fatalf("WithMaxAttempts(%d) accepted", n)
+		}
+	}
+}
+
 // TestLostAnswer: a node that takes a request and drops the connection.
 // A read goes on to the next address; a write's outcome is unknown, and
 // the error names its idempotency key to retry with.

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,7 +16,7 @@ import (
 
 // TestTLS: WithCAFile trusts a node's certificate authority, WithTLSConfig
 // takes a whole configuration, and without either an unknown authority
-// is refused (no node answered).
+// is refused (no node answered); plain HTTP to it is told to use https.
 func TestTLS(t *testing.T) {
 	ctx := ctxOf(t)
 	node := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -46,6 +47,14 @@ func TestTLS(t *testing.T) {
 	must(t, err)
 	_, err = c.Cluster().Ready(ctx)
 	wantCode(t, err, errs.CodeUnavailable)
+	// Plain HTTP to the TLS node: the answer says to use https.
+	c, err = client.New([]string{"http://" + strings.TrimPrefix(node.URL, "https://")})
+	must(t, err)
+	_, err = c.Cluster().Ready(ctx)
+	wantCode(t, err, errs.CodeUnavailable)
+	if !strings.Contains(err.Error(), "https://") {
+		t.Fatalf("plain HTTP to a TLS node: %v", err)
+	}
 	if _, err := client.New([]string{node.URL}, client.WithCAFile(filepath.Join(t.TempDir(), "none.pem"))); err == nil {
 		t.Fatal("a missing CA file is no error")
 	}

@@ -28,9 +28,9 @@ import (
 
 // Bounds of one call.
 const (
-	// maxAttempts bounds the sends of one call across addresses (the
-	// deadline bounds them too).
-	maxAttempts = 32
+	// MaxAttempts bounds the sends of one call across addresses (the
+	// deadline bounds them too; WithMaxAttempts lowers it).
+	MaxAttempts = 32
 	// firstPause and maxPause: the wait after every address failed once,
 	// doubling.
 	firstPause = 50 * time.Millisecond
@@ -127,7 +127,7 @@ func (c *Client) exchange(ctx context.Context, cl call) (int, []byte, error) {
 	start := int(c.current.Load()) % n
 	pause := firstPause
 	var tried []string
-	for attempt := 0; attempt < maxAttempts; attempt++ {
+	for attempt := 0; attempt < c.maxAttempts; attempt++ {
 		if ctx.Err() != nil {
 			break
 		}
@@ -142,7 +142,7 @@ func (c *Client) exchange(ctx context.Context, cl call) (int, []byte, error) {
 				cl.method, cl.path, c.bases[index], err))
 		}
 		tried = append(tried, fmt.Sprintf("%s: %v", c.bases[index], err))
-		if (attempt+1)%n == 0 { // every address failed once: pause before the next round
+		if (attempt+1)%n == 0 && attempt+1 < c.maxAttempts { // every address failed once: pause before the next round
 			t := time.NewTimer(pause)
 			select {
 			case <-ctx.Done():

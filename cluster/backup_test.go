@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/arbiterhq/arbiter/client"
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
@@ -43,7 +44,7 @@ func TestBackupRestoresIntoAnotherCluster(t *testing.T) {
 		}
 	}
 	var backup bytes.Buffer
-	if err := cluster.NewRemote(a.Node((aLeader+1)%3).APIAddr()).Snapshot(ctx, &backup); err != nil {
+	if err := clientOf(t, a.Node((aLeader+1)%3).APIAddr()).Cluster().Snapshot(ctx, &backup); err != nil {
 		t.Fatalf("snapshot through a follower's address: %v", err)
 	}
 	info, err := a.Node(aLeader).FSM().InspectSnapshot(bytes.NewReader(backup.Bytes()))
@@ -63,7 +64,7 @@ func TestBackupRestoresIntoAnotherCluster(t *testing.T) {
 	bMembers := memberAddrs(b.Node(bLeader))
 	bIndex := b.Node(bLeader).FSM().AppliedIndex()
 
-	res, err := cluster.NewRemote(b.Node((bLeader+2)%3).APIAddr()).Restore(ctx, bytes.NewReader(backup.Bytes()))
+	res, err := clientOf(t, b.Node((bLeader+2)%3).APIAddr()).Cluster().Restore(ctx, bytes.NewReader(backup.Bytes()), 0)
 	if err != nil {
 		t.Fatalf("restore: %v", err)
 	}
@@ -126,7 +127,7 @@ func TestRestoreRefusalsChangeNothing(t *testing.T) {
 	}
 	damaged := slices.Clone(good.Bytes())
 	damaged[len(damaged)/2] ^= 0xff
-	remote := cluster.NewRemote(c.Node((leader + 1) % 3).APIAddr())
+	remote := clientOf(t, c.Node((leader+1)%3).APIAddr()).Cluster()
 	for name, tc := range map[string]struct {
 		body []byte
 		want errs.Code
@@ -137,12 +138,12 @@ func TestRestoreRefusalsChangeNothing(t *testing.T) {
 		// A stream whose header frame claims 1 MiB is read past the limit.
 		"too large": {append(append(good.Bytes()[:8:8], 'H', 0, 0x10, 0, 0), make([]byte, 2*limit)...), errs.CodeTooLarge},
 	} {
-		if _, err := remote.Restore(ctx, bytes.NewReader(tc.body)); errs.CodeOf(err) != tc.want {
+		if _, err := remote.Restore(ctx, bytes.NewReader(tc.body), 0); errs.CodeOf(err) != tc.want {
 			t.Errorf("%s backup: %v, want %s", name, err, tc.want)
 		}
 	}
 	// A good backup with a bad bump_index.
-	if _, err := remote.RestoreWith(ctx, bytes.NewReader(good.Bytes()), fsm.RestoreOptions{BumpIndex: fsm.MaxBumpIndex + 1}); errs.CodeOf(err) != errs.CodeInvalid {
+	if _, err := remote.Restore(ctx, bytes.NewReader(good.Bytes()), fsm.MaxBumpIndex+1); errs.CodeOf(err) != errs.CodeInvalid {
 		t.Errorf("bump_index above the bound: %v, want invalid", err)
 	}
 	resp, err := http.Post("http://"+c.Node(leader).APIAddr()+"/v1/cluster/restore?bump_index=many", "application/octet-stream", bytes.NewReader(good.Bytes()))
@@ -189,7 +190,7 @@ func TestBumpedRestoreIssuesNoFenceAgain(t *testing.T) {
 	a := clustertest.New(t, clustertest.Options{Nodes: 1})
 	fence(a, "before")
 	var backup bytes.Buffer
-	if err := cluster.NewRemote(a.Node(0).APIAddr()).Snapshot(ctx, &backup); err != nil {
+	if err := clientOf(t, a.Node(0).APIAddr()).Cluster().Snapshot(ctx, &backup); err != nil {
 		t.Fatal(err)
 	}
 	var highest uint64 // the last fence A issued before it was lost
@@ -199,7 +200,7 @@ func TestBumpedRestoreIssuesNoFenceAgain(t *testing.T) {
 
 	for _, bump := range []uint64{0, 1000} {
 		b := clustertest.New(t, clustertest.Options{Nodes: 1})
-		if _, err := cluster.NewRemote(b.Node(0).APIAddr()).RestoreWith(ctx, bytes.NewReader(backup.Bytes()), fsm.RestoreOptions{BumpIndex: bump}); err != nil {
+		if _, err := clientOf(t, b.Node(0).APIAddr()).Cluster().Restore(ctx, bytes.NewReader(backup.Bytes()), bump); err != nil {
 			t.Fatalf("restore with bump %d: %v", bump, err)
 		}
 		got := fence(b, "after-restore")
@@ -227,13 +228,24 @@ func TestRestoreWithABumpAnOlderLeaderIgnoredFails(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	remote := cluster.NewRemote(srv.URL)
+	remote := clientOf(t, srv.URL).Cluster()
 	ctx := context.Background()
-	res, err := remote.RestoreWith(ctx, strings.NewReader("backup"), fsm.RestoreOptions{BumpIndex: 1000})
+	res, err := remote.Restore(ctx, strings.NewReader("backup"), 1000)
 	if errs.CodeOf(err) != errs.CodeUnavailable || !strings.Contains(err.Error(), "without bump_index 1000") || res == nil {
 		t.Fatalf("a bump the leader ignored: %+v %v, want an error saying so", res, err)
 	}
-	if _, err := remote.RestoreWith(ctx, strings.NewReader("backup"), fsm.RestoreOptions{}); err != nil {
+	if _, err := remote.Restore(ctx, strings.NewReader("backup"), 0); err != nil {
 		t.Fatalf("no bump asked, none applied: %v", err)
 	}
+}
+
+// clientOf is a client (package client) of the node at addr alone.
+func clientOf(t *testing.T, addr string) *client.Client {
+	t.Helper()
+	c, err := client.New([]string{addr}, client.WithTimeout(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
 }

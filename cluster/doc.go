@@ -1,7 +1,7 @@
 // Package cluster runs an Arbiter node: raft wiring, bootstrap and join,
 // leader forwarding, linearizable reads, the leader's tick, the enabled
-// command set, the HTTP API, metrics, and Remote, the HTTP client with
-// the same interfaces.
+// command set, the HTTP API and metrics. A program that runs no node is
+// a client of one through package client (the public JSON API).
 //
 // The host knows no domain. A node serves the domains of Config.Domains
 // (package domain: each brings its FSM module, routes, flags and CLI);
@@ -54,9 +54,10 @@
 // follower forwards it (forward_batch.go) to the leader's
 // /v1/internal/apply, whose handler calls startApply and finishApply
 // likewise. The response returns the same way, written by writeMsgpack.
-//
-// Remote and remote*.go, the HTTP client, stay here until the light client
-// package replaces them.
+// The wire of these msgpack calls (the reply, its encoder, the
+// classification of transport and HTTP failures) is internal/rawwire,
+// shared with internal/rawremote, the raw Propose/Query client the
+// repository's own tests and bench use; embedders use package client.
 //
 // A host program embeds a node like this:
 //
@@ -117,13 +118,13 @@
 // stale they may be (HeaderAppliedIndex, HeaderLeaderContact,
 // HeaderCaughtUp).
 //
-// Readiness (ready.go, /readyz, Node.Ready, Remote.Ready). A node is ready
+// Readiness (ready.go, /readyz, Node.Ready, client's Cluster.Ready). A node is ready
 // once it knows a leader, has applied what it knows to be committed and
 // what the leader had committed when the node started (startMark: a
 // restarted node's own commit index is 0 until replication reaches it),
 // and the cluster enables every command the caller requires
-// (?require=capacity.acquire,workitem.submit; Remote.WithRequire checks it
-// before the first command).
+// (?require=capacity.acquire,workitem.submit; a client checks it before
+// its first command).
 //
 // Backups. Node.Backup (GET /v1/cluster/snapshot, `arbiter snapshot save`)
 // streams the whole state from the leader after a read barrier; the stream

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/arbiterhq/arbiter/client"
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/domain/builtin"
 	"github.com/arbiterhq/arbiter/fsm"
@@ -47,9 +48,18 @@ func ExampleNode() {
 	again, _ := nc.CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "job-1", IdempotencyKey: "req-1"})
 	fmt.Println("created:", res.Created, "retry replayed:", again.Replayed, "retry created:", again.Created)
 
-	// The same calls over HTTP, from anywhere.
-	remote := cluster.NewRemote(node.APIAddr())
-	got, _ := nodes.On(remote).Get(ctx, "job-1", fsm.Linearizable)
+	// The same calls over HTTP, from anywhere (package client).
+	c, err := client.New([]string{node.APIAddr()})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+	got, err := c.Nodes().Get(ctx, "job-1", client.Linearizable)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	fmt.Println("read back:", got.NodeID, "version", got.Version)
 	// Output:
 	// created: true retry replayed: true retry created: true

@@ -98,7 +98,7 @@ func (hs *httpAPI) handleTransfer(w http.ResponseWriter, r *http.Request) {
 	domain.WriteJSON(w, http.StatusOK, res)
 }
 
-// handleCommand is Remote's write path: any command a client may propose,
+// handleCommand is the raw client's (internal/rawremote) write path: any command a client may propose,
 // run as the request's principal (any principal in the body is ignored).
 func (hs *httpAPI) handleCommand(w http.ResponseWriter, r *http.Request) {
 	body, err := domain.ReadBody(w, r, arblog.MaxCommandBytes)
@@ -116,7 +116,7 @@ func (hs *httpAPI) handleCommand(w http.ResponseWriter, r *http.Request) {
 	writeMsgpack(w, wireReply{Response: res, Err: errs.From(err)})
 }
 
-// handleQuery is Remote's read path.
+// handleQuery is the raw client's read path.
 func (hs *httpAPI) handleQuery(w http.ResponseWriter, r *http.Request) {
 	body, err := domain.ReadBody(w, r, arblog.MaxCommandBytes)
 	if err != nil {

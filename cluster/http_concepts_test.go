@@ -19,6 +19,7 @@ import (
 	"github.com/arbiterhq/arbiter/domain/builtin"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
+	"github.com/arbiterhq/arbiter/internal/rawremote"
 )
 
 func chPolicies(t testing.TB) *authority.PolicySet {
@@ -281,7 +282,7 @@ func TestConceptHTTPRoutes(t *testing.T) {
 func TestConceptClientRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	c := chCluster(t, 1, nil)
-	cl := authority.NewClient(cluster.NewRemote(c.Node(0).APIAddr()))
+	cl := authority.NewClient(rawremote.New(c.Node(0).APIAddr()))
 	if !cl.Authoritative() {
 		t.Fatal("the concept client is not authoritative")
 	}
@@ -370,7 +371,7 @@ func TestConceptHTTPUnavailableWithoutQuorum(t *testing.T) {
 	leader := c.Leader()
 	keep := (leader + 1) % c.Size()
 	base := apiBase(c, keep)
-	cl := authority.NewClient(cluster.NewRemote(c.Node(keep).APIAddr()))
+	cl := authority.NewClient(rawremote.New(c.Node(keep).APIAddr()))
 	ctx := context.Background()
 	held, err := cl.Reserve(ctx, authority.ReserveRequest{ConceptID: "RMDD-1", TenantRef: "tenant-a", OwnerRef: "alice", RequestRef: "a1", PurposeDigest: "p"})
 	if err != nil {

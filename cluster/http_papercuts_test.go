@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
+	"github.com/arbiterhq/arbiter/internal/rawremote"
 	"github.com/arbiterhq/arbiter/nodes"
 )
 
@@ -133,12 +133,12 @@ func TestRemoteExplainsSchemeMismatch(t *testing.T) {
 	trusting := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: tlsNodes.PeerCA.Pool, MinVersion: tls.VersionTLS12}}}
 	for _, tc := range []struct {
 		name   string
-		remote *cluster.Remote
+		remote *rawremote.Remote
 		want   string
 	}{
-		{"http to a TLS node", cluster.NewRemote("http://" + tlsNodes.Node(0).APIAddr()), "speaks HTTPS (TLS), not plain HTTP: use an https:// address"},
-		{"https to a plain node", cluster.NewRemote("https://" + plain.Node(0).APIAddr()).WithHTTPClient(trusting), "speaks plain HTTP, not HTTPS: use an http:// address"},
-		{"https without the node's CA", cluster.NewRemote("https://" + tlsNodes.Node(0).APIAddr()), "not signed by a CA this client trusts"},
+		{"http to a TLS node", rawremote.New("http://" + tlsNodes.Node(0).APIAddr()), "speaks HTTPS (TLS), not plain HTTP: use an https:// address"},
+		{"https to a plain node", rawremote.New("https://" + plain.Node(0).APIAddr()).WithHTTPClient(trusting), "speaks plain HTTP, not HTTPS: use an http:// address"},
+		{"https without the node's CA", rawremote.New("https://" + tlsNodes.Node(0).APIAddr()), "not signed by a CA this client trusts"},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		_, err := tc.remote.Status(ctx)
@@ -155,7 +155,7 @@ func TestRemoteExplainsSchemeMismatch(t *testing.T) {
 		}
 	}
 	// The right scheme works.
-	if _, err := cluster.NewRemote("https://" + tlsNodes.Node(0).APIAddr()).WithHTTPClient(trusting).Status(context.Background()); err != nil {
+	if _, err := rawremote.New("https://" + tlsNodes.Node(0).APIAddr()).WithHTTPClient(trusting).Status(context.Background()); err != nil {
 		t.Fatalf("https with the CA: %v", err)
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
+	"github.com/arbiterhq/arbiter/internal/rawremote"
 	arblog "github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/nodes"
 	"github.com/arbiterhq/arbiter/workitem"
@@ -1171,8 +1172,8 @@ func TestIsolationRawNodeAPIAndForgedEnvelope(t *testing.T) {
 	follower := (leader + 1) % 3
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	remote := func(who string) *cluster.Remote {
-		return cluster.NewRemote(c.Node(follower).APIAddr()).WithToken(isoToken(who)).WithTimeout(10 * time.Second)
+	remote := func(who string) *rawremote.Remote {
+		return rawremote.New(c.Node(follower).APIAddr()).WithToken(isoToken(who)).WithTimeout(10 * time.Second)
 	}
 	adminRemote := remote("admin")
 	adminNodes := nodes.On(adminRemote)

@@ -2,11 +2,11 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/internal/rawwire"
 	arblog "github.com/arbiterhq/arbiter/log"
 )
 
@@ -91,13 +91,7 @@ func (cp *commands) viaLeader(ctx context.Context, what string, onLeader func(co
 
 // retryable reports whether err says the command was certainly not applied
 // and another attempt (perhaps on another leader) is safe.
-func retryable(err error) bool {
-	if err == nil {
-		return false // and no allocation for errors.As's target
-	}
-	var e *errs.Error
-	return errors.As(err, &e) && e.Code == errs.CodeUnavailable && !e.OutcomeUnknown
-}
+func retryable(err error) bool { return rawwire.Retryable(err) }
 
 // backoff grows from 10ms to 500ms.
 func backoff(attempt int) time.Duration {

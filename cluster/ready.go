@@ -16,7 +16,7 @@ import (
 // Readiness. A node is ready when it can serve what a caller asks of it:
 // it has not halted, knows a leader, has applied what it knows to be
 // committed, and has caught up since it started (see startMark). A caller
-// may also name the commands it will send (?require=, Remote.WithRequire):
+// may also name the commands it will send (?require=, a client's Ready):
 // "a missing required method is an incompatible deployment and a
 // readiness failure that callers must reject before work submission"
 // (capacity-leases-and-workitem-admission.txt), so a cluster that does not

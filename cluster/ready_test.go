@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
+	"github.com/arbiterhq/arbiter/internal/rawremote"
 	"github.com/arbiterhq/arbiter/nodes"
 	"github.com/hashicorp/raft"
 )
@@ -76,28 +76,28 @@ func TestRemoteRequiresCommands(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	addr := c.Node(0).APIAddr()
-	if !c.Eventually(10*time.Second, func() bool { return cluster.NewRemote(addr).Ready(ctx) == nil }) {
-		t.Fatalf("never ready: %v", cluster.NewRemote(addr).Ready(ctx))
+	if !c.Eventually(10*time.Second, func() bool { return rawremote.New(addr).Ready(ctx) == nil }) {
+		t.Fatalf("never ready: %v", rawremote.New(addr).Ready(ctx))
 	}
-	if err := cluster.NewRemote(addr).Ready(ctx, "nodes.create", "capacity.acquire"); err != nil {
+	if err := rawremote.New(addr).Ready(ctx, "nodes.create", "capacity.acquire"); err != nil {
 		t.Fatalf("Ready with enabled commands: %v", err)
 	}
-	err := cluster.NewRemote("127.0.0.1:1", addr).Ready(ctx, "nodes.create", "nosuch.thing")
+	err := rawremote.New("127.0.0.1:1", addr).Ready(ctx, "nodes.create", "nosuch.thing")
 	var e *errs.Error
 	if !errors.As(err, &e) || e.Code != errs.CodeUnavailable || !strings.Contains(e.Message, "nosuch.thing") {
 		t.Fatalf("Ready with a missing command: %v", err)
 	}
 
-	lacking := cluster.NewRemote(addr).WithRequire("nodes.create", "nosuch.thing")
+	lacking := rawremote.New(addr).WithRequire("nodes.create", "nosuch.thing")
 	_, err = nodes.On(lacking).CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "not-submitted"})
 	if !errors.Is(err, errs.Unavailable) || !strings.Contains(err.Error(), "nosuch.thing") || errs.IsOutcomeUnknown(err) {
 		t.Fatalf("create through a remote requiring a missing command: %v", err)
 	}
-	plain := cluster.NewRemote(addr)
+	plain := rawremote.New(addr)
 	if _, err := nodes.On(plain).Get(ctx, "not-submitted", fsm.Linearizable); !errors.Is(err, errs.NotFound) {
 		t.Fatalf("the refused create was submitted: %v", err)
 	}
-	having := cluster.NewRemote(addr).WithRequire("nodes.create")
+	having := rawremote.New(addr).WithRequire("nodes.create")
 	if _, err := nodes.On(having).CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "submitted"}); err != nil {
 		t.Fatalf("create through a remote requiring enabled commands: %v", err)
 	}

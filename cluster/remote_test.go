@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
+	"github.com/arbiterhq/arbiter/internal/rawremote"
 	"github.com/arbiterhq/arbiter/nodes"
 )
 
@@ -39,7 +39,7 @@ func TestRemoteRunsNodePrimitives(t *testing.T) {
 	for i := range c.Size() {
 		addrs = append(addrs, c.Node(i).APIAddr())
 	}
-	remote := cluster.NewRemote(addrs...).WithTimeout(10 * time.Second)
+	remote := rawremote.New(addrs...).WithTimeout(10 * time.Second)
 	nc := nodes.On(remote)
 	ctx := context.Background()
 	// Every call must succeed whichever address the rotation starts at, so
@@ -160,7 +160,7 @@ func TestRemoteRunsNodePrimitives(t *testing.T) {
 // A Remote that reaches no node fails with unavailable, and says the
 // command was not applied (its outcome is known), within its timeout.
 func TestRemoteWithOnlyDeadAddressesIsUnavailable(t *testing.T) {
-	remote := cluster.NewRemote(deadAddr(t), "http://"+deadAddr(t)+"/").WithTimeout(5 * time.Second)
+	remote := rawremote.New(deadAddr(t), "http://"+deadAddr(t)+"/").WithTimeout(5 * time.Second)
 	nc := nodes.On(remote)
 	ctx := context.Background()
 	calls := []struct {
@@ -209,7 +209,7 @@ func TestRemoteWithOnlyDeadAddressesIsUnavailable(t *testing.T) {
 		t.Errorf("empty node id through a dead remote: %v, want invalid", err)
 	}
 	// A remote without addresses refuses every call as invalid.
-	empty := cluster.NewRemote()
+	empty := rawremote.New()
 	if _, err := nodes.On(empty).CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: "x"}); !errors.Is(err, errs.Invalid) {
 		t.Errorf("remote without addresses: %v, want invalid", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/arbiterhq/arbiter/capacity"
+	"github.com/arbiterhq/arbiter/client"
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
@@ -138,8 +139,8 @@ func TestChangesValuesAreTenantScoped(t *testing.T) {
 }
 
 // collect runs a Watch in the background and hands over what it yields.
-func collect(ctx context.Context, it func(func(fsm.Event, error) bool)) (<-chan fsm.Event, <-chan error) {
-	events, done := make(chan fsm.Event, 1024), make(chan error, 1)
+func collect(ctx context.Context, it func(func(client.Event, error) bool)) (<-chan client.Event, <-chan error) {
+	events, done := make(chan client.Event, 1024), make(chan error, 1)
 	go func() {
 		for ev, err := range it {
 			if err != nil {
@@ -153,10 +154,10 @@ func collect(ctx context.Context, it func(func(fsm.Event, error) bool)) (<-chan 
 	return events, done
 }
 
-// Watch yields every event once, in order, with values; it survives the
-// node it reads from going away (moving to another address, resuming at
-// its cursor) and ends with the context.
-func TestRemoteWatchFollowsAndResumes(t *testing.T) {
+// client's Follow yields every event once, in order, with values; it
+// survives the node it reads from going away (moving to another address,
+// resuming at its cursor) and ends with the context.
+func TestFollowResumes(t *testing.T) {
 	c := clustertest.New(t, clustertest.Options{Nodes: 3, Configure: steadyTimings})
 	leader := c.WaitLeader(10 * time.Second)
 	f1, f2 := (leader+1)%3, (leader+2)%3
@@ -165,8 +166,12 @@ func TestRemoteWatchFollowsAndResumes(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	remote := cluster.NewRemote(c.Node(f1).APIAddr(), c.Node(f2).APIAddr())
-	events, done := collect(ctx, remote.Watch(ctx, start, cluster.WatchValues(), cluster.WatchWait(2*time.Second), cluster.WatchPageSize(3)))
+	api, err := client.New([]string{c.Node(f1).APIAddr(), c.Node(f2).APIAddr()}, client.WithTimeout(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.Close()
+	events, done := collect(ctx, api.Cluster().Follow(ctx, client.ChangesQuery{After: start, IncludeValues: true, Wait: 2 * time.Second, Limit: 3}))
 
 	want := map[string]bool{}
 	create := func(id string) {
@@ -222,9 +227,9 @@ func TestRemoteWatchFollowsAndResumes(t *testing.T) {
 	}
 }
 
-// A cursor the feed no longer holds ends the watch with a typed error
-// that says where to resume; a refusal ends it too.
-func TestRemoteWatchCursorExpired(t *testing.T) {
+// A cursor the feed no longer holds ends client's Follow with a typed
+// error that says where to resume; a refusal ends it too.
+func TestFollowCursorExpired(t *testing.T) {
 	c := clustertest.New(t, clustertest.Options{Nodes: 1, Configure: func(_ int, cfg *cluster.Config) { cfg.ChangeFeedRetain = fsm.MinFeedRetain }})
 	nc := nodes.NewClient(c.Node(0), c.Node(0))
 	for i := range 3 * fsm.MinFeedRetain {
@@ -232,14 +237,19 @@ func TestRemoteWatchCursorExpired(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	remote := cluster.NewRemote(c.Node(0).APIAddr())
+	api, err := client.New([]string{c.Node(0).APIAddr()}, client.WithTimeout(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.Close()
+	remote := api.Cluster()
 	if !c.Eventually(10*time.Second, func() bool {
 		return apiGet(t, apiBase(c, 0)+"/v1/changes?after=1").status == http.StatusGone
 	}) {
 		t.Fatal("the feed was not pruned")
 	}
-	var expired *cluster.CursorExpiredError
-	for _, err := range remote.Watch(context.Background(), 1) {
+	var expired *client.CursorExpiredError
+	for _, err := range remote.Follow(context.Background(), client.ChangesQuery{After: 1}) {
 		if !errors.As(err, &expired) {
 			t.Fatalf("the watch from cursor 1: %v, want cursor_expired", err)
 		}
@@ -251,7 +261,7 @@ func TestRemoteWatchCursorExpired(t *testing.T) {
 	// Resuming after LastSeq works.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	events, done := collect(ctx, remote.Watch(ctx, expired.LastSeq, cluster.WatchWait(time.Second)))
+	events, done := collect(ctx, remote.Follow(ctx, client.ChangesQuery{After: expired.LastSeq, Wait: time.Second}))
 	if _, err := nc.CreateIfAbsent(context.Background(), nodes.CreateRequest{NodeID: "after-resync"}); err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +276,7 @@ func TestRemoteWatchCursorExpired(t *testing.T) {
 	cancel()
 
 	// A refusal is final: a watch with a bad cursor ends with it.
-	for _, err := range remote.Watch(context.Background(), 1<<62) {
+	for _, err := range remote.Follow(context.Background(), client.ChangesQuery{After: 1 << 62}) {
 		if errs.CodeOf(err) != errs.CodeInvalid {
 			t.Fatalf("watch ahead of the feed: %v, want invalid", err)
 		}

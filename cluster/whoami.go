@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"context"
 	"net/http"
 	"slices"
 
@@ -66,13 +65,4 @@ func whoami(mode string, c caller) Whoami {
 	}
 	out.OwnerDigest = p.OwnerDigest()
 	return out
-}
-
-// Whoami asks the cluster who this client's credentials name.
-func (r *Remote) Whoami(ctx context.Context) (*Whoami, error) {
-	var w Whoami
-	if err := r.CallJSON(ctx, http.MethodGet, "/v1/auth/whoami", nil, &w); err != nil {
-		return nil, err
-	}
-	return &w, nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/arbiterhq/arbiter/capacity"
+	"github.com/arbiterhq/arbiter/client"
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/identity"
@@ -53,9 +54,14 @@ func TestWhoamiTokenPrincipals(t *testing.T) {
 		t.Errorf("whoami with a query parameter: %s, want 422", r)
 	}
 	// The Go client asks the same.
-	w, err := cluster.NewRemote(c.Node(1).APIAddr()).WithToken(isoToken("mem-a")).Whoami(context.Background())
+	api, err := client.New([]string{c.Node(1).APIAddr()}, client.WithToken(isoToken("mem-a")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.Close()
+	w, err := api.Cluster().Whoami(context.Background())
 	if err != nil || w.Principal != "mem-a" || w.OwnerDigest != (identity.Principal{ID: "mem-a"}).OwnerDigest() {
-		t.Fatalf("Remote.Whoami: %+v %v", w, err)
+		t.Fatalf("client's Whoami: %+v %v", w, err)
 	}
 }
 

@@ -2,9 +2,9 @@ package domain
 
 import "context"
 
-// Conn is a client's connection to a cluster's HTTP API (cluster.Remote
-// is one). As a Backend it proposes and reads as the principal its
-// credentials name.
+// Conn is a raw connection to a cluster's HTTP API (internal/rawremote
+// is one; embedders use package client). As a Backend it proposes and
+// reads as the principal its credentials name.
 type Conn interface {
 	Backend
 	// CallJSON sends body as JSON (nil: no body) with method to path,

@@ -18,6 +18,7 @@ import (
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
+	"github.com/arbiterhq/arbiter/internal/rawremote"
 	"github.com/arbiterhq/arbiter/log"
 	memdb "github.com/hashicorp/go-memdb"
 )
@@ -236,7 +237,7 @@ func TestMixedVersionsNeverDiverge(t *testing.T) {
 	if !errors.Is(err, errs.Unavailable) {
 		t.Errorf("Go API on n1: %v, want unavailable", err)
 	}
-	if err := cluster.NewRemote(c.URL(0)).Require(context.Background(), fsm.ServedBy(counterModule())); !errors.Is(err, errs.Unavailable) || !strings.Contains(err.Error(), "counters") {
+	if err := rawremote.New(c.URL(0)).Require(context.Background(), fsm.ServedBy(counterModule())); !errors.Is(err, errs.Unavailable) || !strings.Contains(err.Error(), "counters") {
 		t.Errorf("Require: %v, want unavailable naming counters", err)
 	}
 	if after := c.WaitConverged(10 * time.Second); after.Index == before.Index {

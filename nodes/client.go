@@ -12,14 +12,15 @@ import (
 )
 
 // Client is the typed client of the node primitives over any fsm.Proposer
-// and fsm.Reader: an embedded cluster.Node, a cluster.Remote, or a bare FSM.
+// and fsm.Reader: an embedded cluster.Node, or a bare FSM. (A program
+// that runs no node uses package client.)
 type Client struct {
 	p fsm.Proposer
 	r fsm.Reader
 }
 
 // On returns a client of the node primitives on b, which proposes and
-// reads: an embedded cluster.Node, a cluster.Remote, a bare FSM.
+// reads: an embedded cluster.Node, a bare FSM.
 func On(b domain.Backend) *Client { return &Client{p: b, r: b} }
 
 // NewClient returns a client of the node primitives that proposes to p

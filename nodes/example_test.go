@@ -10,7 +10,8 @@ import (
 )
 
 // The node primitives over a bare FSM (in production the Proposer and
-// Reader are a cluster.Node or a cluster.Remote).
+// Reader are an embedded cluster.Node; a program that runs no node uses
+// package client's Nodes).
 func ExampleClient() {
 	local, _ := clustertest.NewLocal(nodes.Domain())
 	nc := nodes.On(local)

@@ -18,8 +18,9 @@ import (
 // writer processes race for the target's lease: the first stalls past
 // its lease, the second takes over and publishes; the first's late
 // publish is refused and current.json is the second's. (In a deployment
-// the Proposer and Reader are a cluster.Node or cluster.Remote and every
-// node writes the file; here one bare FSM with a runtime root.)
+// the Proposer and Reader are an embedded cluster.Node, a program that
+// runs no node uses package client's Projection, and every node writes
+// the file; here one bare FSM with a runtime root.)
 func Example() {
 	root, _ := os.MkdirTemp("", "projection-example-")
 	defer os.RemoveAll(root)

@@ -17,6 +17,7 @@ import (
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
+	"github.com/arbiterhq/arbiter/internal/rawremote"
 	"github.com/arbiterhq/arbiter/projection"
 )
 
@@ -87,7 +88,7 @@ func TestPublishAnswersWhetherTheServingNodeWroteTheFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	pc.submitVia(0, id, 2)
-	remote := cluster.NewRemote(pc.URL(0)).WithToken(token(agent.ID))
+	remote := rawremote.New(pc.URL(0)).WithToken(token(agent.ID))
 	h := &projection.Holder{Service: projection.NewService(remote, remote), TargetID: id, InstanceDigest: digest("holder")}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -16,7 +16,7 @@ import (
 )
 
 // Service is the typed Go API of projections over any Proposer and
-// Reader: a cluster node, a remote cluster (cluster.Remote) or a bare
+// Reader: a cluster node, a remote cluster (a domain.Conn) or a bare
 // FSM in tests. Requests are checked here first (a bad one is never
 // proposed) and again by the FSM. The caller's identity is the principal
 // on the context (none: a trusted embedding host).
@@ -135,7 +135,7 @@ func (s *Service) Acquire(ctx context.Context, req AcquireRequest) (*Lease, erro
 // its has failed and not yet succeeded on retry) refuses with
 // unavailable: the lease is not consumed, and the holder may publish
 // through another node. Over a remote cluster (a domain.Conn such as
-// cluster.Remote) the service asks a node's POST /v1/projection/publish,
+// internal/rawremote) the service asks a node's POST /v1/projection/publish,
 // so that the answer is that node's.
 func (s *Service) Publish(ctx context.Context, req FenceRequest) (*PublishResult, error) {
 	cmd, err := fence(req)

@@ -16,7 +16,8 @@ import (
 // waits for it), completes it with the claim's fence, and the test
 // becomes claimable. A retry of the batch with the same key replays it
 // and allocates nothing. (In a real deployment the Proposer and Reader
-// are a cluster.Node or cluster.Remote; here a bare FSM.)
+// are an embedded cluster.Node, and a program that runs no node uses
+// package client's WorkItems; here a bare FSM.)
 func Example() {
 	ctx := context.Background()
 	fsmLocal, err := clustertest.NewLocal(workitem.Domain())

@@ -1,17 +1,17 @@
 package workitem_test
 
 import (
-	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/internal/rawremote"
 	"github.com/arbiterhq/arbiter/workitem"
 )
 
-// remoteService: the Go API over cluster.Remote, as a program outside the
-// cluster uses it; errors keep their codes across the wire.
+// remoteService: the Go API over the raw wire (internal/rawremote) from outside the
+// cluster; errors keep their codes across the wire.
 func (f *httpFixture) remoteService() {
 	t := f.t
-	r := cluster.NewRemote(f.base).WithToken(httpToken("p1"))
+	r := rawremote.New(f.base).WithToken(httpToken("p1"))
 	s := workitem.NewService(r, r)
 	res, err := s.Submit(bg, req("remote-1"))
 	if err != nil || !res.Created {

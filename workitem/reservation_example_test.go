@@ -20,9 +20,9 @@ import (
 // transaction as the claim's fence; a second build that needs the
 // repository exclusively is refused while the first holds it, and
 // reserves once the first build completes (its reservation ends with
-// its claim). (In a deployment the Proposer and Reader are a
-// cluster.Node or cluster.Remote, and --reservation-profiles loads the
-// profiles; here a bare FSM.)
+// its claim). (In a deployment the Proposer and Reader are an embedded
+// cluster.Node, or a program uses package client's Reservations, and
+// --reservation-profiles loads the profiles; here a bare FSM.)
 func Example_reservation() {
 	ctx := context.Background()
 	l, err := clustertest.NewLocal(workitem.Domain())

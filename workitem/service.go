@@ -10,7 +10,7 @@ import (
 )
 
 // Service is the typed Go API of work-item admission over any Proposer
-// and Reader (a cluster.Node, a cluster.Remote, a bare FSM in tests).
+// and Reader (a cluster.Node, a domain.Conn, a bare FSM in tests).
 // Requests are checked here first (a bad one is never proposed) and
 // again by the FSM. Failures are *errs.Error: invalid (detail.field names
 // the field; detail.reason "dependency_missing" or "dependency_failed"

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/arbiterhq/arbiter/cluster"
+	"github.com/arbiterhq/arbiter/internal/rawremote"
 	"github.com/arbiterhq/arbiter/nodes"
 )
 
@@ -82,7 +83,7 @@ func run(bin, out string, duration time.Duration, clients, keys int, every time.
 
 // createKeys creates the nodes the writers overwrite.
 func createKeys(ctx context.Context, addrs []string, keys int) error {
-	r := cluster.NewRemote(addrs...)
+	r := rawremote.New(addrs...)
 	c := nodes.On(r)
 	for k := range keys {
 		if _, err := c.CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: key(k), Properties: map[string]any{"v": 0}}); err != nil {
@@ -98,7 +99,7 @@ func key(k int) string { return fmt.Sprintf("sustained-%d", k) }
 // (so every write adds a ledger row), through its own first node.
 func write(ctx context.Context, addrs []string, c, keys int, ops, failures *atomic.Int64) {
 	rotated := append(append([]string{}, addrs[c%len(addrs):]...), addrs[:c%len(addrs)]...)
-	r := cluster.NewRemote(rotated...)
+	r := rawremote.New(rotated...)
 	client := nodes.On(r)
 	for seq := 0; ctx.Err() == nil; seq++ {
 		_, err := client.CompareAndSet(ctx, nodes.CASRequest{NodeID: key((c*7919 + seq) % keys),
@@ -115,7 +116,7 @@ func write(ctx context.Context, addrs []string, c, keys int, ops, failures *atom
 
 // waitVoters waits until the first node reports n voters and a leader.
 func waitVoters(ctx context.Context, addr string, n int) error {
-	r := cluster.NewRemote(addr)
+	r := rawremote.New(addr)
 	for {
 		var st cluster.Status
 		err := r.CallJSON(ctx, "GET", "/v1/cluster/status", nil, &st)

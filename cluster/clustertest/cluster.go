@@ -8,6 +8,7 @@ import (
 	"github.com/arbiterhq/arbiter/domain"
 	"github.com/arbiterhq/arbiter/identity"
 	inner "github.com/arbiterhq/arbiter/internal/clustertest"
+	"github.com/arbiterhq/arbiter/internal/rawremote"
 )
 
 // Options shape a test cluster. The zero value is three nodes serving the
@@ -99,19 +100,20 @@ func (c *Cluster) URLs() []string {
 	return out
 }
 
-// Remote is a client of the cluster over every running node's API, as a
-// program on another host holds one (cluster.NewRemote), moving to the
-// next node while one cannot be reached.
-func (c *Cluster) Remote() *cluster.Remote { return c.RemoteOf(c.c.Running()...) }
+// Remote is a raw client of the cluster over every running node's API
+// (internal/rawremote: a domain package's own service runs over it, as
+// over an embedded node), moving to the next node while one cannot be
+// reached. A program on another host uses package client, over URLs.
+func (c *Cluster) Remote() *rawremote.Remote { return c.RemoteOf(c.c.Running()...) }
 
 // RemoteOf is a client of the nodes with the given indexes only: a
 // client on the far side of a partition.
-func (c *Cluster) RemoteOf(nodes ...int) *cluster.Remote {
+func (c *Cluster) RemoteOf(nodes ...int) *rawremote.Remote {
 	urls := make([]string, 0, len(nodes))
 	for _, i := range nodes {
 		urls = append(urls, c.c.URL(i))
 	}
-	return cluster.NewRemote(urls...).WithTimeout(10 * time.Second)
+	return rawremote.New(urls...).WithTimeout(10 * time.Second)
 }
 
 // Running lists the indexes of the running nodes.

@@ -7,8 +7,9 @@
 // Start a cluster bound to a test with New; it stops with the test:
 //
 //	c := clustertest.New(t, clustertest.Options{Nodes: 3})
-//	remote := c.Remote() // a cluster.Remote over every node's API
+//	remote := c.Remote() // a raw client over every node's API
 //	locks := nodes.On(remote)
+//	api, _ := client.New(c.URLs()) // package client, as another host would
 //
 // or, outside a test (an Example, a tool), with Start and Close.
 //

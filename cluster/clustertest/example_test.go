@@ -8,20 +8,21 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/arbiterhq/arbiter/client"
 	"github.com/arbiterhq/arbiter/cluster/clustertest"
-	"github.com/arbiterhq/arbiter/nodes"
 )
 
 // LockService is a service's own first-writer logic: the first caller to
 // acquire a lock holds it, and everyone else learns who does. It is built
-// on the node primitives' create-if-absent, through any node.
-type LockService struct{ nodes *nodes.Client }
+// on the node primitives' create-if-absent, through any node (package
+// client, as a program on another host calls the cluster).
+type LockService struct{ nodes *client.Nodes }
 
 // Acquire asks for the lock name on behalf of owner and returns its holder.
 // The idempotency key makes a retry after an unknown outcome return this
 // owner's own answer.
 func (s LockService) Acquire(ctx context.Context, name, owner string) (string, error) {
-	res, err := s.nodes.CreateIfAbsent(ctx, nodes.CreateRequest{
+	res, err := s.nodes.Create(ctx, client.CreateRequest{
 		NodeID: "lock/" + name, Properties: map[string]any{"owner": owner}, IdempotencyKey: owner,
 	})
 	if err != nil {
@@ -63,13 +64,18 @@ func Example_lockService() {
 	defer c.Close()
 
 	history := clustertest.NewHistory()
-	acquire := func(client, node int) {
-		remote := c.RemoteOf(node) // a client bound to one node
-		locks := LockService{nodes.On(remote)}
+	acquire := func(id, node int) {
+		api, err := client.New([]string{c.URL(node)}) // a client bound to one node
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		defer api.Close()
+		locks := LockService{api.Nodes()}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()
-		owner := fmt.Sprintf("client-%d", client)
-		op := history.Call(client, owner)
+		owner := fmt.Sprintf("client-%d", id)
+		op := history.Call(id, owner)
 		holder, err := locks.Acquire(ctx, "build", owner)
 		if err != nil {
 			op.Fail(err, true) // may have been applied: kept as unknown
@@ -79,11 +85,11 @@ func Example_lockService() {
 	}
 	race := func() {
 		var wg sync.WaitGroup
-		for client := range 6 {
+		for id := range 6 {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				acquire(client, client%c.Size())
+				acquire(id, id%c.Size())
 			}()
 		}
 		wg.Wait()

@@ -50,15 +50,18 @@ func (a *app) apiCommand(use, short, long string, args cobra.PositionalArgs) (*c
 
 // apiClient is a client of the cluster at the flags' addresses, with
 // their credentials and --timeout.
-func (a *app) apiClient() (*client.Client, error) {
-	addrs := a.addrs()
+func (a *app) apiClient() (*client.Client, error) { return a.apiClientAt(a.addrs()) }
+
+// apiClientAt is a client of the nodes at addrs with the flags'
+// credentials and --timeout, and the extra options.
+func (a *app) apiClientAt(addrs []string, extra ...client.Option) (*client.Client, error) {
 	if len(addrs) == 0 {
 		return nil, usageErrorf("--addr names no address")
 	}
 	if a.timeout <= 0 {
 		return nil, usageErrorf("--timeout %v: want a positive duration", a.timeout)
 	}
-	opts := []client.Option{client.WithTimeout(a.timeout)}
+	opts := append([]client.Option{client.WithTimeout(a.timeout)}, extra...)
 	token, err := a.bearer()
 	if err != nil {
 		return nil, err

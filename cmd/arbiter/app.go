@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/arbiterhq/arbiter/client"
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/spf13/pflag"
 )
@@ -92,7 +94,7 @@ func (a *app) bearer() (string, error) {
 }
 
 // httpClient is the client for the TLS settings given, or nil for
-// cluster.Remote's own.
+// package client's own.
 func (a *app) httpClient() (*http.Client, error) {
 	ca := a.setting(a.ca, "ARBITER_CACERT", "")
 	cert := a.setting(a.cert, "ARBITER_CERT", "")
@@ -128,30 +130,45 @@ func (a *app) httpClient() (*http.Client, error) {
 	return &http.Client{Transport: t}, nil
 }
 
-// remote is a client of the cluster at the flags' addresses.
-func (a *app) remote() (*cluster.Remote, error) { return a.remoteAt(a.addrs()...) }
+// coreClient is the client of the core commands (status, member, node,
+// watch, snapshot, ...): the cluster at the flags' addresses, each asked
+// once per call, in turn while one cannot be reached, so that a cluster
+// that cannot be reached is reported at once.
+func (a *app) coreClient() (*client.Client, error) {
+	addrs := a.addrs()
+	return a.apiClientAt(addrs, client.WithMaxAttempts(min(max(len(addrs), 1), client.MaxAttempts)))
+}
 
-// remoteAt is a client of the nodes at addrs with the flags' credentials.
-func (a *app) remoteAt(addrs ...string) (*cluster.Remote, error) {
-	if len(addrs) == 0 {
-		return nil, usageErrorf("--addr names no address")
-	}
-	r := cluster.NewRemote(addrs...)
-	hc, err := a.httpClient()
+// nodeAPI is a client of the node at base alone, asked once per call: a
+// probe of one member reports that member.
+func (a *app) nodeAPI(base string) (*client.Client, error) {
+	return a.apiClientAt([]string{base}, client.WithMaxAttempts(1))
+}
+
+// statusOf is the status of the node c reaches, as the server's type:
+// the core commands print with the server's types (their String forms
+// and field order, which their output has always had), and the client's
+// types carry the same JSON fields (client's drift test), so the round
+// trip through JSON loses nothing.
+func statusOf(ctx context.Context, c *client.Client) (*cluster.Status, error) {
+	st, err := c.Cluster().Status(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if hc != nil {
-		r.WithHTTPClient(hc)
-	}
-	token, err := a.bearer()
+	return asServer[cluster.Status](st)
+}
+
+// asServer is v, a client type, read as the server's type T it mirrors.
+func asServer[T any](v any) (*T, error) {
+	raw, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
-	if token != "" {
-		r.WithToken(token)
+	var out T
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, fmt.Errorf("the answer does not read as %T: %w", out, err)
 	}
-	return r.WithTimeout(a.timeout), nil
+	return &out, nil
 }
 
 // scheme is the URL scheme of the configured addresses, for member API

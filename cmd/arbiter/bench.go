@@ -11,19 +11,20 @@ import (
 
 	"github.com/arbiterhq/arbiter/authority"
 	"github.com/arbiterhq/arbiter/capacity"
-	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/loadgen"
+	"github.com/arbiterhq/arbiter/internal/rawremote"
 	"github.com/arbiterhq/arbiter/nodes"
 	"github.com/arbiterhq/arbiter/workitem"
 	"github.com/spf13/cobra"
 )
 
 // benchCommand measures create-if-absent of distinct node ids (or another
-// operation) against a running cluster, through the same client a Go
-// program would use (cluster.Remote), with each client bound to one of
-// the given nodes in turn.
+// operation) against a running cluster, through the domains' own typed
+// clients over the raw msgpack protocol (internal/rawremote, formerly
+// cluster.Remote; --op create-json measures the public JSON API), with
+// each client bound to one of the given nodes in turn.
 func (a *app) benchCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -52,7 +53,7 @@ all with the servers' CPU per operation.`,
 	duration := fs.Duration("duration", 10*time.Second, "measured time per run")
 	warmup := fs.Duration("warmup", 2*time.Second, "unmeasured time before each run")
 	prefix := fs.String("prefix", fmt.Sprintf("bench-%d", time.Now().UnixNano()), "node id prefix (ids must be new)")
-	op := fs.String("op", "create", "create (CreateNodeIfAbsent of a new node, over cluster.Remote's binary protocol), create-json (the same over the public JSON API, POST /v1/nodes/create, each client on its own connection, as any HTTP client sends it), get (a linearizable read of one node), reserve (the concept reservation protocol on a new concept id), lease (acquire then release capacity on --cells cells), acquire (capacity acquire of one lease, kept), release (capacity release of one lease), submit (SubmitWorkItem of a new item), batch (SubmitWorkItems of --batch new items), claim (a work-item claim of a pending item), complete (complete of a claimed item), hold-reserve (a host resource reservation for a claimed item), hold-release (release of one), task (an allocation task create with a new title), channel-submit (a projection producer's submit, watermark rising) or publish (a projection publish, each after an unmeasured lease acquire)")
+	op := fs.String("op", "create", "create (CreateNodeIfAbsent of a new node, over the raw msgpack protocol, internal/rawremote), create-json (the same over the public JSON API, POST /v1/nodes/create, each client on its own connection, as any HTTP client sends it), get (a linearizable read of one node), reserve (the concept reservation protocol on a new concept id), lease (acquire then release capacity on --cells cells), acquire (capacity acquire of one lease, kept), release (capacity release of one lease), submit (SubmitWorkItem of a new item), batch (SubmitWorkItems of --batch new items), claim (a work-item claim of a pending item), complete (complete of a claimed item), hold-reserve (a host resource reservation for a claimed item), hold-release (release of one), task (an allocation task create with a new title), channel-submit (a projection producer's submit, watermark rising) or publish (a projection publish, each after an unmeasured lease acquire)")
 	pool := fs.Int("pool", 0, fmt.Sprintf("with --op acquire, release, claim, complete, hold-reserve or hold-release: what the unmeasured setup makes before each run, items, leases or claims (0: 1.5 times what the op would use over the warmup and the run at the rate three calibration runs of 300 ms, before the setup, measured; at most %d)", maxBenchPool))
 	announce := fs.Bool("announce", false, "write \"bench: measuring\" to stderr as each run's warmup starts, after its setup: a script sampling the servers (bench/ops.sh) starts there")
 	cells := fs.Int("cells", 1, "with --op lease: cells per acquire (1..16)")
@@ -83,7 +84,7 @@ type benchOptions struct {
 type benchEnv struct {
 	prefix  string
 	run     int
-	remotes []*cluster.Remote
+	remotes []*rawremote.Remote
 	pool    int           // --pool
 	span    time.Duration // warmup plus measured time
 }
@@ -135,11 +136,11 @@ func (a *app) bench(b benchOptions) error {
 	if b.pool < 0 || b.pool > maxBenchPool {
 		return usageErrorf("--pool must be between 0 (automatic) and %d", maxBenchPool)
 	}
-	var makeOp func(run int, remotes []*cluster.Remote) loadgen.Op
+	var makeOp func(run int, remotes []*rawremote.Remote) loadgen.Op
 	setupOp := benchOps[b.op]
 	switch b.op {
 	case "create":
-		makeOp = func(run int, remotes []*cluster.Remote) loadgen.Op {
+		makeOp = func(run int, remotes []*rawremote.Remote) loadgen.Op {
 			return createOp(b.prefix, run, b.valueBytes, remotes)
 		}
 	case "create-json":
@@ -151,25 +152,27 @@ func (a *app) bench(b benchOptions) error {
 		if err != nil {
 			return err
 		}
-		makeOp = func(run int, remotes []*cluster.Remote) loadgen.Op {
+		makeOp = func(run int, remotes []*rawremote.Remote) loadgen.Op {
 			return createJSONOp(b.prefix, run, b.valueBytes, len(remotes), urls, hc, token)
 		}
 	case "get":
-		makeOp = func(run int, remotes []*cluster.Remote) loadgen.Op { return getOp(b.prefix, run, remotes) }
+		makeOp = func(run int, remotes []*rawremote.Remote) loadgen.Op { return getOp(b.prefix, run, remotes) }
 	case "reserve":
 		makeOp = reserveOp
 	case "lease":
 		if b.cells < 1 || b.cells > capacity.MaxDemands {
 			return usageErrorf("--cells must be between 1 and %d", capacity.MaxDemands)
 		}
-		makeOp = func(run int, remotes []*cluster.Remote) loadgen.Op { return leaseOp(b.prefix, run, b.cells, remotes) }
+		makeOp = func(run int, remotes []*rawremote.Remote) loadgen.Op { return leaseOp(b.prefix, run, b.cells, remotes) }
 	case "submit":
-		makeOp = func(run int, remotes []*cluster.Remote) loadgen.Op { return submitOp(b.prefix, run, 1, remotes) }
+		makeOp = func(run int, remotes []*rawremote.Remote) loadgen.Op { return submitOp(b.prefix, run, 1, remotes) }
 	case "batch":
 		if b.batch < 1 || b.batch > workitem.MaxBatch {
 			return usageErrorf("--batch must be between 1 and %d", workitem.MaxBatch)
 		}
-		makeOp = func(run int, remotes []*cluster.Remote) loadgen.Op { return submitOp(b.prefix, run, b.batch, remotes) }
+		makeOp = func(run int, remotes []*rawremote.Remote) loadgen.Op {
+			return submitOp(b.prefix, run, b.batch, remotes)
+		}
 	default:
 		if setupOp == nil {
 			return usageErrorf("--op must be create, create-json, get, reserve, lease, acquire, release, submit, batch, claim, complete, hold-reserve, hold-release, task, channel-submit or publish, not %q", b.op)
@@ -180,13 +183,13 @@ func (a *app) bench(b benchOptions) error {
 	}
 	var runs []benchRun
 	for run, clients := range counts {
-		remotes := make([]*cluster.Remote, clients)
+		remotes := make([]*rawremote.Remote, clients)
 		hc, err := a.httpClient()
 		if err != nil {
 			return err
 		}
 		for c := range remotes {
-			remotes[c] = cluster.NewRemote(urls[c%len(urls)])
+			remotes[c] = rawremote.New(urls[c%len(urls)])
 			if hc != nil {
 				t := hc.Transport.(*http.Transport).Clone()
 				t.MaxIdleConnsPerHost = 256
@@ -266,7 +269,7 @@ const maxBenchValueBytes = 60_000
 // createOp creates a new node per call through each client's Remote,
 // with a "value" property of valueBytes bytes of JSON when it is not 0
 // (BENCHMARKS.md's memory per record uses 256).
-func createOp(prefix string, run, valueBytes int, remotes []*cluster.Remote) loadgen.Op {
+func createOp(prefix string, run, valueBytes int, remotes []*rawremote.Remote) loadgen.Op {
 	var value string
 	if valueBytes > 0 {
 		value = strings.Repeat("v", valueBytes-2) // plus its two quotes
@@ -292,7 +295,7 @@ func createOp(prefix string, run, valueBytes int, remotes []*cluster.Remote) loa
 // getOp reads one node per call, linearizably, through each client's
 // Remote: the read path (leadership confirmed by a quorum, shared by
 // concurrent reads) without a write. The node is created first.
-func getOp(prefix string, run int, remotes []*cluster.Remote) loadgen.Op {
+func getOp(prefix string, run int, remotes []*rawremote.Remote) loadgen.Op {
 	id := fmt.Sprintf("%s-r%d-read", prefix, run)
 	_, setupErr := nodes.On(remotes[0]).CreateIfAbsent(context.Background(), nodes.CreateRequest{NodeID: id, Properties: map[string]any{"owner": "bench"}})
 	return func(ctx context.Context, c, _ int) error {
@@ -311,7 +314,7 @@ func getOp(prefix string, run int, remotes []*cluster.Remote) loadgen.Op {
 // per invocation and client; the cluster's replicated policy set must
 // cover them, so the op adds benchPolicy to it first if it lacks it (an
 // admin's change, like every write of the bench's raw node calls).
-func reserveOp(run int, remotes []*cluster.Remote) loadgen.Op {
+func reserveOp(run int, remotes []*rawremote.Remote) loadgen.Op {
 	nonce := uint64(time.Now().UnixNano()/int64(time.Millisecond)) % 100_000
 	policies, _ := authority.NewPolicySet([]authority.ConceptNamespacePolicy{benchPolicy})
 	setupErr := ensureBenchPolicy(remotes[0])
@@ -340,7 +343,7 @@ var benchPolicy = authority.ConceptNamespacePolicy{Namespace: "BENCH", Min: 1, M
 // ensureBenchPolicy adds benchPolicy to the cluster's policy set unless
 // the set has it. A cluster too old to replicate policies (no
 // /v1/concepts/policies) binds them in the service, which holds it.
-func ensureBenchPolicy(r *cluster.Remote) error {
+func ensureBenchPolicy(r *rawremote.Remote) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	svc := authority.NewService(r, r, nil)
@@ -363,7 +366,7 @@ func ensureBenchPolicy(r *cluster.Remote) error {
 // leaseOp acquires amount 1 on each of cells cells in one command, then
 // releases the leases: one acquire-then-release per call. The cells are
 // created first with room for every client.
-func leaseOp(prefix string, run, cells int, remotes []*cluster.Remote) loadgen.Op {
+func leaseOp(prefix string, run, cells int, remotes []*rawremote.Remote) loadgen.Op {
 	tenant := fmt.Sprintf("%s-r%d", prefix, run)
 	svc := capacity.NewService(remotes[0], remotes[0])
 	for i := 0; i < cells; i++ {

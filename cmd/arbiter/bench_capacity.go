@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/arbiterhq/arbiter/capacity"
-	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/internal/loadgen"
+	"github.com/arbiterhq/arbiter/internal/rawremote"
 )
 
 // The capacity ops that time acquire and release apart (--op lease times
@@ -20,8 +20,8 @@ const leasesPerTenant = capacity.MaxActivePerTenant / 2
 
 // benchCells creates cells cell-0 .. cell-(n-1) with room for every
 // lease the bench could take in each of tenants.
-func benchCells(remotes []*cluster.Remote, tenants []string, n int) error {
-	_, err := prepare(remotes, setupWorkers, len(tenants)*n, func(ctx context.Context, r *cluster.Remote, j int) ([]struct{}, error) {
+func benchCells(remotes []*rawremote.Remote, tenants []string, n int) error {
+	_, err := prepare(remotes, setupWorkers, len(tenants)*n, func(ctx context.Context, r *rawremote.Remote, j int) ([]struct{}, error) {
 		_, err := capacity.NewService(r, r).UpdateCell(ctx, capacity.UpdateCellRequest{SchemaVersion: capacity.SchemaVersion, TenantRef: tenants[j/n],
 			Cell: capacity.CellSpec{CellID: fmt.Sprintf("cell-%d", j%n), Capacities: map[string]uint64{"slot": 1 << 40}}})
 		if err != nil {
@@ -90,7 +90,7 @@ func releaseOp(e benchEnv) (loadgen.Op, string, error) {
 		demands[i] = capacity.Demand{CellID: fmt.Sprintf("cell-%d", i), ResourceClass: "slot", Amount: 1}
 	}
 	const perAcquire = capacity.MaxDemands
-	held, err := prepare(e.remotes, setupWorkers, (n+perAcquire-1)/perAcquire, func(ctx context.Context, r *cluster.Remote, j int) ([]heldLease, error) {
+	held, err := prepare(e.remotes, setupWorkers, (n+perAcquire-1)/perAcquire, func(ctx context.Context, r *rawremote.Remote, j int) ([]heldLease, error) {
 		tenant := tenants[j*perAcquire/leasesPerTenant]
 		owner := fmt.Sprintf("setup-%d", j)
 		got, err := capacity.NewService(r, r).Acquire(ctx, capacity.AcquireRequest{SchemaVersion: capacity.SchemaVersion, TenantRef: tenant,

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/loadgen"
+	"github.com/arbiterhq/arbiter/internal/rawremote"
 	"github.com/arbiterhq/arbiter/workitem"
 	"github.com/arbiterhq/arbiter/workitem/extension"
 )
@@ -145,7 +145,7 @@ func holdReleaseOp(e benchEnv) (loadgen.Op, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	held, err := prepare(e.remotes, setupWorkers, len(claims), func(ctx context.Context, r *cluster.Remote, j int) ([]heldClaim, error) {
+	held, err := prepare(e.remotes, setupWorkers, len(claims), func(ctx context.Context, r *rawremote.Remote, j int) ([]heldClaim, error) {
 		rsv, err := reserveFor(ctx, workitem.NewService(r, r), claims[j])
 		if err != nil {
 			return nil, err

@@ -23,8 +23,8 @@ const maxBenchReplyBytes = 1 << 20
 // curl or any HTTP client would send it: POST /v1/nodes/create with a
 // JSON body, client c on its own keep-alive connection to urls[c %
 // len(urls)]. It measures what a client that is not Go sees (issue 11 was
-// filed with such a client), where --op create measures cluster.Remote's
-// binary protocol. base carries the TLS settings (nil: plain HTTP).
+// filed with such a client), where --op create measures the raw msgpack
+// protocol (internal/rawremote). base carries the TLS settings (nil: plain HTTP).
 func createJSONOp(prefix string, run, valueBytes, clients int, urls []string, base *http.Client, token string) loadgen.Op {
 	var value string
 	if valueBytes > 0 {

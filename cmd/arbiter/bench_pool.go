@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/internal/loadgen"
+	"github.com/arbiterhq/arbiter/internal/rawremote"
 	"github.com/arbiterhq/arbiter/retry"
 )
 
@@ -163,7 +163,7 @@ func errPoolRanOut(n int) error {
 // sent again (retry.Unknown), so every job must send the same request
 // each time, keyed or idempotent by itself, and take a replayed answer
 // as its own. Any other error stops the setup.
-func prepare[T any](remotes []*cluster.Remote, workers, jobs int, job func(ctx context.Context, r *cluster.Remote, j int) ([]T, error)) ([]T, error) {
+func prepare[T any](remotes []*rawremote.Remote, workers, jobs int, job func(ctx context.Context, r *rawremote.Remote, j int) ([]T, error)) ([]T, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), setupBudget)
 	defer cancel()
 	var (

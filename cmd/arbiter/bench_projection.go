@@ -6,12 +6,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/loadgen"
+	"github.com/arbiterhq/arbiter/internal/rawremote"
 	"github.com/arbiterhq/arbiter/projection"
 )
 
@@ -43,7 +45,10 @@ var benchEnvelopeBody = strings.Repeat("r", 256)
 // credential both are the caller's principal.
 func projectionTargets(e benchEnv, kind string) ([]string, error) {
 	r := e.remotes[0]
-	who, err := setupCall(r.Whoami)
+	who, err := setupCall(func(ctx context.Context) (*cluster.Whoami, error) {
+		var w cluster.Whoami
+		return &w, r.CallJSON(ctx, http.MethodGet, "/v1/auth/whoami", nil, &w)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("asking who the bench is: %w", err)
 	}
@@ -134,7 +139,7 @@ func publishOp(e benchEnv) (loadgen.Op, string, error) {
 	}
 	base := watermarkBase()
 	env := benchEnvelope(base)
-	if _, err := prepare(e.remotes, setupWorkers, len(targets), func(ctx context.Context, r *cluster.Remote, j int) ([]struct{}, error) {
+	if _, err := prepare(e.remotes, setupWorkers, len(targets), func(ctx context.Context, r *rawremote.Remote, j int) ([]struct{}, error) {
 		return nil, submitEnvelope(ctx, projection.NewService(r, r), targets[j], base, env, true)
 	}); err != nil {
 		return nil, "", err

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/internal/loadgen"
+	"github.com/arbiterhq/arbiter/internal/rawremote"
 	"github.com/arbiterhq/arbiter/workitem"
 )
 
@@ -22,7 +22,7 @@ var benchItem = workitem.SubmitRequest{CommandDigest: "sha256:" + strings.Repeat
 // children. Each call has its own idempotency key; the items stay in
 // flight, so each client moves to a fresh tenant before the tenant's
 // in-flight cap (4096) would refuse it.
-func submitOp(prefix string, run, batch int, remotes []*cluster.Remote) loadgen.Op {
+func submitOp(prefix string, run, batch int, remotes []*rawremote.Remote) loadgen.Op {
 	perTenant := workitem.MaxTenantInFlight / batch
 	return func(ctx context.Context, c, seq int) error {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -56,14 +56,14 @@ func submitOp(prefix string, run, batch int, remotes []*cluster.Remote) loadgen.
 // returns one entry per item: its tenant (a claim takes any of a
 // tenant's pending items, so the tenant is all a claim needs, and each
 // tenant is handed out exactly as often as it has items).
-func submitPending(remotes []*cluster.Remote, tenantPrefix string, n int, metadata json.RawMessage) ([]string, error) {
+func submitPending(remotes []*rawremote.Remote, tenantPrefix string, n int, metadata json.RawMessage) ([]string, error) {
 	size := workitem.MaxBatch
 	if metadata != nil {
 		size = recordBatch
 	}
 	perTenant := workitem.MaxTenantInFlight / size // batches
 	batches := (n + size - 1) / size
-	return prepare(remotes, batchWorkers, batches, func(ctx context.Context, r *cluster.Remote, j int) ([]string, error) {
+	return prepare(remotes, batchWorkers, batches, func(ctx context.Context, r *rawremote.Remote, j int) ([]string, error) {
 		size := min(size, n-j*size)
 		tenant := fmt.Sprintf("%s-%d", tenantPrefix, j/perTenant)
 		req := workitem.BatchRequest{TenantRef: tenant, IdempotencyKey: fmt.Sprintf("setup-%d", j), Requests: make([]workitem.SubmitRequest, size)}
@@ -128,8 +128,8 @@ func claimOp(e benchEnv) (loadgen.Op, string, error) {
 
 // claimAll claims every item submitPending admitted (one claim each, as
 // the setup of complete and of the reservation ops).
-func claimAll(remotes []*cluster.Remote, tenants []string) ([]*workitem.ClaimResult, error) {
-	return prepare(remotes, setupWorkers, len(tenants), func(ctx context.Context, r *cluster.Remote, j int) ([]*workitem.ClaimResult, error) {
+func claimAll(remotes []*rawremote.Remote, tenants []string) ([]*workitem.ClaimResult, error) {
+	return prepare(remotes, setupWorkers, len(tenants), func(ctx context.Context, r *rawremote.Remote, j int) ([]*workitem.ClaimResult, error) {
 		res, err := claimItem(ctx, workitem.NewService(r, r), tenants[j], "bench-setup", fmt.Sprintf("setup-claim-%d", j))
 		if err != nil {
 			return nil, err

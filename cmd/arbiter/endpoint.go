@@ -28,11 +28,12 @@ func (a *app) endpoints(ctx context.Context, cluster bool) ([]string, error) {
 	if !cluster {
 		return a.addrs(), nil
 	}
-	remote, err := a.remote()
+	c, err := a.coreClient()
 	if err != nil {
 		return nil, err
 	}
-	st, err := remote.Status(ctx)
+	defer c.Close()
+	st, err := c.Cluster().Status(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -269,12 +270,13 @@ func (a *app) health(all bool, require []string) ([]endpointHealth, error) {
 		go func() {
 			defer wg.Done()
 			rows[i] = endpointHealth{Endpoint: base}
-			r, err := a.remoteAt(base)
+			c, err := a.nodeAPI(base)
 			if err == nil {
+				defer c.Close()
 				pctx, pcancel := context.WithTimeout(ctx, probeTimeout)
 				defer pcancel()
 				begin := time.Now()
-				err = r.Ready(pctx, require...)
+				_, err = c.Cluster().Ready(pctx, require...)
 				rows[i].TookMs = time.Since(begin).Milliseconds()
 			}
 			rows[i].Healthy = err == nil

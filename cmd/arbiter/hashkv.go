@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -111,17 +110,13 @@ func (a *app) hashkv(ctx context.Context, bases []string) ([]hashkvRow, error) {
 // an error means the replica could not give one (applied in a batch).
 func (a *app) hashAt(ctx context.Context, base string, index uint64) hashkvRow {
 	row := hashkvRow{Endpoint: base}
-	r, err := a.remoteAt(base)
+	c, err := a.nodeAPI(base)
 	if err != nil {
 		row.Error = err.Error()
 		return row
 	}
-	var out struct {
-		Index  uint64            `json:"index"`
-		Hash   string            `json:"hash"`
-		Tables map[string]string `json:"tables"`
-	}
-	err = r.CallJSON(ctx, http.MethodGet, fmt.Sprintf("/v1/cluster/state-hash?index=%d", index), nil, &out)
+	defer c.Close()
+	out, err := c.Cluster().StateHash(ctx, index)
 	var e *errs.Error
 	switch {
 	case errors.As(err, &e) && e.Code == errs.CodeConflict:

@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"strconv"
 	"text/tabwriter"
 
+	"github.com/arbiterhq/arbiter/client"
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/spf13/cobra"
 )
@@ -89,11 +89,12 @@ yet), the next endpoint of --addr that knows one answers instead.`,
 // members joins the membership, the leader's view of its peers and each
 // member's own answer.
 func (a *app) members(ctx context.Context) (*memberList, error) {
-	remote, err := a.remote()
+	c, err := a.coreClient()
 	if err != nil {
 		return nil, err
 	}
-	st, err := remote.Status(ctx)
+	defer c.Close()
+	st, err := statusOf(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +204,7 @@ func memberTable(w io.Writer, l *memberList) error {
 }
 
 func (a *app) memberAddCommand() *cobra.Command {
-	var req cluster.JoinRequest
+	var req client.JoinRequest
 	cmd := &cobra.Command{
 		Use:   "add ID --raft-addr HOST:PORT --api-addr HOST:PORT",
 		Short: "add a member as a non-voter (promoted once it has caught up)",
@@ -226,14 +227,15 @@ POST /v1/cluster/join; the admin role.`,
 			return err
 		}
 		req.ID = args[0]
-		remote, err := a.remote()
+		c, err := a.coreClient()
 		if err != nil {
 			return err
 		}
+		defer c.Close()
 		ctx, cancel := a.context()
 		defer cancel()
-		var out map[string]any
-		if err := remote.CallJSON(ctx, http.MethodPost, "/v1/cluster/join", req, &out); err != nil {
+		out, err := c.Cluster().Join(ctx, req)
+		if err != nil {
 			return err
 		}
 		return o.print(a.stdout, out, func(w io.Writer) error {
@@ -261,14 +263,15 @@ POST /v1/cluster/remove; the admin role.`,
 		if err := o.check(); err != nil {
 			return err
 		}
-		remote, err := a.remote()
+		c, err := a.coreClient()
 		if err != nil {
 			return err
 		}
+		defer c.Close()
 		ctx, cancel := a.context()
 		defer cancel()
-		var out map[string]any
-		if err := remote.CallJSON(ctx, http.MethodPost, "/v1/cluster/remove", cluster.RemoveRequest{ID: args[0]}, &out); err != nil {
+		out, err := c.Cluster().Remove(ctx, args[0])
+		if err != nil {
 			return err
 		}
 		return o.print(a.stdout, out, func(w io.Writer) error {
@@ -299,14 +302,15 @@ POST /v1/cluster/transfer-leader; the admin role.`,
 		if err := o.check(); err != nil {
 			return err
 		}
-		remote, err := a.remote()
+		c, err := a.coreClient()
 		if err != nil {
 			return err
 		}
+		defer c.Close()
 		ctx, cancel := a.context()
 		defer cancel()
-		var out cluster.TransferResult
-		if err := remote.CallJSON(ctx, http.MethodPost, "/v1/cluster/transfer-leader", cluster.TransferRequest{To: *to}, &out); err != nil {
+		out, err := c.Cluster().TransferLeader(ctx, *to)
+		if err != nil {
 			return err
 		}
 		return o.print(a.stdout, out, func(w io.Writer) error {

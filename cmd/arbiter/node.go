@@ -9,8 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/arbiterhq/arbiter/fsm"
-	"github.com/arbiterhq/arbiter/nodes"
+	"github.com/arbiterhq/arbiter/client"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -38,13 +37,14 @@ func (a *app) nodeFlags(cmd *cobra.Command) output {
 	return outputFlag(cmd.Flags(), "table")
 }
 
-// nodeClient is a client of the node primitives at --addr.
-func (a *app) nodeClient() (*nodes.Client, error) {
-	r, err := a.remote()
+// nodeClient is a client of the node primitives at --addr, and what
+// closes it.
+func (a *app) nodeClient() (*client.Nodes, func(), error) {
+	c, err := a.coreClient()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return nodes.On(r), nil
+	return c.Nodes(), c.Close, nil
 }
 
 // jsonValue is a command-line value: JSON if it parses, else a string.
@@ -136,14 +136,15 @@ returns this call's own result (replayed).`,
 		if err != nil {
 			return err
 		}
-		nc, err := a.nodeClient()
+		nc, done, err := a.nodeClient()
 		if err != nil {
 			return err
 		}
+		defer done()
 		ctx, cancel := a.context()
 		defer cancel()
-		res, err := nc.CreateIfAbsent(ctx, nodes.CreateRequest{NodeID: args[0], Labels: *labels, Properties: p, SetNow: now,
-			IndexFields: nodes.IndexFields{SetIndex: *setIndex}, IdempotencyKey: *key})
+		res, err := nc.Create(ctx, client.CreateRequest{NodeID: args[0], Labels: *labels, Properties: p, SetNow: now,
+			SetIndex: *setIndex, IdempotencyKey: *key})
 		if err != nil {
 			return err
 		}
@@ -170,10 +171,11 @@ func (a *app) nodeGetCommand() *cobra.Command {
 		if err := o.check(); err != nil {
 			return err
 		}
-		nc, err := a.nodeClient()
+		nc, done, err := a.nodeClient()
 		if err != nil {
 			return err
 		}
+		defer done()
 		ctx, cancel := a.context()
 		defer cancel()
 		n, err := nc.Get(ctx, args[0], consistency(*stale))
@@ -189,11 +191,11 @@ func staleFlag(fs *pflag.FlagSet) *bool {
 	return fs.Bool("stale", false, "read the answering node's replica, without confirming with the leader")
 }
 
-func consistency(stale bool) fsm.Consistency {
+func consistency(stale bool) client.Consistency {
 	if stale {
-		return fsm.Stale
+		return client.Stale
 	}
-	return fsm.Linearizable
+	return client.Linearizable
 }
 
 func (a *app) nodeCASCommand() *cobra.Command {
@@ -248,17 +250,21 @@ every check that failed (failed: field, check, reason) and exits 3.`,
 		if err != nil {
 			return err
 		}
-		nc, err := a.nodeClient()
+		if len(upd)+len(now)+len(*setIndex)+len(*addLabels)+len(*removeLabels) == 0 {
+			// Refused before anything is sent, as the cluster would (422).
+			return usageErrorf("updates is empty: give --set, --unset, --set-now, --set-index, --add-label or --remove-label")
+		}
+		nc, done, err := a.nodeClient()
 		if err != nil {
 			return err
 		}
+		defer done()
 		ctx, cancel := a.context()
 		defer cancel()
-		req := nodes.CASRequest{NodeID: args[0], Conditions: cond, Updates: upd, IdempotencyKey: *key,
-			TimeFields:  nodes.TimeFields{SetNow: now, Due: *due, NotDue: *notDue},
-			IndexFields: nodes.IndexFields{SetIndex: *setIndex},
-			LabelEdits:  nodes.LabelEdits{AddLabels: *addLabels, RemoveLabels: *removeLabels}}
-		res, err := nc.CompareAndSet(ctx, req)
+		req := client.CASRequest{NodeID: args[0], Conditions: cond, Updates: upd, IdempotencyKey: *key,
+			SetNow: now, Due: *due, NotDue: *notDue, SetIndex: *setIndex,
+			AddLabels: *addLabels, RemoveLabels: *removeLabels}
+		res, err := nc.CAS(ctx, req)
 		if err != nil {
 			return err
 		}
@@ -298,16 +304,17 @@ the cursors to the last page.`,
 		if err := o.check(); err != nil {
 			return err
 		}
-		nc, err := a.nodeClient()
+		nc, done, err := a.nodeClient()
 		if err != nil {
 			return err
 		}
+		defer done()
 		ctx, cancel := a.context()
 		defer cancel()
-		q := nodes.LabelQuery{Label: *label, After: *after, Limit: *limit}
-		out := nodes.Page{Nodes: []nodes.Record{}}
-		for {
-			page, err := nc.ByLabel(ctx, q, consistency(*stale))
+		q := client.PageQuery{After: *after, Limit: *limit, Consistency: consistency(*stale)}
+		out := client.NodePage{Nodes: []client.Record{}}
+		for { // a page at a time; the server bounds each (128)
+			page, err := nc.ByLabel(ctx, *label, q)
 			if err != nil {
 				return err
 			}
@@ -323,7 +330,7 @@ the cursors to the last page.`,
 	return cmd
 }
 
-func nodeTable(w io.Writer, p nodes.Page) error {
+func nodeTable(w io.Writer, p client.NodePage) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE_ID\tVERSION\tMODIFIED_INDEX\tLABELS\tPROPERTIES")
 	for _, n := range p.Nodes {

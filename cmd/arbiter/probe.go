@@ -121,15 +121,16 @@ func (a *app) probeAll(ctx context.Context, bases []string) []nodeProbe {
 
 func (a *app) probe(ctx context.Context, base string) nodeProbe {
 	p := nodeProbe{base: base}
-	r, err := a.remoteAt(base)
+	c, err := a.nodeAPI(base)
 	if err != nil {
 		p.err = err
 		return p
 	}
+	defer c.Close()
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	begin := time.Now()
-	p.status, p.err = r.Status(ctx)
+	p.status, p.err = statusOf(ctx, c)
 	p.took = time.Since(begin)
 	return p
 }

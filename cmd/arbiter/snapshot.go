@@ -93,13 +93,14 @@ not have committed included, and prints where the log ends.`,
 			}
 			return printInfo(a.stdout, o, info)
 		}
-		remote, err := a.remote()
+		c, err := a.coreClient()
 		if err != nil {
 			return err
 		}
+		defer c.Close()
 		ctx, cancel := contextFor(backupTimeout)
 		defer cancel()
-		info, err := a.saveBackup(file, "saving", func(w io.Writer) error { return remote.Snapshot(ctx, w) })
+		info, err := a.saveBackup(file, "saving", func(w io.Writer) error { return c.Cluster().Snapshot(ctx, w) })
 		if err != nil {
 			return err
 		}
@@ -165,10 +166,11 @@ again.`,
 		if err := opts.CheckBump(); err != nil {
 			return usageErrorf("--bump-index: %v", err)
 		}
-		remote, err := a.remote()
+		c, err := a.coreClient()
 		if err != nil {
 			return err
 		}
+		defer c.Close()
 		f, err := os.Open(args[0])
 		if err != nil {
 			return err
@@ -181,7 +183,7 @@ again.`,
 		ctx, cancel := contextFor(backupTimeout)
 		defer cancel()
 		p := a.progress("restoring", size)
-		res, err := remote.RestoreWith(ctx, bufio.NewReaderSize(io.TeeReader(f, p), 256<<10), opts)
+		res, err := c.Cluster().Restore(ctx, bufio.NewReaderSize(io.TeeReader(f, p), 256<<10), opts.BumpIndex)
 		p.done()
 		if err != nil {
 			return err

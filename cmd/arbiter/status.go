@@ -25,13 +25,14 @@ and endpoint health do.`,
 		if err := o.check(); err != nil {
 			return err
 		}
-		remote, err := a.remote()
+		c, err := a.coreClient()
 		if err != nil {
 			return err
 		}
+		defer c.Close()
 		ctx, cancel := a.context()
 		defer cancel()
-		st, err := remote.Status(ctx)
+		st, err := statusOf(ctx, c)
 		if err != nil {
 			return err
 		}

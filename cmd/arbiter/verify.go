@@ -5,11 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"text/tabwriter"
 	"time"
 
-	"github.com/arbiterhq/arbiter/cluster"
+	"github.com/arbiterhq/arbiter/client"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/spf13/cobra"
 )
@@ -57,13 +56,14 @@ something the backup held). The admin role. Exits 1 on a mismatch.`,
 		if err != nil {
 			return err
 		}
-		remote, err := a.remote()
+		c, err := a.coreClient()
 		if err != nil {
 			return err
 		}
+		defer c.Close()
 		ctx, cancel := a.context()
 		defer cancel()
-		st, err := remote.Status(ctx)
+		st, err := c.Cluster().Status(ctx)
 		if err != nil {
 			return err
 		}
@@ -72,10 +72,10 @@ something the backup held). The admin role. Exits 1 on a mismatch.`,
 		// leader's index at least (state-hash?index= waits for it), so a
 		// follower that has not applied the last write yet is not taken
 		// for one that holds other data.
-		var members []cluster.MemberStatus
+		var members []client.MemberStatus
 		for _, m := range st.Members {
 			if m.ID == st.LeaderID {
-				members = append([]cluster.MemberStatus{m}, members...)
+				members = append([]client.MemberStatus{m}, members...)
 			} else if *all {
 				members = append(members, m)
 			}
@@ -115,22 +115,19 @@ something the backup held). The admin role. Exits 1 on a mismatch.`,
 // stateHashOf asks one node for its state hashes: as of index at when
 // it is not 0 (the node waits until it has applied it), or as of any
 // later index if that one was applied inside a batch or has passed.
-func (a *app) stateHashOf(ctx context.Context, base string, at uint64) (*cluster.StateHash, error) {
-	r, err := a.remoteAt(base)
+func (a *app) stateHashOf(ctx context.Context, base string, at uint64) (*client.StateHash, error) {
+	c, err := a.nodeAPI(base)
 	if err != nil {
 		return nil, err
 	}
-	var h cluster.StateHash
+	defer c.Close()
 	if at > 0 {
-		err := r.CallJSON(ctx, http.MethodGet, fmt.Sprintf("/v1/cluster/state-hash?index=%d", at), nil, &h)
+		h, err := c.Cluster().StateHash(ctx, at)
 		if !errors.Is(err, errs.Conflict) {
-			return &h, err
+			return h, err
 		}
 	}
-	if err := r.CallJSON(ctx, http.MethodGet, "/v1/cluster/state-hash", nil, &h); err != nil {
-		return nil, err
-	}
-	return &h, nil
+	return c.Cluster().StateHash(ctx, 0)
 }
 
 func verifyTable(w io.Writer, res verifyResult) error {

@@ -5,16 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
 	"syscall"
 	"time"
 
-	"github.com/arbiterhq/arbiter/cluster"
+	"github.com/arbiterhq/arbiter/client"
 	"github.com/arbiterhq/arbiter/errs"
-	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/spf13/cobra"
 )
 
@@ -22,8 +20,8 @@ func (a *app) nodeWatchCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "watch [--after SEQ]",
 		Short: "print change-feed events, with the values written, as they happen",
-		Long: `watch follows the change feed (cluster.Remote.Watch over GET /v1/changes
-with include_values) and prints each event once, in order, as it arrives,
+		Long: `watch follows the change feed (GET /v1/changes with include_values,
+through package client) and prints each event once, in order, as it arrives,
 until interrupted (or --count events). Each node event carries the node as
 it wrote it, or overwritten: true once a later change replaced it. When a
 node goes away it resumes at its cursor through the next --addr. It starts
@@ -42,10 +40,11 @@ the last_seq it names). -o json prints one JSON object per line.`,
 		if err := o.check(); err != nil {
 			return err
 		}
-		remote, err := a.remote()
+		c, err := a.coreClient()
 		if err != nil {
 			return err
 		}
+		defer c.Close()
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		var from uint64
@@ -53,21 +52,18 @@ the last_seq it names). -o json prints one JSON object per line.`,
 			if from, err = strconv.ParseUint(*after, 10, 64); err != nil {
 				return usageErrorf("--after %q: want a sequence number", *after)
 			}
-		} else if from, err = a.lastSeq(ctx, remote); err != nil {
+		} else if from, err = a.lastSeq(ctx, c); err != nil {
 			return err
 		}
-		opts := []cluster.WatchOption{}
-		if !*noValues {
-			opts = append(opts, cluster.WatchValues())
-		}
+		q := client.ChangesQuery{After: from, Limit: client.MaxPage, Wait: watchWait, IncludeValues: !*noValues}
 		if *stale {
-			opts = append(opts, cluster.WatchStale())
+			q.Consistency = client.Stale
 		}
 		if !o.json() {
 			fmt.Fprintf(a.stdout, "%-8s %-8s %-24s %-22s %s\n", "SEQ", "INDEX", "TIME", "KIND", "KEY / VALUE")
 		}
 		seen := 0
-		for ev, err := range remote.Watch(ctx, from, opts...) {
+		for ev, err := range c.Cluster().Follow(ctx, q) {
 			if err != nil {
 				if errors.Is(err, context.Canceled) {
 					return nil // interrupted
@@ -86,16 +82,29 @@ the last_seq it names). -o json prints one JSON object per line.`,
 	return cmd
 }
 
+// watchWait is how long one change-feed request waits for new events
+// before it asks again.
+const watchWait = 20 * time.Second
+
+// detailUint reads an unsigned integer from an error's detail.
+func detailUint(v any) (uint64, bool) {
+	switch n := v.(type) {
+	case json.Number:
+		u, err := strconv.ParseUint(string(n), 10, 64)
+		return u, err == nil
+	case float64:
+		return uint64(n), n >= 0 && n == float64(uint64(n))
+	}
+	return 0, false
+}
+
 // lastSeq is the sequence of the feed's newest event.
-func (a *app) lastSeq(ctx context.Context, remote *cluster.Remote) (uint64, error) {
-	ctx, cancel := context.WithTimeout(ctx, a.timeout)
-	defer cancel()
-	var page fsm.ChangesPage
-	err := remote.CallJSON(ctx, http.MethodGet, "/v1/changes?after=0&limit=1", nil, &page)
+func (a *app) lastSeq(ctx context.Context, c *client.Client) (uint64, error) {
+	page, err := c.Cluster().Changes(ctx, client.ChangesQuery{Limit: 1})
 	var e *errs.Error
 	if errors.As(err, &e) && e.Code == errs.CodeCursorExpired {
-		if n, ok := e.Detail["last_seq"].(json.Number); ok {
-			return strconv.ParseUint(string(n), 10, 64)
+		if n, ok := detailUint(e.Detail["last_seq"]); ok {
+			return n, nil
 		}
 	}
 	if err != nil {
@@ -104,7 +113,7 @@ func (a *app) lastSeq(ctx context.Context, remote *cluster.Remote) (uint64, erro
 	return page.LastSeq, nil
 }
 
-func (a *app) printEvent(o output, ev fsm.Event) error {
+func (a *app) printEvent(o output, ev client.Event) error {
 	if o.json() {
 		raw, err := json.Marshal(ev)
 		if err != nil {

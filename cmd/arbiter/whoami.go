@@ -6,7 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/arbiterhq/arbiter/cluster"
+	"github.com/arbiterhq/arbiter/client"
 	"github.com/spf13/cobra"
 )
 
@@ -26,13 +26,14 @@ trusted and names owners itself.`,
 		if err := o.check(); err != nil {
 			return err
 		}
-		remote, err := a.remote()
+		c, err := a.coreClient()
 		if err != nil {
 			return err
 		}
+		defer c.Close()
 		ctx, cancel := a.context()
 		defer cancel()
-		w, err := remote.Whoami(ctx)
+		w, err := c.Cluster().Whoami(ctx)
 		if err != nil {
 			return err
 		}
@@ -41,7 +42,7 @@ trusted and names owners itself.`,
 	return cmd
 }
 
-func whoamiTable(out io.Writer, w *cluster.Whoami) error {
+func whoamiTable(out io.Writer, w *client.Whoami) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	principal := w.Principal
 	if w.Trusted && principal == "" {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/allocation"
 	"github.com/arbiterhq/arbiter/authority"
-	"github.com/arbiterhq/arbiter/cluster"
+	"github.com/arbiterhq/arbiter/client"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/projection"
 )
@@ -27,7 +27,7 @@ func TestEveryDomainErrorHasOneCode(t *testing.T) {
 		{"allocation.Conflict (occupied)", &allocation.Conflict{Err: allocation.ErrAllocationConflict, Code: allocation.CodeKeyOccupied}, errs.CodeConflict},
 		{"allocation.Conflict (superseded)", &allocation.Conflict{Err: allocation.ErrTaskSuperseded, SupersededBy: 94}, errs.CodeConflict},
 		{"authority unavailable", authority.FromCluster(errs.Unknown("leadership lost")), errs.CodeUnavailable},
-		{"cluster.CursorExpiredError", &cluster.CursorExpiredError{Err: errs.New(errs.CodeCursorExpired, "gone")}, errs.CodeCursorExpired},
+		{"client.CursorExpiredError", &client.CursorExpiredError{Err: errs.New(errs.CodeCursorExpired, "gone")}, errs.CodeCursorExpired},
 		{"projection stale watermark (a code the domain registers)", errs.Errorf(projection.CodeStaleWatermark, "watermark 4 after 5"), projection.CodeStaleWatermark},
 	}
 	sentinels := []*errs.Error{errs.Invalid, errs.NotFound, errs.Conflict, errs.IdempotencyConflict, errs.StaleFence,

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/arbiterhq/arbiter/client"
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/domain/builtin"
 	"github.com/arbiterhq/arbiter/fsm"
@@ -135,12 +136,19 @@ func (q *quickstart) race() error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			remote := cluster.NewRemote(q.nodes[c%3].APIAddr())
-			nc := nodes.On(remote)
+			api, err := client.New([]string{q.nodes[c%3].APIAddr()})
+			if err != nil {
+				mu.Lock()
+				failures = append(failures, err)
+				mu.Unlock()
+				return
+			}
+			defer api.Close()
+			nc := api.Nodes()
 			for _, k := range rand.Perm(ids) {
 				id := fmt.Sprintf("concept-%d", k+1)
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				res, err := nc.CreateIfAbsent(ctx, nodes.CreateRequest{
+				res, err := nc.Create(ctx, client.CreateRequest{
 					NodeID: id, Labels: []string{"concept"},
 					Properties: map[string]any{"owner": fmt.Sprintf("client-%d", c), "fence": 1},
 				})

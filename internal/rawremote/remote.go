@@ -1,4 +1,4 @@
-package cluster
+package rawremote
 
 import (
 	"bytes"
@@ -10,15 +10,19 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/domain"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/internal/rawwire"
 	arblog "github.com/arbiterhq/arbiter/log"
 )
 
-// Remote is an HTTP client of a cluster implementing fsm.Proposer and
-// fsm.Reader, so the same service code runs against an embedded node or a
-// cluster elsewhere. It spreads calls over the given API addresses and
+// Remote is a raw HTTP client of a cluster implementing fsm.Proposer and
+// fsm.Reader over the msgpack wire (POST /v1/commands, /v1/queries), so
+// that a domain package's own service code runs against a cluster
+// elsewhere: for tests, the bench and clustertest, not for embedders
+// (they use package client). It spreads calls over the given API addresses and
 // moves on to the next one when a node cannot be reached; whichever node it
 // reaches forwards to the leader. The principal is the one the server
 // authenticates, never one set on the client's context.
@@ -35,9 +39,9 @@ type Remote struct {
 
 var _ domain.Conn = (*Remote)(nil)
 
-// NewRemote returns a client of the nodes at addrs (host:port or base URLs).
-func NewRemote(addrs ...string) *Remote {
-	r := &Remote{client: &http.Client{Transport: newPeerTransport()}, timeout: 30 * time.Second}
+// New returns a client of the nodes at addrs (host:port or base URLs).
+func New(addrs ...string) *Remote {
+	r := &Remote{client: &http.Client{Transport: rawwire.NewPeerTransport()}, timeout: 30 * time.Second}
 	for _, a := range addrs {
 		if !strings.Contains(a, "://") {
 			a = "http://" + a
@@ -61,6 +65,18 @@ func (r *Remote) WithToken(token string) *Remote {
 	}
 	r.client = &http.Client{Transport: bearerTransport{base: base, token: token}, Timeout: r.client.Timeout}
 	return r
+}
+
+// bearerTransport adds a principal's bearer token to every request.
+type bearerTransport struct {
+	base  http.RoundTripper
+	token string
+}
+
+func (t bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+t.token)
+	return t.base.RoundTrip(r)
 }
 
 // WithTimeout sets the bound of a call whose context has no deadline.
@@ -104,7 +120,7 @@ func (r *Remote) Ready(ctx context.Context, require ...string) error {
 		if req, err = http.NewRequestWithContext(ctx, http.MethodGet, r.pick()+path, nil); err != nil {
 			return errs.Errorf(errs.CodeInvalid, "%v", err)
 		}
-		if err = doJSON(r.client, req, nil); err == nil || errs.CodeOf(err) == errs.CodeInvalid || ctx.Err() != nil {
+		if err = rawwire.DoJSON(r.client, req, nil); err == nil || errs.CodeOf(err) == errs.CodeInvalid || ctx.Err() != nil {
 			return err
 		}
 	}
@@ -153,8 +169,8 @@ func (r *Remote) Query(ctx context.Context, q fsm.Query) ([]byte, error) {
 }
 
 // Status returns the status of the first node that answers.
-func (r *Remote) Status(ctx context.Context) (*Status, error) {
-	var s Status
+func (r *Remote) Status(ctx context.Context) (*cluster.Status, error) {
+	var s cluster.Status
 	if err := r.CallJSON(ctx, http.MethodGet, "/v1/cluster/status", nil, &s); err != nil {
 		return nil, err
 	}
@@ -206,7 +222,7 @@ func (r *Remote) CallJSON(ctx context.Context, method, path string, body, out an
 		if body != nil {
 			req.Header.Set("Content-Type", "application/json")
 		}
-		if err = doJSON(r.client, req, out); err == nil || !retryable(err) {
+		if err = rawwire.DoJSON(r.client, req, out); err == nil || !rawwire.Retryable(err) {
 			return err
 		}
 	}
@@ -216,7 +232,7 @@ func (r *Remote) CallJSON(ctx context.Context, method, path string, body, out an
 // call posts body to path on one node after another until one is reached.
 // Only failures to connect move on: once a request may have been received,
 // its error is returned (with an unknown outcome for writes).
-func (r *Remote) call(ctx context.Context, path string, body []byte) (*wireReply, error) {
+func (r *Remote) call(ctx context.Context, path string, body []byte) (*rawwire.Reply, error) {
 	if len(r.bases) == 0 {
 		return nil, errs.New(errs.CodeInvalid, "remote has no addresses")
 	}
@@ -224,13 +240,13 @@ func (r *Remote) call(ctx context.Context, path string, body []byte) (*wireReply
 	defer cancel()
 	var last error
 	for range r.bases {
-		var reply wireReply
-		err := postMsgpack(ctx, r.client, r.pick()+path, body, &reply)
+		var reply rawwire.Reply
+		err := rawwire.PostMsgpack(ctx, r.client, r.pick()+path, body, &reply)
 		if err == nil {
 			return &reply, nil
 		}
 		last = err
-		if !retryable(err) {
+		if !rawwire.Retryable(err) {
 			return nil, err
 		}
 	}

@@ -1,4 +1,4 @@
-package cluster
+package rawwire
 
 import (
 	"encoding/json"
@@ -14,7 +14,7 @@ import (
 // in a generic result, a number is the server's literal (json.Number),
 // never a float64 that rounds past 2^53 and prints 1e21 in exponent form.
 func TestClientAnswersKeepNumbersExact(t *testing.T) {
-	err := replyError("u", http.StatusConflict, []byte(`{"error":{"code":"conflict","message":"m","detail":{"fence":9007199254740993,"big":123456789012345678901234}}}`))
+	err := ReplyError("u", http.StatusConflict, []byte(`{"error":{"code":"conflict","message":"m","detail":{"fence":9007199254740993,"big":123456789012345678901234}}}`))
 	var e *errs.Error
 	if !errors.As(err, &e) || e.Detail["fence"] != json.Number("9007199254740993") || e.Detail["big"] != json.Number("123456789012345678901234") {
 		t.Fatalf("detail %#v", e)
@@ -29,7 +29,11 @@ func TestClientAnswersKeepNumbersExact(t *testing.T) {
 	}))
 	defer srv.Close()
 	var res map[string]any
-	if err := NewRemote(srv.URL).CallJSON(t.Context(), http.MethodGet, "/", nil, &res); err != nil {
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := DoJSON(srv.Client(), req, &res); err != nil {
 		t.Fatal(err)
 	}
 	if res["seq"] != json.Number("18446744073709551615") || res["n"] != json.Number("9007199254740993") {
