@@ -104,11 +104,13 @@ func (c *Cluster) URLs() []string {
 // (internal/rawremote: a domain package's own service runs over it, as
 // over an embedded node), moving to the next node while one cannot be
 // reached. A program on another host uses package client, over URLs.
-func (c *Cluster) Remote() *rawremote.Remote { return c.RemoteOf(c.c.Running()...) }
+// It is a domain.Conn, the interface every domain service takes, so that
+// its type is one a test outside this module can name.
+func (c *Cluster) Remote() domain.Conn { return c.RemoteOf(c.c.Running()...) }
 
 // RemoteOf is a client of the nodes with the given indexes only: a
 // client on the far side of a partition.
-func (c *Cluster) RemoteOf(nodes ...int) *rawremote.Remote {
+func (c *Cluster) RemoteOf(nodes ...int) domain.Conn {
 	urls := make([]string, 0, len(nodes))
 	for _, i := range nodes {
 		urls = append(urls, c.c.URL(i))

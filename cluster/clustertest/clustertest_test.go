@@ -73,7 +73,7 @@ func TestFaultsKeepAUserModelLinearizable(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := c.RemoteOf(client).WithTimeout(2 * time.Second)
+			r := c.RemoteOf(client) // each call below is bounded by its own 2 s context
 			cl := nodes.On(r)
 			for k := 0; ; k++ {
 				select {
@@ -183,8 +183,8 @@ func TestStartAndClose(t *testing.T) {
 	}
 	c.Close()
 	c.Close() // twice is harmless
-	_, err = r.Status(context.Background())
+	_, err = nodes.On(r).Get(context.Background(), "x", fsm.Stale)
 	if !errors.Is(err, errs.Unavailable) {
-		t.Fatalf("status after Close: %v, want unavailable", err)
+		t.Fatalf("a read after Close: %v, want unavailable", err)
 	}
 }
