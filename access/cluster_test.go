@@ -15,11 +15,10 @@ import (
 	"github.com/arbiterhq/arbiter/internal/clustertest"
 )
 
-// authCluster is a cluster whose nodes all have bootstrapFile(version) as
-// their principals file, and their guards.
-func authCluster(t *testing.T, opts clustertest.Options, version uint64) (*clustertest.Cluster, []*access.Guard) {
+// authCluster is a cluster whose nodes all have *f as their principals
+// file (read again at every start), and their guards.
+func authCluster(t *testing.T, opts clustertest.Options, f *identity.File) (*clustertest.Cluster, []*access.Guard) {
 	t.Helper()
-	f := bootstrapFile(version)
 	reg, err := identity.NewRegistry(f.Principals)
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +94,7 @@ func waitApplied(t *testing.T, c *clustertest.Cluster, index uint64) {
 // as soon as the node has applied the removal (no SIGHUP, no restart),
 // and a rotated token likewise; a non-admin cannot add a principal.
 func TestRevokedTokenRefusedOnEveryNode(t *testing.T) {
-	c, guards := authCluster(t, clustertest.Options{}, 0)
+	c, guards := authCluster(t, clustertest.Options{}, bootstrapFile(0))
 	waitTable(t, c, guards)
 	for i := range 3 {
 		if got := status(t, c, i, http.MethodGet, "/v1/auth/whoami", "app-token", ""); got != http.StatusOK {
