@@ -205,3 +205,23 @@ func TestListShowsNoHash(t *testing.T) {
 		}
 	}
 }
+
+// A cluster that does not enable access control yet (a member still runs
+// a binary without it) applies none of its commands, on any replica: the
+// seed is refused as unavailable (the node retries it) and changes
+// nothing.
+func TestCommandsWaitForTheClusterToEnableThem(t *testing.T) {
+	l, s := newLocal(t)
+	if err := l.Enable(fsm.ServedBy()); err != nil { // the core only
+		t.Fatal(err)
+	}
+	if _, err := s.Seed(context.Background(), bootstrapFile(0)); !errors.Is(err, errs.Unavailable) {
+		t.Fatalf("seed before the cluster enables access: %v, want unavailable", err)
+	}
+	if err := l.Enable(fsm.ServedBy(access.Module())); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := s.Seed(context.Background(), bootstrapFile(0)); err != nil || !res.Applied {
+		t.Fatalf("seed once enabled: %+v %v", res, err)
+	}
+}
