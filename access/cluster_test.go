@@ -1,6 +1,7 @@
 package access_test
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"strings"
@@ -156,6 +157,43 @@ func TestRevokedTokenRefusedOnEveryNode(t *testing.T) {
 		}
 		if got := status(t, c, i, http.MethodGet, "/v1/auth/whoami", "root-token-2", ""); got != http.StatusOK {
 			t.Errorf("n%d: the new token got %d, want 200", i+1, got)
+		}
+	}
+}
+
+// A restored backup brings every node's registry back to the backup's
+// table (the module's Restored hook): a principal added after the backup
+// was taken is refused on every node once it applied the restore.
+func TestRestoreBringsTheRegistryBack(t *testing.T) {
+	c, guards := authCluster(t, clustertest.Options{}, bootstrapFile(0))
+	waitTable(t, c, guards)
+	leader := c.Leader()
+	var backup bytes.Buffer
+	if err := c.Node(leader).Backup(context.Background(), &backup); err != nil {
+		t.Fatal(err)
+	}
+	res, err := access.NewService(c.Node(leader), c.Node(leader)).Put(as(superAdmin), access.PutRequest{ID: "late", Tenants: []string{"a"}, Roles: []string{identity.RoleReader}, TokenSHA256: []string{identity.HashToken("late-token")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(t, c, res.Index)
+	for i := range 3 {
+		if got := status(t, c, i, http.MethodGet, "/v1/auth/whoami", "late-token", ""); got != http.StatusOK {
+			t.Fatalf("n%d before the restore: %d", i+1, got)
+		}
+	}
+	leader = c.WaitLeader(10 * time.Second)
+	rr, err := c.Node(leader).Restore(context.Background(), &backup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(t, c, rr.Index)
+	for i := range 3 {
+		if got := status(t, c, i, http.MethodGet, "/v1/auth/whoami", "late-token", ""); got != http.StatusUnauthorized {
+			t.Errorf("n%d after the restore: the later principal got %d, want 401", i+1, got)
+		}
+		if got := status(t, c, i, http.MethodGet, "/v1/auth/whoami", "root-token", ""); got != http.StatusOK {
+			t.Errorf("n%d after the restore: the admin got %d", i+1, got)
 		}
 	}
 }
