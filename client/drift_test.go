@@ -65,6 +65,7 @@ var wirePairs = []struct{ client, server any }{
 	{client.HostReclaimRequest{}, workitem.ReclaimRequest{}},
 	{client.ReservationQueryRequest{}, workitem.QueryRequest{}},
 	{client.ReservationQueryResult{}, workitem.QueryResult{}},
+	{client.HostPage{}, workitem.HostPage{}},
 	{client.RewriteExtensionRequest{}, workitem.RewriteExtensionRequest{}},
 	{client.HostResult{}, workitem.HostResult{}},
 	{client.ReservationResult{}, workitem.ReservationResult{}},

@@ -60,6 +60,20 @@ func (s *Reservations) Query(ctx context.Context, req ReservationQueryRequest) (
 	return do[ReservationQueryResult](ctx, s.c, postRead("/v1/workitems/reservations/query", req))
 }
 
+// HostQuery selects the hosts Hosts pages through: any reader of
+// TenantRef reads them all (hosts are every tenant's).
+type HostQuery struct {
+	TenantRef string
+	PageQuery
+}
+
+// Hosts returns one page (Limit 1..128; 0: 128) of the shared hosts in
+// host_id order, each with its use, what is free and its telemetry age
+// (-1: never reported); go on with After = NextCursor.
+func (s *Reservations) Hosts(ctx context.Context, q HostQuery) (*HostPage, error) {
+	return do[HostPage](ctx, s.c, get("/v1/workitems/hosts", q.params("tenant_ref", q.TenantRef)))
+}
+
 // Profiles returns the reservation profile set.
 func (s *Reservations) Profiles(ctx context.Context, cons Consistency) (*Profiles, error) {
 	return do[Profiles](ctx, s.c, get("/v1/workitems/profiles", params("consistency", string(cons))))

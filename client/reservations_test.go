@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/arbiterhq/arbiter/client"
@@ -68,4 +69,44 @@ func profileSpecs(ps []client.ProfileStatus) []client.Profile {
 			Fairness: p.Fairness, Disk: p.Disk, TelemetryMaxAgeMs: p.TelemetryMaxAgeMs, Mode: p.Mode})
 	}
 	return out
+}
+
+// Hosts pages the shared hosts in host_id order, Limit a page, until a
+// page without NextCursor; each with what is free and its telemetry age.
+func TestReservationHosts(t *testing.T) {
+	ctx, r := ctxOf(t), newClient(t, "ops").Reservations()
+	prefix, tenant := unique(t), unique(t)
+	for _, id := range []string{prefix + "-c", prefix + "-a", prefix + "-b"} {
+		_, err := r.PutHost(ctx, client.PutHostRequest{HostID: id, Labels: map[string]string{},
+			Capacity: client.Dimensions{CPUMillis: 2000, MemoryMiB: 1024, DiskMiB: 1024, Processes: 4}})
+		must(t, err)
+	}
+	var mine []client.HostStatus
+	q := client.HostQuery{TenantRef: tenant, PageQuery: client.PageQuery{Limit: 2}}
+	for pages := 0; ; pages++ {
+		if pages > 64 { // 128 hosts at most, two a page
+			t.Fatalf("paging does not end")
+		}
+		page, err := r.Hosts(ctx, q)
+		must(t, err)
+		if len(page.Hosts) > 2 || page.NowMs == 0 {
+			t.Fatalf("a page of limit 2: %+v", page)
+		}
+		for _, h := range page.Hosts {
+			if strings.HasPrefix(h.HostID, prefix+"-") {
+				mine = append(mine, h)
+			}
+		}
+		if q.After = page.NextCursor; q.After == "" {
+			break
+		}
+	}
+	if len(mine) != 3 || mine[0].HostID != prefix+"-a" || mine[2].HostID != prefix+"-c" {
+		t.Fatalf("the hosts put, in host_id order: %+v", mine)
+	}
+	if h := mine[0]; h.Free.CPUMillis != 2000 || h.TelemetryAgeMs != -1 || h.Labels == nil {
+		t.Fatalf("a host never reported: %+v", h)
+	}
+	_, err := r.Hosts(ctx, client.HostQuery{TenantRef: tenant, PageQuery: client.PageQuery{Limit: 129, Consistency: client.Stale}})
+	wantCode(t, err, errs.CodeInvalid)
 }

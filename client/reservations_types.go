@@ -79,6 +79,14 @@ type ReservationQueryResult struct {
 	NowMs        int64         `json:"now_ms"`
 }
 
+// HostPage is the JSON form of workitem.HostPage: one page of hosts in
+// host_id order; NextCursor is "" on the last.
+type HostPage struct {
+	Hosts      []HostStatus `json:"hosts"`
+	NextCursor string       `json:"next_cursor"`
+	NowMs      int64        `json:"now_ms"`
+}
+
 // RewriteExtensionRequest is the JSON form of workitem.RewriteExtensionRequest.
 type RewriteExtensionRequest struct {
 	TenantRef  string          `json:"tenant_ref"`

@@ -113,6 +113,11 @@ func isoReservationRows(t *testing.T, c *clustertest.Cluster, follower int) []is
 			// Hosts are every tenant's: a controller of one may not.
 			wrongTenant: forbidden(newHost, "mem-b", "ctl-a"), wrongRole: forbidden(newHost, "mem-a", "read-a"),
 			valid: ok("admin", newHost, 201), state: view(workitem.QueryRequest{HostID: "iso-h-new"})},
+		// Hosts are every tenant's: any reader of the tenant named lists
+		// them; a principal outside it hears not_found.
+		{route: "GET /v1/workitems/hosts", query: "?tenant_ref=a&limit=10", access: isoPrincipal,
+			wrongTenant: []isoCase{{name: "mem-b", who: "mem-b", status: http.StatusNotFound, code: "not_found"}},
+			valid:       ok("read-a", nil, 200)},
 		{route: "POST /v1/workitems/hosts/telemetry", access: isoPrincipal,
 			wrongTenant: forbidden(report, "mem-b", "ctl-a"), wrongRole: forbidden(report, "mem-a", "read-a"),
 			valid: ok("admin", report, 200), state: view(workitem.QueryRequest{HostID: "iso-h"})},

@@ -50,9 +50,20 @@ type capacityStatusInput struct {
 	Cursor    string `json:"cursor,omitempty" jsonschema:"the next_cursor of the previous page"`
 }
 
+// The request properties the capacity tools set: the caller's owner
+// digest, the client's schema version, and now_ms (the server's clock
+// decides; the field is for replaying a log).
+var (
+	capacityFills = []string{"owner_digest", "schema_version", "now_ms"}
+	leaseRefs     = []string{"tenant_ref", "leases", "leases[].lease_id", "leases[].lease_epoch", "leases[].fence_token"}
+)
+
 func (r *registrar) capacity() {
 	const d = "capacity"
 	add(r, tool{name: "capacity_acquire", domain: d, commands: []string{"capacity_acquire"},
+		op: "post_v1_capacity_acquire", fills: capacityFills,
+		required: []string{"tenant_ref", "work_item_id", "demands", "ttl_ms",
+			"demands[].cell_id", "demands[].resource_class", "demands[].amount"},
 		description: "Lease amounts of resource classes on capacity cells for a work item, all or none, as this caller. Granted: keep each lease's lease_id, lease_epoch and fence_token to renew or release. Denied: an error result with the decision's code (exhausted with retry_after_ms and what is available, stale_epoch, ...) and nothing leased."},
 		func(ctx context.Context, c *client.Client, in acquireInput) (any, error) {
 			owner, err := ownerDigest(ctx, c)
@@ -65,6 +76,7 @@ func (r *registrar) capacity() {
 				TokenBudget: in.TokenBudget})
 		})
 	add(r, tool{name: "capacity_renew", domain: d, commands: []string{"capacity_renew"},
+		op: "post_v1_capacity_renew", fills: capacityFills, required: leaseRefs,
 		description: "Extend this caller's leases (all or none); each lease's epoch advances: present the returned leases next time. An ended or re-fenced lease is stale_fence or expired."},
 		func(ctx context.Context, c *client.Client, in leasesInput) (any, error) {
 			owner, err := ownerDigest(ctx, c)
@@ -74,6 +86,7 @@ func (r *registrar) capacity() {
 			return c.Capacity().Renew(ctx, in.request(owner))
 		})
 	add(r, tool{name: "capacity_release", domain: d, commands: []string{"capacity_release"},
+		op: "post_v1_capacity_release", fills: capacityFills, required: leaseRefs,
 		description: "End this caller's leases (all or none), freeing their amounts."},
 		func(ctx context.Context, c *client.Client, in leasesInput) (any, error) {
 			owner, err := ownerDigest(ctx, c)
@@ -82,7 +95,8 @@ func (r *registrar) capacity() {
 			}
 			return c.Capacity().Release(ctx, in.request(owner))
 		})
-	add(r, tool{name: "capacity_status", domain: d, readOnly: true,
+	add(r, tool{name: "capacity_status", domain: d, readOnly: true, op: "post_v1_capacity_status",
+		fills: []string{"schema_version"}, required: []string{"tenant_ref"},
 		description: "Read one page of a tenant's capacity cells (capacity, used, free per class) and leases, optionally of one cell or lease."},
 		func(ctx context.Context, c *client.Client, in capacityStatusInput) (any, error) {
 			return c.Capacity().Status(ctx, client.CapacityReadRequest{TenantRef: in.TenantRef, GraphRef: in.GraphRef,

@@ -66,7 +66,8 @@ func ownerDigest(ctx context.Context, c *client.Client) (string, error) {
 
 func (r *registrar) concepts() {
 	const d = "authority"
-	add(r, tool{name: "concept_reserve", domain: d, required: []string{"concept_id", "tenant_ref", "request_ref", "purpose_digest"},
+	add(r, tool{name: "concept_reserve", domain: d, op: "post_v1_concepts_reserve", fills: []string{"owner_ref"},
+		required:    []string{"concept_id", "tenant_ref", "request_ref", "purpose_digest"},
 		description: "Claim a concept id (e.g. RMDD-27) for this caller under the cluster's namespace policies. Created or reclaimed: the claim is yours, keep its record's reservation_id, fingerprint and fence for concept_transition. Another holder is a conflict error whose detail names the holder; no matching policy is invalid."},
 		func(ctx context.Context, c *client.Client, in conceptRequest) (any, error) {
 			owner, err := ownerDigest(ctx, c)
@@ -75,7 +76,8 @@ func (r *registrar) concepts() {
 			}
 			return c.Concepts().Reserve(ctx, in.request(owner))
 		})
-	add(r, tool{name: "concept_reserve_next", domain: d, required: []string{"namespace", "from", "to", "request"},
+	add(r, tool{name: "concept_reserve_next", domain: d, op: "post_v1_concepts_reserve_next", fills: []string{"request.owner_ref"},
+		required:    []string{"namespace", "from", "to", "request", "request.tenant_ref", "request.request_ref", "request.purpose_digest"},
 		description: "Claim the first free number from..to (at most 128) of a namespace for this caller; every one held is exhausted."},
 		func(ctx context.Context, c *client.Client, in reserveNextInput) (any, error) {
 			owner, err := ownerDigest(ctx, c)
@@ -85,7 +87,8 @@ func (r *registrar) concepts() {
 			return c.Concepts().ReserveNext(ctx, client.ReserveNextRequest{Namespace: in.Namespace, Prefix: in.Prefix,
 				From: in.From, To: in.To, Request: in.Request.request(owner)})
 		})
-	add(r, tool{name: "concept_transition", domain: d,
+	add(r, tool{name: "concept_transition", domain: d, op: "post_v1_concepts_transition", fills: []string{"owner_ref"},
+		required:    []string{"concept_id", "tenant_ref", "reservation_id", "fingerprint", "expected_fence", "action"},
 		description: "Move this caller's claim: materialize, land, tombstone or release, presenting the fence last answered (another fence is stale_fence); the record comes back with its new fence."},
 		func(ctx context.Context, c *client.Client, in conceptTransitionInput) (any, error) {
 			owner, err := ownerDigest(ctx, c)
@@ -96,7 +99,7 @@ func (r *registrar) concepts() {
 				OwnerRef: owner, ReservationID: in.ReservationID, Fingerprint: in.Fingerprint,
 				ExpectedFence: in.ExpectedFence, Action: in.Action})
 		})
-	add(r, tool{name: "concept_get", domain: d, readOnly: true,
+	add(r, tool{name: "concept_get", domain: d, readOnly: true, op: "get_v1_concepts_get", required: []string{"concept_id"},
 		description: "Read a concept claim's record (state, owner, fence), or not_found."},
 		func(ctx context.Context, c *client.Client, in conceptGetInput) (any, error) {
 			return c.Concepts().Get(ctx, in.ConceptID, in.TenantRef)

@@ -13,7 +13,7 @@ func TestDecodeKeepsLargeIntegers(t *testing.T) {
 	type in struct {
 		Fence uint64 `json:"fence"`
 	}
-	resolved, err := inputSchema[in](nil).Resolve(nil)
+	resolved, err := inferred[in]().Resolve(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,9 @@ import (
 )
 
 // TestToolsAreAClientOfTheCluster: the package's non-test files link the
-// client and the SDK, never the cluster, the state machine or a domain,
-// so that a tool can only answer what the HTTP API answers.
+// client, the SDK and the API's document (package api, an embedded
+// file), never the cluster, the state machine or a domain, so that a
+// tool can only answer what the HTTP API answers.
 func TestToolsAreAClientOfTheCluster(t *testing.T) {
 	deps := deptest.Of(t, "github.com/arbiterhq/arbiter/mcptools")
 	sawSDK := false
@@ -17,7 +18,7 @@ func TestToolsAreAClientOfTheCluster(t *testing.T) {
 		sawSDK = sawSDK || d == "github.com/modelcontextprotocol/go-sdk/mcp"
 		if rest, ok := strings.CutPrefix(d, "github.com/arbiterhq/arbiter/"); ok {
 			switch rest {
-			case "mcptools", "client", "errs", "retry":
+			case "mcptools", "client", "errs", "retry", "api":
 			default:
 				t.Errorf("mcptools links %s", d)
 			}

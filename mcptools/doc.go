@@ -17,8 +17,8 @@
 //
 // The server is a client of the cluster: every tool is one call (or, for
 // publish_projection, a few) of the light Go client (package client) on
-// the cluster's JSON HTTP API. It imports client and the SDK, never the
-// cluster, fsm or domain packages, so that:
+// the cluster's JSON HTTP API. It imports client, the SDK and api (the
+// API's document), never the cluster, fsm or domain packages, so that:
 //
 //   - a tool's result is the API's JSON body (the client's result types
 //     mirror the API's, a drift test in package client keeps them so),
@@ -34,10 +34,26 @@
 //
 // # Inputs and identity
 //
-// Input schemas are inferred (github.com/google/jsonschema-go) from the
-// client's typed request structs, with the API's path parameters (space,
-// task_id) added as properties; a tool lists as required what the API
-// requires. Tools never take an owner or a principal: the credential
+// Input schemas come from the API's OpenAPI document, the copy checked
+// in as api/openapi.json (package api embeds it and links nothing else;
+// its test keeps it what a node serves at /v1/openapi.json). Each tool
+// names the operation it calls (its operationId, also in the tool's
+// _meta.operation), and its input schema is that operation's request:
+// the path, query and header parameters, typed as the values they hold,
+// beside the JSON body's properties, $refs inlined. A tool declares what
+// it changes of it: parameters it renames (the path's {slug} and {id}
+// are space and task_id, the Idempotency-Key header idempotency_key),
+// properties it sets itself and leaves out (owners, the schema version,
+// a read's consistency), properties of its own (publish_projection's
+// channels: projection_submit's requests), and which properties it
+// requires: what the API's handler requires, which the document does
+// not say (the server refuses unknown fields, never missing ones).
+// Descriptions are the jsonschema tags of the tool's Go input type, the
+// type the arguments are decoded into. TestToolSchemasAreTheDocuments
+// checks every tool's listed schema against the document, and
+// TestToolInputsHoldTheirSchemas each Go input type against its schema.
+//
+// Tools never take an owner or a principal: the credential
 // decides (the --token of `arbiter mcp`, the HTTP request's own on
 // /mcp). Where the API asks for an owner field bound to the principal
 // (concepts' owner_ref, capacity's owner_digest, a claim's owner_ref),
@@ -60,7 +76,7 @@
 //	workitem    workitem_submit, workitem_submit_batch, workitem_claim,
 //	            workitem_complete, workitem_cancel, workitem_get,
 //	            workitem_list, reservation_reserve, reservation_release,
-//	            reservation_query
+//	            reservation_query, reservation_list_hosts
 //	projection  projection_submit, projection_acquire,
 //	            projection_publish, projection_release,
 //	            publish_projection, projection_target

@@ -67,6 +67,43 @@ func TestWorkItemTools(t *testing.T) {
 	}
 }
 
+// The shared hosts through the tools: any reader of a tenant lists them
+// a page at a time in host_id order (next_cursor as after); a tenant the
+// caller is not in is not_found.
+func TestListHostsTool(t *testing.T) {
+	s := agent(t, "agent-a")
+	id := unique(t)
+	_, err := newClient(t, "ops").Reservations().PutHost(ctxOf(t), client.PutHostRequest{HostID: id, Labels: map[string]string{},
+		Capacity: client.Dimensions{CPUMillis: 1000, MemoryMiB: 1024, DiskMiB: 1024, Processes: 2}})
+	must(t, err)
+	var found map[string]any
+	after := ""
+	for pages := 0; found == nil; pages++ {
+		if pages > 128 { // MaxHosts, one a page
+			t.Fatalf("paging does not end")
+		}
+		page := call(t, s, "reservation_list_hosts", map[string]any{"tenant_ref": "t", "limit": 1, "after": after}).ok(t)
+		hosts, _ := page.Body["hosts"].([]any)
+		if len(hosts) > 1 {
+			t.Fatalf("a page of limit 1: %s", page.Raw)
+		}
+		for _, h := range hosts {
+			if h := h.(map[string]any); h["host_id"] == id {
+				found = h
+			}
+		}
+		if after, _ = page.Body["next_cursor"].(string); after == "" {
+			break
+		}
+	}
+	if found == nil || found["telemetry_age_ms"] != float64(-1) {
+		t.Fatalf("host %s: %v", id, found)
+	}
+	if r := call(t, s, "reservation_list_hosts", map[string]any{"tenant_ref": "u"}); !r.IsError || r.code() != "not_found" {
+		t.Fatalf("the hosts as a tenant the caller is not in: %s", r.Raw)
+	}
+}
+
 // Concepts through the tools, as the caller: reserve (its owner is the
 // caller's digest), a second request refused naming nothing changed,
 // materialize with the fence, a stale fence refused, get, reserve next.

@@ -1,6 +1,7 @@
 package mcptools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -79,6 +80,11 @@ func (e Enabled) Has(domain string, commands ...string) bool {
 // domains enabled (see the package doc), each call made through the
 // client src gives.
 func New(enabled Enabled, src Source) *mcp.Server {
+	return register(enabled, src).s
+}
+
+// register builds the server, with the list of what it added.
+func register(enabled Enabled, src Source) *registrar {
 	s := mcp.NewServer(&mcp.Implementation{Name: "arbiter", Title: "Arbiter", Version: Version},
 		&mcp.ServerOptions{Instructions: instructions})
 	r := &registrar{s: s, src: src, enabled: enabled}
@@ -89,7 +95,7 @@ func New(enabled Enabled, src Source) *mcp.Server {
 	r.projection()
 	r.nodes()
 	r.resources()
-	return s
+	return r
 }
 
 // instructions is what the server tells an agent host about itself.
@@ -100,38 +106,79 @@ type registrar struct {
 	s       *mcp.Server
 	src     Source
 	enabled Enabled
+	added   []added // the tools added, in order
 }
 
-// tool describes one tool: its name, what an agent reads of it, and the
-// command the cluster must enable for it (or only its domain for reads).
+// tool describes one tool: its name, what an agent reads of it, the
+// command the cluster must enable for it (or only its domain for reads),
+// and the API operation whose request is its input (schema.go).
 type tool struct {
 	name, description string
 	domain            string
 	commands          []string
-	// required lists the top-level input properties the server requires;
-	// nil keeps what the input type's JSON tags say.
+	// op is the operationId, in the OpenAPI document, of the API call
+	// the tool makes: its request is the tool's input schema.
+	op string
+	// rename gives a parameter of op another name in the input (the
+	// path's {slug} is space, the Idempotency-Key header idempotency_key).
+	rename map[string]string
+	// fills are the properties of op's request the tool sets itself
+	// (the caller's owner from whoami, the client's schema version, a
+	// read's consistency), by path ("request.owner_ref"): not inputs.
+	fills []string
+	// extra are input properties of the tool's own, not of op's request
+	// (publish_projection's channels), with their schemas.
+	extra map[string]any
+	// required lists the input properties the tool requires, by path
+	// ("requests[].kind": [] is an array's items): what the API's handler
+	// requires, which the document does not say.
 	required []string
 	readOnly bool
 }
 
 // add registers t with its handler if its domain (and commands) are
-// enabled. The input schema is inferred from In; the handler's answer
-// (a client result) becomes the tool's result as the API's JSON body,
-// its error the API's error body with isError.
+// enabled. The input schema is t.op's request (schema.go); the
+// arguments are checked against it, then decoded into an In, whose
+// fields must be the schema's properties (a test checks it) and whose
+// jsonschema tags describe them. The handler's answer (a client result)
+// becomes the tool's result as the API's JSON body, its error the API's
+// error body with isError.
 func add[In any](r *registrar, t tool, h func(ctx context.Context, c *client.Client, in In) (any, error)) {
 	if !r.enabled.Has(t.domain, t.commands...) {
 		return
 	}
-	schema := inputSchema[In](t.required)
+	// Errors here are programming errors (an operation renamed, a field
+	// gone), the same for every run of a binary: every test catches them.
+	doc, err := apiDocument()
+	if err != nil {
+		panic(fmt.Sprintf("mcptools: %v", err))
+	}
+	schema := inferred[In]()
+	if t.op != "" {
+		if schema, err = toolSchema(doc, t, schema); err != nil {
+			panic(fmt.Sprintf("mcptools: tool %s: input schema: %v", t.name, err))
+		}
+	} else if t.required != nil {
+		// A tool that names no operation (one written before schemas
+		// came from the document) keeps its Go input type's schema, so
+		// that it still serves; TestToolSchemasAreTheDocuments fails
+		// for it until it names its operation.
+		schema.Required = t.required
+	}
 	resolved, err := schema.Resolve(nil)
 	if err != nil {
-		panic(fmt.Sprintf("mcptools: tool %s: input schema: %v", t.name, err)) // a programming error, caught by every test
+		panic(fmt.Sprintf("mcptools: tool %s: input schema: %v", t.name, err))
 	}
+	r.added = append(r.added, added{tool: t, schema: schema, input: reflect.TypeFor[In]()})
 	// Reads say so; writes claim no hint (some are keyed and idempotent,
 	// some end a lease or a task, some take a second item when repeated
 	// without a key), so a host treats them as the default: writes.
 	ann := &mcp.ToolAnnotations{ReadOnlyHint: t.readOnly}
-	r.s.AddTool(&mcp.Tool{Name: t.name, Description: t.description, InputSchema: schema, Annotations: ann},
+	var meta mcp.Meta // the operation, for a client that reads the document too
+	if t.op != "" {
+		meta = mcp.Meta{"operation": t.op}
+	}
+	r.s.AddTool(&mcp.Tool{Name: t.name, Description: t.description, InputSchema: schema, Annotations: ann, Meta: meta},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			in, err := decode[In](req.Params.Arguments, resolved)
 			if err != nil {
@@ -149,36 +196,26 @@ func add[In any](r *registrar, t tool, h func(ctx context.Context, c *client.Cli
 		})
 }
 
+// added is a tool as registered, for the tests.
+type added struct {
+	tool
+	schema *jsonschema.Schema
+	input  reflect.Type
+}
+
 // rawSchemas map json.RawMessage (an envelope, metadata) to any JSON
 // value: its Go shape is a byte slice.
 var rawSchemas = map[reflect.Type]*jsonschema.Schema{
 	reflect.TypeFor[json.RawMessage](): {Description: "any JSON value"},
 }
 
-// typeSchemas are the schemas of types whose JSON is not their Go shape,
-// or whose API requires less than their JSON tags say.
-var typeSchemas = map[reflect.Type]*jsonschema.Schema{
-	reflect.TypeFor[json.RawMessage](): rawSchemas[reflect.TypeFor[json.RawMessage]()],
-	// A work item in a batch: the server requires only kind (and checks
-	// the rest, naming the field it refuses).
-	reflect.TypeFor[client.SubmitRequest](): mustSchema[client.SubmitRequest]([]string{"kind"}, rawSchemas),
-}
-
-// inputSchema is In's JSON schema, with required as its required
-// properties when it is not nil. The inferred list (every field without
-// omitempty) is stricter than the API, whose handlers check presence and
-// name the field they refuse.
-func inputSchema[In any](required []string) *jsonschema.Schema {
-	return mustSchema[In](required, typeSchemas)
-}
-
-func mustSchema[T any](required []string, types map[reflect.Type]*jsonschema.Schema) *jsonschema.Schema {
-	s, err := jsonschema.For[T](&jsonschema.ForOptions{TypeSchemas: types})
+// inferred is In's schema as its Go type and jsonschema tags say (what
+// describes a tool's input properties, and what the test compares with
+// the document's).
+func inferred[In any]() *jsonschema.Schema {
+	s, err := jsonschema.For[In](&jsonschema.ForOptions{TypeSchemas: rawSchemas})
 	if err != nil {
-		panic(fmt.Sprintf("mcptools: schema of %T: %v", *new(T), err))
-	}
-	if required != nil {
-		s.Required = required
+		panic(fmt.Sprintf("mcptools: schema of %T: %v", *new(In), err))
 	}
 	return s
 }
@@ -201,7 +238,11 @@ func decode[In any](args json.RawMessage, schema *jsonschema.Resolved) (In, erro
 	}
 	// From the arguments as sent, not from m: m holds numbers as float64,
 	// which would round integers beyond 2^53 (a fence, a sequence).
-	if err := json.Unmarshal(args, &in); err != nil {
+	// Strictly: a property of the schema that In lacks would otherwise be
+	// dropped without a word (a test keeps the two the same).
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
 		return in, errs.Errorf(errs.CodeInvalid, "arguments: %v", err)
 	}
 	return in, nil

@@ -21,7 +21,7 @@ var toolsOf = map[string][]string{
 	"authority": {"concept_reserve", "concept_reserve_next", "concept_transition", "concept_get"},
 	"capacity":  {"capacity_acquire", "capacity_renew", "capacity_release", "capacity_status"},
 	"workitem": {"workitem_submit", "workitem_submit_batch", "workitem_claim", "workitem_complete", "workitem_cancel",
-		"workitem_get", "workitem_list", "reservation_reserve", "reservation_release", "reservation_query"},
+		"workitem_get", "workitem_list", "reservation_reserve", "reservation_release", "reservation_query", "reservation_list_hosts"},
 	"projection": {"projection_submit", "projection_acquire", "projection_publish", "projection_release",
 		"publish_projection", "projection_target"},
 	"nodes": {"node_create", "node_cas", "node_get"},

@@ -139,7 +139,10 @@
 //     most MaxHosts. Telemetry reports free disk under a strictly
 //     increasing report_seq, stamped with FSM time; a change of the
 //     host (a re-registration, as an agent that restarts makes) starts
-//     the sequence again (host_put version 2).
+//     the sequence again (host_put version 2). Any reader of a tenant
+//     lists them (Hosts, GET /v1/workitems/hosts): in host_id order, a
+//     page of at most MaxQueryPage, with use, what is free and the
+//     telemetry's age.
 //   - Profiles (admins; also --reservation-profiles, read at start and
 //     on SIGHUP and proposed by the node once a leader exists): the
 //     whole set replaced by one command, keyed by name and version. The

@@ -61,6 +61,14 @@ func reservationRoutes(s *Service) []domain.Route {
 				}
 				return http.StatusOK
 			}, Statuses: []int{http.StatusCreated, http.StatusOK}}.Route(),
+		domain.Endpoint[hostsParams, HostPage]{Method: http.MethodGet, Path: "/v1/workitems/hosts", Access: domain.Authenticated,
+			Call: func(ctx context.Context, q hostsParams) (*HostPage, error) {
+				limit, err := domain.IntParam("limit", q.Limit, 1, MaxQueryPage)
+				if err != nil {
+					return nil, withField(err, "limit")
+				}
+				return s.Hosts(ctx, HostsRequest{TenantRef: q.TenantRef, After: q.After, Limit: limit}, q.Consistency)
+			}}.Route(),
 		post("/v1/workitems/hosts/telemetry", s.ReportTelemetry),
 		domain.Endpoint[ProfilesRequest, ProfilesResult]{Method: http.MethodPut, Path: "/v1/workitems/profiles", Access: domain.Admin,
 			Call: s.SetProfiles, DecodeError: decodeError}.Route(),
@@ -89,6 +97,12 @@ type (
 		TenantRef   string          `query:"tenant_ref"`
 		GraphRef    string          `query:"graph_ref"`
 		Status      string          `query:"status"`
+		After       string          `query:"after"`
+		Limit       string          `query:"limit" type:"integer"`
+		Consistency fsm.Consistency `query:"consistency"`
+	}
+	hostsParams struct {
+		TenantRef   string          `query:"tenant_ref"`
 		After       string          `query:"after"`
 		Limit       string          `query:"limit" type:"integer"`
 		Consistency fsm.Consistency `query:"consistency"`

@@ -26,6 +26,7 @@ const (
 	CmdRewriteExtension log.Type      = 316
 	QueryReservations   fsm.QueryType = 310
 	QueryProfiles       fsm.QueryType = 311
+	QueryHosts          fsm.QueryType = 312
 )
 
 // Module is the work-item FSM module; every node of a cluster must run it.
@@ -65,6 +66,7 @@ func Module() fsm.Module {
 			{Type: QueryList, Name: "workitem_list", Run: runList},
 			{Type: QueryReservations, Name: "workitem_reservations", Run: runQuery},
 			{Type: QueryProfiles, Name: "workitem_profiles", Run: runProfiles},
+			{Type: QueryHosts, Name: "workitem_hosts", Run: runHosts},
 		},
 		Tick: tick,
 	}

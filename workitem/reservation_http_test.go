@@ -235,12 +235,45 @@ func (r *resHTTP) setup() {
 		r.t.Fatalf("host again: created %v (present %t), want false", created, ok)
 	}
 	r.call("a report after the re-registration", http.MethodPost, "hosts/telemetry", "ops", workitem.TelemetryRequest{HostID: "h1", ReportSeq: 1, DiskFreeMiB: 102400}, http.StatusOK, nil)
+	r.listHosts()
 	r.refused("host by a tenant's controller", http.MethodPost, "hosts", "ctl", workitem.PutHostRequest{HostID: "h9"}, http.StatusForbidden, errs.CodeForbidden, "")
 	r.refused("a path as host id", http.MethodPost, "hosts", "ops", workitem.PutHostRequest{HostID: "/dev/sda"}, http.StatusUnprocessableEntity, errs.CodeInvalid, "")
 	if e := r.refused("an unknown field", http.MethodPost, "hosts", "ops", []byte(`{"host_id":"h9","tenant_ref":"t"}`), http.StatusUnprocessableEntity, errs.CodeInvalid, ""); e.Error.Detail["field"] != "tenant_ref" {
 		r.t.Fatalf("an unknown field: detail %v, want field tenant_ref", e.Error.Detail)
 	}
 	r.refused("a stale report", http.MethodPost, "hosts/telemetry", "ops", workitem.TelemetryRequest{HostID: "h1", ReportSeq: 1, DiskFreeMiB: 1}, http.StatusConflict, errs.CodeConflict, "stale_report")
+}
+
+// listHosts reads GET /v1/workitems/hosts a page of two at a time as a
+// reader of tenant t; a limit
+// above 128 is 422 naming limit, a principal of another tenant 404.
+func (r *resHTTP) listHosts() {
+	t := r.t
+	var ids []string
+	after := ""
+	for pages := 0; pages < 3; pages++ {
+		rep := r.do(http.MethodGet, r.base+"/v1/workitems/hosts?tenant_ref=t&limit=2&after="+after, "rd", nil)
+		var page workitem.HostPage
+		if rep.status != http.StatusOK || json.Unmarshal(rep.body, &page) != nil {
+			t.Fatalf("GET hosts: %d %s", rep.status, rep.body)
+		}
+		for _, h := range page.Hosts {
+			ids = append(ids, h.HostID)
+		}
+		if after = page.NextCursor; after == "" {
+			break
+		}
+	}
+	if fmt.Sprint(ids) != "[h1 h2 hq]" {
+		t.Fatalf("GET hosts, pages of 2: %v, want [h1 h2 hq]", ids)
+	}
+	if rep := r.do(http.MethodGet, r.base+"/v1/workitems/hosts?tenant_ref=t&limit=129", "rd", nil); rep.status != http.StatusUnprocessableEntity ||
+		rep.err(t).Error.Detail["field"] != "limit" {
+		t.Fatalf("GET hosts, limit 129: %d %s", rep.status, rep.body)
+	}
+	if rep := r.do(http.MethodGet, r.base+"/v1/workitems/hosts?tenant_ref=t", "ou", nil); rep.status != http.StatusNotFound {
+		t.Fatalf("GET hosts by a principal of another tenant: %d %s", rep.status, rep.body)
+	}
 }
 
 func (r *resHTTP) refusals(tampered []byte) {

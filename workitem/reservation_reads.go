@@ -182,11 +182,7 @@ func queryHosts(rt *fsm.ReadTx, q *queryCmd, res *QueryResult, p *pager, after *
 		if !p.add(queryPos{Section: sectionHosts, A: h.HostID}) {
 			return nil
 		}
-		age := int64(-1)
-		if h.Telemetry.ReportedAtMs != 0 {
-			age = rt.Now - h.Telemetry.ReportedAtMs
-		}
-		res.Hosts = append(res.Hosts, HostStatus{Host: *h, Free: h.Capacity.Sub(h.Used), TelemetryAgeMs: age})
+		res.Hosts = append(res.Hosts, hostStatus(h, rt.Now))
 	}
 	return nil
 }
@@ -214,4 +210,80 @@ func queryFairness(rt *fsm.ReadTx, q *queryCmd, res *QueryResult, p *pager, afte
 		res.Fairness = append(res.Fairness, debtOf(d, rt.Now))
 	}
 	return nil
+}
+
+// hostsCmd is the payload of QueryHosts.
+type hostsCmd struct {
+	TenantRef string `msgpack:"tenant_ref"`
+	After     string `msgpack:"after"`
+	Limit     int    `msgpack:"limit"`
+}
+
+func (q *hostsCmd) validate() error {
+	if err := ident("tenant_ref", q.TenantRef); err != nil {
+		return err
+	}
+	if q.Limit < 1 || q.Limit > MaxQueryPage {
+		return fieldErr("limit", "must be between 1 and %d, not %d", MaxQueryPage, q.Limit)
+	}
+	if len(q.After) > maxResCursorLen {
+		return fieldErr("after", "cursor longer than %d bytes", maxResCursorLen)
+	}
+	return nil
+}
+
+// hostsPos is a hosts cursor's position: the last host_id a page gave.
+type hostsPos struct {
+	HostID string `msgpack:"host_id"`
+}
+
+// runHosts pages the shared hosts in host_id order from the id index:
+// at most limit rows read, plus one to know whether a page follows.
+// Readers of the tenant named only (hosts are every tenant's, as in
+// runQuery); anyone else gets not_found. The cursor is bound to the
+// tenant.
+func runHosts(rt *fsm.ReadTx, payload []byte) (any, error) {
+	var q hostsCmd
+	if err := fsm.DecodePayload(payload, &q); err != nil {
+		return nil, err
+	}
+	if err := q.validate(); err != nil {
+		return nil, err
+	}
+	if err := checkReader(rt.Principal, q.TenantRef); err != nil {
+		return nil, err
+	}
+	var after hostsPos
+	if q.After != "" {
+		if decodeResCursor("hosts", q.TenantRef, q.After, &after) != nil {
+			return nil, fieldErr("after", "cursor was not issued for this tenant's hosts")
+		}
+	}
+	it, err := rt.Txn.LowerBound(tableHosts, "id", after.HostID)
+	if err != nil {
+		return nil, internal("scan hosts", err)
+	}
+	res := &HostPage{Hosts: []HostStatus{}, NowMs: rt.Now}
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		h := raw.(*Host)
+		if q.After != "" && h.HostID == after.HostID {
+			continue // the previous page's last host (a host id is never "")
+		}
+		if len(res.Hosts) == q.Limit {
+			res.NextCursor = encodeResCursor("hosts", q.TenantRef, hostsPos{HostID: res.Hosts[len(res.Hosts)-1].HostID})
+			break
+		}
+		res.Hosts = append(res.Hosts, hostStatus(h, rt.Now))
+	}
+	return res, nil
+}
+
+// hostStatus is h with what is free and its telemetry's age at now (-1:
+// it never reported).
+func hostStatus(h *Host, now int64) HostStatus {
+	age := int64(-1)
+	if h.Telemetry.ReportedAtMs != 0 {
+		age = now - h.Telemetry.ReportedAtMs
+	}
+	return HostStatus{Host: *h, Free: h.Capacity.Sub(h.Used), TelemetryAgeMs: age}
 }

@@ -139,6 +139,29 @@ func (s *Service) Query(ctx context.Context, req QueryRequest, c fsm.Consistency
 	return &out, nil
 }
 
+// Hosts reads one page of the shared hosts in host_id order, each with
+// its use, what is free and its telemetry age (see HostsRequest).
+func (s *Service) Hosts(ctx context.Context, req HostsRequest, c fsm.Consistency) (*HostPage, error) {
+	q := hostsCmd(req)
+	if q.Limit == 0 {
+		q.Limit = MaxQueryPage
+	}
+	if err := q.validate(); err != nil {
+		return nil, err
+	}
+	var out HostPage
+	if err := fsm.Ask(ctx, s.r, QueryHosts, c == fsm.Stale, q, &out); err != nil {
+		return nil, err
+	}
+	if out.Hosts == nil {
+		out.Hosts = []HostStatus{}
+	}
+	for i := range out.Hosts {
+		out.Hosts[i].Host.tidy()
+	}
+	return &out, nil
+}
+
 // RewriteExtension sets the extension of an item that has none (admins).
 func (s *Service) RewriteExtension(ctx context.Context, req RewriteExtensionRequest) (*ItemResult, error) {
 	raw := bytes.TrimSpace(req.Extension)

@@ -208,6 +208,24 @@ type HostStatus struct {
 	TelemetryAgeMs int64      `json:"telemetry_age_ms" msgpack:"telemetry_age_ms"`
 }
 
+// HostsRequest lists the shared hosts (QueryHosts) in host_id order,
+// Limit a page (1..MaxQueryPage; 0: MaxQueryPage), after the cursor
+// After (a page's NextCursor; "" for the first). Hosts are every
+// tenant's: any reader of TenantRef reads them all, as a query's hosts
+// section does.
+type HostsRequest struct {
+	TenantRef string `json:"tenant_ref"`
+	After     string `json:"after,omitempty"`
+	Limit     int    `json:"limit,omitempty"`
+}
+
+// HostPage is one page of hosts; NextCursor is "" on the last.
+type HostPage struct {
+	Hosts      []HostStatus `json:"hosts" msgpack:"hosts"`
+	NextCursor string       `json:"next_cursor" msgpack:"next_cursor"`
+	NowMs      int64        `json:"now_ms" msgpack:"now_ms"`
+}
+
 // Debt is a fairness group's debt at the query's FSM time: DebtMilli in
 // thousandths of a cost unit, Debt rounded up.
 type Debt struct {

@@ -1,6 +1,8 @@
 package workitem
 
 import (
+	"fmt"
+
 	"github.com/arbiterhq/arbiter/fsm"
 	memdb "github.com/hashicorp/go-memdb"
 )
@@ -77,6 +79,60 @@ type cascadeRow struct {
 	Status     string `msgpack:"status"`
 }
 
+// endedIndex keys an ended item (succeeded, failed or cancelled) by
+// (status, tenant, id); an item in flight has no key in it. gauges counts
+// each outcome from it with a range count (no row visited). It holds the
+// items workitem_ended holds (both go at the terminal retention), so it
+// costs a key per ended item and nothing on the writes of an item in
+// flight. An index is derived from the rows: a snapshot taken before it
+// existed loads and gets it, and no row or state hash changes.
+type endedIndex struct{}
+
+func (endedIndex) FromObject(raw any) (bool, []byte, error) {
+	w, ok := raw.(*WorkItem)
+	if !ok {
+		return false, nil, fmt.Errorf("workitem: the ended index takes a *WorkItem, not %T", raw)
+	}
+	if w.Status == StatusPending || w.Status == StatusClaimed {
+		return false, nil, nil
+	}
+	return true, endedKey(w.Status, w.TenantRef, w.WorkItemID), nil
+}
+
+// FromArgs takes the three fields; PrefixFromArgs the leading ones (one:
+// every item that ended so).
+func (endedIndex) FromArgs(args ...any) ([]byte, error) {
+	if len(args) != 3 {
+		return nil, fmt.Errorf("workitem: the ended index takes status, tenant and id, not %d values", len(args))
+	}
+	return endedIndex{}.PrefixFromArgs(args...)
+}
+
+func (endedIndex) PrefixFromArgs(args ...any) ([]byte, error) {
+	if len(args) < 1 || len(args) > 3 {
+		return nil, fmt.Errorf("workitem: the ended index takes 1 to 3 values, not %d", len(args))
+	}
+	fields := make([]string, len(args))
+	for i, a := range args {
+		s, ok := a.(string)
+		if !ok {
+			return nil, fmt.Errorf("workitem: the ended index takes strings, not %T", a)
+		}
+		fields[i] = s
+	}
+	return endedKey(fields...), nil
+}
+
+// endedKey is each field followed by a zero byte, as memdb's string
+// fields are.
+func endedKey(fields ...string) []byte {
+	var b []byte
+	for _, f := range fields {
+		b = append(append(b, f...), 0)
+	}
+	return b
+}
+
 func str(field string) memdb.Indexer { return &memdb.StringFieldIndex{Field: field} }
 
 func uintf(field string) memdb.Indexer { return &memdb.UintFieldIndex{Field: field} }
@@ -103,7 +159,8 @@ func tables() []fsm.Table {
 		table(tableItems, func() any { return new(WorkItem) },
 			index("id", compound(str("TenantRef"), str("WorkItemID"))),
 			index("graph", compound(str("TenantRef"), str("GraphRef"), uintf("CommandSequence"))),
-			index("status", compound(str("TenantRef"), str("GraphRef"), str("Status"), uintf("CommandSequence")))),
+			index("status", compound(str("TenantRef"), str("GraphRef"), str("Status"), uintf("CommandSequence"))),
+			&memdb.IndexSchema{Name: "ended", Unique: true, AllowMissing: true, Indexer: endedIndex{}}),
 		table(tableGraphs, func() any { return new(graphRow) }, index("id", compound(str("TenantRef"), str("GraphRef")))),
 		table(tableTenants, func() any { return new(tenantRow) }, index("id", str("TenantRef"))),
 		table(tableReady, func() any { return new(readyRow) },

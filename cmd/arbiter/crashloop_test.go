@@ -96,7 +96,9 @@ const (
 // feed its last 1,024 events. With crashWriters*crashKeysPerWriter nodes,
 // a snapshot then stays about 1.5 MB (mostly ledger rows) however long
 // the loop runs, and a restarted node restores it far faster than the
-// leader writes 16 entries.
+// leader writes 16 entries; what the growers add on top
+// (crashloop_grow_test.go: a few MB in CI, as much as a soak asks for)
+// is what makes the state, and its restore time, grow.
 var crashServeArgs = []string{"--snapshot-threshold", "64", "--snapshot-interval", "500ms", "--trailing-logs", "16",
 	"--idempotency-max-rows", "4096", "--change-feed-retain", "1024"}
 
@@ -125,7 +127,7 @@ func TestCrashLoop(t *testing.T) {
 	t.Logf("crash loop seed %d (soak %v)", seed, soak)
 
 	cl := startE2ECluster(ctx, t, crashServeArgs...)
-	cr := &crashRun{t: t, cl: cl, seed: seed, rng: rand.New(rand.NewPCG(seed, 0))}
+	cr := &crashRun{t: t, cl: cl, seed: seed, rng: rand.New(rand.NewPCG(seed, 0)), growth: newCrashGrowth(t)}
 	t.Cleanup(cr.resumePaused) // before stopAll: a stopped process ignores SIGTERM
 
 	cr.makeKeys()
@@ -150,6 +152,7 @@ func TestCrashLoop(t *testing.T) {
 
 	cr.settle(ctx)
 	cr.verifyKeys(ctx)
+	cr.verifyGrowth(ctx)
 	e2eCompareStateHashes(ctx, t, cl)
 	hashChecks++
 	cl.stopAll() // (c): every process must exit 0 on SIGTERM
@@ -272,6 +275,8 @@ type crashRun struct {
 	// writerRounds counts startWriters calls (writers stop for every
 	// state-hash check); each round's writers draw from their own seeds.
 	writerRounds int
+	// growth is what the growers created (crashloop_grow_test.go).
+	growth *crashGrowth
 
 	acked       atomic.Int64 // writes acknowledged (created=true or swapped=true)
 	unknown     atomic.Int64 // writes of unknown outcome
@@ -326,8 +331,9 @@ func (cr *crashRun) makeKeys() {
 	}
 }
 
-// startWriters runs crashWriters goroutines overwriting their keys until
-// the returned function is called; it stops them and waits for them. A
+// startWriters runs crashWriters goroutines overwriting their keys, and
+// crashGrowers creating new nodes (crashloop_grow_test.go), until the
+// returned function is called; it stops them and waits for them. A
 // write in flight then runs to its end (within crashWriteBound), so that
 // unknown outcomes count only those the faults caused. Writers started
 // again carry on from what their keys hold.
@@ -338,6 +344,9 @@ func (cr *crashRun) startWriters(ctx context.Context) (stop func()) {
 	var wg sync.WaitGroup
 	for w := range crashWriters {
 		wg.Go(func() { cr.writer(ctx, w, round, halt) })
+	}
+	for g := range crashGrowers {
+		wg.Go(func() { cr.grow(ctx, g, halt) })
 	}
 	return func() { close(halt); wg.Wait() }
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/arbiterhq/arbiter/allocation"
@@ -40,8 +41,15 @@ func TestExitRule(t *testing.T) {
 		}
 	}
 	// A request refused before it is sent exits 2 as a bad flag does.
-	if r := runCLI(t, nil, "", "node", "cas", "x", "--addr", "http://"+deadAddr(t)); r.status != exitUsage {
-		t.Errorf("node cas without an update: status %d, want %d (%s)", r.status, exitUsage, r.stderr)
+	dead := "http://" + deadAddr(t)
+	for _, args := range [][]string{
+		{"node", "cas", "x"},  // no update
+		{"workitem", "hosts"}, // no --tenant
+		{"workitem", "hosts", "--tenant", "t", "--limit", "0x"},
+	} {
+		if r := runCLI(t, nil, "", append(args, "--addr", dead)...); r.status != exitUsage {
+			t.Errorf("%s: status %d, want %d (%s)", strings.Join(args, " "), r.status, exitUsage, r.stderr)
+		}
 	}
 	// principal add|remove|rotate|list follow it too (TestPrincipalCommands).
 	if r := runCLI(t, nil, "", "principal", "add", "x", "--tenant", "t", "--addr", "http://"+deadAddr(t)); r.status != exitUsage {

@@ -24,6 +24,7 @@ func (a *app) workitemCommand() *cobra.Command {
   workitem complete | cancel    end a claim succeeded or failed; cancel an item
   workitem get | list           one item, or a tenant's items a page at a time
   workitem host | telemetry     add or change a shared host; report its free disk
+  workitem hosts                the shared hosts (use, free, telemetry age), a page at a time
   workitem reserve | release    reserve a host for a claim; end the reservation
   workitem reclaim              end reservations whose claim expired
   workitem query                reservations, hosts and fairness debts, a page at a time
@@ -39,7 +40,7 @@ print as JSON (-o table for a table). A request the cluster finds invalid exits
 2; a refusal it decided (a conflict, a stale fence, no capacity) exits 3.`,
 		a.workitemSubmitCommand(), a.workitemBatchCommand(), a.workitemClaimCommand(), a.workitemCompleteCommand(),
 		a.workitemCancelCommand(), a.workitemGetCommand(), a.workitemListCommand(), a.workitemHostCommand(),
-		a.workitemTelemetryCommand(), a.workitemReserveCommand(), a.workitemReleaseCommand(), a.workitemReclaimCommand(),
+		a.workitemHostsCommand(), a.workitemTelemetryCommand(), a.workitemReserveCommand(), a.workitemReleaseCommand(), a.workitemReclaimCommand(),
 		a.workitemQueryCommand(), a.workitemProfilesCommand(), a.workitemSetProfilesCommand(), a.workitemExtensionCommand())
 }
 
@@ -491,6 +492,26 @@ request again is safe. --filename gives the whole body instead of the field flag
 	return cmd
 }
 
+func (a *app) workitemHostsCommand() *cobra.Command {
+	cmd, o := a.apiCommand("hosts --tenant T [--after CURSOR] [--limit N] [--stale]",
+		"the shared hosts, a page at a time",
+		`hosts prints one page {hosts, next_cursor, now_ms} of the shared hosts in host_id
+order, each with its labels, capacity, use, what is free and the age of its
+telemetry (-1: never reported); --after takes the next_cursor. Hosts are every
+tenant's: any reader of the tenant named reads them all. -o table prints one
+row a host, labels and dimensions in dotted columns.`, nil)
+	fs := cmd.Flags()
+	tenant := fs.String("tenant", "", "tenant_ref (required)")
+	_ = cmd.MarkFlagRequired("tenant")
+	p := addPageFlags(fs, true)
+	cmd.RunE = func(*cobra.Command, []string) error {
+		return a.call(o, func(ctx context.Context, c *client.Client) (any, error) {
+			return c.Reservations().Hosts(ctx, client.HostQuery{TenantRef: *tenant, PageQuery: p.query()})
+		})
+	}
+	return cmd
+}
+
 // addDimensionFlags registers the four capacity dimensions.
 func addDimensionFlags(fs *pflag.FlagSet) *client.Dimensions {
 	d := &client.Dimensions{}
@@ -625,8 +646,8 @@ func (a *app) workitemQueryCommand() *cobra.Command {
 		`query prints one page {reservations, hosts, fairness, next_cursor}: the tenant's
 reservations (of one item or one host), the hosts (or the one named, with use,
 free capacity and telemetry age) and the tenant's fairness debts, --max rows
-across the three; go on with --cursor. It is also the way to list the hosts:
-no route lists them alone. --filename gives the whole body instead of the flags.`, nil)
+across the three; go on with --cursor (workitem hosts lists the hosts alone).
+--filename gives the whole body instead of the flags.`, nil)
 	fs := cmd.Flags()
 	tenant := fs.String("tenant", "", "tenant_ref (required)")
 	id := fs.String("id", "", "only this work item's reservations")

@@ -174,6 +174,21 @@ func TestWorkitemReservationCommands(t *testing.T) {
 	if r := runCLI(t, env, "", "workitem", "query", "--tenant", "t", "-o", "table"); r.status != 0 || strings.ContainsAny(r.stdout, "{}") {
 		t.Errorf("workitem query -o table: status %d, JSON in a cell?\n%s", r.status, r.stdout)
 	}
+	// hosts: the shared hosts a page at a time; -o table is flat (one row a
+	// host, labels and dimensions in dotted columns).
+	var hosts client.HostPage
+	cliJSON(t, env, &hosts, "workitem", "hosts", "--tenant", "t", "--limit", "1")
+	if len(hosts.Hosts) != 1 || hosts.Hosts[0].HostID != "h1" || hosts.Hosts[0].Used.CPUMillis != 1000 || hosts.Hosts[0].Free.CPUMillis != 3000 {
+		t.Fatalf("workitem hosts: %+v", hosts)
+	}
+	r := runCLI(t, env, "", "workitem", "hosts", "--tenant", "t", "-o", "table")
+	if r.status != 0 || strings.ContainsAny(r.stdout, "{}") || !strings.Contains(r.stdout, "HOST_ID") || !strings.Contains(r.stdout, "FREE.CPU_MILLIS") ||
+		!regexp.MustCompile(`(?m)^h1 `).MatchString(r.stdout) {
+		t.Errorf("workitem hosts -o table: status %d, not a flat table of the hosts?\n%s", r.status, r.stdout)
+	}
+	if r := runCLI(t, env, "", "workitem", "hosts", "--tenant", "t", "--limit", "500"); r.status != exitUsage {
+		t.Errorf("workitem hosts --limit 500: status %d, want %d (%s)", r.status, exitUsage, r.stderr)
+	}
 	var rel client.ReservationResult
 	cliJSON(t, env, &rel, append([]string{"workitem", "release", "--reservation", res.Reservation.ReservationID}, claim...)...)
 	if rel.Reservation.Status == "active" {

@@ -63,14 +63,16 @@ class Allocation(Domain[M]):
         return write("PUT", path("spaces", slug), body, requires=("allocation.put_space",))
 
     @endpoint
-    def get_space(self, slug: str) -> Call[SpaceResult]:
+    def get_space(self, slug: str, *, consistency: str | None = None) -> Call[SpaceResult]:
         """``{"space": ...}``; another tenant's is :class:`~arbiter_client.NotFound`."""
-        return read(path("spaces", slug), requires=("allocation",))
+        return read(path("spaces", slug), requires=("allocation",), consistency=consistency)
 
     @endpoint
-    def list_spaces(self, *, after: str | None = None, limit: int | None = None) -> Call[SpacePage]:
+    def list_spaces(
+        self, *, after: str | None = None, limit: int | None = None, consistency: str | None = None
+    ) -> Call[SpacePage]:
         """One page of the caller's tenants' spaces, by slug."""
-        return read(path("spaces"), requires=("allocation",), after=after, limit=limit)
+        return read(path("spaces"), requires=("allocation",), after=after, limit=limit, consistency=consistency)
 
     @endpoint
     def bind(self, slug: str, title: str, *, work_item_id: str | None = None) -> Call[BindResult]:
@@ -98,9 +100,9 @@ class Allocation(Domain[M]):
                      key=key, key_header=True)
 
     @endpoint
-    def get_task(self, slug: str, task_id: int) -> Call[TaskResult]:
+    def get_task(self, slug: str, task_id: int, *, consistency: str | None = None) -> Call[TaskResult]:
         """``{"task": ...}``."""
-        return read(path("spaces", slug, "tasks", task_id), requires=("allocation",))
+        return read(path("spaces", slug, "tasks", task_id), requires=("allocation",), consistency=consistency)
 
     @endpoint
     def list_tasks(
@@ -111,10 +113,11 @@ class Allocation(Domain[M]):
         include_superseded: bool | None = None,
         after: str | None = None,
         limit: int | None = None,
+        consistency: str | None = None,
     ) -> Call[TaskPage]:
         """One page (``limit`` <= 128) of a space's tasks."""
         return read(path("spaces", slug, "tasks"), requires=("allocation",), status=status,
-                    include_superseded=include_superseded, after=after, limit=limit)
+                    include_superseded=include_superseded, after=after, limit=limit, consistency=consistency)
 
     @endpoint
     def transition(
@@ -170,11 +173,12 @@ class Allocation(Domain[M]):
 
     @endpoint
     def list_notes(
-        self, slug: str, task_id: int, *, after: str | None = None, limit: int | None = None
+        self, slug: str, task_id: int, *, after: str | None = None, limit: int | None = None,
+        consistency: str | None = None,
     ) -> Call[NotePage]:
         """One page of a task's notes."""
         return read(path("spaces", slug, "tasks", task_id, "notes"), requires=("allocation",), after=after,
-                    limit=limit)
+                    limit=limit, consistency=consistency)
 
     # ---- windows and reservations ----
 
@@ -207,30 +211,37 @@ class Allocation(Domain[M]):
     @endpoint
     def abort(self, slug: str, proposal_id: str) -> Call[DropResult]:
         """Drop a live reservation."""
-        return write("POST", path("spaces", slug, "reservations", proposal_id, "abort"), {},
+        return write("POST", path("spaces", slug, "reservations", proposal_id, "abort"), None,
                      requires=("allocation.abort",), key=proposal_id)
 
     @endpoint
     def release(self, slug: str, proposal_id: str) -> Call[DropResult]:
         """Drop a committed reservation."""
-        return write("POST", path("spaces", slug, "reservations", proposal_id, "release"), {},
+        return write("POST", path("spaces", slug, "reservations", proposal_id, "release"), None,
                      requires=("allocation.release",), key=proposal_id)
 
     @endpoint
     def list_reservations(
-        self, slug: str, *, after: str | None = None, limit: int | None = None
+        self, slug: str, *, after: str | None = None, limit: int | None = None, consistency: str | None = None
     ) -> Call[AllocationReservationPage]:
         """Live and committed reservations, by proposal id."""
-        return read(path("spaces", slug, "reservations"), requires=("allocation",), after=after, limit=limit)
+        return read(path("spaces", slug, "reservations"), requires=("allocation",), after=after, limit=limit,
+                    consistency=consistency)
 
     @endpoint
-    def occupancy(self, slug: str, *, after: str | None = None, limit: int | None = None) -> Call[OccupancyPage]:
+    def occupancy(
+        self, slug: str, *, after: str | None = None, limit: int | None = None, consistency: str | None = None
+    ) -> Call[OccupancyPage]:
         """Every key held now and its holder."""
-        return read(path("spaces", slug, "occupancy"), requires=("allocation",), after=after, limit=limit)
+        return read(path("spaces", slug, "occupancy"), requires=("allocation",), after=after, limit=limit,
+                    consistency=consistency)
 
     @endpoint
-    def duplicates(self, slug: str, *, after: str | None = None, limit: int | None = None) -> Call[DuplicatePage]:
+    def duplicates(
+        self, slug: str, *, after: str | None = None, limit: int | None = None, consistency: str | None = None
+    ) -> Call[DuplicatePage]:
         """Tasks that want a key another holds, for a steward to supersede."""
-        return read(path("spaces", slug, "duplicates"), requires=("allocation",), after=after, limit=limit)
+        return read(path("spaces", slug, "duplicates"), requires=("allocation",), after=after, limit=limit,
+                    consistency=consistency)
 
 

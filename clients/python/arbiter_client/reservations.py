@@ -20,6 +20,7 @@ from typing import Any, Mapping, Sequence
 from .call import Call, Domain, M, endpoint, fields, post_read, read, write
 from .types import (
     Dimensions,
+    HostPage,
     HostResult,
     ItemResult,
     Profiles,
@@ -32,8 +33,9 @@ __all__ = ["Reservations"]
 
 
 class Reservations(Domain[M]):
-    """``client.reservations``: put_host, telemetry, reserve, release,
-    reclaim, query, profiles, set_profiles and rewrite_extension."""
+    """``client.reservations``: put_host, telemetry, hosts, reserve,
+    release, reclaim, query, profiles, set_profiles and
+    rewrite_extension."""
 
     @endpoint
     def put_host(
@@ -57,6 +59,23 @@ class Reservations(Domain[M]):
         :class:`~arbiter_client.Conflict`, ``stale_report``)."""
         body = dict(host_id=host_id, report_seq=report_seq, disk_free_mib=disk_free_mib)
         return write("POST", "/v1/workitems/hosts/telemetry", body, requires=("workitem.host_telemetry",))
+
+    @endpoint
+    def hosts(
+        self,
+        *,
+        tenant_ref: str,
+        after: str | None = None,
+        limit: int | None = None,
+        consistency: str | None = None,
+    ) -> Call[HostPage]:
+        """One page (``limit`` 1..128, default 128) of the shared hosts in
+        host_id order, each with its use, what is free and its telemetry
+        age (-1: never reported); pass ``next_cursor`` as ``after`` for the
+        next page (``""`` on the last). Any reader of ``tenant_ref`` reads
+        every host."""
+        return read("/v1/workitems/hosts", requires=("workitem.host_put",), tenant_ref=tenant_ref, after=after,
+                    limit=limit, consistency=consistency)
 
     @endpoint
     def reserve(

@@ -3,9 +3,11 @@ with records sealed in Python and accepted by the server."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
-from arbiter_client import Client, Conflict, Invalid, digest, fingerprint, seal_reservation
+from arbiter_client import AsyncClient, Client, Conflict, Invalid, digest, fingerprint, seal_reservation
 
 PROFILE = {"name": "ci", "version": "2026-01", "weights": {"cpu": 1, "memory": 1, "disk": 1, "process": 1},
            "max": {"cpu_millis": 8000, "memory_mib": 16384, "disk_mib": 40960, "processes": 16},
@@ -83,3 +85,42 @@ def test_a_record_not_sealed_as_the_server_seals_is_refused(client: Client, uniq
         client.work_items.submit(tenant_ref=unique, kind="ci", input_ref="in", max_attempts=1,
                                  max_tenant_in_flight=8, metadata={"resource_reservation": tampered}, **DIGESTS)
     assert info.value.detail.get("reason") == "fingerprint_mismatch"
+
+
+def test_hosts_pages_the_shared_hosts(client: Client, unique: str) -> None:
+    """``hosts`` pages every host in host_id order (sync and asyncio): use,
+    what is free, telemetry age (-1: never reported)."""
+    res = client.reservations
+    ids = [f"{unique}-{c}" for c in "cab"]
+    for host in ids:
+        res.put_host(host, capacity={"cpu_millis": 3000, "memory_mib": 1024, "disk_mib": 1024, "processes": 4})
+    res.telemetry(ids[0], report_seq=1, disk_free_mib=900)
+
+    def mine(pages: list[dict]) -> list[dict]:
+        return [h for p in pages for h in p["hosts"] if h["host_id"].startswith(unique + "-")]
+
+    pages: list[dict] = []
+    after = None
+    for _ in range(65):  # 128 hosts at most, two a page
+        page = dict(res.hosts(tenant_ref=unique, limit=2, after=after))
+        assert len(page["hosts"]) <= 2 and page["now_ms"] > 0
+        pages.append(page)
+        after = page["next_cursor"] or None
+        if after is None:
+            break
+    assert after is None, "paging did not end"
+    hosts = mine(pages)
+    assert [h["host_id"] for h in hosts] == sorted(ids)
+    c = hosts[2]
+    assert c["free"]["cpu_millis"] == 3000 and c["telemetry_age_ms"] >= 0
+    assert hosts[0]["telemetry_age_ms"] == -1
+
+    async def first_page() -> dict:
+        async with AsyncClient(client._transport.settings.addrs.urls) as ac:
+            return dict(await ac.reservations.hosts(tenant_ref=unique, consistency="stale"))
+
+    got = asyncio.run(asyncio.wait_for(first_page(), 30))
+    assert [h["host_id"] for h in got["hosts"]][:1] == [pages[0]["hosts"][0]["host_id"]]
+
+    with pytest.raises(Invalid):
+        res.hosts(tenant_ref=unique, limit=129)

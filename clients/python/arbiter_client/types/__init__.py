@@ -79,6 +79,7 @@ from .reservations import (
     ReservationReclaimResult,
     Debt,
     ReservationQueryResult,
+    HostPage,
     Profiles,
 )
 from .allocation import (
@@ -181,6 +182,7 @@ __all__ = [
     "ReservationReclaimResult",
     "Debt",
     "ReservationQueryResult",
+    "HostPage",
     "Profiles",
     "ConflictKey",
     "CatalogRow",

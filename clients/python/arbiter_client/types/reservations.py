@@ -10,7 +10,7 @@ __all__ = [
     "Dimensions", "ProfileRef", "ConcurrencySpec", "ExclusivitySpec", "FairnessSpec",
     "DiskPolicy", "ReservationRecord", "Telemetry", "Host", "HostResult", "HostStatus",
     "ReservationKeys", "Reservation", "ReservationResult", "ReservationReclaimResult", "Debt",
-    "ReservationQueryResult", "Profiles",
+    "ReservationQueryResult", "HostPage", "Profiles",
 ]
 
 
@@ -199,6 +199,15 @@ class ReservationQueryResult(_ReservationQueryBase, total=False):
     """One page across reservations, hosts and fairness debts."""
 
     next_cursor: str
+
+
+class HostPage(TypedDict):
+    """One page of the shared hosts in host_id order; ``next_cursor`` is
+    ``""`` on the last."""
+
+    hosts: List[HostStatus]
+    next_cursor: str
+    now_ms: int
 
 
 class Profiles(TypedDict, total=False):
