@@ -13,7 +13,7 @@ import (
 func TestClusterImportsNoDomain(t *testing.T) {
 	const module = "github.com/arbiterhq/arbiter"
 	forbidden := map[string]bool{}
-	for _, d := range []string{"nodes", "authority", "capacity", "workitem", "allocation", "projection", "domain/builtin"} {
+	for _, d := range []string{"access", "nodes", "authority", "capacity", "workitem", "allocation", "projection", "domain/builtin"} {
 		forbidden[module+"/"+d] = true
 	}
 	root, err := filepath.Abs("..")

@@ -846,6 +846,7 @@ func TestIsolationMatrix(t *testing.T) {
 	// which end the table.
 	rows = slices.Insert(rows, len(rows)-2, isoProjectionRows(t, c, follower)...)
 	rows = slices.Insert(rows, len(rows)-2, isoReservationRows(t, c, follower)...)
+	rows = slices.Insert(rows, len(rows)-2, isoPrincipalRows(t, c, leader)...)
 
 	// Every route a node serves (its own and every domain's) has exactly
 	// one row with the node's own access level, and every row names one:

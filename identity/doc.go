@@ -7,11 +7,13 @@
 // body can claim one.
 //
 // Principals come from the deployment (Go config, or a JSON file for
-// `arbiter serve --principals`), with tokens stored only as SHA-256
-// hashes (`arbiter principal hash-token`), and client certificates
-// identified by the SHA-256 of their DER encoding. A Registry can be
-// replaced while the node runs (Node.SetPrincipals, SIGHUP for the
-// binary).
+// `arbiter serve --principals`: File, a bare array or an object with a
+// file_version), with tokens stored only as SHA-256 hashes (`arbiter
+// principal hash-token`), and client certificates identified by the
+// SHA-256 of their DER encoding. A Registry can be replaced while the
+// node runs (Node.SetPrincipals). The cluster replicates its principals
+// as a table (package access), which the file only seeds; each node's
+// access.Guard hands the node the registry in force after every change.
 //
 // Roles: admin (membership, snapshots, the raw node API), controller
 // (capacity cells, policies), member (normal operations), reader (reads).

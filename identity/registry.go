@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/arbiterhq/arbiter/internal/bounds"
-	"github.com/arbiterhq/arbiter/internal/strictjson"
 )
 
 // PrincipalConfig is one principal as the deployment declares it.
@@ -94,13 +93,11 @@ func NewRegistry(principals []PrincipalConfig) (*Registry, error) {
 	return r, nil
 }
 
-// Load reads a JSON array of PrincipalConfig.
+// Load reads a principals file (see File: a JSON array of
+// PrincipalConfig, or an object with a file_version) into a registry.
 func Load(path string) (*Registry, error) {
-	var principals []PrincipalConfig
-	if err := strictjson.DecodeFile(path, &principals); err != nil {
-		return nil, fmt.Errorf("identity: principals file %w", err)
-	}
-	return NewRegistry(principals)
+	_, reg, err := LoadFile(path)
+	return reg, err
 }
 
 // Len is the number of principals.

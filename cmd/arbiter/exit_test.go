@@ -51,6 +51,10 @@ func TestExitRule(t *testing.T) {
 			t.Errorf("%s: status %d, want %d (%s)", strings.Join(args, " "), r.status, exitUsage, r.stderr)
 		}
 	}
+	// principal add|remove|rotate|list follow it too (TestPrincipalCommands).
+	if r := runCLI(t, nil, "", "principal", "add", "x", "--tenant", "t", "--addr", "http://"+deadAddr(t)); r.status != exitUsage {
+		t.Errorf("principal add without a role: status %d, want %d (%s)", r.status, exitUsage, r.stderr)
+	}
 }
 
 // An argument a shell would split or expand is quoted in the retry

@@ -19,21 +19,34 @@ import (
 
 	logstore "github.com/arbiterhq/arbiter/log/store"
 
+	"github.com/arbiterhq/arbiter/access"
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/domain/builtin"
-	"github.com/arbiterhq/arbiter/identity"
 	"github.com/spf13/cobra"
 )
 
 func (a *app) serveCommand() *cobra.Command {
 	cfg := cluster.DefaultConfig()
-	cfg.Domains = builtin.Domains()
+	// The node's access control: --principals is its bootstrap file,
+	// the cluster's replicated principal table (package access) wins
+	// once it exists.
+	guard := access.NewGuard()
+	cfg.Domains = builtin.With(builtin.Options{Access: guard})
 	cmd := &cobra.Command{
 		Use:   "serve [flags]",
 		Short: "run a node",
 		Long: `serve runs a node of a cluster until SIGTERM or SIGINT (a leader hands over
 leadership first); SIGHUP reloads the principals file and each domain's
 configuration.
+
+--principals names the bootstrap file of access control. Principals are
+replicated state: admins add, remove and rotate them while the cluster runs
+(arbiter principal add|remove|rotate|list), and every node enforces the
+cluster's table as soon as it applies a change. The file seeds that table
+once a leader exists, only if the cluster has none yet or the file's
+file_version is above every one it took; until the cluster holds a table a
+node authenticates with its file. Each node logs which one is in force, and
+WARNs when its file differs from the table.
 
 With no flags at all it runs a single-node cluster in ./arbiter-data with raft
 on 127.0.0.1:7000 and the API on 127.0.0.1:8000. Given any flag, a node whose
@@ -64,7 +77,7 @@ it records and refuses other --id, addresses (unless --change-address) or a
 	joinTimeout := fs.Duration("join-timeout", time.Minute, "how long to keep trying to join")
 	gcPercent := fs.Int("gc-percent", defaultGCPercent, "Go's GC target, as GOGC (which wins when set): how far the heap grows past the live heap before a collection, in percent; higher spends less CPU on GC and holds more memory (cap it with GOMEMLIMIT)")
 	pprofAddr := fs.String("pprof-addr", "", "if set, serve Go's pprof profiles on this host:port (keep it private)")
-	principalsFile := fs.String("principals", "", "JSON file of principals (turns authentication on; reloaded on SIGHUP); without TLS, nodes also need --peer-token-file")
+	principalsFile := fs.String("principals", "", `JSON file of principals, [...] or {"file_version": N, "principals": [...]} (turns authentication on): seeds the cluster's replicated principal table when it has none or file_version is above the table's, and is in force only until then (reloaded on SIGHUP); without TLS, nodes also need --peer-token-file`)
 	tlsCert := fs.String("tls-cert", "", "this node's certificate (PEM); with --tls-key and --tls-peer-ca, raft and the API use TLS (arbiter cert node makes one)")
 	tlsKey := fs.String("tls-key", "", "this node's private key (PEM)")
 	tlsPeerCA := fs.String("tls-peer-ca", "", "CA (PEM) that signs every node's certificate")
@@ -95,7 +108,7 @@ it records and refuses other --id, addresses (unless --change-address) or a
 			noFlags: cmd.Flags().NFlag() == 0, bootstrap: *bootstrap, join: *join, logLevel: *logLevel, logFormat: *logFormat,
 			noSync: *noSync, joinTimeout: *joinTimeout, pprofAddr: *pprofAddr, principalsFile: *principalsFile,
 			tlsCert: *tlsCert, tlsKey: *tlsKey, tlsPeerCA: *tlsPeerCA, tlsClientCA: *tlsClientCA, peerTokenFile: *peerTokenFile,
-			gcPercent: *gcPercent, gogc: a.getenv("GOGC"), stderr: a.stderr,
+			gcPercent: *gcPercent, gogc: a.getenv("GOGC"), stderr: a.stderr, guard: guard,
 		})
 	}
 	return cmd
@@ -110,6 +123,7 @@ type serveOptions struct {
 	gcPercent                                              int
 	gogc                                                   string // the GOGC environment variable
 	stderr                                                 io.Writer
+	guard                                                  *access.Guard // the node's access control (cfg.Domains holds its domain)
 }
 
 // defaultGCPercent is serve's GC target. Go's own, 100, let the three
@@ -155,7 +169,9 @@ func serve(cfg cluster.Config, o serveOptions) error {
 	cfg.Bootstrap = o.bootstrap || o.noFlags
 
 	if o.principalsFile != "" {
-		reg, err := identity.Load(o.principalsFile)
+		// What the node authenticates with until the cluster holds a
+		// principal table (the guard then gives it the table's).
+		reg, err := o.guard.LoadFile(o.principalsFile)
 		if err != nil {
 			return err
 		}
@@ -209,7 +225,7 @@ func serve(cfg cluster.Config, o serveOptions) error {
 				stop = true
 				break
 			}
-			reload(node, cfg, o.principalsFile)
+			reload(o.guard, cfg, o.principalsFile)
 		case <-node.Done():
 			// The node stopped on its own: it was removed from its
 			// cluster. It has said why in its log; exit non-zero.
@@ -277,14 +293,12 @@ func servePprof(addr string, logger *slog.Logger) error {
 
 // reload re-reads on SIGHUP what the flags named: the principals file and
 // every domain's configuration. What fails to load keeps its previous
-// value.
-func reload(node *cluster.Node, cfg cluster.Config, principalsFile string) {
+// value. The principals file is proposed again as a seed; it is in force
+// only while the cluster holds no principal table (the guard decides and
+// logs which).
+func reload(guard *access.Guard, cfg cluster.Config, principalsFile string) {
 	if principalsFile != "" {
-		reg, err := identity.Load(principalsFile)
-		if err == nil {
-			err = node.SetPrincipals(reg)
-		}
-		if err != nil {
+		if _, err := guard.LoadFile(principalsFile); err != nil {
 			cfg.Logger.Error("reloading principals failed; keeping the previous ones", "error", err)
 		}
 	}

@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"github.com/arbiterhq/arbiter/access"
 	"github.com/arbiterhq/arbiter/allocation"
 	"github.com/arbiterhq/arbiter/authority"
 	"github.com/arbiterhq/arbiter/capacity"
@@ -25,11 +26,19 @@ type Options struct {
 	// ProjectionRoot is the runtime root under which the node writes
 	// hook projections ("": none until --projection-root names one).
 	ProjectionRoot string
+	// Access is the node's access control: its principals file and the
+	// cluster's replicated principal table (nil: a fresh guard without a
+	// file, which keeps and enforces the table but seeds nothing).
+	Access *access.Guard
 }
 
 // With returns fresh values of the built-in domains configured by o.
 func With(o Options) []domain.Domain {
+	if o.Access == nil {
+		o.Access = access.NewGuard()
+	}
 	return []domain.Domain{
+		o.Access.Domain(),
 		// The node primitives accept the concept authority's adapter in
 		// place of the admin role. The list is the module's static
 		// configuration, the same on every node (Apply reads it).

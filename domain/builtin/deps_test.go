@@ -11,7 +11,7 @@ import (
 // alone. (The domains still link hashicorp/raft through fsm, whose Apply
 // takes raft's log entry.)
 func TestDomainsLinkNoRaftStore(t *testing.T) {
-	pkgs := []string{"log", "identity", "errs", "fsm", "domain", "nodes", "authority", "capacity", "workitem", "allocation", "projection"}
+	pkgs := []string{"log", "identity", "errs", "fsm", "domain", "access", "nodes", "authority", "capacity", "workitem", "allocation", "projection"}
 	for i, p := range pkgs {
 		pkgs[i] = "github.com/arbiterhq/arbiter/" + p
 	}

@@ -27,7 +27,7 @@ func TestReadmeListsTheBuiltinDomains(t *testing.T) {
 		t.Errorf("the README says %s domains; builtin.Domains() has %d", m[1], len(ds))
 	}
 	// How the README names each domain.
-	called := map[string]string{"nodes": "node primitives", "authority": "concept authority", "capacity": "capacity leases",
+	called := map[string]string{"access": "access control", "nodes": "node primitives", "authority": "concept authority", "capacity": "capacity leases",
 		"workitem": "work items", "allocation": "allocation", "projection": "hook projections"}
 	for _, d := range ds {
 		name, ok := called[d.Name]

@@ -1,0 +1,32 @@
+// Package access is online access control: the cluster's principals, with
+// their tenants, roles and credential hashes, as replicated state that
+// admins manage while the cluster runs (`arbiter principal
+// add|remove|rotate|list`, /v1/principals), in force on every node as
+// soon as that node applies the commit, without SIGHUP. It registers like
+// a domain (Guard.Domain), so package cluster imports it not.
+//
+// The table stores hashes only: token_sha256 (the hex SHA-256 of a bearer
+// token, identity.HashToken) and cert_sha256 (of a client certificate's
+// DER). The token itself never reaches a node: `arbiter principal add`
+// and `rotate` make a random token on the client, print it once and send
+// only its hash; the API takes only hashes. So no log entry, snapshot or
+// backup holds a token.
+//
+// A node's --principals file (identity.File) is the bootstrap source. It
+// is what the node authenticates with until the cluster holds a table,
+// and it seeds the table once a leader exists and the cluster enables
+// this module: only when the cluster has no table yet, or when the file's
+// file_version is above every file version the cluster took. A change
+// through the API is therefore never undone by a restart with the same
+// file. Once the cluster holds a table, the table is in force on every
+// node and the file is not; each node logs which one won, and WARNs when
+// its file differs from the table.
+//
+// Every change needs an admin of every tenant (tenants ["*"]), checked
+// inside Apply. A change through the API must leave at least one such
+// admin with a credential in the table (it would lock every operator
+// out), and is refused while the cluster holds no table (the file would
+// silently stop counting).
+//
+// Commands take 600-699 (fsm/doc.go).
+package access
