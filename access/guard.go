@@ -136,7 +136,7 @@ func (g *Guard) pushLocked() {
 			g.logf(slog.LevelInfo, "principals: the cluster's table is in force, not the file", "source", g.table.source,
 				"file_version", g.table.fileVersion, "index", g.table.index, "principals", g.table.count, "digest", g.table.digest, "file", g.path)
 		} else {
-			g.logf(slog.LevelInfo, "principals: this node's file is in force (the cluster holds no table yet)", "file", g.path, "principals", g.fileReg.Len())
+			g.logf(slog.LevelInfo, "principals: this node's file is in force (this node has applied no principal table: the cluster holds none yet, or the node has not replayed it)", "file", g.path, "principals", g.fileReg.Len())
 		}
 	}
 	g.inForce = now
