@@ -467,12 +467,14 @@ func clusterFragment(t *testing.T, path string) []authority.ProjectedRecord {
 // time, stamped by whichever leader proposes. Two claims are made on the
 // first leader, which then stops. Before their deadlines, reclaims on the
 // new leader (of one) and through the remaining follower (of the other)
-// conflict, and the claims keep the deadlines they had; once wall time
-// passes them, the very first attempt on each path reclaims.
+// conflict, and the claims keep the deadlines they had; once FSM time
+// passes them, the very first attempt on each path reclaims. The test
+// moves the nodes' clocks past the deadlines (clustertest's Advance)
+// instead of sleeping until them.
 func TestExpiryAcrossLeaderChange(t *testing.T) {
-	// Long enough that an election under -race on a loaded machine leaves
-	// time for the early attempts (it usually takes about one second).
-	const ttl = 4 * time.Second
+	// Far longer than an election under -race on a loaded machine (it
+	// usually takes about one second): time for the early attempts.
+	const ttl = time.Minute
 	ps := clusterPolicies(t)
 	c := clustertest.New(t, clustertest.Options{Nodes: 3})
 	old := c.WaitLeader(10 * time.Second)
@@ -500,9 +502,10 @@ func TestExpiryAcrossLeaderChange(t *testing.T) {
 	via := map[string]*authority.Service{ids[0]: clusterService(c, leader, ps), ids[1]: clusterService(c, follower, ps)}
 	deadline := max(first[ids[0]].ExpiresAtMs, first[ids[1]].ExpiresAtMs)
 	soonest := min(first[ids[0]].ExpiresAtMs, first[ids[1]].ExpiresAtMs)
-	t.Logf("n%d stopped; n%d leads %d ms after the claims were made, %d ms before their deadlines",
-		old+1, leader+1, time.Now().UnixMilli()-first[ids[0]].CreatedAtMs, soonest-time.Now().UnixMilli())
-	if margin := soonest - time.Now().UnixMilli(); margin < 500 {
+	fsmNow := func() int64 { return c.Node(leader).FSM().Now() }
+	t.Logf("n%d stopped; n%d leads %d ms of FSM time after the claims were made, %d ms before their deadlines",
+		old+1, leader+1, fsmNow()-first[ids[0]].CreatedAtMs, soonest-fsmNow())
+	if margin := soonest - fsmNow(); margin < 500 {
 		t.Fatalf("the new leader came %d ms before the deadline: too late to try an early reclaim; the TTL is too short for this machine", margin)
 	}
 
@@ -527,22 +530,17 @@ func TestExpiryAcrossLeaderChange(t *testing.T) {
 			t.Errorf("%s changed across the leader change (-before +after):\n%s", id, diff)
 		}
 	}
-	now := c.Node(leader).FSM().Now()
-	if checkedAt := time.Now().UnixMilli(); checkedAt >= soonest {
-		t.Fatalf("the early attempts ended at %d, not before the deadline %d: nothing was checked", checkedAt, soonest)
-	}
+	now := fsmNow()
 	if now < first[ids[1]].CreatedAtMs || now >= soonest {
-		t.Errorf("FSM time on the new leader is %d, want in [%d, %d): it follows the leaders' stamps", now, first[ids[1]].CreatedAtMs, soonest)
+		t.Fatalf("FSM time on the new leader is %d, want in [%d, %d): it follows the leaders' stamps, and the early attempts came before the deadlines", now, first[ids[1]].CreatedAtMs, soonest)
 	}
 
-	// Past the deadlines by wall time: the first attempt must reclaim. A
-	// TTL reset or extended by the leader change (about a second without
-	// a leader, logged above) would still conflict. The margin allows for
-	// FSM time trailing wall time by how late the new leader applied its
-	// last entry as a follower (see cluster/clock.go), which under -race
-	// on a loaded machine has exceeded 50 ms.
-	const margin = 400
-	time.Sleep(time.Duration(deadline+margin-time.Now().UnixMilli()) * time.Millisecond)
+	// 1 ms past the later deadline on every running node: the first
+	// attempt must reclaim. A TTL reset or extended by the leader change
+	// (about a second without a leader, logged above) would still
+	// conflict.
+	const margin = 1
+	c.Advance(time.Duration(deadline+margin-now) * time.Millisecond)
 	for _, id := range ids {
 		a := first[id]
 		re, err := via[id].Reserve(clusterCtx(t), clusterRequest(id, "bob", "b-"+id, ttl))

@@ -387,8 +387,12 @@ func seventeenClasses() map[string]uint64 {
 // renewal on the new leader just before the deadline succeeds only while
 // FSM now < expires_at; and a lease nobody renews reads as expired (or at
 // least reclaimable) once FSM time passes its deadline, never extended.
+// The test moves the nodes' clocks (clustertest's Advance) rather than
+// sleep: a TTL of a minute leaves the election all the time it needs, and
+// the renewal lands 1.5 s of FSM time before the deadline however loaded
+// the machine is.
 func TestCapacityTTLAcrossLeaderChange(t *testing.T) {
-	const ttl = 6000
+	const ttl = 60_000
 	c := clustertest.New(t, clustertest.Options{Nodes: 3})
 	leader := c.WaitLeader(10 * time.Second)
 	follower := (leader + 1) % c.Size()
@@ -410,7 +414,7 @@ func TestCapacityTTLAcrossLeaderChange(t *testing.T) {
 	}
 	c.Stop(leader)
 	newLeader := c.WaitLeader(10 * time.Second)
-	t.Logf("leader n%d stopped; n%d leads, %d ms before the deadline", leader+1, newLeader+1, deadline-time.Now().UnixMilli())
+	t.Logf("leader n%d stopped; n%d leads, %d ms of FSM time before the deadline", leader+1, newLeader+1, deadline-c.Node(newLeader).FSM().Now())
 
 	// reads checks every node's view of the leases; a view may be behind,
 	// but never shows a lease ended before its deadline or a deadline
@@ -443,7 +447,8 @@ func TestCapacityTTLAcrossLeaderChange(t *testing.T) {
 	}
 
 	// Renew one lease 1.5 s before the deadline, on the new leader.
-	time.Sleep(time.Until(time.UnixMilli(deadline - 1500)))
+	_, now := lookup(follower, left.LeaseID, fsm.Linearizable)
+	c.Advance(time.Duration(deadline-1500-now) * time.Millisecond)
 	rn, err := svcOn(follower).Renew(ctx, capacity.LeasesRequest{SchemaVersion: "1", TenantRef: "t", OwnerDigest: "o",
 		Leases: []capacity.LeaseRef{{LeaseID: renewed.LeaseID, LeaseEpoch: 1, Fence: renewed.Fence}}})
 	switch {
@@ -457,10 +462,11 @@ func TestCapacityTTLAcrossLeaderChange(t *testing.T) {
 		t.Logf("the renewal reached the log only at FSM time %d, after the deadline %d: refused as it must be", rn.NowMs, deadline)
 	}
 
-	// Watch the other lease through its deadline, then past it.
-	for time.Now().UnixMilli() < deadline+1000 {
+	// Watch the other lease through its deadline, then past it: every
+	// Advance moves FSM time 250 ms or more, so about ten rounds.
+	for _, now := lookup(follower, left.LeaseID, fsm.Linearizable); now < deadline+1000; _, now = lookup(follower, left.LeaseID, fsm.Linearizable) {
 		checkLeft(follower, fsm.Linearizable)
-		time.Sleep(100 * time.Millisecond)
+		c.Advance(250 * time.Millisecond)
 	}
 	l := checkLeft(follower, fsm.Linearizable)
 	res, err := svcOn(follower).Renew(ctx, capacity.LeasesRequest{SchemaVersion: "1", TenantRef: "t", OwnerDigest: "o",

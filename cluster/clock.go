@@ -30,7 +30,7 @@ import (
 type fsmClock struct {
 	applied atomic.Pointer[clockReading] // the last entry this node applied
 	wall    func() time.Time             // the wall clock, for the first entry only
-	mono    func() time.Time             // the monotonic clock (time.Now; tests replace it)
+	mono    func() time.Time             // the monotonic clock (time.Now; nodehooks.Hooks.Clock replaces it)
 	// wallStamps stamps every command from the wall clock (the testing
 	// hook nodehooks.Hooks.StampsFromWallClock: the old, skew-prone rule).
 	wallStamps bool

@@ -69,6 +69,9 @@ func New(cfg Config) (*Node, error) {
 	if cfg.hooks.WallClock != nil {
 		h.clock.wall = cfg.hooks.WallClock
 	}
+	if cfg.hooks.Clock != nil {
+		h.clock.mono = cfg.hooks.Clock
+	}
 	h.clock.wallStamps = cfg.hooks.StampsFromWallClock
 	h.confirmer.verify = func() error { return waitFuture(c.ctx, c.raft.VerifyLeader()) }
 	n.host = h

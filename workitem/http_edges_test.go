@@ -284,11 +284,12 @@ func (f *httpFixture) claims() {
 	if cancelled.WorkItem.Status != "cancelled" || cancelled.WorkItem.Reason != "operator" {
 		t.Fatalf("cancel: %s", mustJSON(cancelled))
 	}
-	// An expired claim: FSM time moves with the next command's stamp.
+	// An expired claim: the nodes' clocks move a second ahead, and FSM
+	// time with the next command's stamp (the fixture does not tick).
 	f.created("a short item", f.post("submit", "p1", body("short", map[string]any{"graph_ref": "claims", "work_item_id": "short"})), nil)
 	var short workitem.ClaimResult
 	f.ok("a 1 ms claim", claim("p1", map[string]any{"ttl_ms": 1, "work_item_id": "short"})(), &short)
-	time.Sleep(5 * time.Millisecond)
+	f.c.MoveClock(time.Second)
 	f.refused("complete of an expired claim", http.StatusConflict, errs.CodeExpired, "", true, func() reply {
 		return f.post("complete", "p1", map[string]any{"tenant_ref": "t", "work_item_id": "short", "attempt": 1, "fence": short.Fence, "outcome": "succeeded"})
 	})

@@ -327,7 +327,10 @@ func (r *resHTTP) refusals(tampered []byte) {
 	reserve("not_reservable", lc, "h2", workitem.RefuseNotReservable)
 	stale := item(func(e *extension.Extension) { e.Profile.Name, e.HostLabels = "quick", map[string]string{"role": "q"} })
 	short := r.item("short", ext(func(e *extension.Extension) { e.BaseRef = "short" }), time.Second)
-	time.Sleep(1100 * time.Millisecond) // FSM time follows the leader's clock
+	// The nodes' clocks move ahead, and FSM time with the next command's
+	// stamp (the fixture does not tick): the short claim expires, and the
+	// quick profile's telemetry (1 s at most) is stale.
+	r.c.MoveClock(1100 * time.Millisecond)
 	reserve("telemetry_stale", stale, "hq", workitem.RefuseTelemetryStale)
 
 	// The claim's own refusals, and bad requests.
@@ -369,7 +372,7 @@ func (r *resHTTP) lifecycle() {
 	if q := query("rd"); len(q.Hosts) != 1 || q.Hosts[0].Used.CPUMillis != 1000 || len(q.Reservations) != 1 {
 		t.Fatalf("query before expiry: %+v", q)
 	}
-	time.Sleep(1600 * time.Millisecond)
+	r.c.MoveClock(1600 * time.Millisecond) // past the claim's 1.5 s: the reclaim's stamp carries it
 	var rc workitem.ReclaimResult
 	r.call("reclaim", http.MethodPost, "reclaim", "p1", workitem.ReclaimRequest{TenantRef: "t", HostID: "hq", MaxCount: 10}, http.StatusOK, &rc)
 	if len(rc.ReclaimedIDs) != 1 || rc.ReclaimedIDs[0] != res.Reservation.ReservationID {

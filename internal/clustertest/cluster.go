@@ -74,6 +74,9 @@ type Cluster struct {
 	logs        map[string]*os.File // Options.LogDir's files by node id
 	rewinds     uint64              // FSM.Rewinds of the nodes stopped so far
 	truncations uint64              // Node.Truncations of the nodes stopped so far
+	// advanced is how far MoveClock and Advance have moved every node's
+	// clocks, ns: never back, and alike on every node (clock.go).
+	advanced atomic.Int64
 }
 
 type member struct {
@@ -233,7 +236,8 @@ func (c *Cluster) config(i int, bootstrap bool) cluster.Config {
 	cfg.ApplyTimeout = 5 * time.Second
 	cfg.PeerClient = c.net.client(i)
 	nodehooks.Edit(&cfg, func(h *nodehooks.Hooks) {
-		h.WallClock = func() time.Time { return time.Now().Add(time.Duration(m.skew.Load())) }
+		h.WallClock = func() time.Time { return c.now().Add(time.Duration(m.skew.Load())) }
+		h.Clock = c.now
 	})
 	cfg.Domains = builtin.Domains()
 	if c.opts.Domains != nil {

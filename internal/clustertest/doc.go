@@ -20,6 +20,12 @@
 // recovery, say). internal/chaos composes them into the named faults of the
 // fault harness.
 //
+// Time (clock.go): Advance moves every node's clock forward and waits
+// until every running node has applied the new FSM time (the leader's
+// next tick carries it); MoveClock only moves the clocks, for a cluster
+// that does not tick, where the test's next command carries it. Expiry
+// tests use them to pass a deadline instead of sleeping until it.
+//
 // A Cluster is bound to a testing.TB: it fails the test on setup errors and
 // stops every node in t.Cleanup.
 package clustertest

@@ -1,7 +1,9 @@
 // Package nodehooks bends a cluster node in ways no production
-// configuration may: a skewed wall clock, a fault guard switched off, the
-// old skew-prone time stamps. They exist for the fault harness's controls
-// (the checks must be seen to fire) and for clock tests, and they are not
+// configuration may: a skewed wall clock, a clock a test moves forward, a
+// fault guard switched off, the old skew-prone time stamps. They exist for
+// the fault harness's controls (the checks must be seen to fire), for clock
+// tests, and for expiry tests that advance time instead of sleeping
+// (internal/clustertest's Advance), and they are not
 // part of cluster.Config's public surface: only packages of this module
 // can import an internal package, so no embedding program can set them.
 //
@@ -18,6 +20,15 @@ type Hooks struct {
 	// (only to start FSM time in a new cluster, and in the skew checks),
 	// so a test can give a node a skewed clock.
 	WallClock func() time.Time
+	// Clock replaces time.Now where the node counts FSM time: the
+	// monotonic clock a leader stamps commands from, and reads when it
+	// applies an entry (see cluster/clock.go). A clock that jumps d ahead
+	// moves FSM time d ahead with the next command the node stamps as
+	// leader, and a TTL expires without the test waiting for it. It must
+	// never go back, and every node of a cluster must move alike (a node
+	// whose clock runs ahead of its peers' moves FSM time only while it
+	// leads).
+	Clock func() time.Time
 	// StaleSnapshotGuardOff lets a stale InstallSnapshot reach raft (see
 	// cluster/stale_snapshot.go): for the control that shows the fault
 	// harness's rewind check fires.
