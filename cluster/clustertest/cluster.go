@@ -118,6 +118,18 @@ func (c *Cluster) RemoteOf(nodes ...int) domain.Conn {
 	return rawremote.New(urls...).WithTimeout(10 * time.Second)
 }
 
+// Advance moves every node's clock d forward, as if d had passed, and
+// returns once every running node has applied FSM time d later (the
+// leader's next tick carries it): a lease, claim or window that expires
+// within d has expired everywhere, without the test sleeping. It fails
+// the test (panics after Start) if a node does not get there, or if the
+// cluster ticks less than once a second (use MoveClock there).
+func (c *Cluster) Advance(d time.Duration) { c.c.Advance(d) }
+
+// MoveClock moves every node's clock d forward and returns at once: the
+// next command the leader stamps carries FSM time at least d later.
+func (c *Cluster) MoveClock(d time.Duration) { c.c.MoveClock(d) }
+
 // Running lists the indexes of the running nodes.
 func (c *Cluster) Running() []int { return c.c.Running() }
 

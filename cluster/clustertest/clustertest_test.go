@@ -188,3 +188,20 @@ func TestStartAndClose(t *testing.T) {
 		t.Fatalf("a read after Close: %v, want unavailable", err)
 	}
 }
+
+// Advance moves FSM time on every node by at least d (an hour, which the
+// test could not sleep through).
+func TestAdvanceMovesEveryNodesTime(t *testing.T) {
+	c := clustertest.New(t, clustertest.Options{Nodes: 3})
+	c.WaitLeader(10 * time.Second)
+	before := int64(0)
+	for _, i := range c.Running() {
+		before = max(before, c.Node(i).FSM().Now())
+	}
+	c.Advance(time.Hour) // returns within seconds, or the test times out
+	for _, i := range c.Running() {
+		if now := c.Node(i).FSM().Now(); now < before+time.Hour.Milliseconds() {
+			t.Errorf("node %d at FSM time %d, want at least %d", i, now, before+time.Hour.Milliseconds())
+		}
+	}
+}

@@ -22,6 +22,11 @@
 // an isolated node reaches it, and learns what a client of a minority
 // learns (unavailable, or an outcome it cannot know).
 //
+// Time. Advance moves every node's clock forward and waits until every
+// running node applied the new FSM time, so a test of leases, claims or
+// windows that expire passes their deadline without sleeping; MoveClock
+// only moves the clocks (the next command carries the time).
+//
 // Histories. Record each call of your own operations with History.Call
 // just before it and Op.Return with its decided output after it (or
 // Op.Fail with its error), then check the history against a
