@@ -47,7 +47,10 @@ cluster's table as soon as it applies a change. The file seeds that table
 once a leader exists, only if the cluster has none yet or the file's
 file_version is above every one it took; until the cluster holds a table a
 node authenticates with its file. Each node logs which one is in force, and
-WARNs when its file differs from the table.
+WARNs when its file differs from the table. A node keeps a copy of the
+table it last applied (hashes only) in --data-dir, access-table.json: at a
+restart that copy is in force, not the file, until the node replays the
+cluster's table.
 
 With no flags at all it runs a single-node cluster in ./arbiter-data with raft
 on 127.0.0.1:7000 and the API on 127.0.0.1:8000. Given any flag, a node whose
