@@ -382,15 +382,15 @@ func (g *Guard) install(tx *fsm.Tx, reg *identity.Registry, src *sourceRow, list
 	if g == nil {
 		return
 	}
-	st := tableState{registry: reg, source: src.Source, fileVersion: src.FileVersion, index: tx.Index, digest: Digest(list), count: len(list)}
-	tx.AfterCommit("access_registry", func() error {
-		g.setTable(&st)
-		return nil
-	})
+	st := tableState{registry: reg, source: src.Source, fileVersion: src.FileVersion, index: tx.Index, digest: Digest(list), count: len(list), list: list}
+	index := tx.Index
+	tx.AfterCommit("access_registry", func() error { return g.setTable(&st, index) })
 }
 
 // restored brings the guard up to a state a snapshot replaced: the
-// table's registry, or none (the file is in force again).
+// table's registry, or none (the file is in force again), as of the
+// snapshot's applied index (a restart's snapshot may be older than the
+// guard's copy; a cluster restore's index is above every applied one).
 func (g *Guard) restored(rt *fsm.ReadTx) []fsm.Effect {
 	if g == nil {
 		return nil
@@ -403,15 +403,14 @@ func (g *Guard) restored(rt *fsm.ReadTx) []fsm.Effect {
 		if verr != nil {
 			err = verr
 		} else {
-			st = &tableState{registry: reg, source: t.source.Source, fileVersion: t.source.FileVersion, index: t.source.Index, digest: Digest(list), count: len(list)}
+			st = &tableState{registry: reg, source: t.source.Source, fileVersion: t.source.FileVersion, index: t.source.Index, digest: Digest(list), count: len(list), list: list}
 		}
 	}
 	return []fsm.Effect{{Name: "access_registry", Run: func() error {
 		if err != nil {
 			return err // the previous registry stays in force, and the failure is logged
 		}
-		g.setTable(st)
-		return nil
+		return g.setTable(st, rt.Index)
 	}}}
 }
 

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/arbiterhq/arbiter/access"
+	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/domain"
 	"github.com/arbiterhq/arbiter/domain/builtin"
 	"github.com/arbiterhq/arbiter/fsm"
@@ -37,6 +39,19 @@ func authCluster(t *testing.T, opts clustertest.Options, f *identity.File) (*clu
 		}
 		guards[i] = g
 		return builtin.With(builtin.Options{Access: g})
+	}
+	// As arbiter serve does: the guard keeps its copy of the table in the
+	// data directory, and the node starts with the registry in force
+	// (the copy's, if there is one, else the file's).
+	configure := opts.Configure
+	opts.Configure = func(i int, cfg *cluster.Config) {
+		if err := guards[i].SetCacheFile(filepath.Join(cfg.DataDir, access.CacheFileName)); err != nil {
+			t.Error(err)
+		}
+		cfg.Principals = guards[i].Registry()
+		if configure != nil {
+			configure(i, cfg)
+		}
 	}
 	c := clustertest.New(t, opts)
 	return c, guards
@@ -163,7 +178,9 @@ func TestRevokedTokenRefusedOnEveryNode(t *testing.T) {
 
 // A restored backup brings every node's registry back to the backup's
 // table (the module's Restored hook): a principal added after the backup
-// was taken is refused on every node once it applied the restore.
+// was taken is refused on every node once it applied the restore, a
+// node that was down meanwhile too (the restore's index is above the
+// one of the table copy it restarts with).
 func TestRestoreBringsTheRegistryBack(t *testing.T) {
 	c, guards := authCluster(t, clustertest.Options{}, bootstrapFile(0))
 	waitTable(t, c, guards)
@@ -183,10 +200,13 @@ func TestRestoreBringsTheRegistryBack(t *testing.T) {
 		}
 	}
 	leader = c.WaitLeader(10 * time.Second)
+	down := (leader + 1) % 3
+	c.Stop(down)
 	rr, err := c.Node(leader).Restore(context.Background(), &backup)
 	if err != nil {
 		t.Fatal(err)
 	}
+	c.Restart(down)
 	waitApplied(t, c, rr.Index)
 	for i := range 3 {
 		if got := status(t, c, i, http.MethodGet, "/v1/auth/whoami", "late-token", ""); got != http.StatusUnauthorized {

@@ -22,6 +22,17 @@
 // node and the file is not; each node logs which one won, and WARNs when
 // its file differs from the table.
 //
+// A restart keeps the table the node last applied: the guard keeps a copy
+// of it (hashes only) with the FSM applied index it was installed at
+// (Guard.SetCacheFile; arbiter serve: <data-dir>/access-table.json). At
+// start the copy is in force, not the file (logged at INFO), until the
+// node has replayed up to that index: a table from an older applied state
+// (the snapshot a restart loads) does not replace it, so a node that
+// restarts without a leader, unable to replay, never accepts a token the
+// cluster revoked. A cluster restore's applied index is above every one
+// before it, so a restore replaces the copy. The copy is removed when the
+// cluster's table is gone as of an index at or above the copy's.
+//
 // Every change needs an admin of every tenant (tenants ["*"]), checked
 // inside Apply. A change through the API must leave at least one such
 // admin with a credential in the table (it would lock every operator

@@ -2,9 +2,12 @@ package access
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
+	"os"
 	"sync"
 
 	"github.com/arbiterhq/arbiter/domain"
@@ -17,7 +20,9 @@ import (
 // the cluster's table makes (as of what the node applied), and the node
 // it keeps informed. Each node has its own (two nodes in one process do
 // not share one). Which registry is in force: the table's once the
-// cluster holds one, else the file's.
+// cluster holds one, else the file's; at a restart, the copy of the table
+// the node last applied (SetCacheFile) until the node replays the
+// cluster's table.
 type Guard struct {
 	mu       sync.Mutex
 	path     string             // the file's path, for logs ("" from Go)
@@ -29,6 +34,11 @@ type Guard struct {
 	inForce  string        // "file" or "table": what the node was last given, to log a switch
 	reload   chan struct{} // one pending reload is enough: the seed loop reads the latest file
 	openMode bool          // the node refused a registry: it runs in open mode
+	// cachePath is the copy of the table this node last installed ("":
+	// none kept); floor is the FSM applied index of the copy read at
+	// start, while the node replays below it (0 once it reached it).
+	cachePath string
+	floor     uint64
 }
 
 // Setter is what a Guard keeps informed: a node that authenticates
@@ -46,6 +56,8 @@ type tableState struct {
 	index       uint64
 	digest      string
 	count       int
+	list        []identity.PrincipalConfig // hashes only: what the copy keeps
+	copied      bool                       // read from the copy at start, not applied since
 }
 
 // NewGuard returns a guard with no file.
@@ -88,12 +100,54 @@ func (g *Guard) setFile(path string, f *identity.File, reg *identity.Registry) {
 	}
 }
 
+// SetCacheFile makes the guard keep a copy of the table it last
+// installed at path (arbiter serve: <data-dir>/access-table.json):
+// hashes only, written atomically (mode 0600) after each table the node
+// applies, removed when the cluster's table is gone. Called before the
+// node starts: if a copy is at path, it is in force (it wins over the
+// file, logged at INFO) until the node has replayed up to the applied
+// index the copy was written at; a table from an older applied state (a
+// snapshot the restart loads) does not replace it. A node that restarts
+// without a leader, and so cannot replay, never accepts a token the
+// cluster revoked before it stopped. A copy that cannot be read is an
+// error: remove it to start with the file.
+func (g *Guard) SetCacheFile(path string) error {
+	st, applied, err := readCopy(path)
+	if err != nil {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.cachePath = path
+	if st != nil {
+		g.table, g.floor = st, applied
+		g.pushLocked()
+	}
+	return nil
+}
+
+// Registry is the registry in force: the one a node starts with
+// (cluster.Config.Principals), the copy's if SetCacheFile found one, else
+// the file's; nil without either.
+func (g *Guard) Registry() *identity.Registry {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.table != nil {
+		return g.table.registry
+	}
+	return g.fileReg
+}
+
 // InForce says which registry the node authenticates with: "table" (the
-// cluster's, as of index) or "file" (its own; "" without one).
+// cluster's, as of index), "copy" (the table this node last applied,
+// read from its copy at start, as of index, until it replays the
+// cluster's) or "file" (its own; "" without one).
 func (g *Guard) InForce() (source string, index uint64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch {
+	case g.table != nil && g.table.copied:
+		return "copy", g.table.index
 	case g.table != nil:
 		return "table", g.table.index
 	case g.fileReg != nil:
@@ -103,12 +157,33 @@ func (g *Guard) InForce() (source string, index uint64) {
 }
 
 // setTable is the effect of a change (and of a restore): st is the
-// table's state, nil for none.
-func (g *Guard) setTable(st *tableState) {
+// table's state, nil for none, as of the FSM applied index applied.
+// While the node replays below the copy read at start, the copy stays in
+// force: an older state's table is not newer than what the node last
+// applied. From there on, the copy follows (or is removed with) the
+// table.
+func (g *Guard) setTable(st *tableState, applied uint64) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if applied < g.floor {
+		return nil
+	}
+	g.floor = 0
 	g.table = st
 	g.pushLocked()
+	if g.cachePath == "" {
+		return nil
+	}
+	if err := writeCopy(g.cachePath, st, applied); err != nil {
+		// A stale copy would put an older table in force at the next
+		// start; without one, the file is (as without a copy at all).
+		rmErr := os.Remove(g.cachePath)
+		if rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) {
+			return fmt.Errorf("principals: write the table copy %s: %w (and remove the stale one: %v)", g.cachePath, err, rmErr)
+		}
+		return fmt.Errorf("principals: write the table copy %s: %w (the stale one is removed)", g.cachePath, err)
+	}
+	return nil
 }
 
 // pushLocked gives the node the registry in force, and logs a switch
@@ -131,11 +206,19 @@ func (g *Guard) pushLocked() {
 		g.logf(slog.LevelWarn, "principals: the node runs in open mode; the cluster's principal table is not enforced here", "error", err)
 		return
 	}
+	if now == "table" && g.table.copied {
+		now = "copy"
+	}
 	if now != g.inForce || now == "table" {
-		if now == "table" {
+		switch now {
+		case "copy":
+			g.logf(slog.LevelInfo, fmt.Sprintf("principals: the table this node last applied (index %d) is in force until it replays the cluster's, not the file", g.floor),
+				"copy", g.cachePath, "source", g.table.source, "file_version", g.table.fileVersion, "index", g.floor, "table_index", g.table.index,
+				"principals", g.table.count, "digest", g.table.digest, "file", g.path)
+		case "table":
 			g.logf(slog.LevelInfo, "principals: the cluster's table is in force, not the file", "source", g.table.source,
 				"file_version", g.table.fileVersion, "index", g.table.index, "principals", g.table.count, "digest", g.table.digest, "file", g.path)
-		} else {
+		default:
 			g.logf(slog.LevelInfo, "principals: this node's file is in force (this node has applied no principal table: the cluster holds none yet, or the node has not replayed it)", "file", g.path, "principals", g.fileReg.Len())
 		}
 	}

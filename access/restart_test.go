@@ -3,6 +3,7 @@ package access_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -109,10 +110,10 @@ func TestFileSeedsButNeverUndoesAnAdminsChange(t *testing.T) {
 }
 
 // Nothing secret is in the raft log, a snapshot or a backup, nor in the
-// nodes' logs: the tokens used to authenticate and the token of a
-// principal added through the API are absent from every file of every
-// data directory, while their hashes are there (the scan reads what the
-// state holds).
+// nodes' logs, nor in a node's copy of the table (SetCacheFile): the
+// tokens used to authenticate and the token of a principal added through
+// the API are absent from every file of every data directory, while
+// their hashes are there (the scan reads what the state holds).
 func TestNoTokenInLogSnapshotOrBackup(t *testing.T) {
 	logs := &logBuffer{}
 	c, guards := authCluster(t, clustertest.Options{TCP: true, Configure: capture(logs)}, bootstrapFile(0))
@@ -165,7 +166,7 @@ func TestNoTokenInLogSnapshotOrBackup(t *testing.T) {
 	}
 	scan("the backup", backup.Bytes())
 	scan("the nodes' log", []byte(logs.String()))
-	snapshots := 0
+	snapshots, copies := 0, 0
 	for i := range 3 {
 		err := filepath.WalkDir(c.DataDir(i), func(path string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
@@ -178,6 +179,9 @@ func TestNoTokenInLogSnapshotOrBackup(t *testing.T) {
 			if strings.Contains(path, "snapshots") && strings.HasSuffix(path, "state.bin") {
 				snapshots++
 			}
+			if filepath.Base(path) == access.CacheFileName {
+				copies++
+			}
 			scan(path, b)
 			return nil
 		})
@@ -188,10 +192,87 @@ func TestNoTokenInLogSnapshotOrBackup(t *testing.T) {
 	if snapshots < 3 {
 		t.Errorf("scanned %d snapshot files, want one per node at least", snapshots)
 	}
+	if copies != 3 {
+		t.Errorf("scanned %d copies of the table (%s), want one per node", copies, access.CacheFileName)
+	}
 	for _, h := range hashes {
-		// In the backup, and in each node's log and snapshot.
-		if found[h] < 1+3 {
+		// In the backup, and in each node's log, snapshot and copy of
+		// the table.
+		if found[h] < 1+3+3 {
 			t.Errorf("hash %s found %d times: the scan does not read what the state holds", h[:8], found[h])
 		}
+	}
+}
+
+// Issue 37 item 7: a restarted node never accepts a token the cluster
+// revoked. A follower whose last snapshot predates a removal restarts
+// while the other nodes are down (no leader: it cannot replay the log):
+// the table it last applied, kept in its data directory, is in force
+// from its first request, not its file and not the snapshot's older
+// table. Without that copy (a fresh node) the file is in force, as it
+// always was; once the node replays, the cluster's table is.
+func TestRestartedNodeKeepsTheTableItLastApplied(t *testing.T) {
+	logs := &logBuffer{}
+	c, guards := authCluster(t, clustertest.Options{Configure: capture(logs)}, bootstrapFile(0))
+	waitTable(t, c, guards)
+	f := (c.Leader() + 1) % 3
+	// The follower's snapshot holds the seeded table, app included.
+	c.Snapshot(f)
+	res, err := access.NewService(c.Node(f), c.Node(f)).Remove(as(superAdmin), "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(t, c, res.Index)
+	if got := status(t, c, f, "GET", "/v1/auth/whoami", "app-token", ""); got != 401 {
+		t.Fatalf("n%d after the removal: %d", f+1, got)
+	}
+	for i := range 3 {
+		c.Stop(i)
+	}
+
+	c.Restart(f)
+	if got := status(t, c, f, "GET", "/v1/auth/whoami", "app-token", ""); got != 401 {
+		t.Errorf("n%d restarted without a leader: the revoked token got %d, want 401", f+1, got)
+	}
+	if got := status(t, c, f, "GET", "/v1/auth/whoami", "root-token", ""); got != 200 {
+		t.Errorf("n%d restarted without a leader: the admin got %d, want 200", f+1, got)
+	}
+	if src, index := guards[f].InForce(); src != "copy" || index != res.Index {
+		t.Errorf("n%d in force: %q at %d, want copy at %d", f+1, src, index, res.Index)
+	}
+	waitLog(t, c, logs, 1, "level=INFO", "the table this node last applied", fmt.Sprintf("index=%d", res.Index))
+
+	// A node without a copy starts as it always did: with its file.
+	c.Stop(f)
+	if err := os.Remove(filepath.Join(c.DataDir(f), access.CacheFileName)); err != nil {
+		t.Fatal(err)
+	}
+	c.Restart(f)
+	if got := status(t, c, f, "GET", "/v1/auth/whoami", "app-token", ""); got != 200 {
+		t.Errorf("n%d restarted without a copy: the file's token got %d, want 200 (the file is the bootstrap source)", f+1, got)
+	}
+	if src, _ := guards[f].InForce(); src != "table" && src != "file" {
+		t.Errorf("n%d without a copy: %q in force", f+1, src)
+	}
+
+	// Once a leader exists, the node replays: the cluster's table is in
+	// force again, and the copy is back.
+	for i := range 3 {
+		if i != f {
+			c.Restart(i)
+		}
+	}
+	c.WaitLeader(20 * time.Second)
+	if !c.Eventually(20*time.Second, func() bool {
+		src, index := guards[f].InForce()
+		return src == "table" && index >= res.Index
+	}) {
+		t.Fatalf("n%d did not replay the removal", f+1)
+	}
+	if got := status(t, c, f, "GET", "/v1/auth/whoami", "app-token", ""); got != 401 {
+		t.Errorf("n%d after replaying: the revoked token got %d, want 401", f+1, got)
+	}
+	if _, err := os.Stat(filepath.Join(c.DataDir(f), access.CacheFileName)); err != nil {
+		t.Errorf("n%d after replaying: no copy: %v", f+1, err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -46,7 +47,10 @@ cluster's table as soon as it applies a change. The file seeds that table
 once a leader exists, only if the cluster has none yet or the file's
 file_version is above every one it took; until the cluster holds a table a
 node authenticates with its file. Each node logs which one is in force, and
-WARNs when its file differs from the table.
+WARNs when its file differs from the table. A node keeps a copy of the
+table it last applied (hashes only) in --data-dir, access-table.json: at a
+restart that copy is in force, not the file, until the node replays the
+cluster's table.
 
 With no flags at all it runs a single-node cluster in ./arbiter-data with raft
 on 127.0.0.1:7000 and the API on 127.0.0.1:8000. Given any flag, a node whose
@@ -168,14 +172,20 @@ func serve(cfg cluster.Config, o serveOptions) error {
 	// With no flags at all, serve is the README's single-node default.
 	cfg.Bootstrap = o.bootstrap || o.noFlags
 
+	// The guard keeps a copy of the table the node last applied in the
+	// data directory: at a restart it is in force, not the file, until
+	// the node replays the cluster's table.
+	if err := o.guard.SetCacheFile(filepath.Join(cfg.DataDir, access.CacheFileName)); err != nil {
+		return err
+	}
 	if o.principalsFile != "" {
 		// What the node authenticates with until the cluster holds a
-		// principal table (the guard then gives it the table's).
-		reg, err := o.guard.LoadFile(o.principalsFile)
-		if err != nil {
+		// principal table (the guard then gives it the table's): the
+		// copy's registry if there is one, else the file's.
+		if _, err := o.guard.LoadFile(o.principalsFile); err != nil {
 			return err
 		}
-		cfg.Principals = reg
+		cfg.Principals = o.guard.Registry()
 	}
 	if o.tlsCert != "" || o.tlsKey != "" || o.tlsPeerCA != "" {
 		t, err := cluster.LoadTLS(o.tlsCert, o.tlsKey, o.tlsPeerCA, o.tlsClientCA)
