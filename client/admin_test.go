@@ -64,7 +64,7 @@ func TestClusterAdmin(t *testing.T) {
 				t.Fatalf("node %d: %v", i, fails[i])
 			case h.Index != next || h.Hash == "" || h.Data == "" || len(h.Tables) == 0:
 				t.Fatalf("node %d state hash %+v at %d", i, h, next)
-			case h.Hash != hashes[0].Hash && fails[0] == nil:
+			case fails[0] == nil && h.Hash != hashes[0].Hash:
 				t.Fatalf("node %d hash %s, node 0 %s", i, h.Hash, hashes[0].Hash)
 			}
 		}

@@ -76,11 +76,14 @@ func TestE2EPrincipalsAreReplicated(t *testing.T) {
 	for _, n := range cl.nodes {
 		cl.waitReady(ctx, n, 30*time.Second)
 	}
-	logged := func(n *e2eNode, what string) {
+	// loggedMore waits until n's log holds what more than times times
+	// (a line an earlier start or signal logged does not count again).
+	loggedMore := func(n *e2eNode, what string, times int) {
 		cl.eventually(ctx, 30*time.Second, n.id+" logs "+what, func() (bool, string) {
-			return strings.Contains(n.currentLog(t), what), "not yet"
+			return strings.Count(n.currentLog(t), what) > times, "not yet"
 		})
 	}
+	logged := func(n *e2eNode, what string) { loggedMore(n, what, 0) }
 	for _, n := range cl.nodes {
 		logged(n, "the cluster's table is in force, not the file")
 	}
@@ -142,8 +145,9 @@ func TestE2EPrincipalsAreReplicated(t *testing.T) {
 
 	// A higher file_version replaces the table on SIGHUP.
 	writeFile(1, identity.PrincipalConfig{ID: "other", Tenants: []string{"t"}, Roles: []string{identity.RoleReader}, TokenSHA256: []string{identity.HashToken("other-token")}})
+	seeded := strings.Count(cl.nodes[0].currentLog(t), "this file seeded the cluster's table")
 	cl.nodes[0].signal(t, syscall.SIGHUP)
-	logged(cl.nodes[0], "this file seeded the cluster's table")
+	loggedMore(cl.nodes[0], "this file seeded the cluster's table", seeded)
 	list := cli(cl.nodes[1], rootToken, "principal", "list", "-o", "json")
 	var table struct {
 		FileVersion uint64 `json:"file_version"`
