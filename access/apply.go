@@ -34,6 +34,10 @@ type (
 	}
 )
 
+// changeAccess is the access of every change, after its payload
+// decoded: mayChange.
+func changeAccess[P any](tx *fsm.Tx, _ *P) error { return mayChange(tx.Principal) }
+
 // mayChange is the role a change needs: admin for every tenant (a
 // principal table is the whole cluster's, and an admin of one tenant
 // could otherwise grant another). The trusted empty principal (the node
@@ -205,14 +209,8 @@ func (g *Guard) change(tx *fsm.Tx, t table, after []identity.PrincipalConfig, ki
 	return reg, nil
 }
 
-func (g *Guard) applyPut(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	var c putCmd
-	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
-		return nil, err
-	}
-	if err := mayChange(tx.Principal); err != nil {
-		return nil, err
-	}
+func (g *Guard) applyPut(tx *fsm.Tx, _ *log.Command, cp *putCmd) (any, error) {
+	c := *cp
 	pc, err := normalize(c.Principal)
 	if err != nil {
 		return nil, err
@@ -245,14 +243,8 @@ func (g *Guard) applyPut(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	return changeResult(row, cur == nil, after, tx.Index), nil
 }
 
-func (g *Guard) applyRemove(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	var c removeCmd
-	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
-		return nil, err
-	}
-	if err := mayChange(tx.Principal); err != nil {
-		return nil, err
-	}
+func (g *Guard) applyRemove(tx *fsm.Tx, _ *log.Command, cp *removeCmd) (any, error) {
+	c := *cp
 	t, err := load(tx)
 	if err != nil {
 		return nil, err
@@ -276,14 +268,8 @@ func (g *Guard) applyRemove(tx *fsm.Tx, cmd *log.Command) (any, error) {
 	return res, nil
 }
 
-func (g *Guard) applyRotate(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	var c rotateCmd
-	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
-		return nil, err
-	}
-	if err := mayChange(tx.Principal); err != nil {
-		return nil, err
-	}
+func (g *Guard) applyRotate(tx *fsm.Tx, _ *log.Command, cp *rotateCmd) (any, error) {
+	c := *cp
 	if len(c.TokenSHA256) == 0 {
 		return nil, errs.New(errs.CodeInvalid, "a rotation needs the new token's token_sha256")
 	}
@@ -320,14 +306,8 @@ func (g *Guard) applyRotate(tx *fsm.Tx, cmd *log.Command) (any, error) {
 // applySeed replaces the table with a node's file, when the cluster holds
 // none yet or the file's version is above every one it took; else it
 // answers the cluster's table, not applied.
-func (g *Guard) applySeed(tx *fsm.Tx, cmd *log.Command) (any, error) {
-	var c seedCmd
-	if err := fsm.DecodePayload(cmd.Payload, &c); err != nil {
-		return nil, err
-	}
-	if err := mayChange(tx.Principal); err != nil {
-		return nil, err
-	}
+func (g *Guard) applySeed(tx *fsm.Tx, _ *log.Command, cp *seedCmd) (any, error) {
+	c := *cp
 	if c.FileVersion > identity.MaxFileVersion {
 		return nil, errs.Errorf(errs.CodeInvalid, "file_version %d is above %d", c.FileVersion, uint64(identity.MaxFileVersion))
 	}

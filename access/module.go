@@ -96,10 +96,10 @@ func module(g *Guard) fsm.Module {
 			}},
 		},
 		Commands: []fsm.CommandSpec{
-			{Type: CmdPut, Name: "principal_put", MaxVersion: 1, Apply: g.applyPut},
-			{Type: CmdRemove, Name: "principal_remove", MaxVersion: 1, Apply: g.applyRemove},
-			{Type: CmdRotate, Name: "principal_rotate", MaxVersion: 1, Apply: g.applyRotate},
-			{Type: CmdSeed, Name: "principals_seed", MaxVersion: 1, Apply: g.applySeed},
+			{Type: CmdPut, Name: "principal_put", MaxVersion: 1, Apply: fsm.Handle(fsm.Typed[putCmd]{Access: changeAccess[putCmd], Apply: g.applyPut})},
+			{Type: CmdRemove, Name: "principal_remove", MaxVersion: 1, Apply: fsm.Handle(fsm.Typed[removeCmd]{Access: changeAccess[removeCmd], Apply: g.applyRemove})},
+			{Type: CmdRotate, Name: "principal_rotate", MaxVersion: 1, Apply: fsm.Handle(fsm.Typed[rotateCmd]{Access: changeAccess[rotateCmd], Apply: g.applyRotate})},
+			{Type: CmdSeed, Name: "principals_seed", MaxVersion: 1, Apply: fsm.Handle(fsm.Typed[seedCmd]{Access: changeAccess[seedCmd], Apply: g.applySeed})},
 		},
 		Queries: []fsm.QuerySpec{
 			{Type: QueryList, Name: "principals", Run: runList},
