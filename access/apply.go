@@ -209,17 +209,40 @@ func (g *Guard) change(tx *fsm.Tx, t table, after []identity.PrincipalConfig, ki
 	return reg, nil
 }
 
+// loadTable is the cluster's table, which every change through the API
+// needs (requireTable).
+func loadTable(tx *fsm.Tx) (table, error) {
+	t, err := load(tx)
+	if err != nil {
+		return table{}, err
+	}
+	if err := t.requireTable(); err != nil {
+		return table{}, err
+	}
+	return t, nil
+}
+
+// existing is the table and its principal id, which must be there.
+func existing(tx *fsm.Tx, id string) (table, *principalRow, error) {
+	t, err := loadTable(tx)
+	if err != nil {
+		return table{}, nil, err
+	}
+	cur := t.find(id)
+	if cur == nil {
+		return table{}, nil, errs.Errorf(errs.CodeNotFound, "no principal %q", id)
+	}
+	return t, cur, nil
+}
+
 func (g *Guard) applyPut(tx *fsm.Tx, _ *log.Command, cp *putCmd) (any, error) {
 	c := *cp
 	pc, err := normalize(c.Principal)
 	if err != nil {
 		return nil, err
 	}
-	t, err := load(tx)
+	t, err := loadTable(tx)
 	if err != nil {
-		return nil, err
-	}
-	if err := t.requireTable(); err != nil {
 		return nil, err
 	}
 	cur := t.find(pc.ID)
@@ -245,16 +268,9 @@ func (g *Guard) applyPut(tx *fsm.Tx, _ *log.Command, cp *putCmd) (any, error) {
 
 func (g *Guard) applyRemove(tx *fsm.Tx, _ *log.Command, cp *removeCmd) (any, error) {
 	c := *cp
-	t, err := load(tx)
+	t, cur, err := existing(tx, c.ID)
 	if err != nil {
 		return nil, err
-	}
-	if err := t.requireTable(); err != nil {
-		return nil, err
-	}
-	cur := t.find(c.ID)
-	if cur == nil {
-		return nil, errs.Errorf(errs.CodeNotFound, "no principal %q", c.ID)
 	}
 	after := slices.DeleteFunc(t.configs(), func(o identity.PrincipalConfig) bool { return o.ID == c.ID })
 	if _, err := g.change(tx, t, after, "principal_removed", c.ID); err != nil {
@@ -273,16 +289,9 @@ func (g *Guard) applyRotate(tx *fsm.Tx, _ *log.Command, cp *rotateCmd) (any, err
 	if len(c.TokenSHA256) == 0 {
 		return nil, errs.New(errs.CodeInvalid, "a rotation needs the new token's token_sha256")
 	}
-	t, err := load(tx)
+	t, cur, err := existing(tx, c.ID)
 	if err != nil {
 		return nil, err
-	}
-	if err := t.requireTable(); err != nil {
-		return nil, err
-	}
-	cur := t.find(c.ID)
-	if cur == nil {
-		return nil, errs.Errorf(errs.CodeNotFound, "no principal %q", c.ID)
 	}
 	next := cur.config()
 	next.TokenSHA256 = c.TokenSHA256
