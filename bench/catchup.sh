@@ -57,7 +57,8 @@ addrs=http://127.0.0.1:28001,http://127.0.0.1:28002
 field() { curl -sf --max-time 2 "$1/v1/cluster/status" | grep -o "\"$2\": *[0-9]*" | head -1 | grep -o '[0-9]*$'; }
 
 # leader_url: the API address of the node that leads now.
-leader_url() { curl -sf --max-time 2 http://127.0.0.1:28001/v1/cluster/status | grep -o '"leader_api_addr": *"[^"]*"' | cut -d'"' -f4; }
+# (status gives host:port; a scheme is added for comparisons and --addr).
+leader_url() { echo "http://$(curl -sf --max-time 2 http://127.0.0.1:28001/v1/cluster/status | grep -o '"leader_api_addr": *"[^"]*"' | cut -d'"' -f4 | sed 's,^http://,,')"; }
 
 for records in "$@"; do
   dir=$work/run-$records
