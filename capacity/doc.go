@@ -28,11 +28,23 @@
 // time: a lease expires when now >= expires_at, a leader change neither
 // resets nor extends it, and an expired lease is never resurrected.
 //
+// Idempotency: acquire (whose key is required), renew and release (whose
+// key is optional) are keyed by (graph, tenant_ref, idempotency_key) from
+// capacity_acquire 4 and renew and release 3 on: any principal of the
+// tenant who repeats a key with the same request gets the first result
+// (Replayed), with another request idempotency_conflict, and a principal
+// of another tenant is refused before the ledger is read (the FSM's
+// tenant-keyed ledger, fsm.CommandSpec.LedgerTenant). Below those
+// versions keys are per principal, as older logs were applied; a retry
+// across the switch finds its first attempt. The service sends the scope
+// the cluster's enabled version takes (see graph.go).
+//
 // Versions: capacity_acquire 3 and the other commands 2 brought graphs. A
 // payload names a graph only once the cluster enables them (before, a
 // graph_ref is the unknown field it was, so old logs replay as they were
 // applied), and from then on the FSM also checks that a keyed command's
 // idempotency scope is its operation's in its graph and tenant.
+// capacity_acquire 4, renew and release 3 key the ledger by tenant.
 //
 // Bounds (each an explicit error): 16 demands, 16 leases per renew or
 // release, 128 rows per reclaim or read page, 512-byte identifiers

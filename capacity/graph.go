@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
@@ -120,18 +121,102 @@ func idemScope(op, graph, tenant string) string {
 		in = tenant + "\x00" + graph
 	}
 	sum := sha256.Sum256([]byte(in))
-	return "capacity/" + op + "/" + hex.EncodeToString(sum[:16])
+	return "capacity/" + op + "/" + hex.EncodeToString(sum[:scopeHashLen/2])
 }
+
+// scopeHashLen is the length of the digest in a scope: 32 hex digits.
+const scopeHashLen = 32
+
+// Tenant-keyed idempotency ledgers. Until the versions below, the FSM
+// keys the ledger rows of a keyed command by principal as well as scope
+// and key, so a second principal of the tenant repeating an acquire's
+// key ran a second acquire (and, with the first's owner digest, was
+// refused). From them on a keyed command carries tenantScope, the FSM
+// keys its rows by (scope, key), that is by (graph, tenant, key), after
+// checking that the principal may act for the tenant the scope names
+// (fsm.CommandSpec.LedgerTenant), and any caller of the tenant who
+// repeats a key gets the first result (Replayed) or
+// idempotency_conflict. A request first applied before the switch and
+// retried after finds its row through LedgerLegacyScope.
+const (
+	acquireTenantLedger = 4 // capacity_acquire
+	leasesTenantLedger  = 3 // capacity_renew, capacity_release
+)
+
+// tenantLedgerSince is the version from which commands of type t key
+// their ledger by tenant (t is acquire, renew or release).
+func tenantLedgerSince(t log.Type) uint16 {
+	if t == CmdAcquire {
+		return acquireTenantLedger
+	}
+	return leasesTenantLedger
+}
+
+// tenantScope is the scope from the tenant-keyed versions on: idemScope,
+// "/" and the tenant (at most 562 bytes, within log.MaxScopeBytes).
+func tenantScope(op, graph, tenant string) string { return idemScope(op, graph, tenant) + "/" + tenant }
+
+// scopeFor is the scope a keyed command of (graph, tenant) carries: the
+// tenant-keyed one when keyed.
+func scopeFor(op, graph, tenant string, keyed bool) string {
+	if keyed {
+		return tenantScope(op, graph, tenant)
+	}
+	return idemScope(op, graph, tenant)
+}
+
+// hashedScope is the format of op's scopes: its Tenant and Legacy are
+// the FSM's LedgerTenant and LedgerLegacyScope for op's command.
+func hashedScope(op string) fsm.HashedScope {
+	return fsm.HashedScope{Prefix: "capacity/" + op + "/", HashLen: scopeHashLen}
+}
+
+// tenantKeyed is spec, a keyed command of operation op, with its ledger
+// keyed by tenant from its tenant-keyed version on.
+func tenantKeyed(spec fsm.CommandSpec, op string) fsm.CommandSpec {
+	spec.LedgerTenant, spec.LedgerTenantFrom, spec.LedgerLegacyScope = hashedScope(op).Tenant, tenantLedgerSince(spec.Type), hashedScope(op).Legacy
+	return spec
+}
+
+// scopeMismatch begins the message of the refusal of a keyed command
+// whose scope is not its operation's in its graph and tenant.
+const scopeMismatch = "idempotency scope is not the one of"
 
 // checkIdemScope refuses a keyed command whose idempotency scope is not
 // its operation's in its graph and tenant: the FSM does not trust the
 // proposer with it, so that a key never reaches across graphs. It applies
-// from the version that brought graphs on (decodeScoped's full payload).
+// from the version that brought graphs on (decodeScoped's full payload);
+// from the tenant-keyed version on the scope is tenantScope, and the
+// refusal names detail.field idempotency_key (below it, the refusal is
+// the one that version answered, without detail).
 func checkIdemScope(tx *fsm.Tx, cmd *log.Command, op, graph, tenant string) error {
-	if tx.EnabledVersion(cmd.Type) < graphsSince(cmd.Type) || cmd.IdemKey == "" || cmd.IdemScope == idemScope(op, graph, tenant) {
+	v := tx.EnabledVersion(cmd.Type)
+	if v < graphsSince(cmd.Type) || cmd.IdemKey == "" {
 		return nil
 	}
-	return errs.Errorf(errs.CodeInvalid, "idempotency scope is not the one of %s in graph %q of tenant %q", op, graph, tenant)
+	keyed := v >= tenantLedgerSince(cmd.Type)
+	if cmd.IdemScope == scopeFor(op, graph, tenant, keyed) {
+		return nil
+	}
+	e := errs.Errorf(errs.CodeInvalid, scopeMismatch+" %s in graph %q of tenant %q", op, graph, tenant)
+	if keyed {
+		e.Detail = map[string]any{"field": "idempotency_key"}
+	}
+	return e
+}
+
+// scopeRefused reports whether err refuses the idempotency scope of a
+// command the service built: the FSM's refusal of a scope that names no
+// tenant (detail.reason idempotency_scope), or the handler's of a scope
+// its enabled version does not take (detail.field idempotency_key from
+// the tenant-keyed versions on; below them, the message alone says so,
+// since that answer is pinned as it was).
+func scopeRefused(err error) bool {
+	e := errs.From(err)
+	if e == nil || e.Code != errs.CodeInvalid {
+		return false
+	}
+	return e.Detail["field"] == "idempotency_key" || strings.HasPrefix(e.Message, scopeMismatch)
 }
 
 // scopeKey names (graph, tenant) where a cursor is bound to it: the

@@ -183,10 +183,15 @@ func TestGraphsNeedTheirVersion(t *testing.T) {
 
 // The FSM does not trust the proposer's idempotency scope: a keyed
 // command whose scope is not the one of its operation, graph and tenant
-// is refused, so that a key can never reach across graphs.
+// is refused, so that a key can never reach across graphs. (Below the
+// tenant-keyed versions: TestTenantScopeNamesGraphAndTenant is this
+// from them on.)
 func TestIdempotencyScopeNamesGraphAndTenant(t *testing.T) {
 	ctx := context.Background()
-	l, s := newGatedService(t)
+	l, s := newService(t)
+	if err := l.Enable(capsAt(3, 2)); err != nil {
+		t.Fatal(err)
+	}
 	cellIn(t, s, "g2", "c", map[string]uint64{"gpu": 4})
 	payload := log.MustMarshal(map[string]any{
 		"tenant_ref": "t", "graph_ref": "g2", "work_item_id": "w", "owner_digest": "o", "priority": 0,

@@ -57,6 +57,10 @@ type capModel struct {
 	// every lease (by leaseIdentity) that has ended.
 	topFence map[mKey]uint64
 	ended    map[string]bool
+	// tenantKeyed: the cluster enables the tenant-keyed ledger
+	// (capacity_acquire 4, renew and release 3), whose scopes end in
+	// "/<tenant>" and whose row ids are the FSM's tenant-keyed ones.
+	tenantKeyed bool
 }
 
 func newCapModel(clock int64) *capModel {
@@ -105,14 +109,27 @@ func capGraphScope(op, tenant, graph string) string {
 	return "capacity/" + op + "/" + hex.EncodeToString(sum[:16])
 }
 
-// ledgerID is the FSM's row id for a trusted principal: it decides which
-// rows of one instant a budget-bound prune takes first.
-func ledgerID(scope, key string) string {
+// ledgerID is the FSM's row id for a trusted principal (or, tenant-keyed,
+// for any): it decides which rows of one instant a budget-bound prune
+// takes first.
+func (m *capModel) ledgerID(scope, key string) string {
+	if m.tenantKeyed {
+		return fmt.Sprintf("t|%d:%s|%d:%s", len(scope), scope, len(key), key)
+	}
 	return fmt.Sprintf("0:|%d:%s|%d:%s", len(scope), scope, len(key), key)
 }
 
+// scope is the idempotency scope the service sends for op in (graph,
+// tenant).
+func (m *capModel) scope(op, tenant, graph string) string {
+	if m.tenantKeyed {
+		return capTenantScope(op, tenant, graph)
+	}
+	return capGraphScope(op, tenant, graph)
+}
+
 func (m *capModel) record(scope, key, fingerprint string, result any) {
-	m.ledger[m.ledgerKey(scope, key)] = &mIdem{fingerprint: fingerprint, created: m.now, id: ledgerID(scope, key), result: result}
+	m.ledger[m.ledgerKey(scope, key)] = &mIdem{fingerprint: fingerprint, created: m.now, id: m.ledgerID(scope, key), result: result}
 }
 
 // end terminalizes an active lease and returns its usage to the cell.
@@ -312,7 +329,7 @@ func (m *capModel) acquire(req capacity.AcquireRequest, base uint64) acqOutcome 
 	}
 	m.stamp()
 	g := mGraph(req.GraphRef)
-	scope := capGraphScope("acquire", req.TenantRef, g)
+	scope := m.scope("acquire", req.TenantRef, g)
 	if e := m.ledger[m.ledgerKey(scope, req.IdempotencyKey)]; e != nil {
 		if e.fingerprint != acquireFingerprint(req) {
 			return acqOutcome{code: errs.CodeIdempotencyConflict}
@@ -417,7 +434,7 @@ type leasesOutcome struct {
 func (m *capModel) leasesCall(renew bool, req capacity.LeasesRequest) leasesOutcome {
 	m.stamp()
 	g := mGraph(req.GraphRef)
-	scope := leasesScope(renew, req)
+	scope := m.leasesScope(renew, req)
 	if req.IdempotencyKey != "" {
 		if e := m.ledger[m.ledgerKey(scope, req.IdempotencyKey)]; e != nil {
 			if e.fingerprint != leasesFingerprint(req) {
@@ -466,11 +483,11 @@ func (m *capModel) leasesCall(renew bool, req capacity.LeasesRequest) leasesOutc
 }
 
 // leasesScope is the idempotency scope of a renew (or release) request.
-func leasesScope(renew bool, r capacity.LeasesRequest) string {
+func (m *capModel) leasesScope(renew bool, r capacity.LeasesRequest) string {
 	if renew {
-		return capGraphScope("renew", r.TenantRef, mGraph(r.GraphRef))
+		return m.scope("renew", r.TenantRef, mGraph(r.GraphRef))
 	}
-	return capGraphScope("release", r.TenantRef, mGraph(r.GraphRef))
+	return m.scope("release", r.TenantRef, mGraph(r.GraphRef))
 }
 
 func leasesFingerprint(r capacity.LeasesRequest) string {
@@ -640,6 +657,7 @@ func newCapMachine(t *rapid.T) *capMachine {
 			t.Fatalf("enable: %v %v", err, res.Err)
 		}
 		mc.m.stamp()
+		mc.m.tenantKeyed = true
 	}
 	mc.check(t)
 	mc.update(t, "", "t", "c1", map[string]uint64{"gpu": 8, "mem": 16}, nil)
@@ -860,7 +878,7 @@ func (mc *capMachine) acquire(t *rapid.T) {
 	// Only a grant is kept for replay: a retry of a denial asks again.
 	if res.Decision == capacity.Granted {
 		first := *res
-		mc.m.record(capGraphScope("acquire", req.TenantRef, mGraph(req.GraphRef)), req.IdempotencyKey, acquireFingerprint(req), &first)
+		mc.m.record(mc.m.scope("acquire", req.TenantRef, mGraph(req.GraphRef)), req.IdempotencyKey, acquireFingerprint(req), &first)
 	}
 	mc.acquires = append(mc.acquires, req)
 }
@@ -974,7 +992,7 @@ func (mc *capMachine) leases(t *rapid.T, renew bool) {
 	}
 	if req.IdempotencyKey != "" && res.Decision == capacity.Granted {
 		first := *res
-		mc.m.record(leasesScope(renew, req), req.IdempotencyKey, leasesFingerprint(req), &first)
+		mc.m.record(mc.m.leasesScope(renew, req), req.IdempotencyKey, leasesFingerprint(req), &first)
 		mc.leaseReqs = append(mc.leaseReqs, keyedLeases{renew: renew, req: req})
 	}
 }

@@ -25,12 +25,15 @@ func Module() fsm.Module {
 		Tables: tables(),
 		Gauges: gauges,
 		Commands: []fsm.CommandSpec{
-			// Each command's payload, access and prologue: its Typed (graphCommand).
-			{Type: CmdAcquire, Name: "capacity_acquire", MaxVersion: 3, Apply: fsm.Handle(acquireCommand())},                       // 2: fences from the log index; 3: graphs
-			{Type: CmdRenew, Name: "capacity_renew", MaxVersion: 2, Apply: fsm.Handle(leasesCommand("renew", applyRenew))},         // 2: graphs
-			{Type: CmdRelease, Name: "capacity_release", MaxVersion: 2, Apply: fsm.Handle(leasesCommand("release", applyRelease))}, // 2: graphs
-			{Type: CmdReclaim, Name: "capacity_reclaim", MaxVersion: 2, Apply: fsm.Handle(reclaimCommand())},                       // 2: graphs
-			{Type: CmdUpdateCell, Name: "capacity_update_cell", MaxVersion: 2, Apply: fsm.Handle(updateCellCommand())},             // 2: graphs
+			// Each command's payload, access and prologue: its Typed
+			// (graphCommand). acquire 2: fences from the log index; 3 (the
+			// others 2): graphs; acquire 4, renew and release 3: keys by
+			// tenant (tenantKeyed, graph.go).
+			tenantKeyed(fsm.CommandSpec{Type: CmdAcquire, Name: "capacity_acquire", MaxVersion: 4, Apply: fsm.Handle(acquireCommand())}, "acquire"),
+			tenantKeyed(fsm.CommandSpec{Type: CmdRenew, Name: "capacity_renew", MaxVersion: 3, Apply: fsm.Handle(leasesCommand("renew", applyRenew))}, "renew"),
+			tenantKeyed(fsm.CommandSpec{Type: CmdRelease, Name: "capacity_release", MaxVersion: 3, Apply: fsm.Handle(leasesCommand("release", applyRelease))}, "release"),
+			{Type: CmdReclaim, Name: "capacity_reclaim", MaxVersion: 2, Apply: fsm.Handle(reclaimCommand())},           // 2: graphs
+			{Type: CmdUpdateCell, Name: "capacity_update_cell", MaxVersion: 2, Apply: fsm.Handle(updateCellCommand())}, // 2: graphs
 		},
 		Queries: []fsm.QuerySpec{
 			{Type: QueryStatus, Name: "capacity_status", Run: runStatus},

@@ -12,7 +12,7 @@ import (
 // corpus of inputs (the fuzz seeds: valid, cut short, bit-flipped and
 // undecodable payloads, an empty map, an unknown field), from every fuzz
 // principal (none, member, reader, controller, another tenant's member),
-// at every version and one above, unkeyed and under three scopes, after
+// at every version and one above, unkeyed and under its scopes, after
 // the fuzz seed state, gated or not. The handlers' prologue (decode,
 // validate, graph, scope and access checks) decides which error a bad
 // command gets, and a log replays only if that never changes: the golden
@@ -23,6 +23,12 @@ func TestAnswersPinned(t *testing.T) {
 	for _, op := range ops {
 		scopes = append(scopes, capGraphScope(op, "t", ""), capGraphScope(op, "t", "g2"))
 	}
+	// The tenant-keyed scopes (acquire 4, renew and release 3), appended
+	// after the scopes pinned before them, and one of tenant u.
+	for _, op := range ops {
+		scopes = append(scopes, capTenantScope(op, "t", ""), capTenantScope(op, "t", "g2"))
+	}
+	scopes = append(scopes, capTenantScope("acquire", "u", ""))
 	set := fsmtest.PinSet{Types: capTypes, Payloads: fuzzPayloads(), Principals: fuzzPrincipals,
 		Scopes: append([]string{"capacity/fuzz"}, scopes...)}
 	for _, gated := range []bool{false, true} {

@@ -21,8 +21,9 @@ import (
 // command versions that brought graphs (Require); one that does not
 // refuses it with unavailable.
 type Service struct {
-	p fsm.Proposer
-	r fsm.Reader
+	p      fsm.Proposer
+	r      fsm.Reader
+	scopes fsm.LedgerScopes // which idempotency scope the cluster takes
 }
 
 // NewService returns the capacity API over p and r.
@@ -30,9 +31,10 @@ func NewService(p fsm.Proposer, r fsm.Reader) *Service { return &Service{p: p, r
 
 // Acquire is AcquireCapacity: every demand granted in one command, or
 // none. Replaying the same idempotency key with the same request in the
-// same graph and tenant returns the first grant (Replayed); with another
-// request, idempotency_conflict. A denial is not kept: a retry under its
-// key asks again.
+// same graph and tenant, by any principal of the tenant once the cluster
+// enables capacity_acquire 4 (by the same principal before), returns the
+// first grant (Replayed); with another request, idempotency_conflict. A
+// denial is not kept: a retry under its key asks again.
 func (s *Service) Acquire(ctx context.Context, req AcquireRequest) (*AcquireResult, error) {
 	if err := checkSchema(req.SchemaVersion); err != nil {
 		return nil, err
@@ -51,10 +53,9 @@ func (s *Service) Acquire(ctx context.Context, req AcquireRequest) (*AcquireResu
 	if err := checkGraph(cmd.GraphRef); err != nil {
 		return nil, err
 	}
-	envelope := log.Command{Type: CmdAcquire, Version: commandVersion(CmdAcquire, cmd.GraphRef),
-		IdemScope: idemScope("acquire", cmd.GraphRef, req.TenantRef), IdemKey: req.IdempotencyKey}
+	envelope := log.Command{Type: CmdAcquire, Version: commandVersion(CmdAcquire, cmd.GraphRef), IdemKey: req.IdempotencyKey}
 	var out AcquireResult
-	res, err := fsm.Submit(ctx, s.p, envelope, cmd, &out)
+	res, err := s.submitKeyed(ctx, envelope, "acquire", cmd.GraphRef, req.TenantRef, cmd, &out)
 	if err != nil {
 		return nil, err
 	}
@@ -71,6 +72,10 @@ func (s *Service) Renew(ctx context.Context, req LeasesRequest) (*LeasesResult, 
 
 // Release is ReleaseCapacity: every lease's usage returns to its cell and
 // the lease ends, or nothing changes.
+//
+// A renew or release with an idempotency key replays as an acquire does:
+// by any principal of the tenant once the cluster enables version 3 of
+// the command, by the same principal before.
 func (s *Service) Release(ctx context.Context, req LeasesRequest) (*LeasesResult, error) {
 	return s.leases(ctx, CmdRelease, "release", req)
 }
@@ -93,17 +98,33 @@ func (s *Service) leases(ctx context.Context, t log.Type, name string, req Lease
 	if err := bounds.Identifier("owner_digest", req.OwnerDigest); err != nil {
 		return nil, err
 	}
-	envelope := log.Command{Type: t, Version: commandVersion(t, cmd.GraphRef)}
-	if req.IdempotencyKey != "" {
-		envelope.IdemScope, envelope.IdemKey = idemScope(name, cmd.GraphRef, req.TenantRef), req.IdempotencyKey
-	}
+	envelope := log.Command{Type: t, Version: commandVersion(t, cmd.GraphRef), IdemKey: req.IdempotencyKey}
 	var out LeasesResult
-	res, err := fsm.Submit(ctx, s.p, envelope, cmd, &out)
+	res, err := s.submitKeyed(ctx, envelope, name, cmd.GraphRef, req.TenantRef, cmd, &out)
 	if err != nil {
 		return nil, err
 	}
 	out.Replayed = res.Replayed
 	return &out, out.Decision.Err(out.Message)
+}
+
+// submitKeyed submits a command of operation op in (graph, tenant) whose
+// envelope may carry an idempotency key: with one, under the scope the
+// cluster's enabled version takes and, if the cluster refuses that scope
+// (the enabled version moved since the service learnt it), once more
+// under the other (fsm.LedgerScopes).
+func (s *Service) submitKeyed(ctx context.Context, env log.Command, op, graph, tenant string, payload, out any) (*fsm.Response, error) {
+	if env.IdemKey == "" {
+		return fsm.Submit(ctx, s.p, env, payload, out)
+	}
+	var res *fsm.Response
+	err := s.scopes.Send(ctx, s.r, env.Type, tenantLedgerSince(env.Type), scopeRefused, func(keyed bool) error {
+		env.IdemScope = scopeFor(op, graph, tenant, keyed)
+		var err error
+		res, err = fsm.Submit(ctx, s.p, env, payload, out)
+		return err
+	})
+	return res, err
 }
 
 // Reclaim is ReclaimExpiredCapacity: at most max_count expired leases of

@@ -500,3 +500,46 @@ func TestCapacityTTLAcrossLeaderChange(t *testing.T) {
 		}
 	}
 }
+
+// Issue 40 item 4, end to end: a keyed capacity command's idempotency key
+// is the tenant's (graph, tenant, key), whoever of the tenant sends it.
+// Over HTTP on a cluster of today's binary (which enables the
+// tenant-keyed versions), p2 repeating p1's acquire gets p1's grant,
+// replayed; p2's own request under the key is idempotency_conflict; a
+// principal of another tenant is refused; a keyed renewal alike.
+func TestCapacityKeysAreTheTenants(t *testing.T) {
+	c := capHCluster(t)
+	leader := c.WaitLeader(10 * time.Second)
+	base := apiBase(c, (leader+1)%c.Size())
+	post := func(route, who string, v any) apiReply { t.Helper(); return capHPost(t, base, route, who, v) }
+	p1, p2 := capacity.OwnerDigest("p1"), capacity.OwnerDigest("p2")
+	post("/v1/capacity/cells", "ctl", capacity.UpdateCellRequest{SchemaVersion: "1", TenantRef: "t",
+		Cell: capacity.CellSpec{CellID: "c", Capacities: map[string]uint64{"gpu": 4}}}).ok(t, "cells", nil)
+	acq := func(owner string) capacity.AcquireRequest {
+		return capacity.AcquireRequest{SchemaVersion: "1", TenantRef: "t", WorkItemID: "w", OwnerDigest: owner,
+			IdempotencyKey: "shared", TTLMs: 600_000, Demands: []capacity.Demand{{CellID: "c", ResourceClass: "gpu", Amount: 1}}}
+	}
+	var first, again capacity.AcquireResult
+	post("/v1/capacity/acquire", "p1", acq(p1)).ok(t, "acquire by p1", &first)
+	c.Unchanged(t, "p1's acquire repeated by p2", func() {
+		post("/v1/capacity/acquire", "p2", acq(p1)).ok(t, "p1's acquire repeated by p2", &again)
+	})
+	if !again.Replayed || len(again.Leases) != 1 || again.Leases[0].LeaseID != first.Leases[0].LeaseID || again.Leases[0].Fence != first.Leases[0].Fence {
+		t.Fatalf("p1's acquire repeated by p2: %+v, want %+v replayed", again, first)
+	}
+	c.Unchanged(t, "p2's own acquire under the key", func() {
+		capHRefused(t, "p2's own acquire under the key", post("/v1/capacity/acquire", "p2", acq(p2)), http.StatusConflict, errs.CodeIdempotencyConflict)
+	})
+	c.Unchanged(t, "the acquire by a member of tenant u", func() {
+		capHRefused(t, "the acquire by a member of tenant u", post("/v1/capacity/acquire", "ou", acq(p1)), http.StatusForbidden, errs.CodeForbidden)
+	})
+	renew := capacity.LeasesRequest{SchemaVersion: "1", TenantRef: "t", OwnerDigest: p1, Leases: first.Refs(), IdempotencyKey: "rk"}
+	var renewed, renewedAgain capacity.LeasesResult
+	post("/v1/capacity/renew", "p1", renew).ok(t, "renew by p1", &renewed)
+	c.Unchanged(t, "p1's renewal repeated by p2", func() {
+		post("/v1/capacity/renew", "p2", renew).ok(t, "p1's renewal repeated by p2", &renewedAgain)
+	})
+	if !renewedAgain.Replayed || renewedAgain.Leases[0].LeaseEpoch != renewed.Leases[0].LeaseEpoch {
+		t.Fatalf("p1's renewal repeated by p2: %+v, want %+v replayed", renewedAgain, renewed)
+	}
+}

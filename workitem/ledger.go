@@ -2,8 +2,6 @@ package workitem
 
 import (
 	"context"
-	"strings"
-	"sync"
 
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
@@ -49,33 +47,13 @@ func scopeFor(op, tenant, graph string, keyed bool) string {
 	return scope(op, tenant, graph)
 }
 
-// scopeTenant reads the tenant out of a tenant-keyed scope of op: the
-// FSM's LedgerTenant for op's commands. The handler checks the whole
-// scope against its payload.
-func scopeTenant(op string) func(string) (string, bool) {
-	prefix := "workitem/" + op + "/"
-	return func(s string) (string, bool) {
-		rest, ok := strings.CutPrefix(s, prefix)
-		if !ok || len(rest) < graphHashLen+2 || rest[graphHashLen] != '/' {
-			return "", false
-		}
-		return rest[graphHashLen+1:], true
-	}
-}
-
-// scopeLegacy is the scope a request in a tenant-keyed scope of op
-// carried before the tenant-keyed versions (scope, without "/<tenant>";
-// "" for anything else): the FSM's LedgerLegacyScope for op's commands,
-// so that a retry across the switch finds its first attempt's row.
-func scopeLegacy(op string) func(string) string {
-	prefix := "workitem/" + op + "/"
-	n := len(prefix) + graphHashLen
-	return func(s string) string {
-		if len(s) <= n || s[n] != '/' || !strings.HasPrefix(s, prefix) {
-			return ""
-		}
-		return s[:n]
-	}
+// hashedScope is the format of op's scopes (fsm.HashedScope): its
+// Tenant and Legacy are the FSM's LedgerTenant and LedgerLegacyScope for
+// op's commands, so that the FSM reads the tenant out of a tenant-keyed
+// scope (the handler checks the whole scope against its payload) and a
+// retry across the switch finds its first attempt's row.
+func hashedScope(op string) fsm.HashedScope {
+	return fsm.HashedScope{Prefix: "workitem/" + op + "/", HashLen: graphHashLen}
 }
 
 // checkScope requires cmd to carry the scope of (tenant, graph) that the
@@ -86,47 +64,6 @@ func checkIdemScope(tx *fsm.Tx, cmd *log.Command, op, tenant, graph string, from
 		return fieldErr("idempotency_key", "%s needs an idempotency key in the scope of its tenant and graph", what)
 	}
 	return nil
-}
-
-// ledgerScopes remembers, per command type, whether the cluster keys its
-// ledger by tenant, so the service sends the scope the cluster's
-// enabled version takes. It learns from the enabled set (a stale read:
-// a local replica is enough, since a wrong guess costs one refusal that
-// changes nothing) and corrects itself when the FSM refuses a scope
-// (scopeRefused), then sends once more.
-type ledgerScopes struct {
-	mu    sync.Mutex
-	keyed map[log.Type]bool // at most the three keyed command types
-}
-
-// tenantKeyed reports whether commands of type t should carry the
-// tenant-keyed scope: what the service last learnt, else what the
-// enabled set says (ungated state: version 1, not keyed), else, if the
-// set cannot be read (no reader, or an error), not keyed, the scope
-// every version before took, without learning it.
-func (l *ledgerScopes) tenantKeyed(ctx context.Context, r fsm.Reader, t log.Type, from uint16) bool {
-	l.mu.Lock()
-	keyed, known := l.keyed[t]
-	l.mu.Unlock()
-	if known {
-		return keyed
-	}
-	var v fsm.CapabilitiesView
-	if r == nil || fsm.Ask(ctx, r, fsm.QueryCapabilities, true, struct{}{}, &v) != nil {
-		return false
-	}
-	keyed = v.Gated && v.Enabled.Allows(t, from)
-	l.learn(t, keyed)
-	return keyed
-}
-
-func (l *ledgerScopes) learn(t log.Type, keyed bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.keyed == nil {
-		l.keyed = map[log.Type]bool{}
-	}
-	l.keyed[t] = keyed
 }
 
 // scopeRefused reports whether err refuses a command's idempotency
@@ -142,13 +79,12 @@ func scopeRefused(err error) bool {
 // sends the scope the cluster takes and, if the cluster refuses it (the
 // enabled version moved since the service learnt it), the other one.
 func (s *Service) proposeScoped(ctx context.Context, env log.Command, op, tenant, graph string, from uint16, payload, out any) (bool, error) {
-	keyed := s.scopes.tenantKeyed(ctx, s.r, env.Type, from)
-	env.IdemScope = scopeFor(op, tenant, graph, keyed)
-	replayed, err := s.propose(ctx, env, payload, out)
-	if !scopeRefused(err) {
-		return replayed, err
-	}
-	s.scopes.learn(env.Type, !keyed)
-	env.IdemScope = scopeFor(op, tenant, graph, !keyed)
-	return s.propose(ctx, env, payload, out)
+	var replayed bool
+	err := s.scopes.Send(ctx, s.r, env.Type, from, scopeRefused, func(keyed bool) error {
+		env.IdemScope = scopeFor(op, tenant, graph, keyed)
+		var err error
+		replayed, err = s.propose(ctx, env, payload, out)
+		return err
+	})
+	return replayed, err
 }

@@ -20,7 +20,7 @@ import (
 type Service struct {
 	p      fsm.Proposer
 	r      fsm.Reader
-	scopes ledgerScopes
+	scopes fsm.LedgerScopes
 }
 
 // NewService returns the work-item API over p and r.
