@@ -134,7 +134,13 @@ type Config struct {
 	LeaderLeaseTimeout time.Duration
 	CommitTimeout      time.Duration
 	// MaxAppendEntries is also the largest group commit (and FSM batch).
-	MaxAppendEntries  int
+	MaxAppendEntries int
+	// RaftPipeline lets the leader pipeline AppendEntries to a follower
+	// that is caught up (send the next before the answer to the last),
+	// behind the transport guard's wrapper against hashicorp/raft's
+	// pipeline wedge (cluster/transport/pipeline.go). Off, the leader
+	// sends one AppendEntries at a time to each follower.
+	RaftPipeline      bool
 	SnapshotInterval  time.Duration
 	SnapshotThreshold uint64
 	// TrailingLogs is the least number of log entries kept behind a

@@ -135,6 +135,7 @@ func (h *raftHost) snapshotBeforeStop(ctx context.Context) {
 // Start).
 func (h *raftHost) startRaft(notify chan bool) (stop func(), err error) {
 	trans, guard := transport.NewGuard(h.transport)
+	guard.SetPipeline(h.cfg.RaftPipeline)
 	h.guard = guard
 	h.truncations = newTruncationWatch(h.stores.Log, h.logger)
 	r, err := raft.NewRaft(h.raftConfig(notify), h.raftFSM(), h.truncations, h.stores.Stable, h.stores.Snapshot, trans)

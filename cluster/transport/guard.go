@@ -3,6 +3,7 @@ package transport
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 )
@@ -28,22 +29,28 @@ import (
 // to the last entry the request vouches for, the Raft paper's rule, which
 // raft itself does not follow (commit_rule.go).
 //
-// Pipelined replication. The guard offers raft no AppendEntries
-// pipeline, so raft replicates with one AppendEntries RPC at a time
-// (each carrying up to MaxAppendEntries entries). hashicorp/raft's
-// netPipeline can deadlock: when its decode side stops (a follower's
-// Success=false, or shutdown), a send parks on the full in-flight channel
-// while the decoder parks on a done channel nobody reads, and the
-// pipeline is closed only by the goroutine that is parked. Replication to
-// that follower then stops for good while heartbeats go on (analysed in
-// grafana/pyroscope#5518), and raft.Shutdown waits forever: the full
-// suite here hung 17 minutes in a TCP fault-harness cleanup on exactly
-// that stack. Without a pipeline each RPC costs one round trip more, which
-// loopback and LAN clusters hardly notice (BENCHMARKS.md).
+// Pipelined replication. Off by default (SetPipeline turns it on), the
+// guard offers raft no AppendEntries pipeline, so raft replicates with
+// one AppendEntries RPC at a time (each carrying up to MaxAppendEntries
+// entries). On, it offers the transport's pipeline behind a wrapper that
+// closes it once raft's pipeline decoder has stopped: without that,
+// hashicorp/raft's pipeline wedges after a follower's unsuccessful
+// answer, replication to that follower stops for good while heartbeats
+// go on, and raft.Shutdown waits forever (pipeline.go explains it; the
+// full suite here once hung 17 minutes in a TCP fault-harness cleanup on
+// exactly that stack).
 type Guard struct {
 	raft.Transport
 	mu     sync.RWMutex
 	closed bool
+	// pipeline: offer raft the transport's AppendEntries pipeline
+	// (SetPipeline).
+	pipeline atomic.Bool
+	// rawPipeline, for tests, hands raft the transport's pipeline as it
+	// is, unguarded (the wedge pipeline.go explains).
+	rawPipeline bool
+	// pipelines counts the pipelines the guard handed raft (tests).
+	pipelines atomic.Uint64
 
 	consumer chan raft.RPC // what raft reads, after the filter
 	stop     chan struct{} // closed by close: ends the filter
@@ -71,10 +78,23 @@ func NewGuard(t raft.Transport) (raft.Transport, *Guard) {
 	return g, g
 }
 
-// AppendEntriesPipeline refuses: see the type's doc.
-func (g *Guard) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
-	return nil, raft.ErrPipelineReplicationNotSupported
+// AppendEntriesPipeline refuses unless SetPipeline turned it on; on, it
+// returns the transport's pipeline behind the guard's (pipeline.go).
+func (g *Guard) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
+	if !g.pipeline.Load() {
+		return nil, raft.ErrPipelineReplicationNotSupported
+	}
+	p, err := g.Transport.AppendEntriesPipeline(id, target)
+	if err != nil || g.rawPipeline {
+		return p, err
+	}
+	g.pipelines.Add(1)
+	return newGuardedPipeline(p, id, g.peers), nil
 }
+
+// SetPipeline offers raft the transport's AppendEntries pipeline (on) or
+// not (off, the default). Call it before raft starts.
+func (g *Guard) SetPipeline(on bool) { g.pipeline.Store(on) }
 
 // Consumer is raft's inbound RPC channel, through the guard's filter
 // (filterInbound).

@@ -77,6 +77,7 @@ it records and refuses other --id, addresses (unless --change-address) or a
 	fs.Uint64Var(&cfg.RestoreBumpIndex, "restore-bump-index", 0, "with --restore: start the log index this many entries past the backup's, at least as far as the backup's cluster went past it, so that no fence derived from the index is issued again")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "text (key=value lines) or json (one object per line)")
+	fs.BoolVar(&cfg.RaftPipeline, "raft-pipeline", cfg.RaftPipeline, "pipeline raft's AppendEntries to caught-up followers (send the next before the last is answered) instead of one at a time")
 	noSync := fs.Bool("unsafe-no-fsync", false, "do not fsync the raft log (benchmarks only: a crash may lose acknowledged writes)")
 	joinTimeout := fs.Duration("join-timeout", time.Minute, "how long to keep trying to join")
 	gcPercent := fs.Int("gc-percent", defaultGCPercent, "Go's GC target, as GOGC (which wins when set): how far the heap grows past the live heap before a collection, in percent; higher spends less CPU on GC and holds more memory (cap it with GOMEMLIMIT)")
