@@ -14,7 +14,7 @@ import (
 // create's count is three times this on a 3-node cluster). What a create
 // must allocate: its decoded payload (struct, strings, properties), its
 // node, label and change-event rows and their keys, its result's bytes.
-const maxApplyAllocsPerCreate = 17
+const maxApplyAllocsPerCreate = 16
 
 // TestApplyBatchAllocationsPerCreate pins how many allocations ApplyBatch
 // makes per create: a change that adds one per command on the apply path
