@@ -42,3 +42,32 @@ func TestWriteMsgpackAllocatesNothing(t *testing.T) {
 		t.Errorf("wrote %d bytes in 201 answers of %d", w.n, len(want))
 	}
 }
+
+// A client's command is decoded without a copy of its payload, and as
+// no adapter, whatever it says.
+func TestClientCommandSharesTheBody(t *testing.T) {
+	encode := func(adapter string) []byte {
+		body, err := arblog.Encode(arblog.Command{Type: 10, Version: 1, Adapter: adapter, Payload: arblog.MustMarshal(map[string]any{"node_id": "n-1"})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return body
+	}
+	body := encode("")
+	var cmd arblog.Command
+	var err error
+	n := testing.AllocsPerRun(100, func() {
+		if cmd, err = clientCommand(body); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n != 0 {
+		t.Errorf("%v allocations a command, want 0", n)
+	}
+	if cmd.Type != 10 || len(cmd.Payload) == 0 {
+		t.Errorf("decoded %+v", cmd)
+	}
+	if cmd, err = clientCommand(encode("authority")); err != nil || cmd.Adapter != "" {
+		t.Errorf("a client's command as adapter %q, %v", cmd.Adapter, err)
+	}
+}
