@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"net/http"
 	"testing"
 
@@ -69,5 +70,35 @@ func TestClientCommandSharesTheBody(t *testing.T) {
 	}
 	if cmd, err = clientCommand(encode("authority")); err != nil || cmd.Adapter != "" {
 		t.Errorf("a client's command as adapter %q, %v", cmd.Adapter, err)
+	}
+}
+
+// A forwarded command costs its encoding and nothing more on the way to
+// the dispatcher and back: its call and channel are reused (issue 42).
+// The stand-in dispatcher answers each call at once.
+func TestForwardSubmitReusesItsCall(t *testing.T) {
+	fw := &forwarder{queue: make(chan *forwardCall, 1)}
+	want := &fsm.Response{Index: 9}
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case c := <-fw.queue:
+				c.done <- forwardResult{res: want}
+			case <-stop:
+				return
+			}
+		}
+	}()
+	cmd := arblog.Command{Type: 10, Version: 1, Payload: arblog.MustMarshal(map[string]any{"node_id": "n-1"})}
+	ctx := context.Background()
+	n := testing.AllocsPerRun(200, func() {
+		if res, err := fw.submit(ctx, "http://leader", cmd); err != nil || res != want {
+			t.Fatalf("submit: %v, %v", res, err)
+		}
+	})
+	if n >= 2 { // the encoded command is the one allocation left
+		t.Errorf("%v allocations a forwarded command, want 1", n)
 	}
 }
