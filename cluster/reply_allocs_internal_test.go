@@ -2,11 +2,13 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"testing"
 
 	"github.com/arbiterhq/arbiter/fsm"
 	arblog "github.com/arbiterhq/arbiter/log"
+	"github.com/hashicorp/raft"
 )
 
 // headerWriter is the least http.ResponseWriter: a header and a count of
@@ -100,5 +102,29 @@ func TestForwardSubmitReusesItsCall(t *testing.T) {
 	})
 	if n >= 2 { // the encoded command is the one allocation left
 		t.Errorf("%v allocations a forwarded command, want 1", n)
+	}
+}
+
+// doneFuture is a raft.Future already resolved.
+type doneFuture struct{ err error }
+
+func (f doneFuture) Error() error { return f.err }
+
+// Every write waits for its raft future with waitFuture: its channel is
+// reused (issue 42); what is left is the goroutine's start.
+func TestWaitFutureReusesItsChannel(t *testing.T) {
+	ctx := context.Background()
+	var f raft.Future = doneFuture{}
+	n := testing.AllocsPerRun(200, func() {
+		if err := waitFuture(ctx, f); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if n >= 2 {
+		t.Errorf("%v allocations a wait, want at most 1", n)
+	}
+	failed := errors.New("lost")
+	if err := waitFuture(ctx, doneFuture{err: failed}); err != failed {
+		t.Errorf("waited: %v", err)
 	}
 }
