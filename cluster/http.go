@@ -181,8 +181,15 @@ func (hs *httpAPI) instrument(route string, a domain.Access, h http.Handler) htt
 		return hs.metrics.httpRequests.WithLabelValues(route, "200"), hs.metrics.httpDuration.WithLabelValues(route, "200")
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		rec := statusRecorders.Get().(*statusRecorder)
+		rec.ResponseWriter, rec.status = w, http.StatusOK
 		start := time.Now()
+		defer func() {
+			// Runs last: the handler has returned, and w is not to be
+			// used after that.
+			rec.ResponseWriter = nil
+			statusRecorders.Put(rec)
+		}()
 		defer func() {
 			var count prometheus.Counter
 			var duration prometheus.Observer
@@ -260,6 +267,10 @@ type statusRecorder struct {
 	http.ResponseWriter
 	status int
 }
+
+// statusRecorders keeps instrument's recorders for reuse: one a request
+// otherwise (issue 42).
+var statusRecorders = sync.Pool{New: func() any { return new(statusRecorder) }}
 
 func (s *statusRecorder) WriteHeader(code int) {
 	s.status = code

@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
+	"github.com/arbiterhq/arbiter/domain"
 	"github.com/arbiterhq/arbiter/fsm"
 	arblog "github.com/arbiterhq/arbiter/log"
 	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // headerWriter is the least http.ResponseWriter: a header and a count of
@@ -126,5 +130,40 @@ func TestWaitFutureReusesItsChannel(t *testing.T) {
 	failed := errors.New("lost")
 	if err := waitFuture(ctx, doneFuture{err: failed}); err != failed {
 		t.Errorf("waited: %v", err)
+	}
+}
+
+// Every request passes instrument: its status recorder is reused (issue
+// 42), so that a public route's handling allocates nothing of its own.
+func TestInstrumentReusesItsRecorder(t *testing.T) {
+	hs := &httpAPI{core: &core{metrics: newMetrics(nil)}, sem: make(chan struct{}, 4)}
+	status := http.StatusOK
+	h := hs.instrument("GET /x", domain.Public, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if status != http.StatusOK {
+			w.WriteHeader(status)
+		}
+	}))
+	r := httptest.NewRequest(http.MethodGet, "/x", nil)
+	w := &headerWriter{h: http.Header{}}
+	if n := testing.AllocsPerRun(200, func() { h.ServeHTTP(w, r) }); n >= 1 {
+		t.Errorf("%v allocations a request, want none", n)
+	}
+	// A reused recorder starts at 200 again: a 404 is counted once.
+	status = http.StatusNotFound
+	h.ServeHTTP(w, r)
+	status = http.StatusOK
+	h.ServeHTTP(w, r)
+	count := func(c prometheus.Counter) float64 {
+		var m dto.Metric
+		if err := c.Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m.GetCounter().GetValue()
+	}
+	if got := count(hs.metrics.httpRequests.WithLabelValues("GET /x", "404")); got != 1 {
+		t.Errorf("%v requests counted 404, want 1", got)
+	}
+	if got := count(hs.metrics.httpRequests.WithLabelValues("GET /x", "200")); got != 202 {
+		t.Errorf("%v requests counted 200, want 202", got)
 	}
 }
