@@ -10,7 +10,10 @@
 #   go tool pprof -sample_index=alloc_objects -top -base OUT/n1.before OUT/n1.after
 #
 # Prints "node mallocs_per_op" for each node (n1 is the bootstrap node, the
-# leader unless an election moved it) and their sum. GODEBUG memprofilerate
+# leader unless an election moved it) and their sum. The operations are
+# the log entries the cluster applied in the window (n1's
+# arbiter_applied_index; a tick or two among them), not ops/s times the
+# window, which a run whose rate changes miscounts. GODEBUG memprofilerate
 # (MEMPROFILERATE, default 4096 bytes) makes the profiles fine enough to
 # break a create's allocations down by stage; the count comes from
 # go_memstats_mallocs_total, which every allocation moves whatever the
@@ -50,12 +53,15 @@ wait_voters http://127.0.0.1:38001
 "$bin" bench --addr "$(IFS=,; echo "${api[*]}")" --clients "$clients" --duration "$((secs + 1))s" --warmup 2s ${ARBITER_BENCH_ARGS:-} >"$out/bench.out" 2>&1 &
 load=$!
 sleep 2
+applied() { curl -sf "$1/metrics" | awk '/^arbiter_applied_index/ { printf "%.0f\n", $2 }'; }
+a0=$(applied "${api[0]}")
 m0=()
 for i in 1 2 3; do
   m0+=("$(mallocs "${api[i-1]}")")
   curl -sf -o "$out/n$i.before" "http://127.0.0.1:3900$i/debug/pprof/allocs"
 done
 sleep "$secs"
+a1=$(applied "${api[0]}")
 m1=()
 for i in 1 2 3; do
   m1+=("$(mallocs "${api[i-1]}")")
@@ -63,12 +69,9 @@ for i in 1 2 3; do
 done
 wait "$load" || { cat "$out/bench.out" >&2; exit 1; }
 line=$(grep 'ops/s=' "$out/bench.out" | tail -1)
-ops=$(awk -v line="$line" -v secs="$secs" 'BEGIN {
-  n = split(line, f, /[ =]+/)
-  for (i = 1; i < n; i++) v[f[i]] = f[i + 1]
-  printf "%.0f\n", v["ops/s"] * secs
-}')
+ops=$((a1 - a0))
 echo "$line"
+echo "entries applied in the window: $ops"
 sum=0
 for i in 1 2 3; do
   d=$((m1[i-1] - m0[i-1]))
