@@ -152,12 +152,29 @@ func (c *core) stopReason() error {
 
 // waitFuture waits for a raft future or for ctx, whichever comes first.
 func waitFuture(ctx context.Context, f raft.Future) error {
-	done := make(chan error, 1)
-	go func() { done <- f.Error() }()
+	w := futureWaits.Get().(*futureWait)
+	w.f = f
+	go w.wait()
 	select {
-	case err := <-done:
+	case err := <-w.done:
+		w.f = nil
+		futureWaits.Put(w)
 		return err
 	case <-ctx.Done():
+		// Not reused: its goroutine is still to send on w.done.
 		return ctx.Err()
 	}
 }
+
+// futureWait is one waitFuture's goroutine and channel. Every write
+// waits for its future with one, so they are reused (issue 42): the
+// goroutine's send on done is the last thing it does with w, and w goes
+// back to futureWaits only once that send has been received.
+type futureWait struct {
+	f    raft.Future
+	done chan error
+}
+
+var futureWaits = sync.Pool{New: func() any { return &futureWait{done: make(chan error, 1)} }}
+
+func (w *futureWait) wait() { w.done <- w.f.Error() }

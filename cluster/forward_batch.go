@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/arbiterhq/arbiter/domain"
@@ -78,18 +79,35 @@ func (fw *forwarder) submit(ctx context.Context, api string, cmd arblog.Command)
 	if err != nil {
 		return nil, errs.Errorf(errs.CodeInvalid, "encode command: %v", err)
 	}
-	call := &forwardCall{ctx: ctx, api: api, data: data, done: make(chan forwardResult, 1)}
+	call := forwardCalls.Get().(*forwardCall)
+	call.ctx, call.api, call.data = ctx, api, data
 	select {
 	case fw.queue <- call:
 	case <-ctx.Done():
+		call.release()
 		return nil, errs.New(errs.CodeUnavailable, "forwarding queue full until the deadline")
 	}
 	select {
 	case r := <-call.done:
+		call.release()
 		return r.res, r.err
 	case <-ctx.Done():
+		// Not released: its answer is still to come, on call.done.
 		return nil, errs.Unknown("gave up waiting for the leader's answer: %v", ctx.Err())
 	}
+}
+
+// forwardCalls keeps calls and their channels for reuse (two allocations
+// per forwarded command; issue 42). A call is released only once its
+// answer has been received, or when it never reached the queue: whoever
+// answers a call (sendTo, take, refuseAll) sends on done as the last
+// thing it does with it.
+var forwardCalls = sync.Pool{New: func() any { return &forwardCall{done: make(chan forwardResult, 1)} }}
+
+// release hands c, whose done is empty, back to forwardCalls.
+func (c *forwardCall) release() {
+	c.ctx, c.api, c.data = nil, "", nil
+	forwardCalls.Put(c)
 }
 
 // lane is what the dispatcher holds for one leader: the calls waiting

@@ -14,7 +14,6 @@ import (
 	"github.com/arbiterhq/arbiter/domain/openapi"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
-	arblog "github.com/arbiterhq/arbiter/log"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -182,8 +181,15 @@ func (hs *httpAPI) instrument(route string, a domain.Access, h http.Handler) htt
 		return hs.metrics.httpRequests.WithLabelValues(route, "200"), hs.metrics.httpDuration.WithLabelValues(route, "200")
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		rec := statusRecorders.Get().(*statusRecorder)
+		rec.ResponseWriter, rec.status = w, http.StatusOK
 		start := time.Now()
+		defer func() {
+			// Runs last: the handler has returned, and w is not to be
+			// used after that.
+			rec.ResponseWriter = nil
+			statusRecorders.Put(rec)
+		}()
 		defer func() {
 			var count prometheus.Counter
 			var duration prometheus.Observer
@@ -262,17 +268,42 @@ type statusRecorder struct {
 	status int
 }
 
+// statusRecorders keeps instrument's recorders for reuse: one a request
+// otherwise (issue 42).
+var statusRecorders = sync.Pool{New: func() any { return new(statusRecorder) }}
+
 func (s *statusRecorder) WriteHeader(code int) {
 	s.status = code
 	s.ResponseWriter.WriteHeader(code)
 }
 
+// writeMsgpack answers reply in msgpack. It writes every create's answer
+// (and each forwarded batch's), so it allocates nothing of its own (issue
+// 42): the header value is shared, and the body is encoded into a pooled
+// buffer, which Write has copied by the time it returns.
 func writeMsgpack(w http.ResponseWriter, reply wireReply) {
-	body, err := arblog.Marshal(reply)
+	buf := replyBuffers.Get().(*[]byte)
+	body, err := reply.AppendMsgpack((*buf)[:0]) // as arblog.Marshal writes it, without boxing reply
 	if err != nil {
+		replyBuffers.Put(buf)
 		domain.WriteError(w, errs.Errorf(errs.CodeInternal, "encode reply: %v", err))
 		return
 	}
-	w.Header().Set("Content-Type", mimeMsgpack)
+	w.Header()["Content-Type"] = msgpackContentType
 	_, _ = w.Write(body)
+	if cap(body) <= maxPooledReplyBytes { // a rare large answer is not kept
+		*buf = body
+		replyBuffers.Put(buf)
+	}
 }
+
+// msgpackContentType is the Content-Type of every msgpack answer, shared:
+// net/http only reads it (it copies the header map before writing it).
+var msgpackContentType = []string{mimeMsgpack}
+
+// replyBuffers keeps the buffers writeMsgpack encodes into, up to
+// maxPooledReplyBytes each (a batch's answer of up to maxForwardBatch
+// replies fits).
+var replyBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+const maxPooledReplyBytes = 64 << 10

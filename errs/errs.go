@@ -304,6 +304,11 @@ func (d Decision) Err(msg string, ok ...Decision) error {
 // (a command without a key says instead that a retry may apply it twice).
 // Any other error, and one already advised, is returned as it is.
 func AdviseRetry(err error, key string) error {
+	if err == nil {
+		// Every write that succeeded passes here: without this, the
+		// target of errors.As below costs it an allocation (issue 42).
+		return nil
+	}
 	var e *Error
 	if !errors.As(err, &e) || !e.OutcomeUnknown {
 		return err

@@ -137,3 +137,15 @@ func TestDomainRegistersItsCodes(t *testing.T) {
 		t.Fatal("a refused registration changed the set")
 	}
 }
+
+// A command that succeeded passes AdviseRetry on every write: that
+// costs no allocation (issue 42).
+func TestAdviseRetryOfNoErrorAllocatesNothing(t *testing.T) {
+	if n := testing.AllocsPerRun(100, func() {
+		if AdviseRetry(nil, "k") != nil {
+			t.Fatal("changed")
+		}
+	}); n != 0 {
+		t.Fatalf("%v allocations a call, want 0", n)
+	}
+}

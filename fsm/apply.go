@@ -35,8 +35,9 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		return f.haltedResponses(logs)
 	}
 	out := make([]any, len(logs))
+	scratch := make([]applyScratch, len(logs))
 	for start := 0; start < len(logs); {
-		n, ok := f.applyShared(logs[start:], out[start:])
+		n, ok := f.applyShared(logs[start:], out[start:], scratch[start:])
 		if !ok {
 			copy(out[start:], f.applyEach(logs[start:]))
 			return out
@@ -44,6 +45,18 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		start += n
 	}
 	return out
+}
+
+// applyScratch is what applying one command keeps on the heap: the
+// decoded command and the Tx (handlers take pointers to both), and the
+// Response, which raft hands on to the proposer. ApplyBatch makes them for
+// the whole batch at once, one allocation where each command took three
+// (issue 42); the batch's entries stay alive together while any proposer
+// holds one Response, at most MaxAppendEntries of them.
+type applyScratch struct {
+	cmd log.Command
+	tx  Tx
+	res Response
 }
 
 // outcome says what applying one command inside a transaction left.
@@ -66,7 +79,7 @@ const (
 // command's effects and returns how many entries it applied (their
 // responses in out). ok is false (and nothing is committed) unless every
 // command of the prefix was clean.
-func (f *FSM) applyShared(logs []*raft.Log, out []any) (n int, ok bool) {
+func (f *FSM) applyShared(logs []*raft.Log, out []any, scratch []applyScratch) (n int, ok bool) {
 	txn := f.db.Load().Txn(true)
 	m := readMeta(txn)
 	var effects []Effect
@@ -77,7 +90,7 @@ func (f *FSM) applyShared(logs []*raft.Log, out []any) (n int, ok bool) {
 		if l.Type != raft.LogCommand {
 			continue
 		}
-		res, eff, o, typ := f.applyCommand(txn, m, l.Index, l.Data)
+		res, eff, o, typ := f.applyCommand(txn, m, l.Index, l.Data, &scratch[n-1])
 		types = append(types, typ)
 		if o != clean {
 			txn.Abort()
@@ -106,6 +119,8 @@ func (f *FSM) applyShared(logs []*raft.Log, out []any) (n int, ok bool) {
 func (f *FSM) applyEach(logs []*raft.Log) []any {
 	db := f.db.Load()
 	out := make([]any, len(logs))
+	// Not applyShared's scratch: nothing of a discarded try is reused.
+	scratch := make([]applyScratch, len(logs))
 	var types []log.Type // of entry i's command, for tally
 	for i, l := range logs {
 		txn := db.Txn(true)
@@ -114,7 +129,7 @@ func (f *FSM) applyEach(logs []*raft.Log) []any {
 		var effects []Effect
 		types = types[:0]
 		if l.Type == raft.LogCommand {
-			res, eff, o, typ := f.applyCommand(txn, m, l.Index, l.Data)
+			res, eff, o, typ := f.applyCommand(txn, m, l.Index, l.Data, &scratch[i])
 			types = append(types[:0], typ)
 			switch o {
 			case halt:
@@ -152,20 +167,27 @@ func (f *FSM) applyEach(logs []*raft.Log) []any {
 // applyCommand decodes, checks and dispatches one command inside txn,
 // updating m. It returns the response, the effects to run once txn has
 // committed, whether txn may commit, and the command's type (for the
-// applied-command counts, tally.go).
-func (f *FSM) applyCommand(txn *statestore.Txn, m *meta, index uint64, data []byte) (*Response, []Effect, outcome, log.Type) {
+// applied-command counts, tally.go). sc is the command's own scratch,
+// unused by any other command.
+func (f *FSM) applyCommand(txn *statestore.Txn, m *meta, index uint64, data []byte, sc *applyScratch) (*Response, []Effect, outcome, log.Type) {
 	// The payload shares the entry's bytes, which raft never changes:
 	// handlers decode their values out of it and keep nothing of it.
-	cmd, err := log.DecodeView(data)
-	res, eff, o := f.applyDecoded(txn, m, index, cmd, err)
-	return res, eff, o, cmd.Type
+	var err error
+	sc.cmd, err = log.DecodeView(data)
+	res, eff, o := f.applyDecoded(txn, m, index, sc, err)
+	return res, eff, o, sc.cmd.Type
 }
 
-// applyDecoded is applyCommand once the entry is decoded (err says
-// whether it could be).
-func (f *FSM) applyDecoded(txn *statestore.Txn, m *meta, index uint64, cmd log.Command, err error) (*Response, []Effect, outcome) {
+// applyDecoded is applyCommand once the entry is decoded into sc.cmd
+// (err says whether it could be).
+func (f *FSM) applyDecoded(txn *statestore.Txn, m *meta, index uint64, sc *applyScratch, err error) (*Response, []Effect, outcome) {
+	cmd := &sc.cmd
+	respond := func(r Response) *Response {
+		sc.res = r
+		return &sc.res
+	}
 	refuse := func(e *errs.Error) (*Response, []Effect, outcome) {
-		return &Response{Index: index, Time: m.Now, Err: e}, nil, clean
+		return respond(Response{Index: index, Time: m.Now, Err: e}), nil, clean
 	}
 	if err != nil {
 		return refuse(errs.Errorf(errs.CodeInvalid, "undecodable command: %v", err))
@@ -181,7 +203,7 @@ func (f *FSM) applyDecoded(txn *statestore.Txn, m *meta, index uint64, cmd log.C
 			return refuse(errs.Errorf(errs.CodeUnavailable, "command type %d version %d is not enabled in this cluster", cmd.Type, cmd.Version))
 		}
 		if spec == nil || cmd.Version > spec.MaxVersion {
-			f.halt(index, &cmd, m.Enabled)
+			f.halt(index, cmd, m.Enabled)
 			return nil, nil, halt
 		}
 	}
@@ -194,28 +216,29 @@ func (f *FSM) applyDecoded(txn *statestore.Txn, m *meta, index uint64, cmd log.C
 	m.Now = max(m.Now, cmd.Stamp)
 	var ledgerKey string
 	if cmd.IdemKey != "" {
-		key, e := ledgerID(spec, &cmd, m)
+		key, e := ledgerID(spec, cmd, m)
 		if e != nil {
 			return refuse(e)
 		}
 		// A principal's own request from before the switch to a
 		// tenant-keyed ledger answers first (see LedgerLegacyScope).
-		if legacy := legacyCommand(spec, &cmd, m); legacy != nil {
+		if legacy := legacyCommand(spec, cmd, m); legacy != nil {
 			if res, done := f.consultLedger(txn, legacy, principalLedgerID(legacy), m); done {
 				return res, nil, clean
 			}
 		}
-		if res, done := f.consultLedger(txn, &cmd, key, m); done {
+		if res, done := f.consultLedger(txn, cmd, key, m); done {
 			return res, nil, clean
 		}
 		ledgerKey = key
 	}
 
-	tx := &Tx{Now: m.Now, Index: index, Principal: cmd.Principal, Adapter: cmd.Adapter, txn: txn, meta: m}
+	sc.tx = Tx{Now: m.Now, Index: index, Principal: cmd.Principal, Adapter: cmd.Adapter, txn: txn, meta: m}
+	tx := &sc.tx
 	failed := func(e *errs.Error, o outcome) (*Response, []Effect, outcome) {
-		return &Response{Index: index, Time: m.Now, Err: e}, nil, o
+		return respond(Response{Index: index, Time: m.Now, Err: e}), nil, o
 	}
-	result, herr, panicked := f.dispatch(spec, tx, &cmd)
+	result, herr, panicked := f.dispatch(spec, tx, cmd)
 	if panicked {
 		return failed(herr, dirty)
 	}
@@ -229,13 +252,13 @@ func (f *FSM) applyDecoded(txn *statestore.Txn, m *meta, index uint64, cmd log.C
 	if err != nil {
 		return failed(errs.Errorf(errs.CodeInternal, "%s: encode result: %v", spec.Name, err), dirtyIf(tx.wrote))
 	}
-	res := &Response{Index: index, Time: m.Now, Result: body}
+	res := respond(Response{Index: index, Time: m.Now, Result: body})
 	if err := appendEvents(txn, m, tx.events); err != nil {
 		return failed(errs.Errorf(errs.CodeInternal, "%s: change feed: %v", spec.Name, err), dirty)
 	}
 	recorded := cmd.IdemKey != "" && !tx.refused
 	if recorded {
-		if err := recordLedger(txn, m, &cmd, ledgerKey, res); err != nil {
+		if err := recordLedger(txn, m, cmd, ledgerKey, res); err != nil {
 			return failed(errs.Errorf(errs.CodeInternal, "%s: idempotency ledger: %v", spec.Name, err), dirty)
 		}
 	}

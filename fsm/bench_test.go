@@ -14,7 +14,7 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-func createCommand(b *testing.B, id string) []byte {
+func createCommand(b testing.TB, id string) []byte {
 	payload, err := log.Marshal(nodes.CreateCommand{NodeID: id, Labels: []string{"bench"},
 		Properties: map[string]json.RawMessage{"owner": json.RawMessage(`"client-7"`), "fence": json.RawMessage("1")}})
 	if err != nil {

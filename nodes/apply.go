@@ -115,7 +115,7 @@ func create(tx *fsm.Tx, v uint16, c createArgs) (any, error) {
 	if existing, err := getStored(tx, c.NodeID); err != nil {
 		return nil, err
 	} else if existing != nil {
-		return storedResult{created: false, node: existing}, nil
+		return storedResult{created: false, node: existing}.boxed(), nil
 	}
 	// c's properties are this apply's own decoding too: changed in place.
 	props := c.Properties.withoutNulls()
@@ -141,7 +141,7 @@ func create(tx *fsm.Tx, v uint16, c createArgs) (any, error) {
 	tx.Emit("node_create", c.NodeID, "")
 	// Rows are never changed once inserted, and the FSM encodes a result
 	// at once (fsm.Response.Result): the stored row itself is the result.
-	return storedResult{created: true, node: stored}, nil
+	return storedResult{created: true, node: stored}.boxed(), nil
 }
 
 // casCommand is node_cas: the raw API's access (guard), then the payload

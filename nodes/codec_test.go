@@ -77,6 +77,14 @@ func TestStoredResultWritesCreateResult(t *testing.T) {
 		if bound := (storedResult{node: stored}).EncodedSizeBound(); len(got) > bound {
 			t.Fatalf("encoded %d bytes, more than the %d bound", len(got), bound)
 		}
+		// What a handler returns (boxed) writes the same bytes.
+		boxed, err := log.Marshal(storedResult{created: created, node: stored}.boxed())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(boxed, want) {
+			t.Fatalf("boxed result\n got %x\nwant %x", boxed, want)
+		}
 	})
 }
 

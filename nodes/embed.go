@@ -77,7 +77,7 @@ func (e Embedded) ApplyCreate(tx *fsm.Tx, v uint16, payload []byte, bind func(*C
 	if existing, err := getStored(tx, c.NodeID); err != nil {
 		return nil, err
 	} else if existing != nil {
-		return storedResult{created: false, node: existing}, nil
+		return storedResult{created: false, node: existing}.boxed(), nil
 	}
 	if err := bind(&c); err != nil {
 		return nil, err
