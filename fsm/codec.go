@@ -70,9 +70,14 @@ func (e *Event) AppendMsgpack(b []byte) ([]byte, error) {
 // DecodeDirect reads an event in the canonical form its AppendMsgpack
 // writes (log.DirectDecoder), for restores and restarts;
 // FuzzDecodeEventAgrees holds it to the reflective decoder.
-func (e *Event) DecodeDirect(b []byte) bool {
+func (e *Event) DecodeDirect(b []byte) bool { return e.DecodeSharing(b, nil) }
+
+// DecodeSharing is DecodeDirect sharing kinds and tenants through shared
+// (log.SharingDecoder).
+func (e *Event) DecodeSharing(b []byte, shared *log.Strings) bool {
 	var out Event
 	r := log.NewReader(b)
+	r.Share(shared)
 	r.Map(func(key []byte) {
 		switch string(key) {
 		case "key":
@@ -80,7 +85,7 @@ func (e *Event) DecodeDirect(b []byte) bool {
 		case "seq":
 			out.Seq = r.Uint64()
 		case "kind":
-			out.Kind = r.Str()
+			out.Kind = r.Repeated()
 		case "time":
 			out.Time = r.Int()
 		case "index":
@@ -88,7 +93,7 @@ func (e *Event) DecodeDirect(b []byte) bool {
 		case "value":
 			out.Value = r.Bin()
 		case "tenant":
-			out.Tenant = r.Str()
+			out.Tenant = r.Repeated()
 		case "payload":
 			out.Payload = r.Bin()
 		case "overwritten":

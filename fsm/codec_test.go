@@ -60,6 +60,16 @@ func FuzzDecodeEventAgrees(f *testing.F) {
 		f.Add(log.MustMarshal(&e))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		shared := log.NewStrings() // a restore's: twice, to share the first's strings
+		for range 2 {
+			var fast, s Event
+			if s.DecodeSharing(b, shared) != fast.DecodeDirect(b) {
+				t.Fatalf("sharing and direct decoders disagree on taking %x", b)
+			}
+			if diff := cmp.Diff(fast, s); diff != "" {
+				t.Fatalf("sharing and direct decoders disagree on %x (-direct +sharing):\n%s", b, diff)
+			}
+		}
 		var fast Event
 		if !fast.DecodeDirect(b) {
 			if diff := cmp.Diff(Event{}, fast); diff != "" {

@@ -65,7 +65,10 @@
 // Snapshots (snapshot.go) stream every table that has rows in a canonical,
 // checksummed format whose hash is the state hash. Backups are the same stream:
 // InspectSnapshot checks one offline; PrepareRestore turns one into the
-// stream a cluster restores (backup.go).
+// stream a cluster restores (backup.go). A restore (snapshot_load.go)
+// reads the stream on one goroutine, decodes batches of rows on others
+// (a row type that is a log.SharingDecoder shares the strings that repeat
+// across rows) and inserts them in stream order on one more.
 //
 // The change feed (feed.go) keeps keys only. A page read with values
 // (ChangesRequest.Values) asks the module that emitted each event for the

@@ -58,3 +58,57 @@ func TestFrameWriterHashesWhatItWrites(t *testing.T) {
 		}
 	})
 }
+
+// The frame reader hands back every frame as written, and its sum is the
+// hash of every byte it consumed, however the frames fall against its
+// buffer: bodies that end on a chunk's edge, straddle it, are larger
+// than exactFrameBytes (read through Read) or than the whole buffer,
+// read from a source that answers a few bytes at a time.
+func TestFrameReaderReadsWhatWasWritten(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		var out bytes.Buffer
+		fw := newFrameWriter(&out, sha256.New())
+		var bodies [][]byte
+		for i, n := 0, rapid.IntRange(0, 40).Draw(t, "frames"); i < n; i++ {
+			size := rapid.SampledFrom([]int{0, 1, 5, 300, exactFrameBytes - 5, exactFrameBytes, exactFrameBytes + 1,
+				readChunkBytes - 5, readChunkBytes + 3, 2*readChunkBytes + 7}).Draw(t, "size")
+			body := bytes.Repeat([]byte{byte(i + 1)}, size)
+			fw.body('R', body)
+			bodies = append(bodies, body)
+		}
+		fw.stop()
+		stream := out.Bytes()
+		var src io.Reader = bytes.NewReader(stream)
+		if rapid.Bool().Draw(t, "trickle") {
+			src = iotestHalf{src}
+		}
+		fr := newFrameReader(src, sha256.New())
+		var arena []byte
+		if rapid.Bool().Draw(t, "arena") {
+			arena = make([]byte, 0, rowArenaBytes)
+		}
+		for i, want := range bodies {
+			kind, got, next, err := fr.nextIn(arena)
+			arena = next
+			if err != nil || kind != 'R' || !bytes.Equal(got, want) {
+				t.Fatalf("frame %d: kind %q, %d bytes, %v; want %d bytes", i, kind, len(got), err, len(want))
+			}
+		}
+		if sum, want := fr.sum(), sha256.Sum256(stream); sum != want {
+			t.Fatalf("sum of %d bytes is not their hash", len(stream))
+		}
+		if _, _, err := fr.next(); err == nil {
+			t.Fatal("a frame past the end of the stream")
+		}
+	})
+}
+
+// iotestHalf reads half of what is asked, at least a byte.
+type iotestHalf struct{ r io.Reader }
+
+func (h iotestHalf) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	return h.r.Read(p[:(len(p)+1)/2])
+}

@@ -411,7 +411,7 @@ func (fw *frameWriter) body(kind byte, body []byte) {
 // checks, so a bad snapshot leaves the old state untouched.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	st, err := f.readState(bufio.NewReaderSize(rc, 256<<10))
+	st, err := f.readState(rc) // which reads in chunks of its own
 	if err != nil {
 		return err
 	}
@@ -485,10 +485,8 @@ func (st *loadedState) rowsOf(table string) uint64 {
 }
 
 func (f *FSM) readState(r io.Reader) (*loadedState, error) {
-	h := sha256.New()
-	fr := &frameReader{r: io.TeeReader(r, h)}
-	magic := make([]byte, len(snapMagic))
-	if _, err := io.ReadFull(fr.r, magic); err != nil || !bytes.Equal(magic, snapMagic) {
+	fr := newFrameReader(r, sha256.New())
+	if magic := fr.take(len(snapMagic)); magic == nil || !bytes.Equal(magic, snapMagic) {
 		return nil, fmt.Errorf("%w: not an Arbiter snapshot (or unknown format)", ErrSnapshot)
 	}
 	st := &loadedState{}
@@ -519,7 +517,7 @@ func (f *FSM) readState(r io.Reader) (*loadedState, error) {
 	if count != st.rows {
 		return nil, fmt.Errorf("%w: %d rows, trailer says %d", ErrSnapshot, st.rows, count)
 	}
-	if st.sum, err = checkTrailer(r, h); err != nil {
+	if st.sum, err = checkTrailer(fr); err != nil {
 		return nil, err
 	}
 	raw, _ := txn.First(tableMeta, "id", tableMeta)
@@ -542,19 +540,20 @@ func (f *FSM) readState(r io.Reader) (*loadedState, error) {
 	return st, nil
 }
 
-// checkTrailer reads the trailer and checks it against h, the hash of
-// everything before it; it returns the trailer.
-func checkTrailer(r io.Reader, h hash.Hash) ([32]byte, error) {
-	var want [32]byte
-	h.Sum(want[:0])
+// checkTrailer reads the trailer and checks it against the hash of
+// everything fr read before it; it returns the trailer.
+func checkTrailer(fr *frameReader) ([32]byte, error) {
+	want := fr.sum()
 	var got [32]byte
-	if _, err := io.ReadFull(r, got[:]); err != nil {
+	trailer := fr.take(len(got))
+	if trailer == nil {
 		return got, fmt.Errorf("%w: missing trailer", ErrSnapshot)
 	}
+	copy(got[:], trailer)
 	if got != want {
 		return got, fmt.Errorf("%w: checksum mismatch", ErrSnapshot)
 	}
-	if n, _ := r.Read(make([]byte, 1)); n != 0 {
+	if n, _ := fr.Read(make([]byte, 1)); n != 0 {
 		return got, fmt.Errorf("%w: data after trailer", ErrSnapshot)
 	}
 	return got, nil
@@ -571,11 +570,82 @@ func (f *FSM) table(name string) (Table, bool) {
 
 // frameReader reads frames; unread pushes back one frame so that the row
 // loop can stop at the first frame that is not a row.
+//
+// It reads the stream in chunks of its own buffer and hashes what it
+// consumes a chunk at a time: a restore of a million nodes reads six
+// million headers and bodies, and each had gone through io.ReadFull, a
+// TeeReader, bufio and a small hash write, a fifth of a restore's time.
 type frameReader struct {
-	r           io.Reader
+	src io.Reader
+	h   hash.Hash // of every byte consumed, in order
+	buf []byte    // buf[pos:end] read from src and not consumed yet
+	pos int
+	end int
+	// hashed is how much of buf h has had: buf[hashed:pos] is consumed
+	// but not yet hashed.
+	hashed int
+
 	pendingKind byte
 	pendingBody []byte
 	hasPending  bool
+}
+
+// readChunkBytes is the buffer a frameReader reads into: larger than
+// any frame it hands out as a view of it (exactFrameBytes).
+const readChunkBytes = 256 << 10
+
+func newFrameReader(src io.Reader, h hash.Hash) *frameReader {
+	return &frameReader{src: src, h: h, buf: make([]byte, readChunkBytes)}
+}
+
+// hashConsumed brings h up to everything consumed so far.
+func (fr *frameReader) hashConsumed() {
+	fr.h.Write(fr.buf[fr.hashed:fr.pos])
+	fr.hashed = fr.pos
+}
+
+// take consumes the next n bytes (n at most the buffer's size), as a
+// view of the buffer, valid until the next read; nil if the stream ends
+// first.
+func (fr *frameReader) take(n int) []byte {
+	if fr.end-fr.pos < n {
+		fr.hashConsumed()
+		fr.end = copy(fr.buf, fr.buf[fr.pos:fr.end])
+		fr.pos, fr.hashed = 0, 0
+		m, err := io.ReadAtLeast(fr.src, fr.buf[fr.end:], n-fr.end)
+		fr.end += m
+		if err != nil {
+			return nil
+		}
+	}
+	v := fr.buf[fr.pos : fr.pos+n : fr.pos+n]
+	fr.pos += n
+	return v
+}
+
+// Read consumes what is buffered, or reads a chunk first: the
+// io.Reader a frame too large for the buffer is read through.
+func (fr *frameReader) Read(p []byte) (int, error) {
+	if fr.pos == fr.end && len(p) > 0 {
+		fr.hashConsumed()
+		fr.pos, fr.end, fr.hashed = 0, 0, 0
+		m, err := fr.src.Read(fr.buf)
+		fr.end = m
+		if m == 0 {
+			return 0, err
+		}
+	}
+	n := copy(p, fr.buf[fr.pos:fr.end])
+	fr.pos += n
+	return n, nil
+}
+
+// sum is the hash of everything consumed so far.
+func (fr *frameReader) sum() [32]byte {
+	fr.hashConsumed()
+	var sum [32]byte
+	fr.h.Sum(sum[:0])
+	return sum
 }
 
 func (fr *frameReader) next() (byte, []byte, error) {
@@ -593,36 +663,42 @@ func (fr *frameReader) nextIn(arena []byte) (byte, []byte, []byte, error) {
 		fr.hasPending = false
 		return fr.pendingKind, fr.pendingBody, arena, nil
 	}
-	var hdr [5]byte
-	if _, err := io.ReadFull(fr.r, hdr[:]); err != nil {
+	hdr := fr.take(5)
+	if hdr == nil {
 		return 0, nil, arena, fmt.Errorf("%w: truncated frame header", ErrSnapshot)
 	}
-	n := binary.BigEndian.Uint32(hdr[1:])
+	kind, n := hdr[0], binary.BigEndian.Uint32(hdr[1:])
 	if n > maxFrameBytes {
 		return 0, nil, arena, fmt.Errorf("%w: frame of %d bytes exceeds %d", ErrSnapshot, n, maxFrameBytes)
 	}
 	var body []byte
 	var err error
 	switch size := int(n); {
-	case size <= exactFrameBytes && size <= cap(arena)-len(arena):
-		// Capped, so that nothing appended to one body reaches the next.
-		body = arena[len(arena) : len(arena)+size : len(arena)+size]
-		arena = arena[:len(arena)+size]
-		_, err = io.ReadFull(fr.r, body)
 	case size <= exactFrameBytes:
-		// Most frames are rows of a few hundred bytes: one allocation of
-		// the size the header gives.
-		body = make([]byte, n)
-		_, err = io.ReadFull(fr.r, body)
+		v := fr.take(size)
+		if v == nil {
+			return 0, nil, arena, fmt.Errorf("%w: truncated frame", ErrSnapshot)
+		}
+		if size <= cap(arena)-len(arena) {
+			// Capped, so that nothing appended to one body reaches the
+			// next.
+			body = arena[len(arena) : len(arena)+size : len(arena)+size]
+			arena = arena[:len(arena)+size]
+			copy(body, v)
+		} else {
+			// Most frames are rows of a few hundred bytes: one
+			// allocation of the size the header gives.
+			body = append(make([]byte, 0, size), v...)
+		}
 	default:
 		// Read what arrives rather than allocate what the header claims:
 		// a truncated or hostile stream costs only the bytes it holds.
-		body, err = io.ReadAll(io.LimitReader(fr.r, int64(n)))
+		body, err = io.ReadAll(io.LimitReader(fr, int64(n)))
 	}
 	if err != nil || uint32(len(body)) != n {
 		return 0, nil, arena, fmt.Errorf("%w: truncated frame", ErrSnapshot)
 	}
-	return hdr[0], body, arena, nil
+	return kind, body, arena, nil
 }
 
 // exactFrameBytes is the largest frame read into a buffer of the size its

@@ -86,6 +86,10 @@ type loader struct {
 	// direct ones by construction, reflective msgpack because it reads
 	// through an io.Reader), so a decoded batch's bodies are dead.
 	arenas chan []byte
+	// shared holds the Strings the decoders share repeated strings
+	// through (log.SharingDecoder), one per decoding batch at a time: a
+	// million rows with one label share one label string.
+	shared chan *log.Strings
 }
 
 // rowBatch is consecutive rows of one table: their frames, and once
@@ -96,6 +100,7 @@ type rowBatch struct {
 	bodies  [][]byte // most in arena
 	arena   []byte
 	arenas  chan<- []byte // where arena goes once the rows are decoded
+	shared  chan *log.Strings
 	rows    []any
 	err     error
 	decoded chan struct{}
@@ -105,7 +110,7 @@ type rowBatch struct {
 
 func startLoading(txn *statestore.Txn, st *loadedState) *loader {
 	l := &loader{batches: make(chan *rowBatch, batchesAhead), failed: make(chan struct{}), done: make(chan struct{}),
-		arenas: make(chan []byte, batchesAhead+2)}
+		arenas: make(chan []byte, batchesAhead+2), shared: make(chan *log.Strings, batchesAhead+2)}
 	go l.insert(txn, st)
 	return l
 }
@@ -117,7 +122,7 @@ func (l *loader) table(name string) {
 
 // batch is an empty batch of t's rows, with an arena to read them into.
 func (l *loader) batch(t Table) *rowBatch {
-	b := &rowBatch{table: t, arenas: l.arenas}
+	b := &rowBatch{table: t, arenas: l.arenas, shared: l.shared}
 	select {
 	case b.arena = <-l.arenas:
 	default:
@@ -151,8 +156,24 @@ func (b *rowBatch) decode() {
 			b.err = fmt.Errorf("%w: table %s row: decoder panicked: %v", ErrSnapshot, b.table.Schema.Name, r)
 		}
 	}()
+	var shared *log.Strings
+	select {
+	case shared = <-b.shared:
+	default:
+		shared = log.NewStrings()
+	}
+	defer func() {
+		select {
+		case b.shared <- shared:
+		default: // enough wait already
+		}
+	}()
 	for _, body := range b.bodies {
 		row := b.table.New()
+		if d, ok := row.(log.SharingDecoder); ok && d.DecodeSharing(body, shared) {
+			b.rows = append(b.rows, row)
+			continue
+		}
 		if d, ok := row.(log.DirectDecoder); ok && d.DecodeDirect(body) {
 			b.rows = append(b.rows, row)
 			continue

@@ -20,7 +20,10 @@
 // anything else, which then goes to Unmarshal: the reflective decoder
 // stays the one definition of what decodes and of every error, and each
 // direct decoder has a fuzz test that it only ever agrees with it. The
-// envelope itself is coded this way (envelope.go).
+// envelope itself is coded this way (envelope.go). A snapshot row's
+// decoder may also be a SharingDecoder: through a Strings, which a
+// restore keeps per decoding goroutine, the strings that repeat across
+// rows (labels, property names) are allocated once and shared.
 //
 // Where the log lives on disk is package log/store, which only the host
 // imports: a domain or a client that imports log links no raft store.

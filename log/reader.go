@@ -13,6 +13,14 @@ type DirectDecoder interface {
 	DecodeDirect(b []byte) bool
 }
 
+// SharingDecoder is a DirectDecoder (DecodeDirect is DecodeSharing with
+// a nil Strings) that reads the strings repeating across its values
+// through s, sharing them: a snapshot row's, which a restore reads by
+// the million.
+type SharingDecoder interface {
+	DecodeSharing(b []byte, s *Strings) bool
+}
+
 // Reader reads the canonical msgpack Marshal writes, for the direct
 // decoders of the hottest payloads (see decodeCommand). It takes only
 // that form: its first surprise (a form Marshal does not write, a key out
@@ -22,9 +30,10 @@ type DirectDecoder interface {
 // what decodes and of every error; a direct decoder needs a fuzz test
 // that whatever it takes, Unmarshal takes with an equal result.
 type Reader struct {
-	b   []byte
-	pos int
-	ok  bool
+	b      []byte
+	pos    int
+	ok     bool
+	shared *Strings // see Share
 }
 
 // NewReader reads b, which must hold exactly one value.
@@ -137,9 +146,10 @@ func (r *Reader) Map(field func(key []byte)) { r.entries(r.MapLen(), field) }
 // Entries reads the n entries of a map whose header MapLen has read (a
 // decoder that sizes what it fills by n), as Map does, handing each key
 // as a string of its own, which the decoder may keep: for maps whose
-// keys are data (property names), not field names.
+// keys are data (property names), not field names. Such names repeat
+// across values: they are shared through the Strings r was given, if any.
 func (r *Reader) Entries(n int, field func(key string)) {
-	r.entries(n, func(key []byte) { field(string(key)) })
+	r.entries(n, func(key []byte) { field(r.shared.str(key)) })
 }
 
 func (r *Reader) entries(n int, field func(key []byte)) {
@@ -214,7 +224,24 @@ func (r *Reader) BinView() []byte {
 // Strs reads a non-empty array of strings. An empty one is declined:
 // Marshal leaves empty lists out where they may be omitted, and the
 // reflective decoder decides what an empty one is elsewhere.
-func (r *Reader) Strs() []string {
+func (r *Reader) Strs() []string { return r.strs(nil) }
+
+// strs is Strs, each string through shared (nil: a copy of its own).
+func (r *Reader) strs(shared *Strings) []string {
+	n := r.strsLen()
+	if n == 0 {
+		return nil
+	}
+	ss := make([]string, n)
+	for i := range ss {
+		ss[i] = shared.str(r.strBytes(false))
+	}
+	return ss
+}
+
+// strsLen reads the header of a non-empty array of strings, declining
+// any other (see Strs).
+func (r *Reader) strsLen() int {
 	c := r.byte1()
 	n := 0
 	switch {
@@ -227,13 +254,9 @@ func (r *Reader) Strs() []string {
 	// Each string takes a byte at least: a longer claim is not there.
 	if !r.ok || n == 0 || n > len(r.b)-r.pos {
 		r.ok = false
-		return nil
+		return 0
 	}
-	ss := make([]string, n)
-	for i := range ss {
-		ss[i] = r.Str()
-	}
-	return ss
+	return n
 }
 
 // Uint16 reads an unsigned integer of at most 16 bits in its shortest

@@ -386,14 +386,20 @@ func readNode(r *log.Reader, n *Record) {
 // DecodeDirect reads a stored node in the canonical form its
 // AppendMsgpack writes (log.DirectDecoder), for restores and restarts;
 // FuzzDecodeRowsAgree holds it to the reflective decoder.
-func (s *storedNode) DecodeDirect(b []byte) bool {
+func (s *storedNode) DecodeDirect(b []byte) bool { return s.DecodeSharing(b, nil) }
+
+// DecodeSharing is DecodeDirect sharing, through shared, the label lists
+// and property names that repeat across nodes (log.SharingDecoder): the
+// label list too, which no one changes in place (an edit makes a new one).
+func (s *storedNode) DecodeSharing(b []byte, shared *log.Strings) bool {
 	var out storedNode
 	r := log.NewReader(b)
+	r.Share(shared)
 	r.Map(func(key []byte) {
 		switch string(key) {
 		case "labels":
 			if !r.Nil() {
-				out.Labels = r.Strs()
+				out.Labels = r.RepeatedStrs()
 			}
 		case "node_id":
 			out.NodeID = r.Str()
@@ -435,13 +441,18 @@ func readProperties(r *log.Reader) map[string]json.RawMessage {
 
 // DecodeDirect reads a label row in the canonical form its
 // AppendMsgpack writes (log.DirectDecoder).
-func (l *labelRow) DecodeDirect(b []byte) bool {
+func (l *labelRow) DecodeDirect(b []byte) bool { return l.DecodeSharing(b, nil) }
+
+// DecodeSharing is DecodeDirect sharing labels through shared
+// (log.SharingDecoder).
+func (l *labelRow) DecodeSharing(b []byte, shared *log.Strings) bool {
 	var out labelRow
 	r := log.NewReader(b)
+	r.Share(shared)
 	r.Map(func(key []byte) {
 		switch string(key) {
 		case "label":
-			out.Label = r.Str()
+			out.Label = r.Repeated()
 		case "node_id":
 			out.NodeID = r.Str()
 		default:

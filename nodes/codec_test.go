@@ -219,8 +219,17 @@ func FuzzDecodeRowsAgree(f *testing.F) {
 	f.Add(log.MustMarshal(storedOf(&n)), false)
 	f.Add(log.MustMarshal(&labelRow{Label: "l", NodeID: "n"}), true)
 	f.Fuzz(func(t *testing.T, b []byte, label bool) {
+		// Through a Strings (a restore's), twice so that the second
+		// read shares what the first kept: the same answer.
+		shared := log.NewStrings()
 		if label {
 			var fast, slow labelRow
+			for range 2 {
+				var s labelRow
+				if s.DecodeSharing(b, shared) != fast.DecodeDirect(b) || s != fast {
+					t.Fatalf("sharing decoder read %x as %+v, the direct one as %+v", b, s, fast)
+				}
+			}
 			if !fast.DecodeDirect(b) {
 				if fast != (labelRow{}) {
 					t.Fatalf("declined %x but changed the row: %+v", b, fast)
@@ -233,6 +242,17 @@ func FuzzDecodeRowsAgree(f *testing.F) {
 			return
 		}
 		var fast, slow storedNode
+		for range 2 {
+			var s storedNode
+			took := s.DecodeSharing(b, shared)
+			if took != fast.DecodeDirect(b) {
+				t.Fatalf("sharing decoder took %x: %v, the direct one: %v", b, took, !took)
+			}
+			if diff := cmp.Diff(fast, s, cmp.AllowUnexported(storedNode{}, field{})); diff != "" {
+				t.Fatalf("sharing and direct decoders disagree on %x (-direct +sharing):\n%s", b, diff)
+			}
+			fast = storedNode{}
+		}
 		if !fast.DecodeDirect(b) {
 			if diff := cmp.Diff(storedNode{}, fast, cmp.AllowUnexported(storedNode{}, field{})); diff != "" {
 				t.Fatalf("declined %x but changed the node:\n%s", b, diff)
