@@ -1,0 +1,152 @@
+package workitem_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/arbiterhq/arbiter/internal/fsmtest"
+	"github.com/arbiterhq/arbiter/workitem"
+	"github.com/arbiterhq/arbiter/workitem/extension"
+)
+
+// BenchmarkCommand is each command of a reserved item's life, one at a
+// time, through the service over a bare FSM (encode, apply, decode; one
+// goroutine), with every work-item command enabled (submit checks a
+// record from version 2 on) and the reservation fixtures: one profile,
+// four hosts with room for every reservation of the run. Each op
+// consumes what the one before it in the life makes (claim takes a
+// pending item, reserve a claimed one, ...), made for the run before the
+// timer starts, so a sub-benchmark times its command only:
+//
+//	go test ./workitem -run '^$' -bench BenchmarkCommand -benchtime 2000x -count 5
+//
+// Items rotate over tenants every benchTenantItems, below the in-flight
+// cap. The records are the same for every item: nothing caches one.
+func BenchmarkCommand(b *testing.B) {
+	for _, op := range []struct {
+		name string
+		// ready is the state an item is in before the op: 0 none (the
+		// op submits it), 1 pending, 2 claimed, 3 reserved.
+		ready int
+		run   func(*benchLife, int) error
+	}{
+		{"submit", 0, (*benchLife).submitPlain},
+		{"submit-with-record", 0, (*benchLife).submitRecord},
+		{"claim", 1, (*benchLife).claim},
+		{"reserve", 2, (*benchLife).reserve},
+		{"release", 3, (*benchLife).release},
+		{"complete", 2, (*benchLife).complete},
+	} {
+		b.Run(op.name, func(b *testing.B) {
+			l := newBenchLife(b)
+			for i := range b.N {
+				for step, f := range []func(*benchLife, int) error{(*benchLife).submitRecord, (*benchLife).claim, (*benchLife).reserve}[:op.ready] {
+					if err := f(l, i); err != nil {
+						b.Fatalf("setup step %d of item %d: %v", step, i, err)
+					}
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				if err := op.run(l, i); err != nil {
+					b.Fatalf("%s item %d: %v", op.name, i, err)
+				}
+			}
+		})
+	}
+}
+
+// benchTenantItems is how many items of the run share a tenant: below
+// MaxTenantInFlight, so no submit is refused exhausted.
+const benchTenantItems = 4000
+
+// benchLife is the service and what each op left for the next.
+type benchLife struct {
+	s      *workitem.Service
+	meta   []byte
+	claims []*workitem.ClaimResult
+	res    []*workitem.Reservation
+}
+
+func newBenchLife(b *testing.B) *benchLife {
+	l, err := fsmtest.New(workitem.Module())
+	if err != nil {
+		b.Fatal(err)
+	}
+	enable(b, l)
+	s := workitem.NewService(l, l)
+	prof := completeProfile("p", "v1")
+	// Room for every reservation of a run: no refusal for debt or age.
+	prof.Fairness.MaxDebt, prof.TelemetryMaxAgeMs = workitem.MaxDebt, workitem.MaxTelemetryAge.Milliseconds()
+	_, err = s.SetProfiles(as(ops), workitem.ProfilesRequest{Profiles: []workitem.Profile{prof}})
+	noErr(b, "profiles", err)
+	const room = extension.MaxDimension
+	for i := range 4 {
+		id := fmt.Sprint("h", i)
+		_, err := s.PutHost(as(fleet), workitem.PutHostRequest{HostID: id, Labels: map[string]string{"zone": "a", "rack": id},
+			Capacity: workitem.Dimensions{CPUMillis: room, MemoryMiB: room, DiskMiB: room, Processes: room}})
+		noErr(b, "host", err)
+		_, err = s.ReportTelemetry(as(fleet), workitem.TelemetryRequest{HostID: id, ReportSeq: 1, DiskFreeMiB: room})
+		noErr(b, "telemetry", err)
+	}
+	e := baseExt()
+	e.Concurrency.Limit = extension.MaxLimit
+	e.HostLabels = map[string]string{"zone": "a"}
+	e.AntiAffinity, e.TargetPolicies = []string{}, []string{"tp-1", "tp-2"}
+	return &benchLife{s: s, meta: sealed(b, e)}
+}
+
+func (l *benchLife) request(i int, record bool) workitem.SubmitRequest {
+	r := req(fmt.Sprint("k", i))
+	r.TenantRef, r.WorkItemID, r.MaxTenantInFlight = benchTenant(i), fmt.Sprint("w", i), workitem.MaxTenantInFlight
+	if record {
+		r.Metadata = l.meta
+	}
+	return r
+}
+
+func benchTenant(i int) string { return fmt.Sprint("t", i/benchTenantItems) }
+
+func (l *benchLife) submitPlain(i int) error {
+	_, err := l.s.Submit(bg, l.request(i, false))
+	return err
+}
+
+func (l *benchLife) submitRecord(i int) error {
+	_, err := l.s.Submit(bg, l.request(i, true))
+	return err
+}
+
+func (l *benchLife) claim(i int) error {
+	c, err := l.s.Claim(bg, workitem.ClaimRequest{TenantRef: benchTenant(i), OwnerRef: "w", WorkItemID: fmt.Sprint("w", i),
+		TTLMs: workitem.MaxTTL.Milliseconds()})
+	if err == nil && c.WorkItem.WorkItemID != fmt.Sprint("w", i) {
+		err = fmt.Errorf("claimed %q", c.WorkItem.WorkItemID)
+	}
+	l.claims = append(l.claims, c)
+	return err
+}
+
+func (l *benchLife) reserve(i int) error {
+	r, err := l.s.Reserve(bg, reserveOf(l.claims[i], ""))
+	if err != nil {
+		return err
+	}
+	l.res = append(l.res, &r.Reservation)
+	return nil
+}
+
+func (l *benchLife) release(i int) error {
+	c := l.claims[i]
+	_, err := l.s.Release(bg, workitem.ReleaseRequest{TenantRef: c.WorkItem.TenantRef, WorkItemID: c.WorkItem.WorkItemID,
+		Attempt: c.Attempt, Fence: c.Fence, ReservationID: l.res[i].ReservationID})
+	return err
+}
+
+func (l *benchLife) complete(i int) error {
+	c := l.claims[i]
+	_, err := l.s.Complete(bg, workitem.CompleteRequest{TenantRef: c.WorkItem.TenantRef, WorkItemID: c.WorkItem.WorkItemID,
+		Attempt: c.Attempt, Fence: c.Fence, Outcome: workitem.StatusSucceeded})
+	return err
+}
