@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/internal/canon"
 )
 
 // Bounds of the record (each an explicit error, never a truncation).
@@ -116,20 +117,28 @@ func parseObject(path string, raw json.RawMessage, required, optional []string) 
 	if err := json.Unmarshal(raw, &o); err != nil {
 		return nil, invalid(path, "must be a JSON object: %v", err)
 	}
+	if err := checkObject(path, o, required, optional); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// checkObject is parseObject's check of a decoded object's keys.
+func checkObject(path string, o object, required, optional []string) error {
 	for _, k := range sortedKeys(o) {
 		if !contains(required, k) && !contains(optional, k) {
-			return nil, invalid(join(path, k), "is not a field of the record (schema_version %q is closed)", SchemaVersion)
+			return invalid(join(path, k), "is not a field of the record (schema_version %q is closed)", SchemaVersion)
 		}
 		if string(bytes.TrimSpace(o[k])) == "null" {
-			return nil, invalid(join(path, k), "is null")
+			return invalid(join(path, k), "is null")
 		}
 	}
 	for _, k := range required {
 		if _, ok := o[k]; !ok {
-			return nil, invalid(join(path, k), "is missing")
+			return invalid(join(path, k), "is missing")
 		}
 	}
-	return o, nil
+	return nil
 }
 
 func join(path, k string) string {
@@ -152,11 +161,26 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // str decodes a JSON string that is an identifier under rules r.
 func str(field string, raw json.RawMessage, r Identifiers) (string, error) {
-	var s string
-	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '"' || json.Unmarshal(t, &s) != nil {
+	s, ok := jsonString(raw)
+	if !ok {
 		return "", invalid(field, "must be a JSON string")
 	}
 	return s, identifier(field, s, r)
+}
+
+// jsonString decodes raw (space around it allowed) if it is one JSON
+// string. A string canon.Plain accepts has nothing to decode: its
+// bytes between the quotes are its value.
+func jsonString(raw []byte) (string, bool) {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || t[0] != '"' {
+		return "", false
+	}
+	if canon.Plain(t) {
+		return string(t[1 : len(t)-1]), true
+	}
+	var s string
+	return s, json.Unmarshal(t, &s) == nil
 }
 
 // integer decodes a JSON integer in lo..hi.
