@@ -150,3 +150,37 @@ func plainInt(b []byte, i int) (int, bool) {
 	}
 	return j, true
 }
+
+// PlainMembers calls member with the key and the value of each member
+// of b, in order, if b is an object that Plain accepts; it returns false,
+// calling nothing, for anything else. A key's bytes are its string
+// (there is nothing to unescape) and a value is one plain value, as
+// encoding/json would decode them into a map of json.RawMessage; both
+// alias b.
+func PlainMembers(b []byte, member func(key, value []byte)) bool {
+	if len(b) < 2 || b[0] != '{' || !Plain(b) {
+		return false
+	}
+	// Plain read every byte already: each step below succeeds, and i only
+	// grows, so the loop ends at the closing brace.
+	for i := 1; i < len(b) && b[i] == '"'; {
+		keyEnd, _, _ := plainString(b, i)
+		end, _ := plainValue(b, keyEnd+1, 1)
+		member(b[i+1:keyEnd-1], b[keyEnd+1:end])
+		i = end + 1 // past the comma, or the closing brace
+	}
+	return true
+}
+
+// PlainElements is PlainMembers for the elements of an array.
+func PlainElements(b []byte, element func(value []byte)) bool {
+	if len(b) < 2 || b[0] != '[' || !Plain(b) {
+		return false
+	}
+	for i := 1; i < len(b) && b[i] != ']'; { // as in PlainMembers
+		end, _ := plainValue(b, i, 1)
+		element(b[i:end])
+		i = end + 1
+	}
+	return true
+}

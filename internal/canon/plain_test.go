@@ -2,6 +2,8 @@ package canon
 
 import (
 	"bytes"
+	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -82,15 +84,18 @@ func TestPlainDoesNotAllocate(t *testing.T) {
 	}
 }
 
-// FuzzPlain: whatever Plain accepts, JSON and JCS leave as it is.
+// FuzzPlain: whatever Plain accepts, JSON and JCS leave as it is, and
+// PlainMembers and PlainElements read as encoding/json does.
 func FuzzPlain(f *testing.F) {
 	for in := range plainCases {
 		f.Add([]byte(in))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		checkPlain(t, b)
+		checkWalk(t, b)
 		if c, err := JSON(b); err == nil {
 			checkPlain(t, c)
+			checkWalk(t, c)
 		}
 	})
 }
@@ -109,5 +114,38 @@ func TestWriteStringShortcutAgrees(t *testing.T) {
 		if fast.String() != slow.String() {
 			t.Errorf("writeString(%q) = %s, encoding/json %s", s, fast.String(), slow.String())
 		}
+	}
+}
+
+// PlainMembers and PlainElements see what encoding/json decodes.
+func TestPlainMembersAndElements(t *testing.T) {
+	for in := range plainCases {
+		checkWalk(t, []byte(in))
+	}
+}
+
+// checkWalk fails if PlainMembers or PlainElements refuses a plain
+// object or array, or sees other members or elements than
+// encoding/json decodes.
+func checkWalk(t *testing.T, b []byte) {
+	t.Helper()
+	got := map[string]json.RawMessage{}
+	if PlainMembers(b, func(k, v []byte) { got[string(k)] = v }) {
+		var members map[string]json.RawMessage
+		if err := json.Unmarshal(b, &members); err != nil || !reflect.DeepEqual(got, members) {
+			t.Fatalf("PlainMembers(%s) = %q; encoding/json %q (%v)", b, got, members, err)
+		}
+	} else if Plain(b) && b[0] == '{' {
+		t.Fatalf("PlainMembers(%s) refused a plain object", b)
+	}
+	var gotElems []json.RawMessage
+	if PlainElements(b, func(v []byte) { gotElems = append(gotElems, v) }) {
+		var elements []json.RawMessage
+		if err := json.Unmarshal(b, &elements); err != nil || len(elements) != len(gotElems) ||
+			(len(elements) > 0 && !reflect.DeepEqual(gotElems, elements)) {
+			t.Fatalf("PlainElements(%s) = %q; encoding/json %q (%v)", b, gotElems, elements, err)
+		}
+	} else if Plain(b) && b[0] == '[' {
+		t.Fatalf("PlainElements(%s) refused a plain array", b)
 	}
 }
