@@ -76,8 +76,8 @@ func topFields(raw []byte) (object, error) {
 	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
 		return nil, invalid("", "must be a JSON object")
 	}
-	var o object
-	if err := json.Unmarshal(raw, &o); err != nil {
+	o, err := decodeObject(raw)
+	if err != nil {
 		return nil, invalid("", "must be a JSON object: %v", err)
 	}
 	return o, nil

@@ -107,14 +107,37 @@ func hasUserInfo(s string) bool {
 // object is one JSON object of the record, by key.
 type object map[string]json.RawMessage
 
+// decodeObject is json.Unmarshal of raw into an object. A record in
+// canonical form is plain (canon.Plain), and its objects are read by
+// canon.PlainMembers into the same map, without reflection; values alias
+// raw, which nothing changes.
+func decodeObject(raw []byte) (object, error) {
+	o := object{}
+	if canon.PlainMembers(raw, func(k, v []byte) { o[string(k)] = v }) {
+		return o, nil
+	}
+	var d object
+	err := json.Unmarshal(raw, &d)
+	return d, err
+}
+
+// decodeArray is json.Unmarshal of raw into items, for a plain array by
+// canon.PlainElements.
+func decodeArray(raw []byte, items *[]json.RawMessage) error {
+	if canon.PlainElements(raw, func(v []byte) { *items = append(*items, v) }) {
+		return nil
+	}
+	return json.Unmarshal(raw, items)
+}
+
 // parseObject decodes raw as an object whose keys are exactly required
 // plus any of optional, none null.
 func parseObject(path string, raw json.RawMessage, required, optional []string) (object, error) {
 	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
 		return nil, invalid(path, "must be a JSON object")
 	}
-	var o object
-	if err := json.Unmarshal(raw, &o); err != nil {
+	o, err := decodeObject(raw)
+	if err != nil {
 		return nil, invalid(path, "must be a JSON object: %v", err)
 	}
 	if err := checkObject(path, o, required, optional); err != nil {
@@ -209,7 +232,7 @@ func boolean(field string, raw json.RawMessage) (bool, error) {
 // list decodes a JSON array of at most max distinct identifiers.
 func list(field string, raw json.RawMessage, max int, r Identifiers) ([]string, error) {
 	var items []json.RawMessage
-	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '[' || json.Unmarshal(t, &items) != nil {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '[' || decodeArray(t, &items) != nil {
 		return nil, invalid(field, "must be a JSON array of strings")
 	}
 	if len(items) > max {
@@ -234,8 +257,8 @@ func labels(field string, raw json.RawMessage, r Identifiers) (map[string]string
 	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
 		return nil, invalid(field, "must be a JSON object of strings")
 	}
-	var o object
-	if err := json.Unmarshal(raw, &o); err != nil {
+	o, err := decodeObject(raw)
+	if err != nil {
 		return nil, invalid(field, "must be a JSON object of strings")
 	}
 	if len(o) > MaxLabels {
