@@ -1,7 +1,9 @@
 package extension
 
 import (
+	"bytes"
 	"encoding/json"
+	"reflect"
 	"testing"
 )
 
@@ -60,11 +62,41 @@ func TestPlainFingerprintAgreesWithTheRules(t *testing.T) {
 	}
 }
 
-// FuzzPlainFingerprint: whenever the shortcut answers, it is the
-// fingerprint both rules give.
-func FuzzPlainFingerprint(f *testing.F) {
+// checkDecoders fails if decodeObject, decodeArray or jsonString answer
+// otherwise than encoding/json for raw.
+func checkDecoders(t *testing.T, raw []byte) {
+	t.Helper()
+	o, err := decodeObject(raw)
+	var want object
+	if wantErr := json.Unmarshal(raw, &want); (err == nil) != (wantErr == nil) || !reflect.DeepEqual(o, want) && err == nil {
+		t.Fatalf("decodeObject(%q) = %q, %v; encoding/json %q, %v", raw, o, err, want, wantErr)
+	}
+	var items, wantItems []json.RawMessage
+	err = decodeArray(raw, &items)
+	wantErr := json.Unmarshal(raw, &wantItems)
+	if (err == nil) != (wantErr == nil) || err == nil && (len(items) != len(wantItems) || len(items) > 0 && !reflect.DeepEqual(items, wantItems)) {
+		t.Fatalf("decodeArray(%q) = %q, %v; encoding/json %q, %v", raw, items, err, wantItems, wantErr)
+	}
+	s, ok := jsonString(raw)
+	var wantS string
+	t0 := bytes.TrimSpace(raw)
+	wantOK := len(t0) > 0 && t0[0] == '"' && json.Unmarshal(t0, &wantS) == nil
+	if ok != wantOK || ok && s != wantS {
+		t.Fatalf("jsonString(%q) = %q, %v; encoding/json %q, %v", raw, s, ok, wantS, wantOK)
+	}
+}
+
+// FuzzPlainShortcuts: whenever a shortcut for plain input answers, it is
+// what the rules (the fingerprint) or encoding/json (the decoders) give.
+func FuzzPlainShortcuts(f *testing.F) {
 	for _, r := range plainRecords {
 		f.Add([]byte(r))
 	}
-	f.Fuzz(func(t *testing.T, raw []byte) { checkPlainFingerprint(t, raw) })
+	for _, r := range []string{`"abc"`, `"a\"b"`, ` "x" `, "\"\u2028\"", `["a",1]`, `[]`, `{"a":{"b":[1]}}`} {
+		f.Add([]byte(r))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		checkPlainFingerprint(t, raw)
+		checkDecoders(t, raw)
+	})
 }
