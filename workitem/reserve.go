@@ -100,7 +100,7 @@ func applyReserve(tx *fsm.Tx, _ *log.Command, c *reserveCmd) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &placement{s: tx, now: tx.Now, tenant: c.TenantRef, ext: ext, prof: prof}
+	p := newPlacement(tx, c.TenantRef, ext, prof)
 	host, err := p.pickHost(c.HostID)
 	if err != nil {
 		return nil, err
