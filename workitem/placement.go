@@ -27,24 +27,31 @@ type placement struct {
 	tenant string
 	ext    *extension.Extension
 	prof   *Profile
+	// labels are ext's host label keys in order, sorted once for every
+	// host judged (newPlacement).
+	labels []string
+}
+
+func newPlacement(tx *fsm.Tx, tenant string, ext *extension.Extension, prof *Profile) *placement {
+	return &placement{s: tx, now: tx.Now, tenant: tenant, ext: ext, prof: prof, labels: slices.Sorted(maps.Keys(ext.HostLabels))}
 }
 
 // judge returns nil for an eligible host, a refusal (a conflict with
 // detail.reason and detail.host_id) or an internal error.
 func (p *placement) judge(h *Host) error {
 	d := p.ext.Dimensions
-	err := d.Each(func(name string, v int64) error {
-		if free := dim(h.Capacity, name) - dim(h.Used, name); v > free {
-			e := refuse(RefuseCapacity, "host %q has %d %s free; %d asked", h.HostID, free, name, v)
-			e.Detail["dimension"], e.Detail["free"] = name, free
-			return e
+	// Each dimension in Dimensions.Each's order, without a closure per
+	// host (a reserve judges up to MaxHosts of them).
+	free := h.Capacity.Sub(h.Used)
+	for k, v := range [...]int64{d.CPUMillis, d.MemoryMiB, d.DiskMiB, d.Processes} {
+		if f := [...]int64{free.CPUMillis, free.MemoryMiB, free.DiskMiB, free.Processes}[k]; v > f {
+			name := dimNames[k]
+			e := refuse(RefuseCapacity, "host %q has %d %s free; %d asked", h.HostID, f, name, v)
+			e.Detail["dimension"], e.Detail["free"] = name, f
+			return onHost(e, h)
 		}
-		return nil
-	})
-	if err != nil {
-		return onHost(err, h)
 	}
-	for _, k := range slices.Sorted(maps.Keys(p.ext.HostLabels)) {
+	for _, k := range p.labels {
 		if got, ok := h.Labels[k]; !ok || got != p.ext.HostLabels[k] {
 			e := refuse(RefuseNoEligibleHost, "host %q lacks label %s=%s", h.HostID, k, p.ext.HostLabels[k])
 			e.Detail["label"] = k
@@ -68,6 +75,9 @@ func (p *placement) judge(h *Host) error {
 	}
 	return nil
 }
+
+// dimNames are the dimensions' names in Dimensions.Each's order.
+var dimNames = [...]string{extension.DimCPU, extension.DimMemory, extension.DimDisk, extension.DimProcesses}
 
 func onHost(err error, h *Host) error {
 	if e := refusal(err); e != nil {

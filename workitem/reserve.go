@@ -7,6 +7,7 @@ import (
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/identity"
+	"github.com/arbiterhq/arbiter/internal/canon"
 	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/workitem/extension"
 )
@@ -99,7 +100,7 @@ func applyReserve(tx *fsm.Tx, _ *log.Command, c *reserveCmd) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &placement{s: tx, now: tx.Now, tenant: c.TenantRef, ext: ext, prof: prof}
+	p := newPlacement(tx, c.TenantRef, ext, prof)
 	host, err := p.pickHost(c.HostID)
 	if err != nil {
 		return nil, err
@@ -160,7 +161,18 @@ func checkClaim(tx *fsm.Tx, it *WorkItem, attempt int64, fence uint64) error {
 }
 
 // itemExtension reads metadata.resource_reservation: nil without one.
+// Metadata is stored in canonical form, which is almost always plain
+// (canon.Plain): then its members are read without decoding the rest.
+// The record returned may alias meta, which nothing changes.
 func itemExtension(meta []byte) (json.RawMessage, error) {
+	var ext json.RawMessage
+	if canon.PlainMembers(meta, func(k, v []byte) {
+		if string(k) == extensionField {
+			ext = v
+		}
+	}) {
+		return ext, nil
+	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(meta, &top); err != nil {
 		return nil, fieldErr("metadata", "is not a JSON object: %v", err)

@@ -89,6 +89,9 @@ func IsCanonical(b []byte) bool {
 	if simple, ok := isSimpleCanonical(b); simple {
 		return ok
 	}
+	if Plain(b) { // most stored metadata: decided in one read
+		return true
+	}
 	c, err := JSON(b)
 	return err == nil && bytes.Equal(c, b)
 }
@@ -202,11 +205,44 @@ func QuotedLen(s string) int {
 // writeString escapes only what JSON requires: quote, backslash and control
 // characters. HTML characters stay as they are.
 func writeString(buf *bytes.Buffer, s string) {
+	if plainText(s) { // nothing to escape: written as it is
+		buf.WriteByte('"')
+		buf.WriteString(s)
+		buf.WriteByte('"')
+		return
+	}
+	encodeString(buf, s)
+}
+
+// encodeString is writeString by encoding/json, for any string.
+func encodeString(buf *bytes.Buffer, s string) {
 	var tmp bytes.Buffer
 	enc := json.NewEncoder(&tmp)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s) // a valid UTF-8 string always encodes
 	buf.Write(bytes.TrimSuffix(tmp.Bytes(), []byte("\n")))
+}
+
+// plainText reports whether s is valid UTF-8 that JSON strings carry as
+// it is: no quote, backslash or control character, and no U+2028 or
+// U+2029 (which writeString's encoder escapes).
+func plainText(s string) bool {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c < 0x20 || c == '"' || c == '\\' {
+				return false
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError || r == '\u2028' || r == '\u2029' {
+			return false
+		}
+		i += size
+	}
+	return true
 }
 
 // Number normalizes one JSON number literal exactly. The result is an

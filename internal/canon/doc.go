@@ -6,4 +6,10 @@
 // floating point is ever involved): 1, 1.0 and 10e-1 all become 1; 0.50
 // becomes 0.5; 1e30 becomes 1e+30. Nesting depth, number size and total size
 // are bounded so that a hostile value cannot exhaust memory or stack.
+//
+// Plain tells in one read, without allocating, that a value is already in
+// both canonical forms (JSON and JCS): a plain subset that stored canonical
+// values almost always belong to. PlainMembers and PlainElements read such
+// an object or array as encoding/json would, without reflection. Anything
+// outside the subset is left to the full checks.
 package canon

@@ -68,6 +68,11 @@
 // with detail.reason "fingerprint_mismatch". Records sealed under the
 // older rule (Go's escaping of U+2028 and U+2029) stay accepted; inside
 // Apply, ParseWith takes the rules the cluster has enabled (see Rules).
+// A record already in canonical form without U+2028 or U+2029 (canon.Plain:
+// what Seal makes and metadata stores) has one canonical form under both
+// rules, so its fingerprint is read off its bytes and it is decoded without
+// reflection; any other record is put in canonical form in full. The
+// answer is the same either way.
 //
 // # Branch identity
 //

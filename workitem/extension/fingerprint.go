@@ -1,6 +1,7 @@
 package extension
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -73,7 +74,15 @@ func Fingerprint(raw []byte) (string, error) {
 // matchesFingerprint says whether the record's fingerprint is the one its
 // fields give under rules, and returns the one they give (RFC 8785's, or
 // the old rule's under LegacyOnly) for the error message.
-func matchesFingerprint(fields object, have string, rules Rules) (bool, string, error) {
+//
+// raw is the record fields were decoded from: when canon.Plain accepts
+// it (a record sealed by Seal, or stored in canonical form, is such a
+// record unless a string holds U+2028 or U+2029) both rules give the
+// same fingerprint, read off its bytes (plainFingerprint).
+func matchesFingerprint(raw []byte, fields object, have string, rules Rules) (bool, string, error) {
+	if want, ok := plainFingerprint(raw); ok {
+		return have == want, want, nil
+	}
 	legacy, err := legacyFingerprint(fields)
 	if err != nil {
 		return false, "", err
@@ -86,6 +95,75 @@ func matchesFingerprint(fields object, have string, rules Rules) (bool, string, 
 		return false, "", err
 	}
 	return have == want || have == legacy, want, nil
+}
+
+// plainFingerprint is the fingerprint of a record that canon.Plain
+// accepts, under either rule. Both rules leave such a record as it is,
+// so the canonical form of its fields without "fingerprint" (what
+// fingerprintWith hashes) is its bytes without that member and the comma
+// that joined it. ok is false for any other record, and for one without
+// a fingerprint member: fingerprintWith decides those. It reads raw once
+// (each step moves forward) and allocates only the answer.
+func plainFingerprint(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '{' || !canon.Plain(raw) {
+		return "", false
+	}
+	// A plain object has no whitespace and no escapes: each member is a
+	// key in quotes, a colon and a value, and members are joined by commas.
+	for i := 1; i < len(raw) && raw[i] == '"'; {
+		q := bytes.IndexByte(raw[i+1:], '"')
+		if q < 0 {
+			return "", false // not plain after all: never so, kept for safety
+		}
+		keyEnd := i + 1 + q                 // the key's closing quote
+		end := plainValueEnd(raw, keyEnd+2) // past ':'
+		if end >= len(raw) {
+			return "", false // as above
+		}
+		if string(raw[i+1:keyEnd]) != "fingerprint" {
+			i = end + 1 // past the comma (or the closing brace: the loop ends)
+			continue
+		}
+		start := i
+		switch {
+		case raw[end] == ',': // not the last member: drop the comma after it
+			end++
+		case start > 1: // the last of several: drop the comma before it
+			start--
+		}
+		h := sha256.New()
+		h.Write(raw[:start])
+		h.Write(raw[end:])
+		return fingerprintPrefix + hex.EncodeToString(h.Sum(nil)), true
+	}
+	return "", false
+}
+
+// plainValueEnd is where the value at raw[i:] ends, in a document
+// canon.Plain accepted (strings hold no quote or backslash).
+func plainValueEnd(raw []byte, i int) int {
+	depth, inString := 0, false
+	for ; i < len(raw); i++ {
+		c := raw[i]
+		switch {
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			if depth == 0 {
+				return i // the end of a scalar, at its container's close
+			}
+			depth--
+		case c == ',' && depth == 0:
+			return i
+		}
+		if depth == 0 && !inString && (c == '"' || c == '}' || c == ']') {
+			return i + 1
+		}
+	}
+	return i
 }
 
 func canonical(raw []byte) ([]byte, error) {

@@ -43,7 +43,10 @@ func ParseWith(raw []byte, rules Rules, ids Identifiers) (*Extension, error) {
 	if json.Unmarshal(v, &version) != nil || version != SchemaVersion {
 		return nil, invalid("schema_version", "must be %q; an absent, unknown or future version is refused, never read", SchemaVersion)
 	}
-	if _, err := parseObject("", raw, topRequired, topOptional); err != nil {
+	// The top level's keys, as parseObject checks them, on the object
+	// topFields decoded from the same bytes (decoding it again would give
+	// the same map).
+	if err := checkObject("", fields, topRequired, topOptional); err != nil {
 		return nil, err
 	}
 	e := &Extension{SchemaVersion: version}
@@ -56,7 +59,7 @@ func ParseWith(raw []byte, rules Rules, ids Identifiers) (*Extension, error) {
 	if !validFingerprint(e.Fingerprint) {
 		return nil, invalid("fingerprint", `must be "v1:" and 64 lowercase hex digits`)
 	}
-	ok, want, err := matchesFingerprint(fields, e.Fingerprint, rules)
+	ok, want, err := matchesFingerprint(raw, fields, e.Fingerprint, rules)
 	if err != nil {
 		return nil, err
 	}
@@ -73,8 +76,8 @@ func topFields(raw []byte) (object, error) {
 	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
 		return nil, invalid("", "must be a JSON object")
 	}
-	var o object
-	if err := json.Unmarshal(raw, &o); err != nil {
+	o, err := decodeObject(raw)
+	if err != nil {
 		return nil, invalid("", "must be a JSON object: %v", err)
 	}
 	return o, nil

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/internal/canon"
 )
 
 // Bounds of the record (each an explicit error, never a truncation).
@@ -106,30 +107,61 @@ func hasUserInfo(s string) bool {
 // object is one JSON object of the record, by key.
 type object map[string]json.RawMessage
 
+// decodeObject is json.Unmarshal of raw into an object. A record in
+// canonical form is plain (canon.Plain), and its objects are read by
+// canon.PlainMembers into the same map, without reflection; values alias
+// raw, which nothing changes.
+func decodeObject(raw []byte) (object, error) {
+	o := object{}
+	if canon.PlainMembers(raw, func(k, v []byte) { o[string(k)] = v }) {
+		return o, nil
+	}
+	var d object
+	err := json.Unmarshal(raw, &d)
+	return d, err
+}
+
+// decodeArray is json.Unmarshal of raw into items, for a plain array by
+// canon.PlainElements.
+func decodeArray(raw []byte, items *[]json.RawMessage) error {
+	if canon.PlainElements(raw, func(v []byte) { *items = append(*items, v) }) {
+		return nil
+	}
+	return json.Unmarshal(raw, items)
+}
+
 // parseObject decodes raw as an object whose keys are exactly required
 // plus any of optional, none null.
 func parseObject(path string, raw json.RawMessage, required, optional []string) (object, error) {
 	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
 		return nil, invalid(path, "must be a JSON object")
 	}
-	var o object
-	if err := json.Unmarshal(raw, &o); err != nil {
+	o, err := decodeObject(raw)
+	if err != nil {
 		return nil, invalid(path, "must be a JSON object: %v", err)
 	}
+	if err := checkObject(path, o, required, optional); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// checkObject is parseObject's check of a decoded object's keys.
+func checkObject(path string, o object, required, optional []string) error {
 	for _, k := range sortedKeys(o) {
 		if !contains(required, k) && !contains(optional, k) {
-			return nil, invalid(join(path, k), "is not a field of the record (schema_version %q is closed)", SchemaVersion)
+			return invalid(join(path, k), "is not a field of the record (schema_version %q is closed)", SchemaVersion)
 		}
 		if string(bytes.TrimSpace(o[k])) == "null" {
-			return nil, invalid(join(path, k), "is null")
+			return invalid(join(path, k), "is null")
 		}
 	}
 	for _, k := range required {
 		if _, ok := o[k]; !ok {
-			return nil, invalid(join(path, k), "is missing")
+			return invalid(join(path, k), "is missing")
 		}
 	}
-	return o, nil
+	return nil
 }
 
 func join(path, k string) string {
@@ -152,11 +184,26 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // str decodes a JSON string that is an identifier under rules r.
 func str(field string, raw json.RawMessage, r Identifiers) (string, error) {
-	var s string
-	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '"' || json.Unmarshal(t, &s) != nil {
+	s, ok := jsonString(raw)
+	if !ok {
 		return "", invalid(field, "must be a JSON string")
 	}
 	return s, identifier(field, s, r)
+}
+
+// jsonString decodes raw (space around it allowed) if it is one JSON
+// string. A string canon.Plain accepts has nothing to decode: its
+// bytes between the quotes are its value.
+func jsonString(raw []byte) (string, bool) {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || t[0] != '"' {
+		return "", false
+	}
+	if canon.Plain(t) {
+		return string(t[1 : len(t)-1]), true
+	}
+	var s string
+	return s, json.Unmarshal(t, &s) == nil
 }
 
 // integer decodes a JSON integer in lo..hi.
@@ -185,7 +232,7 @@ func boolean(field string, raw json.RawMessage) (bool, error) {
 // list decodes a JSON array of at most max distinct identifiers.
 func list(field string, raw json.RawMessage, max int, r Identifiers) ([]string, error) {
 	var items []json.RawMessage
-	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '[' || json.Unmarshal(t, &items) != nil {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '[' || decodeArray(t, &items) != nil {
 		return nil, invalid(field, "must be a JSON array of strings")
 	}
 	if len(items) > max {
@@ -210,8 +257,8 @@ func labels(field string, raw json.RawMessage, r Identifiers) (map[string]string
 	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
 		return nil, invalid(field, "must be a JSON object of strings")
 	}
-	var o object
-	if err := json.Unmarshal(raw, &o); err != nil {
+	o, err := decodeObject(raw)
+	if err != nil {
 		return nil, invalid(field, "must be a JSON object of strings")
 	}
 	if len(o) > MaxLabels {
