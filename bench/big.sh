@@ -13,7 +13,9 @@
 #   restart   starts all three again, fsync on (as every later stage), and
 #             times each from its start to /readyz (ready means caught up:
 #             the node has applied what a leader had committed when it
-#             started); RSS and Go heap per record 10 s after ready
+#             started); RSS and Go heap per record 10 s after ready; then
+#             one follower alone is stopped and started again, the other
+#             two serving (restart-one): its start to /readyz
 #   snapshot  the raft snapshot the leader takes (`arbiter snapshot`'s
 #             duration figures from /metrics: persist count and time) and
 #             `arbiter snapshot save` of the whole state to a file
@@ -27,7 +29,8 @@
 #             reaching the leader's, polled every 0.5 s) and the cluster's
 #             write rate (the leader's applied index, per second): the
 #             median before the kill, the lowest one-second rate while a4
-#             was away or catching up, and the median after
+#             was away or catching up, the seconds in that time below
+#             half the median before, and the median after
 #
 # Environment: BIG_LIMIT (seconds a stage may take, default 300),
 # BIG_SAVE=DIR (copy the loaded, stopped nodes there; it must not exist),
@@ -159,6 +162,13 @@ for n in 1 2 3; do
 done
 sleep 10
 for n in 1 2 3; do echo "restart node=a$n $(rss_line "http://127.0.0.1:2800$n")"; done
+# one follower alone, the others serving: a rolling restart's step
+f=2
+[ "$(leader_url)" != http://127.0.0.1:28002 ] || f=3
+kill -TERM "${pids[f - 1]}"; wait "${pids[f - 1]}" 2>/dev/null || true
+t0=$(now_ms)
+serve "a$f" "$f"
+echo "restart-one node=a$f ready_ms=$(ready_ms "http://127.0.0.1:2800$f" "$t0")"
 
 # snapshot
 leader=$(leader_url)
@@ -207,5 +217,6 @@ median() { sort -n | awk '{ a[NR] = $1 } END { print (NR ? a[int((NR + 1) / 2)] 
 before=$(awk -v k="$killed" '$1 < k { print $2 }' "$rates" | median)
 during=$(awk -v k="$killed" -v c="$caught" '$1 >= k && $1 <= c { print $2 }' "$rates" | sort -n | awk 'NR == 1')
 after=$(awk -v c="$caught" '$1 > c { print $2 }' "$rates" | median)
+slow=$(awk -v k="$killed" -v c="$caught" -v b="$before" '$1 >= k && $1 <= c && $2 < b / 2 { n++ } END { print n + 0 }' "$rates")
 echo "rejoin node=a4 caught_up_ms=$ms restores=$(field http://127.0.0.1:28003 snapshot_restores || echo '?')" \
-  "writes_per_s_before=$before lowest_while_away=${during:-?} after=$after"
+  "writes_per_s_before=$before lowest_while_away=${during:-?} seconds_below_half=$slow after=$after"
