@@ -152,17 +152,11 @@ func tenantLedgerSince(t log.Type) uint16 {
 	return leasesTenantLedger
 }
 
-// tenantScope is the scope from the tenant-keyed versions on: idemScope,
-// "/" and the tenant (at most 562 bytes, within log.MaxScopeBytes).
-func tenantScope(op, graph, tenant string) string { return idemScope(op, graph, tenant) + "/" + tenant }
-
-// scopeFor is the scope a keyed command of (graph, tenant) carries: the
-// tenant-keyed one when keyed.
+// scopeFor is the scope a keyed command of (graph, tenant) carries:
+// idemScope, followed by "/" and the tenant when keyed (at most 562
+// bytes, within log.MaxScopeBytes).
 func scopeFor(op, graph, tenant string, keyed bool) string {
-	if keyed {
-		return tenantScope(op, graph, tenant)
-	}
-	return idemScope(op, graph, tenant)
+	return hashedScope(op).Keyed(idemScope(op, graph, tenant), tenant, keyed)
 }
 
 // hashedScope is the format of op's scopes: its Tenant and Legacy are

@@ -23,6 +23,17 @@ type HashedScope struct {
 	HashLen int
 }
 
+// Keyed is base, a scope of this format before the command's
+// tenant-keyed version (Prefix and the HashLen characters), as a command
+// carries it: followed by "/" and the tenant when keyed, the form Tenant
+// and Legacy read back.
+func (h HashedScope) Keyed(base, tenant string, keyed bool) string {
+	if keyed {
+		return base + "/" + tenant
+	}
+	return base
+}
+
 // Tenant reads the tenant out of a tenant-keyed scope: ok false for a
 // scope of another prefix, or without "/" and a tenant of at least one
 // byte after the hash. The handler checks the whole scope against its

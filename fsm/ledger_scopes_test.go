@@ -35,6 +35,14 @@ func TestHashedScope(t *testing.T) {
 			t.Errorf("Legacy(%q) = %q, want %q", c.scope, got, c.legacy)
 		}
 	}
+	// Keyed writes what Tenant and Legacy read back.
+	if got := h.Keyed("d/op/abcd", "t/u", false); got != "d/op/abcd" {
+		t.Errorf("Keyed(unkeyed) = %q, want the base", got)
+	}
+	keyed := h.Keyed("d/op/abcd", "t/u", true)
+	if tenant, ok := h.Tenant(keyed); !ok || tenant != "t/u" || h.Legacy(keyed) != "d/op/abcd" {
+		t.Errorf("Keyed = %q: Tenant %q %t, Legacy %q; want t/u and the base", keyed, tenant, ok, h.Legacy(keyed))
+	}
 }
 
 // LedgerScopes learns from the enabled set once, keeps what it learnt,

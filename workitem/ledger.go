@@ -34,17 +34,11 @@ func scope(op, tenant, graph string) string {
 	return "workitem/" + op + "/" + graphHash(tenant, graph)
 }
 
-// tenantScope is the scope from the tenant-keyed versions on: scope,
-// "/" and the tenant (at most 560 bytes, within log.MaxScopeBytes).
-func tenantScope(op, tenant, graph string) string { return scope(op, tenant, graph) + "/" + tenant }
-
-// scopeFor is the scope a command of (tenant, graph) must carry: the
-// tenant-keyed one when keyed.
+// scopeFor is the scope a command of (tenant, graph) must carry: scope,
+// followed by "/" and the tenant when keyed (at most 560 bytes, within
+// log.MaxScopeBytes).
 func scopeFor(op, tenant, graph string, keyed bool) string {
-	if keyed {
-		return tenantScope(op, tenant, graph)
-	}
-	return scope(op, tenant, graph)
+	return hashedScope(op).Keyed(scope(op, tenant, graph), tenant, keyed)
 }
 
 // hashedScope is the format of op's scopes (fsm.HashedScope): its
