@@ -54,19 +54,22 @@ wait_voters http://127.0.0.1:38001
 load=$!
 sleep 2
 applied() { curl -sf "$1/metrics" | awk '/^arbiter_applied_index/ { printf "%.0f\n", $2 }'; }
+# sample NAME: each node's allocation count into the array NAME and its
+# allocation profile into $out/n<i>.NAME.
+sample() {
+  local -n counts=$1
+  local i
+  counts=()
+  for i in 1 2 3; do
+    counts+=("$(mallocs "${api[i-1]}")")
+    curl -sf -o "$out/n$i.$1" "http://127.0.0.1:3900$i/debug/pprof/allocs"
+  done
+}
 a0=$(applied "${api[0]}")
-m0=()
-for i in 1 2 3; do
-  m0+=("$(mallocs "${api[i-1]}")")
-  curl -sf -o "$out/n$i.before" "http://127.0.0.1:3900$i/debug/pprof/allocs"
-done
+sample before
 sleep "$secs"
 a1=$(applied "${api[0]}")
-m1=()
-for i in 1 2 3; do
-  m1+=("$(mallocs "${api[i-1]}")")
-  curl -sf -o "$out/n$i.after" "http://127.0.0.1:3900$i/debug/pprof/allocs"
-done
+sample after
 wait "$load" || { cat "$out/bench.out" >&2; exit 1; }
 line=$(grep 'ops/s=' "$out/bench.out" | tail -1)
 ops=$((a1 - a0))
@@ -74,7 +77,7 @@ echo "$line"
 echo "entries applied in the window: $ops"
 sum=0
 for i in 1 2 3; do
-  d=$((m1[i-1] - m0[i-1]))
+  d=$((after[i-1] - before[i-1]))
   sum=$((sum + d))
   awk -v n="n$i" -v d="$d" -v ops="$ops" 'BEGIN { printf "%s %.1f\n", n, d / ops }'
 done
