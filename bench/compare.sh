@@ -19,6 +19,15 @@
 # etcd's HTTP gateway instead of gRPC). The like-for-like comparison of
 # the two JSON APIs, as an independent HTTP client sees them:
 #   ARBITER_BENCH_ARGS="--op create-json" ETCD_LOAD_ARGS=--http bench/compare.sh 3 8s 1,64
+#
+# COMPARE_AT says where the clients connect: spread (the default: client c
+# to member c mod 3, so two thirds of them through a follower), leader
+# (every client to the member that leads just before the run: each
+# system's own leader, found through its status API) or follower (every
+# client to one member that does not lead: each system pays its forwarding
+# hop). Every run reads back each create it was told succeeded (bench's
+# and etcdload's --verify, after the measured window) and the script
+# stops if one is missing: no figure without that check.
 set -euo pipefail
 rounds=${1:-3}
 duration=${2:-10s}
@@ -58,6 +67,36 @@ start_etcd() {
   for i in 1 2 3; do wait_http "http://127.0.0.1:2379$i/health" || return 1; done
 }
 
+# etcd_member ROLE: the client endpoint of etcd's leader (ROLE leader) or
+# of a member that does not lead (follower), from each member's
+# maintenance status (its own id and the leader's).
+etcd_member() {
+  local i st
+  for i in 1 2 3; do
+    st=$(curl -sf -X POST "http://127.0.0.1:2379$i/v3/maintenance/status" -d '{}') || continue
+    local me leader
+    me=$(grep -o '"member_id":"[0-9]*"' <<<"$st" | grep -o '[0-9]*')
+    leader=$(grep -o '"leader":"[0-9]*"' <<<"$st" | grep -o '[0-9]*')
+    if { [ "$1" = leader ] && [ "$me" = "$leader" ]; } || { [ "$1" = follower ] && [ "$me" != "$leader" ]; }; then
+      echo "127.0.0.1:2379$i"; return 0
+    fi
+  done
+  echo "no etcd $1 found" >&2; return 1
+}
+
+# arbiter_member ROLE: the API URL of Arbiter's leader or of a follower,
+# from the first node's /v1/cluster/status.
+arbiter_member() {
+  local leader u
+  leader=$(curl -sf http://127.0.0.1:28001/v1/cluster/status | grep -o '"leader_api_addr":"[^"]*"' | cut -d'"' -f4)
+  [ -n "$leader" ] || { echo "no arbiter leader known" >&2; return 1; }
+  case $leader in http*) ;; *) leader="http://$leader" ;; esac
+  if [ "$1" = leader ]; then echo "$leader"; return 0; fi
+  for u in http://127.0.0.1:28001 http://127.0.0.1:28002 http://127.0.0.1:28003; do
+    [ "$u" != "$leader" ] && { echo "$u"; return 0; }
+  done
+}
+
 start_arbiter() {
   # ARBITER_ARGS: extra serve flags, split on spaces as before.
   # shellcheck disable=SC2086
@@ -79,7 +118,7 @@ measured() {
   t0=$(cpu_ticks $servers)
   sleep "$duration_s"
   t1=$(cpu_ticks $servers)
-  wait "$load"
+  wait "$load" || true # a lost write fails the load: verified (after) says so
   cat "$work/out"
   local ops
   ops=$(grep -o 'ops=[0-9]*' "$work/out" | tail -1 | cut -d= -f2)
@@ -95,15 +134,36 @@ start_etcd
 etcd_pids="${pids[*]:0:3}"
 start_arbiter
 arbiter_pids="${pids[*]:3:3}"
-echo "3 etcd members and 3 arbiter nodes are up; $rounds rounds of $duration per client count"
+at=${COMPARE_AT:-spread}
+case $at in
+spread | leader | follower) ;;
+*) echo "COMPARE_AT must be spread, leader or follower, not $at" >&2; exit 2 ;;
+esac
+echo "3 etcd members and 3 arbiter nodes are up; $rounds rounds of $duration per client count, clients at: $at"
+# verified: fails the script when the run's read-back found a create
+# missing (its output says "N missing" with N > 0).
+verified() {
+  if grep -q 'missing' "$work/out" && ! grep 'missing' "$work/out" | grep -q ' 0 missing'; then
+    echo "an acknowledged create was lost: no figure from this run" >&2; exit 1
+  fi
+  grep -q ' 0 missing' "$work/out" || { echo "the run printed no verification" >&2; exit 1; }
+}
 for r in $(seq 1 "$rounds"); do
   for c in ${clients//,/ }; do
-    echo "== round $r, $c clients: etcd" | tee -a "$work/log"
+    etcd_eps=127.0.0.1:23791,127.0.0.1:23792,127.0.0.1:23793
+    arb_urls=http://127.0.0.1:28001,http://127.0.0.1:28002,http://127.0.0.1:28003
+    if [ "$at" != spread ]; then
+      etcd_eps=$(etcd_member "$at")
+      arb_urls=$(arbiter_member "$at")
+    fi
+    echo "== round $r, $c clients: etcd (at $etcd_eps)" | tee -a "$work/log"
     # shellcheck disable=SC2086
-    measured "$etcd_pids" "$bin/etcdload" --endpoints 127.0.0.1:23791,127.0.0.1:23792,127.0.0.1:23793 --clients "$c" --duration "$duration" ${ETCD_LOAD_ARGS:-} | tee -a "$work/log"
-    echo "== round $r, $c clients: arbiter" | tee -a "$work/log"
+    measured "$etcd_pids" "$bin/etcdload" --endpoints "$etcd_eps" --clients "$c" --duration "$duration" --verify ${ETCD_LOAD_ARGS:-} | tee -a "$work/log"
+    verified
+    echo "== round $r, $c clients: arbiter (at $arb_urls)" | tee -a "$work/log"
     # shellcheck disable=SC2086
-    measured "$arbiter_pids" "$bin/arbiter" bench --addr http://127.0.0.1:28001,http://127.0.0.1:28002,http://127.0.0.1:28003 --clients "$c" --duration "$duration" ${ARBITER_BENCH_ARGS:-} | tee -a "$work/log"
+    measured "$arbiter_pids" "$bin/arbiter" bench --addr "$arb_urls" --clients "$c" --duration "$duration" --verify ${ARBITER_BENCH_ARGS:-} | tee -a "$work/log"
+    verified
   done
 done
 echo "== medians of the rounds"

@@ -48,7 +48,7 @@ type round struct {
 }
 
 var (
-	headerRE = regexp.MustCompile(`^== round \d+, (\d+) clients: (etcd|arbiter)$`)
+	headerRE = regexp.MustCompile(`^== round \d+, (\d+) clients: (etcd|arbiter)(?: \(at [^)]*\))?$`)
 	resultRE = regexp.MustCompile(`^clients=\s*(\d+)\s+ops/s=\s*([0-9.]+)\s+p50=(\S+)\s+p99=(\S+)`)
 	cpuRE    = regexp.MustCompile(`^\s+server CPU: (\d+) us per operation`)
 )

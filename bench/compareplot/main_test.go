@@ -28,11 +28,13 @@ clients=1   ops/s=     200 p50=4.5ms     p99=30ms      p999=40ms      ops=1600 e
 == round 2, 1 clients: arbiter
 clients=1   ops/s=     250 p50=850µs     p99=14ms      p999=50ms      ops=2000 errors=0
   server CPU: 440 us per operation (1.0 s over the window, three members)
-== round 1, 64 clients: etcd
+== round 1, 64 clients: etcd (at 127.0.0.1:23792)
 clients=64  ops/s=    4000 p50=15ms      p99=40ms      p999=90ms      ops=32000 errors=0
+  verified: 40012 acknowledged writes read back, 0 missing
   server CPU: 250 us per operation (1.0 s over the window, three members)
-== round 1, 64 clients: arbiter
+== round 1, 64 clients: arbiter (at http://127.0.0.1:28001)
 clients=64  ops/s=    6000 p50=10ms      p99=30ms      p999=60ms      ops=48000 errors=0
+  verified: 60020 acknowledged writes read back, 0 missing
 == round 2, 64 clients: arbiter
 create of distinct ids via 3 node(s), 8s per run after 2s warmup
 `

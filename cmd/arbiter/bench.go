@@ -58,6 +58,7 @@ all with the servers' CPU per operation.`,
 	announce := fs.Bool("announce", false, "write \"bench: measuring\" to stderr as each run's warmup starts, after its setup: a script sampling the servers (bench/ops.sh) starts there")
 	cells := fs.Int("cells", 1, "with --op lease: cells per acquire (1..16)")
 	batch := fs.Int("batch", workitem.MaxBatch, "with --op batch: items per batch (1..128)")
+	verify := fs.Bool("verify", false, "with --op create or create-json: after each run, read back every acknowledged create (linearizably, from the node its client used; not measured) and fail if one is missing: the harness's own check that no acknowledged write was lost")
 	valueBytes := fs.Int("value-bytes", 0, "with --op create or create-json: also give each node a string property \"value\" of this many bytes of JSON, quotes included (0: none; 2..60000)")
 	o := outputFlag(fs, "table")
 	cmd.RunE = func(*cobra.Command, []string) error {
@@ -65,7 +66,7 @@ all with the servers' CPU per operation.`,
 			a.addr = *addrs
 		}
 		return a.bench(benchOptions{clients: *clientList, duration: *duration, warmup: *warmup, prefix: *prefix, op: *op, cells: *cells, batch: *batch,
-			valueBytes: *valueBytes, pool: *pool, announce: *announce, out: o})
+			valueBytes: *valueBytes, pool: *pool, announce: *announce, verify: *verify, out: o})
 	}
 	return cmd
 }
@@ -75,7 +76,7 @@ type benchOptions struct {
 	duration, warmup    time.Duration
 	cells, batch        int
 	valueBytes, pool    int
-	announce            bool
+	announce, verify    bool
 	out                 output
 }
 
@@ -112,6 +113,10 @@ type benchRun struct {
 	P99Ms     float64 `json:"p99_ms"`
 	P999Ms    float64 `json:"p999_ms"`
 	FirstErr  string  `json:"first_error,omitempty"`
+	// With --verify: acknowledged creates read back, and how many of
+	// them were missing.
+	Verified *int `json:"verified,omitempty"`
+	Missing  *int `json:"missing,omitempty"`
 }
 
 func (a *app) bench(b benchOptions) error {
@@ -132,6 +137,9 @@ func (a *app) bench(b benchOptions) error {
 	urls := a.addrs()
 	if b.valueBytes != 0 && (b.valueBytes < 2 || b.valueBytes > maxBenchValueBytes) {
 		return usageErrorf("--value-bytes must be 0 or between 2 and %d", maxBenchValueBytes)
+	}
+	if b.verify && b.op != "create" && b.op != "create-json" {
+		return usageErrorf("--verify reads back creates: it takes --op create or create-json, not %q", b.op)
 	}
 	if b.pool < 0 || b.pool > maxBenchPool {
 		return usageErrorf("--pool must be between 0 (automatic) and %d", maxBenchPool)
@@ -230,20 +238,62 @@ func (a *app) bench(b benchOptions) error {
 		if res.FirstErr != nil {
 			r.FirstErr = errorText(res.FirstErr)
 		}
-		runs = append(runs, r)
 		if !b.out.json() {
 			fmt.Fprintln(a.stdout, res)
 			if res.FirstErr != nil {
 				fmt.Fprintf(a.stdout, "  first error: %s\n", errorText(res.FirstErr))
 			}
 		}
+		if b.verify {
+			v := verifyCreates(b.prefix, run, remotes, res)
+			r.Verified, r.Missing = &v.Checked, &v.Missing
+			if !b.out.json() {
+				fmt.Fprintf(a.stdout, "  %v\n", v)
+			}
+		}
+		runs = append(runs, r)
 	}
 	if b.out.json() {
 		if err := writeJSON(a.stdout, runs); err != nil {
 			return err
 		}
 	}
-	return allFailed(runs)
+	if err := allFailed(runs); err != nil {
+		return err
+	}
+	return anyMissing(runs)
+}
+
+// verifyCreates reads back, after a run of create or create-json, every
+// node id a call of the run was told it created (loadgen.Verify): the
+// same ids the ops make, each from the node its client used.
+func verifyCreates(prefix string, run int, remotes []*rawremote.Remote, res loadgen.Result) loadgen.Verification {
+	return loadgen.Verify(context.Background(), res, 32, func(ctx context.Context, c, seq int) error {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		id := benchNodeID(prefix, run, c, seq)
+		if _, err := nodes.On(remotes[c]).Get(ctx, id, fsm.Linearizable); err != nil {
+			return fmt.Errorf("node %s: %w", id, err)
+		}
+		return nil
+	})
+}
+
+// benchNodeID is the node id call seq of client c creates in run run
+// (create-json writes the same id straight into its body).
+func benchNodeID(prefix string, run, c, seq int) string {
+	return fmt.Sprintf("%s-r%d-c%d-%d", prefix, run, c, seq)
+}
+
+// anyMissing fails bench when --verify found an acknowledged create
+// missing: a figure whose writes were lost is no figure.
+func anyMissing(runs []benchRun) error {
+	for _, r := range runs {
+		if r.Missing != nil && *r.Missing > 0 {
+			return fmt.Errorf("the run with %d clients lost acknowledged writes: %d of %d read back missing", r.Clients, *r.Missing, *r.Verified)
+		}
+	}
+	return nil
 }
 
 // allFailed is an error when a run completed no operation but failed
@@ -282,7 +332,7 @@ func createOp(prefix string, run, valueBytes int, remotes []*rawremote.Remote) l
 			props["value"] = value
 		}
 		out, err := nodes.On(remotes[c]).CreateIfAbsent(ctx, nodes.CreateRequest{
-			NodeID: fmt.Sprintf("%s-r%d-c%d-%d", prefix, run, c, seq), Labels: []string{"bench"},
+			NodeID: benchNodeID(prefix, run, c, seq), Labels: []string{"bench"},
 			Properties: props,
 		})
 		if err == nil && !out.Created {

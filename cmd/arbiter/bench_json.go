@@ -42,7 +42,7 @@ func createJSONOp(prefix string, run, valueBytes, clients int, urls []string, ba
 	return func(ctx context.Context, c, seq int) error {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		var body bytes.Buffer
+		var body bytes.Buffer // node_id: benchNodeID's, written in place
 		fmt.Fprintf(&body, `{"node_id":"%s-r%d-c%d-%d","labels":["bench"],"properties":{"owner":%d`, prefix, run, c, seq, c)
 		if valueBytes > 0 {
 			body.WriteString(`,"value":"` + value + `"`)

@@ -19,7 +19,7 @@ func TestBenchCreateJSON(t *testing.T) {
 	bench := func() benchRun {
 		t.Helper()
 		r := runCLI(t, env, "", "bench", "--op", "create-json", "--clients", "3", "--duration", "300ms", "--warmup", "0s",
-			"--value-bytes", "16", "--prefix", "json-bench", "-o", "json")
+			"--value-bytes", "16", "--prefix", "json-bench", "--verify", "-o", "json")
 		var runs []benchRun
 		if err := json.Unmarshal([]byte(r.stdout), &runs); err != nil || len(runs) != 1 {
 			t.Fatalf("status %d, %v: %s %s", r.status, err, r.stdout, r.stderr)
@@ -29,6 +29,11 @@ func TestBenchCreateJSON(t *testing.T) {
 	first := bench()
 	if first.Ops == 0 || first.Errors != 0 || first.Op != "create-json" {
 		t.Fatalf("first run: %+v", first)
+	}
+	// --verify read every acknowledged create back (no warmup: every
+	// acknowledged call is a counted one).
+	if first.Verified == nil || *first.Verified != first.Ops || first.Missing == nil || *first.Missing != 0 {
+		t.Fatalf("first run's verification: %+v", first)
 	}
 	second := bench() // the same prefix, so each client's first ids exist
 	if second.Errors == 0 || second.FirstErr != "id was not new" {
@@ -42,6 +47,23 @@ func TestBenchCreateJSON(t *testing.T) {
 	}
 	if r := runCLI(t, env, "", "bench", "--op", "create-json", "--value-bytes", "1"); r.status != exitUsage {
 		t.Fatalf("--value-bytes 1: status %d, %s", r.status, r.stderr)
+	}
+	if r := runCLI(t, env, "", "bench", "--op", "submit", "--verify"); r.status != exitUsage || !strings.Contains(r.stderr, "--verify reads back creates") {
+		t.Fatalf("--verify of a submit: status %d, %s", r.status, r.stderr)
+	}
+}
+
+// TestAnyMissingFailsBench: a run whose verification found a create
+// missing ends bench with an error naming the count; runs without
+// verification, or with nothing missing, do not.
+func TestAnyMissingFailsBench(t *testing.T) {
+	zero, one, many := 0, 1, 900
+	if err := anyMissing([]benchRun{{Clients: 1}, {Clients: 64, Verified: &many, Missing: &zero}}); err != nil {
+		t.Fatalf("nothing missing: %v", err)
+	}
+	err := anyMissing([]benchRun{{Clients: 1, Verified: &many, Missing: &zero}, {Clients: 64, Verified: &many, Missing: &one}})
+	if err == nil || !strings.Contains(err.Error(), "1 of 900 read back missing") {
+		t.Fatalf("one missing: %v", err)
 	}
 }
 

@@ -36,6 +36,12 @@ type Result struct {
 	P50      time.Duration
 	P99      time.Duration
 	P999     time.Duration
+	// Acked holds, per client, the seq of every call that succeeded,
+	// warmup included (the harness's check that no acknowledged write
+	// was lost reads each one back: Verify). At most maxSamples per
+	// client; AckedTruncated says some were left out.
+	Acked          [][]int32
+	AckedTruncated bool
 }
 
 // OpsPerSec is successful operations per second.
@@ -54,11 +60,13 @@ const maxSamples = 1 << 20
 // whose operations are not counted) and returns the summary.
 func Run(ctx context.Context, clients int, warmup, d time.Duration, op Op) Result {
 	var (
-		mu       sync.Mutex
-		all      []time.Duration
-		errCount int
-		firstErr error
-		wg       sync.WaitGroup
+		mu           sync.Mutex
+		all          []time.Duration
+		errCount     int
+		firstErr     error
+		wg           sync.WaitGroup
+		ackedBy      = make([][]int32, clients)
+		anyTruncated bool
 	)
 	start := time.Now()
 	measureFrom := start.Add(warmup)
@@ -68,6 +76,8 @@ func Run(ctx context.Context, clients int, warmup, d time.Duration, op Op) Resul
 		go func() {
 			defer wg.Done()
 			var lat []time.Duration
+			var acked []int32
+			truncated := false
 			errs := 0
 			var first error
 			var clock time.Time // StartClock moves it; one per client, as calls are
@@ -79,6 +89,13 @@ func Run(ctx context.Context, clients int, warmup, d time.Duration, op Op) Resul
 				}
 				clock = t0
 				err := op(cctx, c, seq)
+				if err == nil {
+					if len(acked) < maxSamples {
+						acked = append(acked, int32(seq))
+					} else {
+						truncated = true
+					}
+				}
 				if t0.Before(measureFrom) {
 					continue
 				}
@@ -92,6 +109,8 @@ func Run(ctx context.Context, clients int, warmup, d time.Duration, op Op) Resul
 				}
 			}
 			mu.Lock()
+			ackedBy[c] = acked
+			anyTruncated = anyTruncated || truncated
 			all = append(all, lat...)
 			errCount += errs
 			if firstErr == nil {
@@ -105,6 +124,7 @@ func Run(ctx context.Context, clients int, warmup, d time.Duration, op Op) Resul
 	return Result{
 		Clients: clients, Duration: d, Ops: len(all), Errors: errCount, FirstErr: firstErr,
 		P50: pct(all, 0.50), P99: pct(all, 0.99), P999: pct(all, 0.999),
+		Acked: ackedBy, AckedTruncated: anyTruncated,
 	}
 }
 

@@ -2,6 +2,8 @@ package loadgen
 
 import (
 	"context"
+	"errors"
+	"sync"
 	"testing"
 	"time"
 )
@@ -31,4 +33,51 @@ func TestStartClockLeavesOutTheStepBefore(t *testing.T) {
 		t.Fatalf("with StartClock p99 %v, want only the step after it (< 30ms)", part.P99)
 	}
 	StartClock(context.Background()) // outside Run: nothing to move, no panic
+}
+
+// TestVerifyFindsEveryAcknowledgedCall: Run records exactly the calls
+// that succeeded (warmup included), and Verify reads back each of them
+// once and counts the ones its check cannot find.
+func TestVerifyFindsEveryAcknowledgedCall(t *testing.T) {
+	var mu sync.Mutex
+	written := map[[2]int]bool{}
+	res := Run(context.Background(), 4, 20*time.Millisecond, 100*time.Millisecond, func(_ context.Context, c, seq int) error {
+		time.Sleep(time.Millisecond)
+		if seq%3 == 0 {
+			return errors.New("refused") // not acknowledged: never checked
+		}
+		mu.Lock()
+		written[[2]int{c, seq}] = true
+		mu.Unlock()
+		return nil
+	})
+	acked := 0
+	for _, seqs := range res.Acked {
+		acked += len(seqs)
+	}
+	if acked != len(written) || acked < res.Ops {
+		t.Fatalf("acked %d calls, %d were written (ops %d)", acked, len(written), res.Ops)
+	}
+	lost := [2]int{1, 1} // client 1's second call succeeded (seq 1 is not a multiple of 3): pretend its write was lost
+	if !written[lost] {
+		t.Fatalf("client 1 call 1 was not written: %v", res)
+	}
+	seen := map[[2]int]int{}
+	v := Verify(context.Background(), res, 8, func(_ context.Context, c, seq int) error {
+		mu.Lock()
+		defer mu.Unlock()
+		seen[[2]int{c, seq}]++
+		if [2]int{c, seq} == lost || !written[[2]int{c, seq}] {
+			return errors.New("not found")
+		}
+		return nil
+	})
+	if v.Checked != acked || v.Missing != 1 || v.FirstMiss == nil {
+		t.Fatalf("verification %v, want %d checked and 1 missing", v, acked)
+	}
+	for k, n := range seen {
+		if n != 1 || !written[k] {
+			t.Fatalf("call %v checked %d times (written: %v)", k, n, written[k])
+		}
+	}
 }

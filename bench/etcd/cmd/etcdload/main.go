@@ -34,6 +34,7 @@ func main() {
 	duration := flag.Duration("duration", 10*time.Second, "measured time per run")
 	warmup := flag.Duration("warmup", 2*time.Second, "unmeasured time before each run")
 	overHTTP := flag.Bool("http", false, "post JSON to etcd's HTTP gateway instead of using gRPC")
+	verify := flag.Bool("verify", false, "after each run, read back every acknowledged create (linearizably, not measured) and exit 1 if one is missing")
 	flag.Parse()
 	eps := strings.Split(*endpoints, ",")
 	prefix := fmt.Sprintf("bench-%d", time.Now().UnixNano())
@@ -51,6 +52,9 @@ func main() {
 		if *overHTTP {
 			res := loadgen.Run(context.Background(), n, *warmup, *duration, httpTxn(eps, n, prefix, run))
 			report(res)
+			if *verify {
+				verifyCreates(eps, prefix, run, res)
+			}
 			continue
 		}
 		clients := make([]*clientv3.Client, n)
@@ -65,7 +69,7 @@ func main() {
 		res := loadgen.Run(context.Background(), n, *warmup, *duration, func(ctx context.Context, c, seq int) error {
 			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
-			key := fmt.Sprintf("%s-r%d-c%d-%d", prefix, run, c, seq)
+			key := benchKey(prefix, run, c, seq)
 			resp, err := clients[c].Txn(ctx).
 				If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
 				Then(clientv3.OpPut(key, fmt.Sprintf(`{"owner":%d}`, c))).
@@ -80,6 +84,40 @@ func main() {
 		for _, cli := range clients {
 			cli.Close()
 		}
+		if *verify {
+			verifyCreates(eps, prefix, run, res)
+		}
+	}
+}
+
+// benchKey is the key call seq of client c creates in run run.
+func benchKey(prefix string, run, c, seq int) string {
+	return fmt.Sprintf("%s-r%d-c%d-%d", prefix, run, c, seq)
+}
+
+// verifyCreates reads back every key res says a call created, with a
+// linearizable Get over gRPC whichever way the run wrote, and exits 1
+// when one is missing: the same check as arbiter bench --verify.
+func verifyCreates(eps []string, prefix string, run int, res loadgen.Result) {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer cli.Close()
+	v := loadgen.Verify(context.Background(), res, 32, func(ctx context.Context, c, seq int) error {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		key := benchKey(prefix, run, c, seq)
+		resp, err := cli.Get(ctx, key)
+		if err == nil && resp.Count != 1 {
+			err = fmt.Errorf("key %s: not found", key)
+		}
+		return err
+	})
+	fmt.Printf("  %v\n", v)
+	if v.Missing > 0 {
+		os.Exit(1)
 	}
 }
 
@@ -104,7 +142,7 @@ func httpTxn(eps []string, clients int, prefix string, run int) loadgen.Op {
 	return func(ctx context.Context, c, seq int) error {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		key := b64([]byte(fmt.Sprintf("%s-r%d-c%d-%d", prefix, run, c, seq)))
+		key := b64([]byte(benchKey(prefix, run, c, seq)))
 		body := fmt.Sprintf(`{"compare":[{"key":%q,"target":"CREATE","result":"EQUAL","create_revision":"0"}],`+
 			`"success":[{"request_put":{"key":%q,"value":%q}}],"failure":[{"request_range":{"key":%q}}]}`,
 			key, key, b64([]byte(fmt.Sprintf(`{"owner":%d}`, c))), key)
