@@ -53,13 +53,13 @@ all with the servers' CPU per operation.`,
 	duration := fs.Duration("duration", 10*time.Second, "measured time per run")
 	warmup := fs.Duration("warmup", 2*time.Second, "unmeasured time before each run")
 	prefix := fs.String("prefix", fmt.Sprintf("bench-%d", time.Now().UnixNano()), "node id prefix (ids must be new)")
-	op := fs.String("op", "create", "create (CreateNodeIfAbsent of a new node, over the raw msgpack protocol, internal/rawremote), create-json (the same over the public JSON API, POST /v1/nodes/create, each client on its own connection, as any HTTP client sends it), get (a linearizable read of one node), reserve (the concept reservation protocol on a new concept id), lease (acquire then release capacity on --cells cells), acquire (capacity acquire of one lease, kept), release (capacity release of one lease), submit (SubmitWorkItem of a new item), batch (SubmitWorkItems of --batch new items), claim (a work-item claim of a pending item), complete (complete of a claimed item), hold-reserve (a host resource reservation for a claimed item), hold-release (release of one), task (an allocation task create with a new title), channel-submit (a projection producer's submit, watermark rising) or publish (a projection publish, each after an unmeasured lease acquire)")
+	op := fs.String("op", "create", "create (CreateNodeIfAbsent of a new node, over the raw msgpack protocol, internal/rawremote), create-json (the same over the public JSON API, POST /v1/nodes/create, each client on its own connection, as any HTTP client sends it), create-go (the same through the light Go client, package client, each bench client with a client of its own: its idempotency key and failover included), get (a linearizable read of one node), reserve (the concept reservation protocol on a new concept id), lease (acquire then release capacity on --cells cells), acquire (capacity acquire of one lease, kept), release (capacity release of one lease), submit (SubmitWorkItem of a new item), batch (SubmitWorkItems of --batch new items), claim (a work-item claim of a pending item), complete (complete of a claimed item), hold-reserve (a host resource reservation for a claimed item), hold-release (release of one), task (an allocation task create with a new title), channel-submit (a projection producer's submit, watermark rising) or publish (a projection publish, each after an unmeasured lease acquire)")
 	pool := fs.Int("pool", 0, fmt.Sprintf("with --op acquire, release, claim, complete, hold-reserve or hold-release: what the unmeasured setup makes before each run, items, leases or claims (0: 1.5 times what the op would use over the warmup and the run at the rate three calibration runs of 300 ms, before the setup, measured; at most %d)", maxBenchPool))
 	announce := fs.Bool("announce", false, "write \"bench: measuring\" to stderr as each run's warmup starts, after its setup: a script sampling the servers (bench/ops.sh) starts there")
 	cells := fs.Int("cells", 1, "with --op lease: cells per acquire (1..16)")
 	batch := fs.Int("batch", workitem.MaxBatch, "with --op batch: items per batch (1..128)")
-	verify := fs.Bool("verify", false, "with --op create or create-json: after each run, read back every acknowledged create (linearizably, from the node its client used; not measured) and fail if one is missing: the harness's own check that no acknowledged write was lost")
-	valueBytes := fs.Int("value-bytes", 0, "with --op create or create-json: also give each node a string property \"value\" of this many bytes of JSON, quotes included (0: none; 2..60000)")
+	verify := fs.Bool("verify", false, "with --op create, create-json or create-go: after each run, read back every acknowledged create (linearizably, from the node its client used; not measured) and fail if one is missing: the harness's own check that no acknowledged write was lost")
+	valueBytes := fs.Int("value-bytes", 0, "with --op create, create-json or create-go: also give each node a string property \"value\" of this many bytes of JSON, quotes included (0: none; 2..60000)")
 	o := outputFlag(fs, "table")
 	cmd.RunE = func(*cobra.Command, []string) error {
 		if *addrs != "" && a.addr == "" {
@@ -138,13 +138,14 @@ func (a *app) bench(b benchOptions) error {
 	if b.valueBytes != 0 && (b.valueBytes < 2 || b.valueBytes > maxBenchValueBytes) {
 		return usageErrorf("--value-bytes must be 0 or between 2 and %d", maxBenchValueBytes)
 	}
-	if b.verify && b.op != "create" && b.op != "create-json" {
-		return usageErrorf("--verify reads back creates: it takes --op create or create-json, not %q", b.op)
+	if b.verify && b.op != "create" && b.op != "create-json" && b.op != "create-go" {
+		return usageErrorf("--verify reads back creates: it takes --op create, create-json or create-go, not %q", b.op)
 	}
 	if b.pool < 0 || b.pool > maxBenchPool {
 		return usageErrorf("--pool must be between 0 (automatic) and %d", maxBenchPool)
 	}
 	var makeOp func(run int, remotes []*rawremote.Remote) loadgen.Op
+	var afterRun func() // what a run's op holds open (create-go's clients)
 	setupOp := benchOps[b.op]
 	switch b.op {
 	case "create":
@@ -162,6 +163,19 @@ func (a *app) bench(b benchOptions) error {
 		}
 		makeOp = func(run int, remotes []*rawremote.Remote) loadgen.Op {
 			return createJSONOp(b.prefix, run, b.valueBytes, len(remotes), urls, hc, token)
+		}
+	case "create-go":
+		makeOp = func(run int, remotes []*rawremote.Remote) loadgen.Op {
+			clients, err := a.goClients(len(remotes), urls)
+			if err != nil {
+				return func(context.Context, int, int) error { return err }
+			}
+			afterRun = func() {
+				for _, c := range clients {
+					c.Close()
+				}
+			}
+			return createGoOp(b.prefix, run, b.valueBytes, clients)
 		}
 	case "get":
 		makeOp = func(run int, remotes []*rawremote.Remote) loadgen.Op { return getOp(b.prefix, run, remotes) }
@@ -183,7 +197,7 @@ func (a *app) bench(b benchOptions) error {
 		}
 	default:
 		if setupOp == nil {
-			return usageErrorf("--op must be create, create-json, get, reserve, lease, acquire, release, submit, batch, claim, complete, hold-reserve, hold-release, task, channel-submit or publish, not %q", b.op)
+			return usageErrorf("--op must be create, create-json, create-go, get, reserve, lease, acquire, release, submit, batch, claim, complete, hold-reserve, hold-release, task, channel-submit or publish, not %q", b.op)
 		}
 	}
 	if !b.out.json() {
@@ -250,6 +264,10 @@ func (a *app) bench(b benchOptions) error {
 			if !b.out.json() {
 				fmt.Fprintf(a.stdout, "  %v\n", v)
 			}
+		}
+		if afterRun != nil {
+			afterRun()
+			afterRun = nil
 		}
 		runs = append(runs, r)
 	}

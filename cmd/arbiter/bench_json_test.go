@@ -53,6 +53,23 @@ func TestBenchCreateJSON(t *testing.T) {
 	}
 }
 
+// TestBenchCreateGo drives the light Go client (--op create-go), one
+// client per node, and reads every acknowledged create back.
+func TestBenchCreateGo(t *testing.T) {
+	c := clustertest.New(t, clustertest.Options{Nodes: 3})
+	env := map[string]string{"ARBITER_ADDR": strings.Join([]string{c.URL(0), c.URL(1), c.URL(2)}, ",")}
+	r := runCLI(t, env, "", "bench", "--op", "create-go", "--clients", "3", "--duration", "300ms", "--warmup", "0s",
+		"--value-bytes", "16", "--prefix", "go-bench", "--verify", "-o", "json")
+	var runs []benchRun
+	if err := json.Unmarshal([]byte(r.stdout), &runs); err != nil || len(runs) != 1 {
+		t.Fatalf("status %d, %v: %s %s", r.status, err, r.stdout, r.stderr)
+	}
+	got := runs[0]
+	if got.Ops == 0 || got.Errors != 0 || got.Op != "create-go" || got.Verified == nil || *got.Verified != got.Ops || *got.Missing != 0 {
+		t.Fatalf("run: %+v", got)
+	}
+}
+
 // TestAnyMissingFailsBench: a run whose verification found a create
 // missing ends bench with an error naming the count; runs without
 // verification, or with nothing missing, do not.
