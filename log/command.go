@@ -142,21 +142,19 @@ func (c *Command) check() error {
 // SHA-256 over type, version, idempotency scope and payload. Two commands
 // with the same idempotency key must have the same digest to replay.
 func (c *Command) Digest() [32]byte {
-	h := sha256.New()
-	var hdr [4]byte
-	binary.BigEndian.PutUint16(hdr[0:], uint16(c.Type))
-	binary.BigEndian.PutUint16(hdr[2:], c.Version)
-	h.Write(hdr[:])
-	writeLenPrefixed(h, []byte(c.IdemScope))
-	writeLenPrefixed(h, c.Payload)
-	var d [32]byte
-	h.Sum(d[:0])
-	return d
+	// The hashed bytes are built in one buffer, on the stack for a
+	// command of common size, and hashed with Sum256: sha256.New's
+	// hasher escapes to the heap (issue 42: every keyed write digests).
+	var stack [512]byte
+	b := binary.BigEndian.AppendUint16(stack[:0], uint16(c.Type))
+	b = binary.BigEndian.AppendUint16(b, c.Version)
+	b = appendLenPrefixed(b, []byte(c.IdemScope))
+	b = appendLenPrefixed(b, c.Payload)
+	return sha256.Sum256(b)
 }
 
-func writeLenPrefixed(h interface{ Write([]byte) (int, error) }, b []byte) {
-	var n [8]byte
-	binary.BigEndian.PutUint64(n[:], uint64(len(b)))
-	h.Write(n[:])
-	h.Write(b)
+func appendLenPrefixed(b, data []byte) []byte {
+	b = binary.BigEndian.AppendUint64(b, uint64(len(data)))
+	return append(b, data...)
 }
+

@@ -551,6 +551,15 @@ func (txn *Txn) First(table, index string, args ...any) (any, error) {
 		}
 		return nil, nil
 	}
+	if key == "" {
+		// The whole index (no arguments): its first row, without the
+		// iterator's allocation (the ledger's pruning asks this of
+		// every keyed write).
+		if e, ok := tr.Min(); ok {
+			return e.obj, nil
+		}
+		return nil, nil
+	}
 	it := tr.Iter()
 	defer it.Release()
 	if it.Seek(entry{key: key}) && strings.HasPrefix(it.Item().key, key) {
