@@ -29,7 +29,9 @@
 #       each op's ops/s against create's with as many clients. What the
 #       ops' setups make (bench's --pool, sized by a calibration run)
 #       stays in the nodes' memory: the later ops run on the state the
-#       earlier ones left. duration is whole seconds.
+#       earlier ones left. duration is whole seconds. OPS_DOMAINS names
+#       the ops to run after create (default: all of them), to measure
+#       some of them again: OPS_DOMAINS="task publish" bench/ops.sh domains
 set -euo pipefail
 mode=${1:?protocol, lease, workitem, auth or domains}
 rounds=${2:-3}
@@ -201,7 +203,7 @@ domains)
       }'
   }
   for r in $(seq 1 "$rounds"); do
-    for op in create submit claim complete hold-reserve hold-release task acquire release channel-submit publish; do
+    for op in create ${OPS_DOMAINS:-submit claim complete hold-reserve hold-release task acquire release channel-submit publish}; do
       for c in 1 "$clients"; do
         echo "== round $r: $op, $c client(s)"
         measure "$op" "$c" "$r"
