@@ -386,13 +386,14 @@ func reserveOp(run int, remotes []*rawremote.Remote) loadgen.Op {
 	nonce := uint64(time.Now().UnixNano()/int64(time.Millisecond)) % 100_000
 	policies, _ := authority.NewPolicySet([]authority.ConceptNamespacePolicy{benchPolicy})
 	setupErr := ensureBenchPolicy(remotes[0])
+	services := perClient(remotes, func(r *rawremote.Remote) *authority.Service { return authority.NewService(r, r, policies) })
 	return func(ctx context.Context, c, seq int) error {
 		if setupErr != nil {
 			return setupErr
 		}
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		svc := authority.NewService(remotes[c], remotes[c], policies)
+		svc := services[c]
 		number := nonce*10_000_000_000_000 + uint64(run%10)*1_000_000_000_000 + uint64(c)*1_000_000_000 + uint64(seq) + 1
 		res, err := svc.Reserve(ctx, authority.ReserveRequest{
 			ConceptID: fmt.Sprintf("%s-%d", benchPolicy.Namespace, number), TenantRef: "bench-tenant",
@@ -444,10 +445,11 @@ func leaseOp(prefix string, run, cells int, remotes []*rawremote.Remote) loadgen
 			return func(context.Context, int, int) error { return fmt.Errorf("creating cells: %w", err) }
 		}
 	}
+	services := perClient(remotes, func(r *rawremote.Remote) *capacity.Service { return capacity.NewService(r, r) })
 	return func(ctx context.Context, c, seq int) error {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		s := capacity.NewService(remotes[c], remotes[c])
+		s := services[c]
 		demands := make([]capacity.Demand, cells)
 		for i := range demands {
 			demands[i] = capacity.Demand{CellID: fmt.Sprintf("cell-%d", i), ResourceClass: "slot", Amount: 1}

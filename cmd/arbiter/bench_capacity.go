@@ -59,8 +59,9 @@ func acquireOp(e benchEnv) (loadgen.Op, string, error) {
 	note := fmt.Sprintf("room for %d leases in %d tenant(s) made in %v", n, len(tenants), time.Since(begin).Round(time.Millisecond))
 	pool := newPool(slots, e.span)
 	demands := []capacity.Demand{{CellID: "cell-0", ResourceClass: "slot", Amount: 1}}
+	services := perClient(e.remotes, func(r *rawremote.Remote) *capacity.Service { return capacity.NewService(r, r) })
 	return pool.op(func(ctx context.Context, c, seq int, tenant string) error {
-		got, err := capacity.NewService(e.remotes[c], e.remotes[c]).Acquire(ctx, capacity.AcquireRequest{SchemaVersion: capacity.SchemaVersion, TenantRef: tenant,
+		got, err := services[c].Acquire(ctx, capacity.AcquireRequest{SchemaVersion: capacity.SchemaVersion, TenantRef: tenant,
 			WorkItemID: fmt.Sprintf("w-%d-%d", c, seq), OwnerDigest: fmt.Sprintf("client-%d", c), IdempotencyKey: fmt.Sprintf("k-%d-%d", c, seq),
 			Demands: demands, TTLMs: benchTTL.Milliseconds()})
 		if err == nil && (got.Replayed || got.Decision != capacity.Granted || len(got.Leases) != 1 || got.Leases[0].State != capacity.LeaseActive) {
@@ -109,8 +110,9 @@ func releaseOp(e benchEnv) (loadgen.Op, string, error) {
 	}
 	note := fmt.Sprintf("%d leases acquired in %v", len(held), time.Since(begin).Round(time.Millisecond))
 	pool := newPool(held, e.span)
+	services := perClient(e.remotes, func(r *rawremote.Remote) *capacity.Service { return capacity.NewService(r, r) })
 	return pool.op(func(ctx context.Context, c, _ int, h heldLease) error {
-		got, err := capacity.NewService(e.remotes[c], e.remotes[c]).Release(ctx, capacity.LeasesRequest{SchemaVersion: capacity.SchemaVersion,
+		got, err := services[c].Release(ctx, capacity.LeasesRequest{SchemaVersion: capacity.SchemaVersion,
 			TenantRef: h.tenant, OwnerDigest: h.owner, Leases: []capacity.LeaseRef{h.ref}})
 		if err == nil && (got.Decision != capacity.Granted || len(got.Leases) != 1 || got.Leases[0].State != capacity.LeaseReleased) {
 			err = fmt.Errorf("release answered %s with %d lease(s), not the lease released", got.Decision, len(got.Leases))

@@ -126,8 +126,9 @@ func holdReserveOp(e benchEnv) (loadgen.Op, string, error) {
 	}
 	note := fmt.Sprintf("%d items with a reservation record admitted and claimed, %d hosts, in %v", len(claims), benchHosts, time.Since(begin).Round(time.Millisecond))
 	pool := newPool(claims, e.span)
+	services := perClient(e.remotes, func(r *rawremote.Remote) *workitem.Service { return workitem.NewService(r, r) })
 	return pool.op(func(ctx context.Context, c, _ int, cl *workitem.ClaimResult) error {
-		_, err := reserveFor(ctx, workitem.NewService(e.remotes[c], e.remotes[c]), cl)
+		_, err := reserveFor(ctx, services[c], cl)
 		return err
 	}), note, nil
 }
@@ -157,9 +158,10 @@ func holdReleaseOp(e benchEnv) (loadgen.Op, string, error) {
 	}
 	note := fmt.Sprintf("%d items admitted, claimed and reserved on %d hosts in %v", len(held), benchHosts, time.Since(begin).Round(time.Millisecond))
 	pool := newPool(held, e.span)
+	services := perClient(e.remotes, func(r *rawremote.Remote) *workitem.Service { return workitem.NewService(r, r) })
 	return pool.op(func(ctx context.Context, c, _ int, h heldClaim) error {
 		cl := h.claim
-		res, err := workitem.NewService(e.remotes[c], e.remotes[c]).Release(ctx, workitem.ReleaseRequest{TenantRef: cl.WorkItem.TenantRef,
+		res, err := services[c].Release(ctx, workitem.ReleaseRequest{TenantRef: cl.WorkItem.TenantRef,
 			WorkItemID: cl.WorkItem.WorkItemID, Attempt: cl.Attempt, Fence: cl.Fence, ReservationID: h.id})
 		if err == nil && (res.Reservation.Status != workitem.ReservationReleased || res.Reservation.ReservationID != h.id) {
 			err = fmt.Errorf("release of %s answered %s", h.id, res.Reservation.Status)

@@ -209,3 +209,17 @@ func setupCall[T any](f func(ctx context.Context) (T, error)) (T, error) {
 	defer cancel()
 	return retry.Unknown(ctx, f)
 }
+
+// perClient is one service per client, built once before the run: a
+// program keeps its service, and a service learns what the cluster takes
+// on its first call (the workitem and capacity services ask the
+// cluster's enabled versions for their ledger scope, fsm.LedgerScopes).
+// Built per call, as these ops once did, every measured call paid that
+// query too: a work-item submit's server CPU doubled with it.
+func perClient[S any](remotes []*rawremote.Remote, build func(r *rawremote.Remote) S) []S {
+	out := make([]S, len(remotes))
+	for c, r := range remotes {
+		out[c] = build(r)
+	}
+	return out
+}

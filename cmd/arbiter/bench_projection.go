@@ -121,11 +121,12 @@ func channelSubmitOp(e benchEnv) (loadgen.Op, string, error) {
 		return nil, "", err
 	}
 	base := watermarkBase()
+	services := perClient(e.remotes, func(r *rawremote.Remote) *projection.Service { return projection.NewService(r, r) })
 	return func(ctx context.Context, c, seq int) error {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		w := base + uint64(seq) + 1
-		return submitEnvelope(ctx, projection.NewService(e.remotes[c], e.remotes[c]), targets[c], w, benchEnvelope(w), false)
+		return submitEnvelope(ctx, services[c], targets[c], w, benchEnvelope(w), false)
 	}, fmt.Sprintf("%d targets", len(targets)), nil
 }
 
@@ -144,10 +145,11 @@ func publishOp(e benchEnv) (loadgen.Op, string, error) {
 	}); err != nil {
 		return nil, "", err
 	}
+	services := perClient(e.remotes, func(r *rawremote.Remote) *projection.Service { return projection.NewService(r, r) })
 	return func(ctx context.Context, c, _ int) error {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		svc := projection.NewService(e.remotes[c], e.remotes[c])
+		svc := services[c]
 		lease, err := svc.Acquire(ctx, projection.AcquireRequest{TargetID: targets[c], HolderInstanceDigest: benchDigest("holder", c)})
 		if err != nil {
 			return fmt.Errorf("acquire before the publish: %w", err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/allocation"
 	"github.com/arbiterhq/arbiter/internal/loadgen"
+	"github.com/arbiterhq/arbiter/internal/rawremote"
 )
 
 // benchCatalogRows is the size of the catalog of the space taskOp puts:
@@ -33,10 +34,11 @@ func taskOp(e benchEnv) (loadgen.Op, string, error) {
 	}); err != nil {
 		return nil, "", fmt.Errorf("putting space %s: %w", slug, err)
 	}
+	services := perClient(e.remotes, func(r *rawremote.Remote) *allocation.Service { return allocation.NewService(r, r) })
 	return func(ctx context.Context, c, seq int) error {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		res, err := allocation.NewService(e.remotes[c], e.remotes[c]).CreateTask(ctx, slug, allocation.CreateTaskRequest{
+		res, err := services[c].CreateTask(ctx, slug, allocation.CreateTaskRequest{
 			Title: fmt.Sprintf("bench task %d %d", c, seq), DeliveryMode: "result"})
 		if err == nil && (res.Replayed || res.Task.Status != allocation.StatusOpen || res.Task.Space != slug) {
 			err = fmt.Errorf("create answered task %d %s, not a new open task", res.Task.ID, res.Task.Status)

@@ -24,10 +24,11 @@ var benchItem = workitem.SubmitRequest{CommandDigest: "sha256:" + strings.Repeat
 // in-flight cap (4096) would refuse it.
 func submitOp(prefix string, run, batch int, remotes []*rawremote.Remote) loadgen.Op {
 	perTenant := workitem.MaxTenantInFlight / batch
+	services := perClient(remotes, func(r *rawremote.Remote) *workitem.Service { return workitem.NewService(r, r) })
 	return func(ctx context.Context, c, seq int) error {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		svc := workitem.NewService(remotes[c], remotes[c])
+		svc := services[c]
 		tenant := fmt.Sprintf("%s-r%d-c%d-%d", prefix, run, c, seq/perTenant)
 		key := fmt.Sprintf("k-%d", seq)
 		if batch == 1 {
@@ -120,8 +121,9 @@ func claimOp(e benchEnv) (loadgen.Op, string, error) {
 	}
 	note := fmt.Sprintf("%d pending items admitted in %v", len(tenants), time.Since(begin).Round(time.Millisecond))
 	pool := newPool(tenants, e.span)
+	services := perClient(e.remotes, func(r *rawremote.Remote) *workitem.Service { return workitem.NewService(r, r) })
 	return pool.op(func(ctx context.Context, c, _ int, tenant string) error {
-		_, err := claimItem(ctx, workitem.NewService(e.remotes[c], e.remotes[c]), tenant, fmt.Sprintf("client-%d", c), "")
+		_, err := claimItem(ctx, services[c], tenant, fmt.Sprintf("client-%d", c), "")
 		return err
 	}), note, nil
 }
@@ -152,8 +154,9 @@ func completeOp(e benchEnv) (loadgen.Op, string, error) {
 	}
 	note := fmt.Sprintf("%d items admitted and claimed in %v", len(claims), time.Since(begin).Round(time.Millisecond))
 	pool := newPool(claims, e.span)
+	services := perClient(e.remotes, func(r *rawremote.Remote) *workitem.Service { return workitem.NewService(r, r) })
 	return pool.op(func(ctx context.Context, c, _ int, cl *workitem.ClaimResult) error {
-		res, err := workitem.NewService(e.remotes[c], e.remotes[c]).Complete(ctx, workitem.CompleteRequest{TenantRef: cl.WorkItem.TenantRef,
+		res, err := services[c].Complete(ctx, workitem.CompleteRequest{TenantRef: cl.WorkItem.TenantRef,
 			WorkItemID: cl.WorkItem.WorkItemID, Attempt: cl.Attempt, Fence: cl.Fence, Outcome: workitem.StatusSucceeded})
 		if err == nil && (res.WorkItem.Status != workitem.StatusSucceeded || res.WorkItem.WorkItemID != cl.WorkItem.WorkItemID) {
 			err = fmt.Errorf("complete of %s answered status %q", cl.WorkItem.WorkItemID, res.WorkItem.Status)
