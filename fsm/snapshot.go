@@ -411,7 +411,7 @@ func (fw *frameWriter) body(kind byte, body []byte) {
 // checks, so a bad snapshot leaves the old state untouched.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	st, err := f.readState(rc) // which reads in chunks of its own
+	st, err := f.readStateRelaxed(rc)
 	if err != nil {
 		return err
 	}
