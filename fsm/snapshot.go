@@ -556,8 +556,14 @@ func checkTrailer(fr *frameReader) ([32]byte, error) {
 	if got != want {
 		return got, fmt.Errorf("%w: checksum mismatch", ErrSnapshot)
 	}
-	if n, _ := fr.Read(make([]byte, 1)); n != 0 {
+	n, err := fr.Read(make([]byte, 1))
+	if n != 0 {
 		return got, fmt.Errorf("%w: data after trailer", ErrSnapshot)
+	}
+	if err != nil && err != io.EOF {
+		// A read error where the stream should end, or a source's own
+		// check of what it handed out failing there: no stream to trust.
+		return got, fmt.Errorf("%w: at the end of the stream: %v", ErrSnapshot, err)
 	}
 	return got, nil
 }
