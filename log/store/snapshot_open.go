@@ -14,10 +14,9 @@ import (
 // snapshotStore is raft's file snapshot store with one change: Open
 // does not read the whole snapshot to check its CRC-64 before it
 // returns. That pass read a restarting node's snapshot twice: at 5M
-// records 2.1 GB, 2.9 s of a 5M follower's restart here (2026-12-05,
-// the first pass alone 10.5 s from a cold disk), and 1.7 s of a core
-// (CRC-64 at 1.25 GB/s on this project's machines) on a machine whose
-// two cores the restore needs.
+// records 2.1 GB, about 2.9 s of a follower's restart here and 1.5 s of
+// CPU in its profile (2026-12-05, BENCHMARKS.md), 10.5 s in process from
+// a cold disk, on a machine whose two cores the restore needs.
 //
 // Every reader of a snapshot checks it without the CRC: the FSM's stream
 // ends in a SHA-256 of every byte before it, which fsm.Restore checks
