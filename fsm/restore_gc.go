@@ -14,7 +14,10 @@ import (
 // GOGC-based collector off, and the limit alone decides when to collect:
 // no more memory than the limit allows, with fewer cycles below it.
 // Without a limit the collector is left alone: off, nothing would bound
-// the restore's garbage.
+// the restore's garbage. Turning it off waits for a collection under way
+// to end (debug.SetGCPercent): at a node's start there is none worth the
+// name; a running node installing a snapshot may wait out the current
+// cycle, whose marking would have competed with the restore anyway.
 //
 // The setting is the process's, and FSMs of one process (tests, a host
 // that embeds several) may restore at once: the first restore to begin
