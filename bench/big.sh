@@ -35,7 +35,13 @@
 # Environment: BIG_LIMIT (seconds a stage may take, default 300),
 # BIG_SAVE=DIR (copy the loaded, stopped nodes there; it must not exist),
 # BIG_FROM=DIR (skip the load: start from copies of a BIG_SAVE directory,
-# to measure another build on the same state), BIG_KEEP=DIR (keep the
+# to measure another build on the same state; a copy holds each node's
+# newest snapshot only, the one a start restores: 6.6 GB at 5M records
+# instead of 12.6), BIG_ONE_SERVES="BIN1 BIN2 ..." (run restart-one once
+# with each build in turn, e.g. old and new alternating; each line names
+# its build), BIG_UNTIL=restart (stop after restart-one), BIG_LOG_LEVEL
+# (the nodes' --log-level, default warn; info logs each restore's
+# breakdown), BIG_KEEP=DIR (keep the
 # work directory there at the end; it must not exist), ARBITER_SERVE
 # (serve with another build), BIG_GOMEMLIMIT (GOMEMLIMIT of the nodes
 # only; default unset. Without it a node loading at full speed holds
@@ -83,7 +89,7 @@ serve() {
   local id=$1 n=$2
   shift 2
   GOMEMLIMIT=${BIG_GOMEMLIMIT:-${GOMEMLIMIT:-}} "$S" serve --id "$id" --data-dir "$work/$id" --raft-addr "127.0.0.1:2700$n" --http-addr "127.0.0.1:2800$n" \
-    --log-level warn "$@" >>"$work/$id.log" 2>&1 &
+    --log-level "${BIG_LOG_LEVEL:-warn}" "$@" >>"$work/$id.log" 2>&1 &
   pids[n - 1]=$!
 }
 # ready_ms URL START_MS: milliseconds from START_MS until URL/readyz answers 200.
@@ -130,8 +136,23 @@ start3() {
 }
 
 # load (or a copy of a loaded state)
+# copy_node SRC DST: a stopped node's data directory with its newest
+# snapshot only (raft orders them by term, index, then time; a start
+# restores the newest, and the older one is only its fallback).
+copy_node() {
+  local src=$1 dst=$2 e newest
+  mkdir "$dst"
+  for e in "$src"/* "$src"/.[!.]*; do
+    [ -e "$e" ] && [ "$(basename "$e")" != snapshots ] && cp -a "$e" "$dst/"
+  done
+  if [ -d "$src/snapshots" ]; then
+    mkdir "$dst/snapshots"
+    newest=$(find "$src/snapshots" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' | sort -t- -k1,1n -k2,2n -k3,3n | tail -1)
+    [ -z "$newest" ] || cp -a "$src/snapshots/$newest" "$dst/snapshots/"
+  fi
+}
 if [ -n "${BIG_FROM:-}" ]; then
-  for n in 1 2 3; do cp -a "$BIG_FROM/a$n" "$work/a$n"; done
+  for n in 1 2 3; do copy_node "$BIG_FROM/a$n" "$work/a$n"; done
   loaded=$(cat "$BIG_FROM/records")
   echo "load records=$loaded from=$BIG_FROM"
 else
@@ -162,13 +183,20 @@ for n in 1 2 3; do
 done
 sleep 10
 for n in 1 2 3; do echo "restart node=a$n $(rss_line "http://127.0.0.1:2800$n")"; done
-# one follower alone, the others serving: a rolling restart's step
-f=2
-[ "$(leader_url)" != http://127.0.0.1:28002 ] || f=3
-kill -TERM "${pids[f - 1]}"; wait "${pids[f - 1]}" 2>/dev/null || true
-t0=$(now_ms)
-serve "a$f" "$f"
-echo "restart-one node=a$f ready_ms=$(ready_ms "http://127.0.0.1:2800$f" "$t0")"
+# one follower alone, the others serving: a rolling restart's step,
+# once with each build of BIG_ONE_SERVES
+for one in ${BIG_ONE_SERVES:-$S}; do
+  f=2
+  [ "$(leader_url)" != http://127.0.0.1:28002 ] || f=3
+  kill -TERM "${pids[f - 1]}"; wait "${pids[f - 1]}" 2>/dev/null || true
+  t0=$(now_ms)
+  S=$one serve "a$f" "$f"
+  line="restart-one node=a$f ready_ms=$(ready_ms "http://127.0.0.1:2800$f" "$t0")"
+  [ -z "${BIG_ONE_SERVES:-}" ] || line="$line serve=$one load=$(cut -d' ' -f1 /proc/loadavg)"
+  echo "$line"
+  [ -z "${BIG_ONE_SERVES:-}" ] || sleep 10 # the restarted node settles (its collector, the disk)
+done
+[ "${BIG_UNTIL:-}" != restart ] || exit 0
 
 # snapshot
 leader=$(leader_url)

@@ -411,7 +411,7 @@ func (fw *frameWriter) body(kind byte, body []byte) {
 // checks, so a bad snapshot leaves the old state untouched.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	st, err := f.readState(rc) // which reads in chunks of its own
+	st, err := f.readStateRelaxed(rc)
 	if err != nil {
 		return err
 	}
@@ -437,6 +437,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.runRestored()
 	f.keyed.at.Store(st.hdr.Index)
 	f.broadcast()
+	f.logger.Info("restored a snapshot", append([]any{"index", st.hdr.Index, "rows", st.rows}, st.stats.logAttrs()...)...)
 	return nil
 }
 
@@ -472,6 +473,7 @@ type loadedState struct {
 	counts []TableRows // rows per table, in stream order
 	rows   uint64
 	sum    [32]byte // the trailer, which is the state hash
+	stats  *restoreStats
 }
 
 // rowsOf is the number of rows the stream held for table.
@@ -489,7 +491,8 @@ func (f *FSM) readState(r io.Reader) (*loadedState, error) {
 	if magic := fr.take(len(snapMagic)); magic == nil || !bytes.Equal(magic, snapMagic) {
 		return nil, fmt.Errorf("%w: not an Arbiter snapshot (or unknown format)", ErrSnapshot)
 	}
-	st := &loadedState{}
+	st := &loadedState{stats: startRestoreStats()}
+	defer func() { st.stats.bytes = fr.read }()
 	hdr := &st.hdr
 	if err := fr.expect('H', hdr); err != nil {
 		return nil, err
@@ -553,8 +556,14 @@ func checkTrailer(fr *frameReader) ([32]byte, error) {
 	if got != want {
 		return got, fmt.Errorf("%w: checksum mismatch", ErrSnapshot)
 	}
-	if n, _ := fr.Read(make([]byte, 1)); n != 0 {
+	n, err := fr.Read(make([]byte, 1))
+	if n != 0 {
 		return got, fmt.Errorf("%w: data after trailer", ErrSnapshot)
+	}
+	if err != nil && err != io.EOF {
+		// A read error where the stream should end, or a source's own
+		// check of what it handed out failing there: no stream to trust.
+		return got, fmt.Errorf("%w: at the end of the stream: %v", ErrSnapshot, err)
 	}
 	return got, nil
 }
@@ -588,6 +597,8 @@ type frameReader struct {
 	pendingKind byte
 	pendingBody []byte
 	hasPending  bool
+
+	read int64 // bytes read from src
 }
 
 // readChunkBytes is the buffer a frameReader reads into: larger than
@@ -614,6 +625,7 @@ func (fr *frameReader) take(n int) []byte {
 		fr.pos, fr.hashed = 0, 0
 		m, err := io.ReadAtLeast(fr.src, fr.buf[fr.end:], n-fr.end)
 		fr.end += m
+		fr.read += int64(m)
 		if err != nil {
 			return nil
 		}
@@ -631,6 +643,7 @@ func (fr *frameReader) Read(p []byte) (int, error) {
 		fr.pos, fr.end, fr.hashed = 0, 0, 0
 		m, err := fr.src.Read(fr.buf)
 		fr.end = m
+		fr.read += int64(m)
 		if m == 0 {
 			return 0, err
 		}

@@ -3,6 +3,7 @@ package fsm
 import (
 	"bytes"
 	"fmt"
+	"time"
 
 	"github.com/arbiterhq/arbiter/internal/statestore"
 	"github.com/arbiterhq/arbiter/log"
@@ -213,10 +214,14 @@ func (l *loader) wait() error {
 
 func (l *loader) insert(txn *statestore.Txn, st *loadedState) {
 	defer close(l.done)
+	waitFrom := time.Now()
 	for b := range l.batches {
 		<-b.decoded
+		busyFrom := time.Now()
+		st.stats.insertWaited += busyFrom.Sub(waitFrom)
 		if b.name != "" {
 			st.counts = append(st.counts, TableRows{Name: b.name})
+			waitFrom = time.Now()
 			continue
 		}
 		for _, row := range b.rows {
@@ -239,6 +244,8 @@ func (l *loader) insert(txn *statestore.Txn, st *loadedState) {
 			}
 			return
 		}
+		waitFrom = time.Now()
+		st.stats.insertBusy += waitFrom.Sub(busyFrom)
 	}
 }
 

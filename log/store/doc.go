@@ -6,7 +6,9 @@
 // Open opens the raft log and stable store (hashicorp/raft-wal,
 // the default for a new data directory, or raft-boltdb/v2, each behind a
 // raft.LogCache; a directory keeps the kind it was created with) and the
-// file snapshot store, with fsync on unless the caller explicitly asks for
+// file snapshot store (whose Open leaves the check of a snapshot's bytes
+// to the FSM's restore instead of reading the whole file for its CRC
+// first: snapshot_open.go), with fsync on unless the caller explicitly asks for
 // the unsafe no-sync mode. A directory in use by another opener is refused
 // after a second on either kind (bolt's own open timeout; for the WAL, the
 // lock file wal.lock), so an offline tool pointed at a running node's

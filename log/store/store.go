@@ -127,10 +127,12 @@ func Open(dir string, opt Options) (*Stores, error) {
 		_ = s.close()
 		return nil, err
 	}
-	if s.Snapshot, err = raft.NewFileSnapshotStore(dir, opt.SnapshotRetain, opt.LogOutput); err != nil {
+	files, err := raft.NewFileSnapshotStore(dir, opt.SnapshotRetain, opt.LogOutput)
+	if err != nil {
 		_ = s.close()
 		return nil, fmt.Errorf("log: snapshot store: %w", err)
 	}
+	s.Snapshot = &snapshotStore{FileSnapshotStore: files, dir: filepath.Join(dir, "snapshots")}
 	return s, nil
 }
 
