@@ -4,7 +4,7 @@
 # default.pgo in the main package's directory by itself; -pgo=off builds
 # without it):
 #
-#   bench/pgo.sh [seconds]      # then commit cmd/arbiter/default.pgo
+#   bench/pgo.sh [seconds]
 #
 # It builds arbiter with -pgo=off, so that the new profile does not depend
 # on the one it replaces, starts three nodes on 127.0.0.1 with serve's
@@ -20,6 +20,14 @@
 # -proto`) into cmd/arbiter/default.pgo, which is written only once every
 # phase has run. The load goes to all three nodes, as bench/cpuab.sh's,
 # so that the forwarding of a follower is in the profile too.
+#
+# No default.pgo is committed: the one this script made on 2026-12-05 did
+# not pay above the noise (BENCHMARKS.md, "profile-guided optimization"),
+# and with one, every package arbiter links is built and cached twice,
+# with and without the profile (go test of cmd/arbiter uses it too). To
+# try again: run this, build with and without (-pgo=off), compare them
+# with bench/cpuab.sh OFF ON, and commit the file only if it pays (else
+# delete it: a default.pgo left in the checkout changes every build there).
 #
 # Run it on a quiet machine from the repository root's checkout it writes
 # to. Uses ports 27201-27203 (raft), 28201-28203 (API) and 29201-29203
