@@ -82,7 +82,7 @@ it records and refuses other --id, addresses (unless --change-address) or a
 	fs.BoolVar(&cfg.RaftPipeline, "raft-pipeline", cfg.RaftPipeline, "pipeline raft's AppendEntries to caught-up followers (send the next before the last is answered) instead of one at a time")
 	noSync := fs.Bool("unsafe-no-fsync", false, "do not fsync the raft log (benchmarks only: a crash may lose acknowledged writes)")
 	joinTimeout := fs.Duration("join-timeout", time.Minute, "how long to keep trying to join")
-	gcPercent := fs.Int("gc-percent", defaultGCPercent, "Go's GC target, as GOGC (which wins when set): how far the heap grows past the live heap before a collection, in percent; higher spends less CPU on GC and holds more memory (cap it with GOMEMLIMIT)")
+	gcPercent := fs.Int("gc-percent", defaultGCPercent, "Go's GC target, as GOGC (which wins when set): how far the heap grows past the live heap before a collection, in percent; higher spends less CPU on GC and holds more memory (cap it with --memory-limit)")
 	memoryLimit := fs.String("memory-limit", "", "Go's soft memory limit, as GOMEMLIMIT (which wins when set): a whole number of bytes with an optional unit, B, KiB, MiB, GiB or TiB (4GiB), at least 16MiB; the collector runs more often as the heap nears it, whatever --gc-percent says. Empty or 0: no limit (Go's default). Set it below the machine's memory and well above the live heap")
 	pprofAddr := fs.String("pprof-addr", "", "if set, serve Go's pprof profiles on this host:port (keep it private)")
 	principalsFile := fs.String("principals", "", `JSON file of principals, [...] or {"file_version": N, "principals": [...]} (turns authentication on): seeds the cluster's replicated principal table when it has none or file_version is above the table's, and is in force only until then (reloaded on SIGHUP); without TLS, nodes also need --peer-token-file`)
@@ -181,6 +181,9 @@ func parseMemoryLimit(s string) (int64, error) {
 	n, err := strconv.ParseInt(digits, 10, 64)
 	if err != nil || n < 0 || digits[0] == '+' {
 		return 0, usageErrorf("--memory-limit %q: want a whole number of bytes with an optional unit, B, KiB, MiB, GiB or TiB (4GiB)", s)
+	}
+	if n == 0 {
+		return 0, nil // 0 in any unit: no limit, as "0"
 	}
 	if n > math.MaxInt64>>shift {
 		return 0, usageErrorf("--memory-limit %q is too large", s)

@@ -33,7 +33,7 @@ func TestParseMemoryLimit(t *testing.T) {
 		in   string
 		want int64
 	}{
-		{"", 0}, {"0", 0}, {"4GiB", 4 << 30}, {"2048MiB", 2 << 30}, {"1TiB", 1 << 40},
+		{"", 0}, {"0", 0}, {"0GiB", 0}, {"4GiB", 4 << 30}, {"2048MiB", 2 << 30}, {"1TiB", 1 << 40},
 		{"65536KiB", 64 << 20}, {"16777216", 16 << 20}, {"16777216B", 16 << 20},
 	} {
 		got, err := parseMemoryLimit(c.in)
