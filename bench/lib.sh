@@ -35,22 +35,24 @@ wait_voters() {
 # start_arbiter_cluster BINARY DIR [serve flags...]: nodes a1 (bootstrap),
 # a2 and a3 with raft on 127.0.0.1:2700N and the API on 127.0.0.1:2800N,
 # data and logs in DIR; appends their PIDs to pids and returns once the
-# three are voters.
+# three are voters. A caller that sets port_shift (a shell variable, not
+# the environment) moves all six ports up by that much, to run beside a
+# cluster on the usual ones (bench/cpuab.sh's CPUAB_PORT_SHIFT).
 start_arbiter_cluster() {
-  local bin=$1 dir=$2 i
+  local bin=$1 dir=$2 i r=$((27000 + ${port_shift:-0})) h=$((28000 + ${port_shift:-0}))
   shift 2
   # Explicit returns: callers run this inside $(...), where set -e is off.
-  refuse_taken http://127.0.0.1:28001 http://127.0.0.1:28002 http://127.0.0.1:28003 || return 1
-  "$bin" serve --id a1 --data-dir "$dir/arb1" --raft-addr 127.0.0.1:27001 --http-addr 127.0.0.1:28001 --bootstrap --log-level warn "$@" >"$dir/arb1.log" 2>&1 &
+  refuse_taken "http://127.0.0.1:$((h + 1))" "http://127.0.0.1:$((h + 2))" "http://127.0.0.1:$((h + 3))" || return 1
+  "$bin" serve --id a1 --data-dir "$dir/arb1" --raft-addr "127.0.0.1:$((r + 1))" --http-addr "127.0.0.1:$((h + 1))" --bootstrap --log-level warn "$@" >"$dir/arb1.log" 2>&1 &
   pids+=($!)
-  wait_http http://127.0.0.1:28001/readyz || return 1
+  wait_http "http://127.0.0.1:$((h + 1))/readyz" || return 1
   for i in 2 3; do
-    "$bin" serve --id "a$i" --data-dir "$dir/arb$i" --raft-addr "127.0.0.1:2700$i" --http-addr "127.0.0.1:2800$i" \
-      --join http://127.0.0.1:28001 --log-level warn "$@" >"$dir/arb$i.log" 2>&1 &
+    "$bin" serve --id "a$i" --data-dir "$dir/arb$i" --raft-addr "127.0.0.1:$((r + i))" --http-addr "127.0.0.1:$((h + i))" \
+      --join "http://127.0.0.1:$((h + 1))" --log-level warn "$@" >"$dir/arb$i.log" 2>&1 &
     pids+=($!)
   done
-  for i in 2 3; do wait_http "http://127.0.0.1:2800$i/readyz" || return 1; done
-  wait_voters http://127.0.0.1:28001
+  for i in 2 3; do wait_http "http://127.0.0.1:$((h + i))/readyz" || return 1; done
+  wait_voters "http://127.0.0.1:$((h + 1))"
 }
 
 # cpu_ticks PID...: user plus system CPU time of the processes, in clock

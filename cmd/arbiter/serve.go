@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -14,6 +15,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -80,7 +82,8 @@ it records and refuses other --id, addresses (unless --change-address) or a
 	fs.BoolVar(&cfg.RaftPipeline, "raft-pipeline", cfg.RaftPipeline, "pipeline raft's AppendEntries to caught-up followers (send the next before the last is answered) instead of one at a time")
 	noSync := fs.Bool("unsafe-no-fsync", false, "do not fsync the raft log (benchmarks only: a crash may lose acknowledged writes)")
 	joinTimeout := fs.Duration("join-timeout", time.Minute, "how long to keep trying to join")
-	gcPercent := fs.Int("gc-percent", defaultGCPercent, "Go's GC target, as GOGC (which wins when set): how far the heap grows past the live heap before a collection, in percent; higher spends less CPU on GC and holds more memory (cap it with GOMEMLIMIT)")
+	gcPercent := fs.Int("gc-percent", defaultGCPercent, "Go's GC target, as GOGC (which wins when set): how far the heap grows past the live heap before a collection, in percent; higher spends less CPU on GC and holds more memory (cap it with --memory-limit)")
+	memoryLimit := fs.String("memory-limit", "", "Go's soft memory limit, as GOMEMLIMIT (which wins when set): a whole number of bytes with an optional unit, B, KiB, MiB, GiB or TiB (4GiB), at least 16MiB; the collector runs more often as the heap nears it, whatever --gc-percent says. Empty or 0: no limit (Go's default). Set it below the machine's memory and well above the live heap")
 	pprofAddr := fs.String("pprof-addr", "", "if set, serve Go's pprof profiles on this host:port (keep it private)")
 	principalsFile := fs.String("principals", "", `JSON file of principals, [...] or {"file_version": N, "principals": [...]} (turns authentication on): seeds the cluster's replicated principal table when it has none or file_version is above the table's, and is in force only until then (reloaded on SIGHUP); without TLS, nodes also need --peer-token-file`)
 	tlsCert := fs.String("tls-cert", "", "this node's certificate (PEM); with --tls-key and --tls-peer-ca, raft and the API use TLS (arbiter cert node makes one)")
@@ -113,7 +116,8 @@ it records and refuses other --id, addresses (unless --change-address) or a
 			noFlags: cmd.Flags().NFlag() == 0, bootstrap: *bootstrap, join: *join, logLevel: *logLevel, logFormat: *logFormat,
 			noSync: *noSync, joinTimeout: *joinTimeout, pprofAddr: *pprofAddr, principalsFile: *principalsFile,
 			tlsCert: *tlsCert, tlsKey: *tlsKey, tlsPeerCA: *tlsPeerCA, tlsClientCA: *tlsClientCA, peerTokenFile: *peerTokenFile,
-			gcPercent: *gcPercent, gogc: a.getenv("GOGC"), stderr: a.stderr, guard: guard,
+			gcPercent: *gcPercent, gogc: a.getenv("GOGC"), memoryLimit: *memoryLimit, gomemlimit: a.getenv("GOMEMLIMIT"),
+			stderr: a.stderr, guard: guard,
 		})
 	}
 	return cmd
@@ -127,6 +131,8 @@ type serveOptions struct {
 	joinTimeout                                            time.Duration
 	gcPercent                                              int
 	gogc                                                   string // the GOGC environment variable
+	memoryLimit                                            string // --memory-limit, unparsed
+	gomemlimit                                             string // the GOMEMLIMIT environment variable
 	stderr                                                 io.Writer
 	guard                                                  *access.Guard // the node's access control (cfg.Domains holds its domain)
 }
@@ -146,6 +152,62 @@ func setGCPercent(percent int, gogc string) {
 	}
 }
 
+// minMemoryLimit is the smallest --memory-limit serve takes. A node's
+// runtime alone holds more than this, so a smaller limit would keep the
+// collector running without pause; it is far more likely a forgotten
+// unit ("4" for "4GiB") than a choice.
+const minMemoryLimit = 16 << 20
+
+// memoryUnits are GOMEMLIMIT's units, longest suffix first so that "B"
+// does not match before "KiB".
+var memoryUnits = []struct {
+	suffix string
+	shift  uint
+}{{"TiB", 40}, {"GiB", 30}, {"MiB", 20}, {"KiB", 10}, {"B", 0}}
+
+// parseMemoryLimit reads --memory-limit in GOMEMLIMIT's syntax: a whole
+// number of bytes with an optional unit. Empty or 0 is 0: no limit.
+func parseMemoryLimit(s string) (int64, error) {
+	if s == "" || s == "0" {
+		return 0, nil
+	}
+	digits, shift := s, uint(0)
+	for _, u := range memoryUnits {
+		if strings.HasSuffix(s, u.suffix) {
+			digits, shift = strings.TrimSuffix(s, u.suffix), u.shift
+			break
+		}
+	}
+	n, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || n < 0 || digits[0] == '+' {
+		return 0, usageErrorf("--memory-limit %q: want a whole number of bytes with an optional unit, B, KiB, MiB, GiB or TiB (4GiB)", s)
+	}
+	if n == 0 {
+		return 0, nil // 0 in any unit: no limit, as "0"
+	}
+	if n > math.MaxInt64>>shift {
+		return 0, usageErrorf("--memory-limit %q is too large", s)
+	}
+	if n <<= shift; n < minMemoryLimit {
+		return 0, usageErrorf("--memory-limit %q is under 16MiB (a missing unit? 4GiB, not 4)", s)
+	}
+	return n, nil
+}
+
+// setMemoryLimit sets Go's soft memory limit to limit bytes, unless
+// limit is 0 (Go's default, no limit, stays) or GOMEMLIMIT is set: the
+// runtime has read that already, and the environment wins as GOGC does
+// over --gc-percent. Both set is logged, since the flag then does nothing.
+func setMemoryLimit(limit int64, gomemlimit string, logger *slog.Logger) {
+	switch {
+	case limit == 0:
+	case gomemlimit != "":
+		logger.Warn("GOMEMLIMIT is set: it wins, --memory-limit is ignored", "GOMEMLIMIT", gomemlimit, "memory_limit_bytes", limit)
+	default:
+		debug.SetMemoryLimit(limit)
+	}
+}
+
 func serve(cfg cluster.Config, o serveOptions) error {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
@@ -159,7 +221,12 @@ func serve(cfg cluster.Config, o serveOptions) error {
 	if o.gcPercent < 1 {
 		return usageErrorf("--gc-percent must be 1 or more (GOGC=off turns the collector off)")
 	}
+	memoryLimit, err := parseMemoryLimit(o.memoryLimit)
+	if err != nil {
+		return err
+	}
 	setGCPercent(o.gcPercent, o.gogc)
+	setMemoryLimit(memoryLimit, o.gomemlimit, cfg.Logger)
 	cfg.NoSyncUnsafe = o.noSync
 	cfg.FlagNames = serveFlagNames
 	if o.join != "" {
