@@ -157,4 +157,3 @@ func appendLenPrefixed(b, data []byte) []byte {
 	b = binary.BigEndian.AppendUint64(b, uint64(len(data)))
 	return append(b, data...)
 }
-
