@@ -15,6 +15,7 @@ import (
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/internal/chaos"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
+	"github.com/arbiterhq/arbiter/internal/linearizability"
 	"github.com/arbiterhq/arbiter/internal/nodehooks"
 	"github.com/arbiterhq/arbiter/internal/seed"
 	"github.com/arbiterhq/arbiter/log"
@@ -215,7 +216,11 @@ func skewDomain(i int) domain.Domain {
 
 // runCapturing runs cfg with a testing.TB that records failures instead
 // of failing t, and returns them.
+//
+// The failures it expects write porcupine's pages; they go to the test's
+// own temporary directory, removed when it ends.
 func runCapturing(t *testing.T, cfg chaos.Config) []string {
+	t.Setenv(linearizability.VisualizationDirEnv, t.TempDir())
 	c := &capturingTB{TB: t}
 	done := make(chan struct{})
 	go func() {

@@ -240,8 +240,15 @@ func Check(t testing.TB, model porcupine.Model, h *History, timeout time.Duratio
 	return res
 }
 
+// VisualizationDirEnv names the environment variable that, when set,
+// is the directory visualize writes into instead of os.TempDir: tests
+// that fail a history on purpose point it at their own t.TempDir, so
+// their pages do not pile up in /tmp run after run.
+const VisualizationDirEnv = "ARBITER_PORCUPINE_DIR"
+
 // visualize writes porcupine's HTML for info to a new file under
-// os.TempDir named after the test and the time, and returns its path.
+// $ARBITER_PORCUPINE_DIR or os.TempDir, named after the test and the
+// time, and returns its path.
 func visualize(testName string, model porcupine.Model, info porcupine.LinearizationInfo) (string, error) {
 	name := strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
@@ -249,7 +256,7 @@ func visualize(testName string, model porcupine.Model, info porcupine.Linearizat
 		}
 		return '_'
 	}, testName)
-	f, err := os.CreateTemp("", fmt.Sprintf("arbiter-porcupine-%s-%s-*.html", name, time.Now().Format("20060102T150405")))
+	f, err := os.CreateTemp(os.Getenv(VisualizationDirEnv), fmt.Sprintf("arbiter-porcupine-%s-%s-*.html", name, time.Now().Format("20060102T150405")))
 	if err != nil {
 		return "", err
 	}
