@@ -113,6 +113,9 @@ type benchRun struct {
 	P99Ms     float64 `json:"p99_ms"`
 	P999Ms    float64 `json:"p999_ms"`
 	FirstErr  string  `json:"first_error,omitempty"`
+	// ClientCPUUs is this process's CPU time per operation over the
+	// measured window (the clients' side; 0 when not measured).
+	ClientCPUUs int64 `json:"client_cpu_us,omitempty"`
 	// With --verify: acknowledged creates read back, and how many of
 	// them were missing.
 	Verified *int `json:"verified,omitempty"`
@@ -248,12 +251,15 @@ func (a *app) bench(b benchOptions) error {
 		}
 		res := loadgen.Run(context.Background(), clients, b.warmup, b.duration, op)
 		r := benchRun{Op: b.op, Clients: res.Clients, Ops: res.Ops, Errors: res.Errors, OpsPerSec: res.OpsPerSec(),
-			P50Ms: ms(res.P50), P99Ms: ms(res.P99), P999Ms: ms(res.P999)}
+			P50Ms: ms(res.P50), P99Ms: ms(res.P99), P999Ms: ms(res.P999), ClientCPUUs: res.ClientCPUPerOp().Microseconds()}
 		if res.FirstErr != nil {
 			r.FirstErr = errorText(res.FirstErr)
 		}
 		if !b.out.json() {
 			fmt.Fprintln(a.stdout, res)
+			if line := res.ClientCPULine(); line != "" {
+				fmt.Fprintln(a.stdout, line)
+			}
 			if res.FirstErr != nil {
 				fmt.Fprintf(a.stdout, "  first error: %s\n", errorText(res.FirstErr))
 			}

@@ -42,6 +42,30 @@ type Result struct {
 	// client; AckedTruncated says some were left out.
 	Acked          [][]int32
 	AckedTruncated bool
+	// ClientCPU is the CPU time (user and system) the whole process
+	// running the load spent over the measured window: the clients'
+	// side of each operation, which shares the machine with the servers
+	// on a loopback benchmark. Zero when not measured (a platform
+	// without getrusage, or a run that ended before its window).
+	ClientCPU time.Duration
+}
+
+// ClientCPUPerOp is ClientCPU over the operations counted, or 0.
+func (r Result) ClientCPUPerOp() time.Duration {
+	if r.Ops == 0 {
+		return 0
+	}
+	return r.ClientCPU / time.Duration(r.Ops)
+}
+
+// ClientCPULine says what ClientCPUPerOp is, for a benchmark's output
+// ("" when not measured).
+func (r Result) ClientCPULine() string {
+	if r.ClientCPU <= 0 || r.Ops == 0 {
+		return ""
+	}
+	return fmt.Sprintf("  client CPU: %d us per operation (%.1f s over the window, the load generator's process)",
+		r.ClientCPUPerOp().Microseconds(), r.ClientCPU.Seconds())
 }
 
 // OpsPerSec is successful operations per second.
@@ -71,6 +95,7 @@ func Run(ctx context.Context, clients int, warmup, d time.Duration, op Op) Resul
 	start := time.Now()
 	measureFrom := start.Add(warmup)
 	end := measureFrom.Add(d)
+	cpu := watchCPU(measureFrom, end)
 	for c := 0; c < clients; c++ {
 		wg.Add(1)
 		go func() {
@@ -124,7 +149,45 @@ func Run(ctx context.Context, clients int, warmup, d time.Duration, op Op) Resul
 	return Result{
 		Clients: clients, Duration: d, Ops: len(all), Errors: errCount, FirstErr: firstErr,
 		P50: pct(all, 0.50), P99: pct(all, 0.99), P999: pct(all, 0.999),
-		Acked: ackedBy, AckedTruncated: anyTruncated,
+		Acked: ackedBy, AckedTruncated: anyTruncated, ClientCPU: cpu(),
+	}
+}
+
+// watchCPU samples the process's CPU time at from and at to, on a
+// goroutine of its own; the returned func gives what was spent between
+// them, or 0 when the window was not reached (a cancelled run). The
+// func must be called once, after to or after the run ended early.
+func watchCPU(from, to time.Time) func() time.Duration {
+	spent := make(chan time.Duration, 1)
+	stop := make(chan struct{})
+	go func() {
+		at := func(t time.Time) (time.Duration, bool) {
+			timer := time.NewTimer(time.Until(t))
+			defer timer.Stop()
+			select {
+			case <-timer.C:
+				return processCPU()
+			case <-stop:
+				return 0, false
+			}
+		}
+		first, ok := at(from)
+		if !ok {
+			spent <- 0
+			return
+		}
+		last, ok := at(to)
+		if !ok {
+			spent <- 0
+			return
+		}
+		spent <- last - first
+	}()
+	return func() time.Duration {
+		if time.Now().Before(to) {
+			close(stop) // the run ended early: its window is not whole
+		}
+		return <-spent
 	}
 }
 

@@ -81,3 +81,49 @@ func TestVerifyFindsEveryAcknowledgedCall(t *testing.T) {
 		}
 	}
 }
+
+// TestClientCPUCountsTheProcessNotTheClock: an op that burns at least
+// 1 ms of the process's CPU per call is measured at 1 ms a call or more
+// (less the calls that straddle the window's edges); one that sleeps
+// 2 ms costs far under 1 ms. A figure taken from the wall clock, or not
+// taken, fails one of the two.
+func TestClientCPUCountsTheProcessNotTheClock(t *testing.T) {
+	if _, ok := processCPU(); !ok {
+		t.Skip("no process CPU time on this platform")
+	}
+	burn := Run(context.Background(), 1, 50*time.Millisecond, 300*time.Millisecond, func(context.Context, int, int) error {
+		from, _ := processCPU()
+		for {
+			if now, _ := processCPU(); now-from >= time.Millisecond {
+				return nil
+			}
+		}
+	})
+	if burn.Ops < 10 || burn.ClientCPUPerOp() < 800*time.Microsecond {
+		t.Fatalf("burning 1 ms of CPU a call: %d ops, client CPU %v a call, want >= 800µs", burn.Ops, burn.ClientCPUPerOp())
+	}
+	if burn.ClientCPULine() == "" {
+		t.Fatal("a measured run has no client CPU line")
+	}
+	sleep := Run(context.Background(), 1, 50*time.Millisecond, 300*time.Millisecond, func(context.Context, int, int) error {
+		time.Sleep(2 * time.Millisecond)
+		return nil
+	})
+	if sleep.Ops < 10 || sleep.ClientCPU <= 0 || sleep.ClientCPUPerOp() >= time.Millisecond {
+		t.Fatalf("sleeping 2 ms a call: %d ops, client CPU %v (%v a call), want more than 0 and under 1ms a call", sleep.Ops, sleep.ClientCPU, sleep.ClientCPUPerOp())
+	}
+}
+
+// TestClientCPUOfACancelledRunIsZero: a run cancelled before its
+// window ends reports no client CPU rather than a part of a window.
+func TestClientCPUOfACancelledRunIsZero(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	res := Run(ctx, 1, 0, 10*time.Second, func(ctx context.Context, _, _ int) error {
+		time.Sleep(time.Millisecond)
+		return nil
+	})
+	if res.ClientCPU != 0 || res.ClientCPULine() != "" {
+		t.Fatalf("cancelled run: client CPU %v, line %q; want none", res.ClientCPU, res.ClientCPULine())
+	}
+}

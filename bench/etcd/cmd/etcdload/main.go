@@ -123,6 +123,9 @@ func verifyCreates(eps []string, prefix string, run int, res loadgen.Result) {
 
 func report(res loadgen.Result) {
 	fmt.Println(res)
+	if line := res.ClientCPULine(); line != "" {
+		fmt.Println(line)
+	}
 	if res.FirstErr != nil {
 		fmt.Printf("  first error: %v\n", res.FirstErr)
 	}
