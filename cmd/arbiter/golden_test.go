@@ -31,7 +31,7 @@ var volatile = map[string]bool{
 	"token": true, "token_sha256": true, "cert_sha256": true, "revision": true, "time": true, "go_version": true,
 	"platform": true, "module": true, "epoch": true, "cell_epoch": true, "last_fence": true, "fence_token": true,
 	"lease_epoch": true, "lease_id": true, "ops": true, "ops_per_sec": true, "p50_ms": true, "p99_ms": true,
-	"p999_ms": true, "errors": true, "backup_index": true, "runs": true, "failures": true, "ended_at_ms": true,
+	"p999_ms": true, "client_cpu_us": true, "errors": true, "backup_index": true, "runs": true, "failures": true, "ended_at_ms": true,
 }
 
 // portRE finds loopback addresses, whose ports are drawn per run.
