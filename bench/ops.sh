@@ -26,10 +26,13 @@
 #       prints what bench prints and the CPU the three servers spent per
 #       operation over the measured window (after the op's unmeasured
 #       setup and a 2 s warmup); at the end, the medians of the rounds and
-#       each op's ops/s against create's with as many clients. What the
-#       ops' setups make (bench's --pool, sized by a calibration run)
-#       stays in the nodes' memory: the later ops run on the state the
-#       earlier ones left. duration is whole seconds. OPS_DOMAINS names
+#       each op's ops/s against create's with as many clients. Each op
+#       (create too) runs on a fresh cluster of its own, started for it
+#       and removed after it: what one op's setup makes (bench's --pool,
+#       sized by a calibration run) neither slows the next one nor adds
+#       to its memory (on one cluster for every op, the nodes reached
+#       8 GB each in a round and one was killed for memory); the servers'
+#       RSS after each op is printed. duration is whole seconds. OPS_DOMAINS names
 #       the ops to run after create (default: all of them), to measure
 #       some of them again: OPS_DOMAINS="task publish" bench/ops.sh domains
 set -euo pipefail
@@ -135,10 +138,26 @@ domains)
   esac
   warmup_s=2
   duration_s=${duration%s}
-  mkdir -p "$work/proj/d1" "$work/proj/d2" "$work/proj/d3"
   : >"$work/results"
-  start_cluster d 3700 3800 --projection-root "$work/proj/{node}"
-  servers=("${pids[@]:0:3}")
+  servers=()
+  # cluster_up and cluster_down: a fresh 3-node cluster for each op.
+  cluster_up() {
+    rm -rf "$work/d1" "$work/d2" "$work/d3" "$work/proj"
+    mkdir -p "$work/proj/d1" "$work/proj/d2" "$work/proj/d3"
+    pids=()
+    start_cluster d 3700 3800 --projection-root "$work/proj/{node}"
+    servers=("${pids[@]}")
+  }
+  cluster_down() { # SIGTERM, then SIGKILL whatever has not exited after 30 s
+    local p i
+    for p in "${servers[@]}"; do kill "$p" 2>/dev/null || true; done
+    for p in "${servers[@]}"; do
+      for i in $(seq 1 300); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+      kill -9 "$p" 2>/dev/null || true
+      wait "$p" 2>/dev/null || true
+    done
+    servers=() pids=()
+  }
   # measure OP CLIENTS ROUND: one bench run; the servers' CPU is read over
   # its measured window, which starts a warmup after bench announces it
   # (after the op's setup, which is not measured).
@@ -204,12 +223,14 @@ domains)
   }
   for r in $(seq 1 "$rounds"); do
     for op in create ${OPS_DOMAINS:-submit claim complete hold-reserve hold-release task acquire release channel-submit publish}; do
+      cluster_up
       for c in 1 "$clients"; do
         echo "== round $r: $op, $c client(s)"
         measure "$op" "$c" "$r"
       done
+      echo "  the servers' RSS after $op (MiB): $(for p in "${servers[@]}"; do awk '/^VmRSS/ { printf "%d ", $2 / 1024 }' "/proc/$p/status"; done)"
+      cluster_down
     done
-    echo "== after round $r: the servers' RSS (KiB): $(for p in "${servers[@]}"; do awk '/^VmRSS/ { printf "%s ", $2 }' "/proc/$p/status"; done)"
   done
   echo "== medians of $rounds round(s); vs create: the op's ops/s over create's with as many clients"
   awk '
