@@ -79,6 +79,7 @@ const benchTenantItems = 4000
 
 // benchLife is the service and what each op left for the next.
 type benchLife struct {
+	local  *fsmtest.Local
 	s      *workitem.Service
 	meta   []byte
 	claims []*workitem.ClaimResult
@@ -110,7 +111,7 @@ func newBenchLife(b testing.TB, hosts int) *benchLife {
 	e.Concurrency.Limit = extension.MaxLimit
 	e.HostLabels = map[string]string{"zone": "a"}
 	e.AntiAffinity, e.TargetPolicies = []string{}, []string{"tp-1", "tp-2"}
-	return &benchLife{s: s, meta: sealed(b, e)}
+	return &benchLife{local: l, s: s, meta: sealed(b, e)}
 }
 
 func (l *benchLife) request(i int, record bool) workitem.SubmitRequest {

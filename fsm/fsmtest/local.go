@@ -93,6 +93,15 @@ func (l *Local) Log() []*raft.Log {
 	return append([]*raft.Log{}, l.log...)
 }
 
+// ForgetLog drops the entries kept so far (Log then returns only later
+// ones): a measure of the state's memory must not count the test's copy
+// of the log.
+func (l *Local) ForgetLog() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.log = nil
+}
+
 var (
 	_ fsm.Proposer = (*Local)(nil)
 	_ fsm.Reader   = (*Local)(nil)
