@@ -2,6 +2,7 @@ package workitem
 
 import (
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/internal/statestore"
 	memdb "github.com/hashicorp/go-memdb"
 )
 
@@ -80,24 +81,55 @@ func intf(field string) memdb.Indexer { return &memdb.IntFieldIndex{Field: field
 
 func reservationTables() []fsm.Table {
 	return []fsm.Table{
-		table(tableHosts, func() any { return new(Host) }, index("id", str("HostID"))),
-		table(tableProfiles, func() any { return new(Profile) }, index("id", compound(str("Name"), str("Version")))),
+		table(tableHosts, func() any { return new(Host) },
+			index("id", statestore.StringField("HostID", func(r *Host) string { return r.HostID }))),
+		table(tableProfiles, func() any { return new(Profile) }, index("id", keyed(compound(str("Name"), str("Version")),
+			func(r *Profile, k *statestore.Key) { k.String(r.Name); k.String(r.Version) }))),
 		table(tableReservations, func() any { return new(Reservation) },
-			index("id", str("ReservationID")),
-			index("tenant", compound(str("TenantRef"), uintf("Index"))),
-			index("item", compound(str("TenantRef"), str("WorkItemID"), uintf("Index"))),
-			index("host", compound(str("TenantRef"), str("HostID"), uintf("Index")))),
+			index("id", statestore.StringField("ReservationID", func(r *Reservation) string { return r.ReservationID })),
+			index("tenant", keyed(compound(str("TenantRef"), uintf("Index")),
+				func(r *Reservation, k *statestore.Key) { k.String(r.TenantRef); k.Uint64(r.Index) })),
+			index("item", keyed(compound(str("TenantRef"), str("WorkItemID"), uintf("Index")),
+				func(r *Reservation, k *statestore.Key) {
+					k.String(r.TenantRef)
+					k.String(r.WorkItemID)
+					k.Uint64(r.Index)
+				})),
+			index("host", keyed(compound(str("TenantRef"), str("HostID"), uintf("Index")),
+				func(r *Reservation, k *statestore.Key) { k.String(r.TenantRef); k.String(r.HostID); k.Uint64(r.Index) }))),
 		table(tableResActive, func() any { return new(activeRow) },
-			index("id", compound(str("TenantRef"), str("WorkItemID"))),
-			index("expiry", compound(intf("ExpiresAtMs"), str("ReservationID"))),
-			index("tenant", compound(str("TenantRef"), intf("ExpiresAtMs"), str("ReservationID")))),
+			index("id", keyed(compound(str("TenantRef"), str("WorkItemID")),
+				func(r *activeRow, k *statestore.Key) { k.String(r.TenantRef); k.String(r.WorkItemID) })),
+			index("expiry", keyed(compound(intf("ExpiresAtMs"), str("ReservationID")),
+				func(r *activeRow, k *statestore.Key) { k.Int64(r.ExpiresAtMs); k.String(r.ReservationID) })),
+			index("tenant", keyed(compound(str("TenantRef"), intf("ExpiresAtMs"), str("ReservationID")),
+				func(r *activeRow, k *statestore.Key) {
+					k.String(r.TenantRef)
+					k.Int64(r.ExpiresAtMs)
+					k.String(r.ReservationID)
+				}))),
 		table(tableResKeys, func() any { return new(keyRow) },
-			index("id", compound(str("Kind"), str("TenantRef"), str("A"), str("B")))),
+			index("id", keyed(compound(str("Kind"), str("TenantRef"), str("A"), str("B")),
+				func(r *keyRow, k *statestore.Key) {
+					k.String(r.Kind)
+					k.String(r.TenantRef)
+					k.String(r.A)
+					k.String(r.B)
+				}))),
 		table(tableFairness, func() any { return new(debtRow) },
-			index("id", compound(str("TenantRef"), str("Profile"), str("Group"))),
-			index("anchor", compound(intf("AnchorMs"), str("TenantRef"), str("Profile"), str("Group")))),
+			index("id", keyed(compound(str("TenantRef"), str("Profile"), str("Group")),
+				func(r *debtRow, k *statestore.Key) { k.String(r.TenantRef); k.String(r.Profile); k.String(r.Group) })),
+			index("anchor", keyed(compound(intf("AnchorMs"), str("TenantRef"), str("Profile"), str("Group")),
+				func(r *debtRow, k *statestore.Key) {
+					k.Int64(r.AnchorMs)
+					k.String(r.TenantRef)
+					k.String(r.Profile)
+					k.String(r.Group)
+				}))),
 		table(tableResEnded, func() any { return new(resTimeRow) },
-			index("id", compound(intf("AtMs"), str("ReservationID")))),
-		table(tableProfileSource, func() any { return new(profileSource) }, index("id", str("ID"))),
+			index("id", keyed(compound(intf("AtMs"), str("ReservationID")),
+				func(r *resTimeRow, k *statestore.Key) { k.Int64(r.AtMs); k.String(r.ReservationID) }))),
+		table(tableProfileSource, func() any { return new(profileSource) },
+			index("id", statestore.StringField("ID", func(r *profileSource) string { return r.ID }))),
 	}
 }

@@ -61,3 +61,42 @@ func TestStringFieldArgIsFromArgs(t *testing.T) {
 		}
 	}
 }
+
+// TestFieldsAgreesWithCompoundIndexes: Fields' keys are go-memdb's for
+// compounds of string, uint64 and int64 fields, on rows at the edges
+// (empty strings, which leave a row out, zero bytes, extreme numbers);
+// and its control: fields in another order than the indexer's, or a
+// number of another sign rule, disagree.
+func TestFieldsAgreesWithCompoundIndexes(t *testing.T) {
+	compound := func(ix ...memdb.Indexer) memdb.Indexer { return &memdb.CompoundIndex{Indexes: ix} }
+	str := func(f string) memdb.Indexer { return &memdb.StringFieldIndex{Field: f} }
+	agree := map[string]*statestore.Keyed{
+		"group-n-id": statestore.Fields(compound(str("Group"), &memdb.UintFieldIndex{Field: "N"}, str("ID")),
+			func(r *row, k *statestore.Key) { k.String(r.Group); k.Uint64(r.N); k.String(r.ID) }),
+		"c-id": statestore.Fields(compound(&memdb.IntFieldIndex{Field: "C"}, str("ID")),
+			func(r *row, k *statestore.Key) { k.Int64(r.C); k.String(r.ID) }),
+		"one": statestore.Fields(str("ID"), func(r *row, k *statestore.Key) { k.String(r.ID) }),
+	}
+	rows := []any{
+		&row{}, &row{ID: "x"}, &row{Group: "a"}, &row{ID: "x\x00y", Group: "é", N: 1, C: -1},
+		&row{ID: "z", Group: "g", N: math.MaxUint64, C: math.MinInt64}, &row{ID: "z", Group: "g", C: math.MaxInt64},
+	}
+	for name, k := range agree {
+		table := &memdb.TableSchema{Name: "t", Indexes: map[string]*memdb.IndexSchema{"id": {Name: "id", Unique: true, Indexer: k}}}
+		if err := statestore.VerifyKeys(table, rows...); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	disagree := map[string]*statestore.Keyed{
+		"order": statestore.Fields(compound(str("Group"), str("ID")),
+			func(r *row, k *statestore.Key) { k.String(r.ID); k.String(r.Group) }),
+		"sign": statestore.Fields(compound(&memdb.IntFieldIndex{Field: "C"}),
+			func(r *row, k *statestore.Key) { k.Uint64(uint64(r.C)) }),
+	}
+	for name, k := range disagree {
+		table := &memdb.TableSchema{Name: "t", Indexes: map[string]*memdb.IndexSchema{"id": {Name: "id", Unique: true, Indexer: k}}}
+		if err := statestore.VerifyKeys(table, &row{ID: "x", Group: "a", C: 3}); err == nil {
+			t.Errorf("%s: a keyer that disagrees passes", name)
+		}
+	}
+}
