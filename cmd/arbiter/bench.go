@@ -114,8 +114,9 @@ type benchRun struct {
 	P999Ms    float64 `json:"p999_ms"`
 	FirstErr  string  `json:"first_error,omitempty"`
 	// ClientCPUUs is this process's CPU time per operation over the
-	// measured window (the clients' side; 0 when not measured).
-	ClientCPUUs int64 `json:"client_cpu_us,omitempty"`
+	// measured window (the clients' side; 0 when not measured, as with no
+	// operation done).
+	ClientCPUUs int64 `json:"client_cpu_us"`
 	// With --verify: acknowledged creates read back, and how many of
 	// them were missing.
 	Verified *int `json:"verified,omitempty"`
