@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/internal/fsmtest"
 	"github.com/arbiterhq/arbiter/log"
 	"github.com/arbiterhq/arbiter/nodes"
 	"github.com/hashicorp/raft"
@@ -34,7 +35,7 @@ func BenchmarkMemoryPerRecord(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	before := liveHeap()
+	before := fsmtest.LiveHeap()
 	b.ReportAllocs()
 	b.ResetTimer()
 	index := uint64(0)
@@ -62,7 +63,7 @@ func BenchmarkMemoryPerRecord(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	after := liveHeap()
+	after := fsmtest.LiveHeap()
 	b.ReportMetric(float64(after-before)/float64(b.N), "heap-B/record")
 	if path := os.Getenv("ARBITER_HEAP_PROFILE"); path != "" {
 		out, err := os.Create(path)
@@ -75,12 +76,4 @@ func BenchmarkMemoryPerRecord(b *testing.B) {
 		}
 	}
 	runtime.KeepAlive(f)
-}
-
-func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
 }

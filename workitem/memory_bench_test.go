@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"testing"
+
+	"github.com/arbiterhq/arbiter/internal/fsmtest"
 )
 
 // BenchmarkMemoryPerItem is the live heap an item holds in a bare FSM
@@ -31,7 +33,7 @@ func BenchmarkMemoryPerItem(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			l := newBenchLife(b, 4)
 			l.local.ForgetLog()
-			before := liveHeapNow()
+			before := fsmtest.LiveHeap()
 			b.ResetTimer()
 			for i := range b.N {
 				for step, f := range c.steps {
@@ -43,7 +45,7 @@ func BenchmarkMemoryPerItem(b *testing.B) {
 			b.StopTimer()
 			l.claims, l.res = nil, nil // what the life kept for later steps is the test's, not the state's
 			l.local.ForgetLog()
-			after := liveHeapNow()
+			after := fsmtest.LiveHeap()
 			b.ReportMetric(float64(int64(after)-int64(before))/float64(b.N), "live-B/item")
 			if path := os.Getenv("ARBITER_HEAP_PROFILE"); path != "" {
 				f, err := os.Create(path + "." + c.name)
@@ -58,12 +60,4 @@ func BenchmarkMemoryPerItem(b *testing.B) {
 			runtime.KeepAlive(l)
 		})
 	}
-}
-
-func liveHeapNow() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
 }
