@@ -59,7 +59,7 @@ func Module() fsm.Module {
 			{Type: CmdPutHost, Name: "workitem_host_put", MaxVersion: 2, Apply: fsm.Handle(putHostCommand())}, // 2: see putHostV2
 			{Type: CmdTelemetry, Name: "workitem_host_telemetry", MaxVersion: 1, Apply: fsm.Handle(telemetryCommand())},
 			{Type: CmdSetProfiles, Name: "workitem_profiles_set", MaxVersion: 2, Apply: fsm.Handle(setProfilesCommand())}, // 2: see profilesV2
-			{Type: CmdReserve, Name: "workitem_reserve", MaxVersion: 2, Apply: fsm.Handle(reserveCommand())},              // 2: see reserveV2
+			{Type: CmdReserve, Name: "workitem_reserve", MaxVersion: 3, Apply: fsm.Handle(reserveCommand())},              // 2, 3: see reserveV2, reserveV3
 			{Type: CmdRelease, Name: "workitem_release", MaxVersion: 2, Apply: fsm.Handle(releaseCommand())},              // 2: see releaseV2
 			{Type: CmdReclaim, Name: "workitem_reservation_reclaim", MaxVersion: 1, Apply: fsm.Handle(reclaimCommand())},
 			{Type: CmdRewriteExtension, Name: "workitem_extension_rewrite", MaxVersion: 2, Apply: fsm.Handle(rewriteExtensionCommand())}, // 2: see rewriteSensitive

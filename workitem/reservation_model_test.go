@@ -213,9 +213,14 @@ func (m *resModel) reserve(p identity.Principal, r workitem.ReserveRequest) (*wo
 		return nil, rFail(errs.CodeNotFound)
 	}
 	if held := m.active(it.id); held != nil && held.Attempt == r.Attempt && held.Fence == r.Fence {
+		// Asked again: the reservation held, to a live claim only (v3).
 		switch {
+		case it.status != workitem.StatusClaimed || it.attempt != r.Attempt || it.fence != r.Fence:
+			return nil, rFail(errs.CodeStaleFence)
 		case !mayAct(p, it.claimedBy):
 			return nil, rFail(errs.CodeForbidden)
+		case m.now >= it.claimExpires:
+			return nil, rFail(errs.CodeExpired)
 		case r.HostID != "" && r.HostID != held.HostID:
 			return nil, rFail(errs.CodeConflict)
 		}

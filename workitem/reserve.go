@@ -34,6 +34,15 @@ func (c *reserveCmd) validate() error {
 // reservation records its holder (HeldBy).
 const reserveV2 = 2
 
+// reserveV3 is the version of workitem_reserve from which asking again
+// for the reservation an item holds answers it only to a live claim: a
+// holder whose claim has expired hears expired, even while the
+// reservation is still active because no tick has ended it yet. Before,
+// it heard the reservation, as if it still held it (the chaos test's
+// reservation workload caught a stale holder told so, seed
+// 1796479922484472087 of TestFaultsTCP/reservation).
+const reserveV3 = 3
+
 // checkHolder validates the fields that name a claim.
 func checkHolder(tenant, id string, attempt int64, fence uint64) error {
 	if err := ident("tenant_ref", tenant); err != nil {
@@ -65,7 +74,7 @@ func checkHolder(tenant, id string, attempt int64, fence uint64) error {
 //
 // An item holds at most one active reservation: asking again with the
 // same attempt and fence (and no host, or the same host) answers the
-// reservation it holds, unchanged.
+// reservation it holds, unchanged, while the claim is live (reserveV3).
 func applyReserve(tx *fsm.Tx, _ *log.Command, c *reserveCmd) (any, error) {
 	it, err := existingItem(tx, c.TenantRef, c.WorkItemID)
 	if err != nil {
@@ -76,7 +85,11 @@ func applyReserve(tx *fsm.Tx, _ *log.Command, c *reserveCmd) (any, error) {
 		return nil, err
 	}
 	if held != nil && held.Attempt == c.Attempt && held.Fence == c.Fence {
-		if it.ClaimedBy != tx.Principal.ID && !tx.Principal.HasRole(identity.RoleController) {
+		if tx.EnabledVersion(CmdReserve) >= reserveV3 {
+			if err := checkClaim(tx, it, c.Attempt, c.Fence); err != nil {
+				return nil, err
+			}
+		} else if it.ClaimedBy != tx.Principal.ID && !tx.Principal.HasRole(identity.RoleController) {
 			return nil, errs.Errorf(errs.CodeForbidden, "work item %q was claimed by another principal", it.WorkItemID)
 		}
 		if c.HostID != "" && c.HostID != held.HostID {
