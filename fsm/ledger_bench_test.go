@@ -1,8 +1,11 @@
 package fsm_test
 
 import (
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/arbiterhq/arbiter/fsm"
@@ -44,5 +47,67 @@ func BenchmarkApplyBatch64Keyed(b *testing.B) {
 				f.ApplyBatch(entries[i:min(i+64, len(entries))])
 			}
 		})
+	}
+}
+
+// BenchmarkApplyKeyedFullLedger is BenchmarkApplyBatch64Keyed as a
+// loaded cluster's replica sees it under the Go client: the ledger at
+// its default cap (250,000 rows, so every create also evicts the oldest
+// row), random keys (client.NewKey's form) and 250,000 nodes already
+// there. Its rows are spread over trees too large for the CPU's caches,
+// which is what a ledger lookup and insert cost on a cluster and the
+// small benchmarks above do not show.
+func BenchmarkApplyKeyedFullLedger(b *testing.B) {
+	const ledgerCap, preload = 250_000, 260_000
+	f, err := fsm.New(fsm.Config{Modules: []fsm.Module{nodes.Module()}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	next := uint64(1)
+	entry := func(cmd log.Command) *raft.Log {
+		data, err := log.Encode(cmd)
+		if err != nil {
+			b.Fatal(err)
+		}
+		next++
+		return &raft.Log{Index: next - 1, Type: raft.LogCommand, Data: data}
+	}
+	keyed := func() *raft.Log {
+		var key [16]byte
+		binary.LittleEndian.PutUint64(key[:], rng.Uint64())
+		binary.LittleEndian.PutUint64(key[8:], rng.Uint64())
+		payload := log.MustMarshal(nodes.CreateCommand{NodeID: fmt.Sprintf("bench-1764000000000-r0-c%d-%d", next%64, next/64),
+			Properties: map[string]json.RawMessage{"owner": json.RawMessage(`7`)}})
+		return entry(log.Command{Type: nodes.CmdCreate, Version: 1, Stamp: int64(next), IdemScope: "node",
+			IdemKey: "go-" + hex.EncodeToString(key[:]), Payload: payload})
+	}
+	apply := func(batch []*raft.Log) {
+		for i, out := range f.ApplyBatch(batch) {
+			if res := out.(*fsm.Response); res.Err != nil {
+				b.Fatalf("entry %d: %v", batch[i].Index, res.Err)
+			}
+		}
+	}
+	apply([]*raft.Log{
+		entry(log.Command{Type: fsm.CmdEnable, Version: 1, Stamp: 1, Payload: log.MustMarshal(fsm.ServedBy(nodes.Module()))}),
+		entry(log.Command{Type: fsm.CmdTick, Version: 2, Stamp: 1, Payload: log.MustMarshal(fsm.Tick{
+			IdemRetentionMs: 3_600_000, FeedRetain: 10_000, LedgerMaxRows: ledgerCap, Budget: 1})}),
+	})
+	batch := make([]*raft.Log, 0, 64)
+	for range preload {
+		if batch = append(batch, keyed()); len(batch) == cap(batch) {
+			apply(batch)
+			batch = batch[:0]
+		}
+	}
+	entries := make([]*raft.Log, b.N)
+	for i := range entries {
+		entries[i] = keyed()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < len(entries); i += 64 {
+		apply(entries[i:min(i+64, len(entries))])
 	}
 }
