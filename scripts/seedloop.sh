@@ -68,6 +68,22 @@ done
 
 name_of() { echo "$1" | tr -d '^$'; }
 
+# failing_seeds LOG: the seed of each failed subtest, from the replay
+# line the test prints for it (a parent's earlier subtests print seeds
+# too, which are not the ones that failed); else the first seeds the log
+# names.
+failing_seeds() {
+  local log=$1 sub seeds="" seed
+  for sub in $( (grep -o -- '--- FAIL: [^ ]*' "$log" || true) | awk '{print $3}' | sort -u); do
+    seed=$( (grep -F -- "-run '^$sub\$'" "$log" || true) | grep -o 'ARBITER_SEED=[0-9]*' | head -n 1 | cut -d= -f2)
+    [ -n "$seed" ] && seeds="$seeds$seed "
+  done
+  if [ -z "$seeds" ]; then
+    seeds=$( (grep -o 'seed [0-9]*' "$log" || true) | head -n 5 | awk '{print $2}' | tr '\n' ' ')
+  fi
+  echo "$seeds"
+}
+
 # one_run TEST I: runs it once and writes "ok" or the failing seeds to
 # results/<name>-<i>.
 one_run() {
@@ -82,7 +98,7 @@ one_run() {
     rm -f "$log"
     echo ok >"$out/results/$name-$i"
   else
-    seeds=$( (grep -o 'seed [0-9]*' "$log" || true) | head -n 5 | awk '{print $2}' | tr '\n' ' ')
+    seeds=$(failing_seeds "$log")
     echo "fail $seeds" >"$out/results/$name-$i"
     echo "FAIL $name run $i (seeds: $seeds) log: $log"
     grep -m 3 -E -- '--- FAIL|panic:|Error' "$log" | sed 's/^/    /' || true
