@@ -53,12 +53,21 @@ func BenchmarkApplyBatch64Keyed(b *testing.B) {
 // BenchmarkApplyKeyedFullLedger is BenchmarkApplyBatch64Keyed as a
 // loaded cluster's replica sees it under the Go client: the ledger at
 // its default cap (250,000 rows, so every create also evicts the oldest
-// row), random keys (client.NewKey's form) and 250,000 nodes already
-// there. Its rows are spread over trees too large for the CPU's caches,
+// row), random keys (client.NewKey's form) and the 260,000 nodes its
+// preload made. Its rows are spread over trees too large for the CPU's caches,
 // which is what a ledger lookup and insert cost on a cluster and the
 // small benchmarks above do not show.
+//
+// rows=25000 is the same with the ledger capped at a tenth
+// (--idempotency-max-rows), the nodes as many: what a smaller ledger saves.
 func BenchmarkApplyKeyedFullLedger(b *testing.B) {
-	const ledgerCap, preload = 250_000, 260_000
+	for _, ledgerCap := range []uint64{250_000, 25_000} {
+		b.Run(fmt.Sprintf("rows=%d", ledgerCap), func(b *testing.B) { applyKeyedFullLedger(b, ledgerCap) })
+	}
+}
+
+func applyKeyedFullLedger(b *testing.B, ledgerCap uint64) {
+	const preload = 260_000
 	f, err := fsm.New(fsm.Config{Modules: []fsm.Module{nodes.Module()}})
 	if err != nil {
 		b.Fatal(err)
