@@ -121,8 +121,12 @@ type Config struct {
 	// evicted early (counted in arbiter_ledger_evictions_total). A retry
 	// is replayed for IdempotencyRetention or the last IdempotencyMaxRows
 	// keyed writes, whichever is shorter (see fsm.Retention).
+	// IdempotencyMaxBytes bounds the rows' size as well (a row holds its
+	// write's whole result), once every voter serves version 3 of the
+	// tick; evictions for it count in the same metric.
 	IdempotencyRetention time.Duration
 	IdempotencyMaxRows   uint64
+	IdempotencyMaxBytes  uint64
 	// ChangeFeedRetain is how many change-feed events are kept.
 	ChangeFeedRetain uint64
 
@@ -212,6 +216,7 @@ func DefaultConfig() Config {
 		TickBudget:            128,
 		IdempotencyRetention:  24 * time.Hour,
 		IdempotencyMaxRows:    250_000,
+		IdempotencyMaxBytes:   256 << 20,
 		ChangeFeedRetain:      100_000,
 		HeartbeatTimeout:      1000 * time.Millisecond,
 		ElectionTimeout:       1000 * time.Millisecond,
@@ -306,6 +311,9 @@ func (c *Config) Validate() error {
 	}
 	if c.IdempotencyMaxRows < fsm.MinLedgerRows || c.IdempotencyMaxRows > fsm.MaxLedgerRows {
 		bad("%s must be between %d and %d", nm("IdempotencyMaxRows"), fsm.MinLedgerRows, fsm.MaxLedgerRows)
+	}
+	if c.IdempotencyMaxBytes < fsm.MinLedgerBytes || c.IdempotencyMaxBytes > fsm.MaxLedgerBytes {
+		bad("%s must be between %d and %d", nm("IdempotencyMaxBytes"), uint64(fsm.MinLedgerBytes), uint64(fsm.MaxLedgerBytes))
 	}
 	if c.TickBudget < 1 || c.TickBudget > fsm.MaxTickBudget {
 		bad("%s must be between 1 and %d", nm("TickBudget"), fsm.MaxTickBudget)

@@ -104,7 +104,8 @@ func (ld *leadership) logTickError(err error, term uint64) {
 }
 
 // tick proposes one Tick on this node, which must be the leader: version
-// 2, with the ledger's row cap, once the cluster enables it.
+// 2, with the ledger's row cap, once the cluster enables it; version 3,
+// with its byte cap too, once the cluster enables that.
 func (ld *leadership) tick(ctx context.Context) (*fsm.Response, error) {
 	t := fsm.Tick{
 		IdemRetentionMs: ld.cfg.IdempotencyRetention.Milliseconds(),
@@ -114,6 +115,9 @@ func (ld *leadership) tick(ctx context.Context) (*fsm.Response, error) {
 	version := uint16(1)
 	if enabled, gated := ld.fsm.Enabled(); gated && enabled.Allows(fsm.CmdTick, 2) {
 		version, t.LedgerMaxRows = 2, ld.cfg.IdempotencyMaxRows
+		if enabled.Allows(fsm.CmdTick, 3) {
+			version, t.LedgerMaxBytes = 3, ld.cfg.IdempotencyMaxBytes
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, ld.cfg.ApplyTimeout)
 	defer cancel()

@@ -158,7 +158,8 @@ func newMetrics(n *Node) *metrics {
 			return float64(c)
 		}),
 		gauge("arbiter_ledger_rows", "Rows in the idempotency ledger.", func() float64 { return float64(n.fsm.RetentionStats().LedgerRows) }),
-		counter("arbiter_ledger_evictions_total", "Ledger rows evicted by the row cap before their retention ran out.", func() float64 {
+		gauge("arbiter_ledger_bytes", "Size of the idempotency ledger's rows, as its byte cap counts them (0 until every voter serves the cap).", func() float64 { return float64(n.fsm.RetentionStats().LedgerBytes) }),
+		counter("arbiter_ledger_evictions_total", "Ledger rows evicted by the row or byte cap before their retention ran out.", func() float64 {
 			return float64(n.fsm.RetentionStats().LedgerEvicted)
 		}),
 		gauge("arbiter_ledger_oldest_age_seconds", "FSM time since the oldest ledger row was written (above the retention: a pruning backlog).", func() float64 {

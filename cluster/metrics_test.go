@@ -48,7 +48,7 @@ var followerMetrics = []string{
 	"arbiter_snapshot_persist_duration_seconds_count", "arbiter_snapshot_restore_duration_seconds_count",
 	"arbiter_snapshot_last_size_bytes", "arbiter_snapshot_failures_total",
 	"arbiter_http_requests_total", "arbiter_http_request_duration_seconds_bucket",
-	"arbiter_ledger_rows", "arbiter_feed_rows", "arbiter_log_lines_suppressed_total", "arbiter_build_info",
+	"arbiter_ledger_rows", "arbiter_ledger_bytes", "arbiter_feed_rows", "arbiter_log_lines_suppressed_total", "arbiter_build_info",
 	// What the domains count of their state (fsm.Module Gauges).
 	"arbiter_workitems", "arbiter_workitems_claimable", "arbiter_host_reservations", "arbiter_capacity_leases",
 	"arbiter_allocation_tasks", "arbiter_allocation_spaces", "arbiter_projection_leases",

@@ -32,9 +32,13 @@ type meta struct {
 	// (see keepUp).
 	Retention *Retention `msgpack:"retention,omitempty"`
 	// LedgerRows counts the idempotency ledger's rows; LedgerEvicted the
-	// rows evicted by its row cap before their retention ran out.
+	// rows evicted by its row or byte cap before their retention ran out;
+	// LedgerBytes is the rows' size (ledgerRowBytes, summed) while a byte
+	// cap is in force (countsLedgerBytes), else 0: a state that never
+	// had one is the state it was before the cap existed.
 	LedgerRows    uint64 `msgpack:"ledger_rows,omitempty"`
 	LedgerEvicted uint64 `msgpack:"ledger_evicted,omitempty"`
+	LedgerBytes   uint64 `msgpack:"ledger_bytes,omitempty"`
 	// ClusterID names the cluster ("" until CmdClusterID; see there).
 	ClusterID string `msgpack:"cluster_id,omitempty"`
 }

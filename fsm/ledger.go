@@ -106,7 +106,32 @@ func recordLedger(txn *statestore.Txn, m *meta, cmd *log.Command, id string, res
 		return err
 	}
 	m.LedgerRows++
+	if m.countsLedgerBytes() {
+		m.LedgerBytes += ledgerRowBytes(row)
+	}
 	return nil
+}
+
+// countsLedgerBytes says that a byte cap is in force, and LedgerBytes
+// counted (see meta).
+func (m *meta) countsLedgerBytes() bool { return m.Retention != nil && m.Retention.LedgerMaxBytes > 0 }
+
+// ledgerRowOverhead is what ledgerRowBytes counts for a row's fixed
+// fields and the indexes' entries, besides its strings and result.
+const ledgerRowOverhead = 160
+
+// ledgerRowBytes is the size a row counts for against the ledger's byte
+// cap: its strings, its result and its error's code and message, plus
+// ledgerRowOverhead. It is an estimate of the row's memory, computed
+// from the row alone, the same on every replica and in every version: a
+// change to it changes which rows a byte cap evicts, so it needs a new
+// version of the tick.
+func ledgerRowBytes(row *idemRow) uint64 {
+	n := len(row.ID) + len(row.Principal) + len(row.Scope) + len(row.Key) + len(row.Response.Result) + ledgerRowOverhead
+	if e := row.Response.Err; e != nil {
+		n += len(e.Code) + len(e.Message)
+	}
+	return uint64(n)
 }
 
 // principalLedgerID joins principal, scope and key unambiguously (each
@@ -165,6 +190,9 @@ func deleteOldest(txn *statestore.Txn, m *meta, budget int, doomed func(*idemRow
 		}
 		if m.LedgerRows > 0 {
 			m.LedgerRows--
+		}
+		if m.countsLedgerBytes() {
+			m.LedgerBytes -= min(m.LedgerBytes, ledgerRowBytes(row))
 		}
 	}
 	return n

@@ -17,7 +17,13 @@ import "github.com/arbiterhq/arbiter/internal/statestore"
 //     rows are evicted before their retention runs out (counted in
 //     LedgerEvicted, exported as arbiter_ledger_evictions_total). A retry
 //     is therefore replayed for IdemRetentionMs or the last LedgerMaxRows
-//     keyed writes, whichever is shorter; after that it runs again.
+//     keyed writes, whichever is shorter; after that it runs again;
+//   - from a tick of version 3, the ledger also holds at most
+//     LedgerMaxBytes of rows (ledgerRowBytes): a row holds its command's
+//     whole result, so rows alone do not bound its memory (250,000 rows
+//     of a 128-item batch's answer would be tens of GB). A command that
+//     records a row evicts at most ledgerBytesEvictions of the oldest
+//     while the ledger is over; a tick evicts up to its budget.
 //
 // Ticks still prune a page each (the ledger expires by time while nothing
 // is written), and the leader ticks again at once while a tick used its
@@ -26,13 +32,22 @@ type Retention struct {
 	IdemRetentionMs int64  `msgpack:"idem_retention_ms"`
 	FeedRetain      uint64 `msgpack:"feed_retain"`
 	LedgerMaxRows   uint64 `msgpack:"ledger_max_rows"`
+	// LedgerMaxBytes is 0 (no byte cap) until a tick of version 3.
+	LedgerMaxBytes uint64 `msgpack:"ledger_max_bytes,omitempty"`
 }
 
-// Bounds on the ledger's row cap.
+// Bounds on the ledger's row and byte caps.
 const (
-	MinLedgerRows = 1024
-	MaxLedgerRows = 100_000_000
+	MinLedgerRows  = 1024
+	MaxLedgerRows  = 100_000_000
+	MinLedgerBytes = 1 << 20
+	MaxLedgerBytes = 1 << 40
 )
+
+// ledgerBytesEvictions bounds the rows one command evicts for the byte
+// cap: a row of a large result may need many small ones to go, and what
+// is left over the cap the next commands and ticks evict.
+const ledgerBytesEvictions = 8
 
 // keepUp prunes inside a command's transaction what the command's own
 // additions pushed past the retention (see Retention).
@@ -50,18 +65,30 @@ func keepUp(txn *statestore.Txn, m *meta, eventsAdded int, ledgerAdded bool) {
 			over := m.LedgerRows - r.LedgerMaxRows
 			m.LedgerEvicted += uint64(deleteOldest(txn, m, int(min(over, 2)), func(*idemRow) bool { return true }))
 		}
+		m.LedgerEvicted += uint64(evictForBytes(txn, m, r, ledgerBytesEvictions))
 	}
+}
+
+// evictForBytes evicts the oldest rows while the ledger is over its
+// byte cap (if it has one), at most budget of them, and returns how many.
+func evictForBytes(txn *statestore.Txn, m *meta, r *Retention, budget int) int {
+	if r.LedgerMaxBytes == 0 || m.LedgerBytes <= r.LedgerMaxBytes {
+		return 0
+	}
+	return deleteOldest(txn, m, budget, func(*idemRow) bool { return m.LedgerBytes > r.LedgerMaxBytes })
 }
 
 // RetentionStats describes the ledger and the change feed, for metrics.
 type RetentionStats struct {
 	LedgerRows    uint64
+	LedgerBytes   uint64
 	LedgerEvicted uint64
 	// LedgerOldestMs is the FSM time of the oldest ledger row (0 when
 	// empty); FSMNow minus it is the ledger's age.
 	LedgerOldestMs int64
 	FeedRows       uint64
 	FeedRetain     uint64 // 0 until a tick of version 2
+	LedgerMaxBytes uint64 // 0 until a tick of version 3
 	FSMNow         int64
 }
 
@@ -69,9 +96,9 @@ type RetentionStats struct {
 func (f *FSM) RetentionStats() RetentionStats {
 	txn := f.db.Load().Txn(false)
 	m := readMeta(txn)
-	s := RetentionStats{LedgerRows: m.LedgerRows, LedgerEvicted: m.LedgerEvicted, FeedRows: m.LastSeq + 1 - m.FirstSeq, FSMNow: m.Now}
+	s := RetentionStats{LedgerRows: m.LedgerRows, LedgerBytes: m.LedgerBytes, LedgerEvicted: m.LedgerEvicted, FeedRows: m.LastSeq + 1 - m.FirstSeq, FSMNow: m.Now}
 	if m.Retention != nil {
-		s.FeedRetain = m.Retention.FeedRetain
+		s.FeedRetain, s.LedgerMaxBytes = m.Retention.FeedRetain, m.Retention.LedgerMaxBytes
 	}
 	if raw, err := txn.First(tableIdem, "created"); err == nil && raw != nil {
 		s.LedgerOldestMs = raw.(*idemRow).CreatedAt

@@ -531,16 +531,34 @@ func (f *FSM) readState(r io.Reader) (*loadedState, error) {
 	if m.Index != hdr.Index || m.Now != hdr.Now {
 		return nil, fmt.Errorf("%w: header and meta row disagree", ErrSnapshot)
 	}
-	if ledger := st.rowsOf(tableIdem); m.LedgerRows != ledger {
-		// Written before the ledger was counted: count it now, alike on
-		// every replica that restores this stream.
+	size := uint64(0)
+	if m.countsLedgerBytes() {
+		size = ledgerBytesOf(txn)
+	}
+	if ledger := st.rowsOf(tableIdem); m.LedgerRows != ledger || m.LedgerBytes != size {
+		// Written before the ledger was counted (or its bytes): count it
+		// now, alike on every replica that restores this stream.
 		fixed := *m
-		fixed.LedgerRows = ledger
+		fixed.LedgerRows, fixed.LedgerBytes = ledger, size
 		writeMeta(txn, &fixed)
 	}
 	txn.Commit()
 	st.db = db
 	return st, nil
+}
+
+// ledgerBytesOf sums ledgerRowBytes over the ledger's rows (at most its
+// row cap; about 50 ns a row).
+func ledgerBytesOf(txn *statestore.Txn) uint64 {
+	it, err := txn.Get(tableIdem, "id")
+	if err != nil {
+		return 0
+	}
+	var n uint64
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		n += ledgerRowBytes(raw.(*idemRow))
+	}
+	return n
 }
 
 // checkTrailer reads the trailer and checks it against the hash of

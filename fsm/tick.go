@@ -20,12 +20,13 @@ const (
 // prunes exactly the same rows. Version 2 adds LedgerMaxRows and puts the
 // retention in the state, from where every command keeps the tables
 // bounded as it adds to them (see Retention); the leader sends it once
-// the cluster enables it.
+// the cluster enables it. Version 3 adds LedgerMaxBytes.
 type Tick struct {
 	IdemRetentionMs int64  `msgpack:"idem_retention_ms"`
 	FeedRetain      uint64 `msgpack:"feed_retain"`
 	Budget          int    `msgpack:"budget"`
-	LedgerMaxRows   uint64 `msgpack:"ledger_max_rows,omitempty"` // version 2
+	LedgerMaxRows   uint64 `msgpack:"ledger_max_rows,omitempty"`  // version 2
+	LedgerMaxBytes  uint64 `msgpack:"ledger_max_bytes,omitempty"` // version 3
 }
 
 // TickResult says what one tick did. Backlog is true when a prune used
@@ -47,7 +48,7 @@ const (
 )
 
 func tickSpec() CommandSpec {
-	return CommandSpec{Type: CmdTick, Name: "tick", MaxVersion: 2, Internal: true}
+	return CommandSpec{Type: CmdTick, Name: "tick", MaxVersion: 3, Internal: true}
 }
 
 // coreModule binds the tick handler to f, which owns the module ticks.
@@ -81,19 +82,31 @@ func (f *FSM) applyTick(tx *Tx, cmd *log.Command) (any, error) {
 		return nil, errs.New(errs.CodeInvalid, "tick: ledger_max_rows needs version 2")
 	case cmd.Version >= 2 && (t.LedgerMaxRows < MinLedgerRows || t.LedgerMaxRows > MaxLedgerRows):
 		return nil, errs.Errorf(errs.CodeInvalid, "tick: ledger_max_rows %d..%d", MinLedgerRows, MaxLedgerRows)
+	case cmd.Version < 3 && t.LedgerMaxBytes != 0:
+		return nil, errs.New(errs.CodeInvalid, "tick: ledger_max_bytes needs version 3")
+	case cmd.Version >= 3 && (t.LedgerMaxBytes < MinLedgerBytes || t.LedgerMaxBytes > MaxLedgerBytes):
+		return nil, errs.Errorf(errs.CodeInvalid, "tick: ledger_max_bytes %d..%d", uint64(MinLedgerBytes), uint64(MaxLedgerBytes))
 	}
 	m := tx.meta
 	tx.wrote = true // the meta row changes with every prune
 	res := TickResult{Now: tx.Now}
 	if cmd.Version >= 2 {
-		r := Retention{IdemRetentionMs: t.IdemRetentionMs, FeedRetain: t.FeedRetain, LedgerMaxRows: t.LedgerMaxRows}
+		r := Retention{IdemRetentionMs: t.IdemRetentionMs, FeedRetain: t.FeedRetain, LedgerMaxRows: t.LedgerMaxRows, LedgerMaxBytes: t.LedgerMaxBytes}
 		if m.Retention == nil || *m.Retention != r {
+			counted := m.countsLedgerBytes()
 			m.Retention = &r
+			switch {
+			case !m.countsLedgerBytes():
+				m.LedgerBytes = 0
+			case !counted: // the first byte cap: count the rows there are, once
+				m.LedgerBytes = ledgerBytesOf(tx.txn)
+			}
 		}
 		if m.LedgerRows > r.LedgerMaxRows {
 			res.LedgerEvicted = deleteOldest(tx.txn, m, int(min(m.LedgerRows-r.LedgerMaxRows, uint64(t.Budget))), func(*idemRow) bool { return true })
-			m.LedgerEvicted += uint64(res.LedgerEvicted)
 		}
+		res.LedgerEvicted += evictForBytes(tx.txn, m, &r, t.Budget-res.LedgerEvicted)
+		m.LedgerEvicted += uint64(res.LedgerEvicted)
 	}
 	res.IdemPruned = pruneLedger(tx.txn, m, tx.Now-t.IdemRetentionMs, t.Budget)
 	res.FeedPruned = pruneFeed(tx.txn, m, t.FeedRetain, t.Budget)

@@ -100,6 +100,7 @@ it records and refuses other --id, addresses (unless --change-address) or a
 	fs.Int64Var(&cfg.MaxRestoreBytes, "max-restore-bytes", cfg.MaxRestoreBytes, "largest backup POST /v1/cluster/restore accepts")
 	fs.DurationVar(&cfg.IdempotencyRetention, "idempotency-retention", cfg.IdempotencyRetention, "how long a keyed write's result is kept for replay")
 	fs.Uint64Var(&cfg.IdempotencyMaxRows, "idempotency-max-rows", cfg.IdempotencyMaxRows, "most keyed results kept for replay; beyond it the oldest are evicted early")
+	fs.Uint64Var(&cfg.IdempotencyMaxBytes, "idempotency-max-bytes", cfg.IdempotencyMaxBytes, "most bytes of keyed results kept for replay (each counted as its strings and result plus 160); beyond it the oldest are evicted early")
 	fs.Uint64Var(&cfg.ChangeFeedRetain, "change-feed-retain", cfg.ChangeFeedRetain, "change-feed events kept")
 	// Domains register Go flags (domain.Domain.Flags); pflag takes them
 	// as they are.
@@ -415,6 +416,7 @@ var serveFlagNames = map[string]string{
 	"MaxRestoreBytes":      "--max-restore-bytes",
 	"IdempotencyRetention": "--idempotency-retention",
 	"IdempotencyMaxRows":   "--idempotency-max-rows",
+	"IdempotencyMaxBytes":  "--idempotency-max-bytes",
 	"ChangeFeedRetain":     "--change-feed-retain",
 	"TrailingLogs":         "--trailing-logs",
 	"MaxTrailingLogs":      "--max-trailing-logs",
