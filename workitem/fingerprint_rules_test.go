@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -117,17 +118,24 @@ func submitRaw(l interface {
 // and submit-batch capped at version v.
 func enableWithSubmitAt(t *testing.T, l fsm.Proposer, v uint16) {
 	t.Helper()
+	enableCapped(t, l, v, workitem.CmdSubmit, workitem.CmdSubmitBatch)
+}
+
+// enableCapped enables this binary's work-item commands with those of
+// types capped at version v.
+func enableCapped(t *testing.T, l fsm.Proposer, v uint16, types ...log.Type) {
+	t.Helper()
 	caps := fsm.ServedBy(workitem.Module())
 	capped := 0
 	for d := range caps.Domains {
 		for c := range caps.Domains[d].Commands {
-			if cc := &caps.Domains[d].Commands[c]; cc.Type == workitem.CmdSubmit || cc.Type == workitem.CmdSubmitBatch {
+			if cc := &caps.Domains[d].Commands[c]; slices.Contains(types, cc.Type) {
 				cc.Version, capped = v, capped+1
 			}
 		}
 	}
-	if capped != 2 {
-		t.Fatalf("capped %d commands, want 2", capped)
+	if capped != len(types) {
+		t.Fatalf("capped %d commands, want %d", capped, len(types))
 	}
 	res, err := l.Propose(bg, log.Command{Type: fsm.CmdEnable, Version: 1, Payload: log.MustMarshal(caps)})
 	if err != nil || res.Err != nil {

@@ -337,7 +337,7 @@ func TestReserveAgainAfterTheClaimExpired(t *testing.T) {
 	for _, v := range []uint16{2, 3} {
 		t.Run(fmt.Sprintf("reserve v%d", v), func(t *testing.T) {
 			l, s := newService(t)
-			enableWithReserveAt(t, l, v)
+			enableCapped(t, l, v, workitem.CmdReserve)
 			setup(t, s)
 			c := claimed(t, s, "a", baseExt(), time.Second)
 			held := reserved(t, s, c, "")
@@ -355,27 +355,5 @@ func TestReserveAgainAfterTheClaimExpired(t *testing.T) {
 				t.Fatalf("reserve v2 again after expiry: %+v %v, want the reservation held", out, err)
 			}
 		})
-	}
-}
-
-// enableWithReserveAt enables this binary's work-item commands with
-// reserve capped at version v.
-func enableWithReserveAt(t *testing.T, l fsm.Proposer, v uint16) {
-	t.Helper()
-	caps := fsm.ServedBy(workitem.Module())
-	capped := 0
-	for d := range caps.Domains {
-		for c := range caps.Domains[d].Commands {
-			if cc := &caps.Domains[d].Commands[c]; cc.Type == workitem.CmdReserve {
-				cc.Version, capped = v, capped+1
-			}
-		}
-	}
-	if capped != 1 {
-		t.Fatalf("capped %d commands, want 1", capped)
-	}
-	res, err := l.Propose(bg, log.Command{Type: fsm.CmdEnable, Version: 1, Payload: log.MustMarshal(caps)})
-	if err != nil || res.Err != nil {
-		t.Fatalf("enable: %v %v", err, res.Err)
 	}
 }
