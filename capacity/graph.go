@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/arbiterhq/arbiter/identity"
 	"strings"
 
 	"github.com/arbiterhq/arbiter/errs"
@@ -166,9 +167,11 @@ func hashedScope(op string) fsm.HashedScope {
 }
 
 // tenantKeyed is spec, a keyed command of operation op, with its ledger
-// keyed by tenant from its tenant-keyed version on.
+// keyed by tenant from its tenant-keyed version on, answering members
+// only (the role acquire, renew and release ask for).
 func tenantKeyed(spec fsm.CommandSpec, op string) fsm.CommandSpec {
 	spec.LedgerTenant, spec.LedgerTenantFrom, spec.LedgerLegacyScope = hashedScope(op).Tenant, tenantLedgerSince(spec.Type), hashedScope(op).Legacy
+	spec.LedgerRole = identity.RoleMember
 	return spec
 }
 

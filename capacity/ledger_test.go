@@ -22,6 +22,7 @@ var (
 	ledgerP1 = identity.Principal{ID: "p1", Tenants: []string{"t"}, Roles: []string{identity.RoleMember}}
 	ledgerP2 = identity.Principal{ID: "p2", Tenants: []string{"t"}, Roles: []string{identity.RoleMember}}
 	ledgerOu = identity.Principal{ID: "ou", Tenants: []string{"u"}, Roles: []string{identity.RoleMember}}
+	ledgerRd = identity.Principal{ID: "rd", Tenants: []string{"t"}, Roles: []string{identity.RoleReader}}
 )
 
 func asP(p identity.Principal) context.Context {
@@ -98,6 +99,12 @@ func TestAcquireKeyIsTheTenants(t *testing.T) {
 	})
 	unchangedBy(t, l, "the acquire by a principal of another tenant", errs.CodeForbidden, func() error {
 		_, err := s.Acquire(asP(ledgerOu), ownAcquire("shared", ledgerP1))
+		return err
+	})
+	// A reader of the tenant may not acquire, so the ledger does not
+	// answer it either: no grant (its lease and fence) replayed to it.
+	unchangedBy(t, l, "the same acquire by a reader of the tenant", errs.CodeForbidden, func() error {
+		_, err := s.Acquire(asP(ledgerRd), ownAcquire("shared", ledgerP1))
 		return err
 	})
 	// A principal of tenant u naming tenant t's scope for a request of

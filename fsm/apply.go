@@ -224,10 +224,16 @@ func (f *FSM) applyDecoded(txn *statestore.Txn, m *meta, index uint64, sc *apply
 		// tenant-keyed ledger answers first (see LedgerLegacyScope).
 		if legacy := legacyCommand(spec, cmd, m); legacy != nil {
 			if res, done := f.consultLedger(txn, legacy, principalLedgerID(legacy), m); done {
+				if e := ledgerRoleRefusal(spec, cmd); e != nil {
+					return refuse(e)
+				}
 				return res, nil, clean
 			}
 		}
 		if res, done := f.consultLedger(txn, cmd, key, m); done {
+			if e := ledgerRoleRefusal(spec, cmd); e != nil {
+				return refuse(e)
+			}
 			return res, nil, clean
 		}
 		ledgerKey = key

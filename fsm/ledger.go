@@ -53,6 +53,16 @@ func ledgerID(spec *CommandSpec, cmd *log.Command, m *meta) (string, *errs.Error
 	return tenantLedgerID(cmd), nil
 }
 
+// ledgerRoleRefusal is the refusal of an answer from the ledger to a
+// principal without the command's LedgerRole; nil when it may have it.
+func ledgerRoleRefusal(spec *CommandSpec, cmd *log.Command) *errs.Error {
+	if spec.LedgerRole == "" || cmd.Principal.HasRole(spec.LedgerRole) {
+		return nil
+	}
+	return errs.Errorf(errs.CodeForbidden, "%s: principal %q may not be answered for idempotency key %q (needs role %q)",
+		spec.Name, cmd.Principal.ID, cmd.IdemKey, spec.LedgerRole)
+}
+
 // legacyCommand is cmd as it was sent below its spec's LedgerTenantFrom
 // (the scope LedgerLegacyScope names), whose principal-keyed row a retry
 // across the switch finds; nil when cmd is not tenant-keyed or its spec

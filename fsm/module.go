@@ -130,7 +130,7 @@ type CommandSpec struct {
 	// a keyed command whose scope names no tenant (invalid, detail.field
 	// idempotency_key, detail.reason idempotency_scope) or whose
 	// principal may not act for it (forbidden); then any principal of
-	// that tenant who repeats the scope and key gets the first result
+	// that tenant (with LedgerRole) who repeats the scope and key gets the first result
 	// (Replayed) or idempotency_conflict. The handler still checks that
 	// the scope is the one its payload's tenant (and graph) make. It must
 	// be pure and deterministic, as a handler is. Below that version,
@@ -138,6 +138,14 @@ type CommandSpec struct {
 	// exactly as it was applied.
 	LedgerTenant     func(scope string) (tenant string, ok bool)
 	LedgerTenantFrom uint16
+	// LedgerRole, if set, is the role a principal of the tenant needs
+	// for the ledger to answer it (a replay, or idempotency_conflict):
+	// the role the command's handler asks for. Without it, a reader who
+	// repeated a member's scope, key and payload heard the member's
+	// result (a claim's fence, say) before any handler looked at its
+	// role; now it hears forbidden. Only such answers change: the ledger
+	// keeps only successes, so no state differs from an older version's.
+	LedgerRole string
 	// LedgerLegacyScope, if set, is the scope the same request carried
 	// below LedgerTenantFrom. Before its tenant-keyed row, the FSM looks
 	// for the row that request made then, keyed by the same principal:

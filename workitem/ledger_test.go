@@ -1,6 +1,7 @@
 package workitem_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/arbiterhq/arbiter/errs"
@@ -95,6 +96,41 @@ func TestClaimKeyIsTheTenants(t *testing.T) {
 		_, err := s.Claim(as(outsider), c)
 		return err
 	})
+}
+
+// The ledger answers only a principal who may send the command: a
+// reader of the tenant who repeats a member's key (and request, or
+// another) hears forbidden, not the member's claim with its fence, nor
+// that the key was used; the member's own retry still replays. Before,
+// the ledger answered before any handler looked at the role.
+func TestLedgerAnswersOnlyWhoMaySend(t *testing.T) {
+	l, s := newEnabled(t)
+	mustSubmit(t, s, req("a"))
+	first, err := s.Submit(as(member), req("shared"))
+	noErr(t, "submit", err)
+	c := claimReq("w")
+	c.IdempotencyKey = "ck"
+	claim, err := s.Claim(as(member), c)
+	noErr(t, "claim", err)
+	other := req("shared")
+	other.Priority = 7
+	for what, call := range map[string]func() error{
+		"the member's claim":              func() error { _, err := s.Claim(as(reader), c); return err },
+		"the member's admission":          func() error { _, err := s.Submit(as(reader), req("shared")); return err },
+		"another admission under the key": func() error { _, err := s.Submit(as(reader), other); return err },
+	} {
+		e := refusedFSM(t, l, "a reader repeating "+what, errs.CodeForbidden, "", call)
+		if e.Detail["result"] != nil || strings.Contains(e.Message, claim.WorkItem.WorkItemID) {
+			t.Fatalf("the refusal of %s tells the reader the result: %+v", what, e)
+		}
+	}
+	again, err := s.Claim(as(member), c)
+	if err != nil || !again.Replayed || again.Fence != claim.Fence {
+		t.Fatalf("the member's retry: %+v %v, want its claim replayed", again, err)
+	}
+	if again, err := s.Submit(as(member2), req("shared")); err != nil || !again.Replayed || again.WorkItemID != first.WorkItemID {
+		t.Fatalf("a second member's retry: %+v %v, want the admission replayed", again, err)
+	}
 }
 
 // Before the cluster enables the tenant-keyed versions (a member still

@@ -2,6 +2,7 @@ package workitem
 
 import (
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
 	"github.com/arbiterhq/arbiter/log"
 )
 
@@ -48,12 +49,15 @@ func Module() fsm.Module {
 			// (ledger.go), every digest checked, the extension's
 			// sensitive-value rules.
 			{Type: CmdSubmit, Name: "workitem_submit", MaxVersion: 3, Apply: fsm.Handle(submitCommand()),
-				LedgerTenant: hashedScope(opAdmit).Tenant, LedgerTenantFrom: admitTenantLedger, LedgerLegacyScope: hashedScope(opAdmit).Legacy},
+				LedgerTenant: hashedScope(opAdmit).Tenant, LedgerTenantFrom: admitTenantLedger, LedgerLegacyScope: hashedScope(opAdmit).Legacy,
+				LedgerRole: identity.RoleMember},
 			{Type: CmdSubmitBatch, Name: "workitem_submit_batch", MaxVersion: 3, Apply: fsm.Handle(submitBatchCommand()),
-				LedgerTenant: hashedScope(opAdmit).Tenant, LedgerTenantFrom: admitTenantLedger, LedgerLegacyScope: hashedScope(opAdmit).Legacy},
+				LedgerTenant: hashedScope(opAdmit).Tenant, LedgerTenantFrom: admitTenantLedger, LedgerLegacyScope: hashedScope(opAdmit).Legacy,
+				LedgerRole: identity.RoleMember},
 			// claim 2: keys by tenant.
 			{Type: CmdClaim, Name: "workitem_claim", MaxVersion: 2, Apply: fsm.Handle(claimCommand()),
-				LedgerTenant: hashedScope(opClaim).Tenant, LedgerTenantFrom: claimTenantLedger, LedgerLegacyScope: hashedScope(opClaim).Legacy},
+				LedgerTenant: hashedScope(opClaim).Tenant, LedgerTenantFrom: claimTenantLedger, LedgerLegacyScope: hashedScope(opClaim).Legacy,
+				LedgerRole: identity.RoleMember},
 			{Type: CmdComplete, Name: "workitem_complete", MaxVersion: 2, Apply: fsm.Handle(completeCommand())}, // 2: see completeV2
 			{Type: CmdCancel, Name: "workitem_cancel", MaxVersion: 1, Apply: fsm.Handle(cancelCommand())},
 			{Type: CmdPutHost, Name: "workitem_host_put", MaxVersion: 2, Apply: fsm.Handle(putHostCommand())}, // 2: see putHostV2
