@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -15,7 +14,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -100,7 +98,7 @@ it records and refuses other --id, addresses (unless --change-address) or a
 	fs.Int64Var(&cfg.MaxRestoreBytes, "max-restore-bytes", cfg.MaxRestoreBytes, "largest backup POST /v1/cluster/restore accepts")
 	fs.DurationVar(&cfg.IdempotencyRetention, "idempotency-retention", cfg.IdempotencyRetention, "how long a keyed write's result is kept for replay")
 	fs.Uint64Var(&cfg.IdempotencyMaxRows, "idempotency-max-rows", cfg.IdempotencyMaxRows, "most keyed results kept for replay; beyond it the oldest are evicted early")
-	fs.Uint64Var(&cfg.IdempotencyMaxBytes, "idempotency-max-bytes", cfg.IdempotencyMaxBytes, "most bytes of keyed results kept for replay (each counted as its strings and result plus 160); beyond it the oldest are evicted early")
+	fs.Var(byteSize{"idempotency-max-bytes", &cfg.IdempotencyMaxBytes}, "idempotency-max-bytes", "most bytes of keyed results kept for replay, each counted as its key, scope, principal and result plus 160 (a whole number with an optional unit, B, KiB, MiB, GiB or TiB; 1MiB to 1TiB); beyond it the oldest are evicted early")
 	fs.Uint64Var(&cfg.ChangeFeedRetain, "change-feed-retain", cfg.ChangeFeedRetain, "change-feed events kept")
 	// Domains register Go flags (domain.Domain.Flags); pflag takes them
 	// as they are.
@@ -159,37 +157,17 @@ func setGCPercent(percent int, gogc string) {
 // unit ("4" for "4GiB") than a choice.
 const minMemoryLimit = 16 << 20
 
-// memoryUnits are GOMEMLIMIT's units, longest suffix first so that "B"
-// does not match before "KiB".
-var memoryUnits = []struct {
-	suffix string
-	shift  uint
-}{{"TiB", 40}, {"GiB", 30}, {"MiB", 20}, {"KiB", 10}, {"B", 0}}
-
 // parseMemoryLimit reads --memory-limit in GOMEMLIMIT's syntax: a whole
 // number of bytes with an optional unit. Empty or 0 is 0: no limit.
 func parseMemoryLimit(s string) (int64, error) {
 	if s == "" || s == "0" {
 		return 0, nil
 	}
-	digits, shift := s, uint(0)
-	for _, u := range memoryUnits {
-		if strings.HasSuffix(s, u.suffix) {
-			digits, shift = strings.TrimSuffix(s, u.suffix), u.shift
-			break
-		}
+	n, err := parseBytes("--memory-limit", s)
+	if err != nil || n == 0 { // 0 in any unit: no limit, as "0"
+		return 0, err
 	}
-	n, err := strconv.ParseInt(digits, 10, 64)
-	if err != nil || n < 0 || digits[0] == '+' {
-		return 0, usageErrorf("--memory-limit %q: want a whole number of bytes with an optional unit, B, KiB, MiB, GiB or TiB (4GiB)", s)
-	}
-	if n == 0 {
-		return 0, nil // 0 in any unit: no limit, as "0"
-	}
-	if n > math.MaxInt64>>shift {
-		return 0, usageErrorf("--memory-limit %q is too large", s)
-	}
-	if n <<= shift; n < minMemoryLimit {
+	if n < minMemoryLimit {
 		return 0, usageErrorf("--memory-limit %q is under 16MiB (a missing unit? 4GiB, not 4)", s)
 	}
 	return n, nil
