@@ -33,6 +33,11 @@
 // before it, so a restore replaces the copy. The copy is removed when the
 // cluster's table is gone as of an index at or above the copy's.
 //
+// Every command meets the table again inside Apply, as of its own log
+// position (authorize.go, from principal_put 2): a node authenticates
+// with the table it has applied, and one that lags would otherwise
+// still act for a principal the log has removed or cut.
+//
 // Every change needs an admin of every tenant (tenants ["*"]), checked
 // inside Apply. A change through the API must leave at least one such
 // admin with a credential in the table (it would lock every operator

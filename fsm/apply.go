@@ -214,6 +214,15 @@ func (f *FSM) applyDecoded(txn *statestore.Txn, m *meta, index uint64, sc *apply
 		return refuse(errs.Errorf(errs.CodeInvalid, "%s: unsupported version %d (max %d)", spec.Name, cmd.Version, spec.MaxVersion))
 	}
 	m.Now = max(m.Now, cmd.Stamp)
+	sc.tx = Tx{Now: m.Now, Index: index, Principal: cmd.Principal, Adapter: cmd.Adapter, txn: txn, meta: m}
+	tx := &sc.tx
+	if !spec.Internal && !cmd.Principal.Trusted() {
+		for _, a := range f.authorizers {
+			if err := a.fn(tx); err != nil {
+				return refuse(errs.From(err))
+			}
+		}
+	}
 	var ledgerKey string
 	if cmd.IdemKey != "" {
 		key, e := ledgerID(spec, cmd, m)
@@ -239,8 +248,6 @@ func (f *FSM) applyDecoded(txn *statestore.Txn, m *meta, index uint64, sc *apply
 		ledgerKey = key
 	}
 
-	sc.tx = Tx{Now: m.Now, Index: index, Principal: cmd.Principal, Adapter: cmd.Adapter, txn: txn, meta: m}
-	tx := &sc.tx
 	failed := func(e *errs.Error, o outcome) (*Response, []Effect, outcome) {
 		return respond(Response{Index: index, Time: m.Now, Err: e}), nil, o
 	}

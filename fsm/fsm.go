@@ -45,6 +45,7 @@ type FSM struct {
 	queryModule   map[QueryType]string
 	ticks         []moduleTick // sorted by module name
 	restored      []moduleRestored
+	authorizers   []moduleAuthorize     // sorted by module name
 	gauges        []moduleGauges        // sorted by module name
 	eventValues   map[string]EventValue // by event kind
 	served        Capabilities
@@ -80,6 +81,11 @@ type FSM struct {
 type moduleTick struct {
 	name string
 	fn   func(tx *Tx, budget int) error
+}
+
+type moduleAuthorize struct {
+	name string
+	fn   func(tx *Tx) error
 }
 
 type moduleRestored struct {
@@ -126,6 +132,7 @@ func New(cfg Config) (*FSM, error) {
 	sort.Slice(f.ticks, func(i, j int) bool { return f.ticks[i].name < f.ticks[j].name })
 	sort.Slice(f.restored, func(i, j int) bool { return f.restored[i].name < f.restored[j].name })
 	sort.Slice(f.gauges, func(i, j int) bool { return f.gauges[i].name < f.gauges[j].name })
+	sort.Slice(f.authorizers, func(i, j int) bool { return f.authorizers[i].name < f.authorizers[j].name })
 	if err := f.schema.Validate(); err != nil {
 		return nil, fmt.Errorf("fsm: schema: %w", err)
 	}
@@ -228,6 +235,9 @@ func (f *FSM) register(m *Module) error {
 	}
 	if m.Restored != nil {
 		f.restored = append(f.restored, moduleRestored{name: m.Name, fn: m.Restored})
+	}
+	if m.Authorize != nil {
+		f.authorizers = append(f.authorizers, moduleAuthorize{name: m.Name, fn: m.Authorize})
 	}
 	if m.Gauges != nil {
 		f.gauges = append(f.gauges, moduleGauges{name: m.Name, fn: m.Gauges})

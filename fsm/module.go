@@ -41,6 +41,17 @@ type Module struct {
 	// effects of the commands the snapshot covers never ran here. It
 	// reads; it must not write.
 	Restored func(rt *ReadTx) []Effect
+	// Authorize, if set, checks inside Apply the principal a command
+	// carries (tx.Principal) against what the module keeps: the node
+	// that authenticated the request stamped the principal from its own
+	// applied state, which may lag behind a change the log already holds
+	// (the access module: a principal removed, or its tenants or roles
+	// cut). It runs for every command that is not Internal and whose
+	// principal is not the trusted one, before the idempotency ledger and
+	// the handler, in module name order; it reads, never writes, and its
+	// refusal answers the command. It must be deterministic, as a handler
+	// is, and follow the enabled versions for any change of its answers.
+	Authorize func(tx *Tx) error
 	// Gauges, if set, counts what the module holds, for /metrics: read
 	// at every scrape, on the state as of the last commit. It must not
 	// walk rows a tenant can multiply: table sizes (Txn.Len) and index

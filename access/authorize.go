@@ -1,0 +1,70 @@
+package access
+
+import (
+	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
+)
+
+// checkedFrom is the version of principal_put from which the cluster
+// checks, inside Apply, the principal every command carries against the
+// table (authorize). A cluster enables it once every voter serves it.
+const checkedFrom = 2
+
+// authorize is the module's fsm.Module.Authorize. A node authenticates a
+// request against the table as of its own last applied entry, stamps the
+// principal it found (id, tenants, roles) into the command and forwards
+// it; the leader proposes it as stamped. A node that lags behind a
+// removal or a cut of tenants or roles, or a follower that a partition
+// keeps behind, would so still act for a principal the log has already
+// taken that authority from. Here the command meets the table as of its
+// own log position, the same on every replica: the principal must be in
+// the table, and hold every tenant and role the command carries
+// (forbidden otherwise). Nothing is checked while the cluster holds no
+// table (the nodes' --principals files are in force then), nor below
+// checkedFrom.
+//
+// A rotated credential is not caught here: the command names the
+// principal, not the credential that authenticated it.
+func authorize(tx *fsm.Tx) error {
+	if tx.EnabledVersion(CmdPut) < checkedFrom {
+		return nil
+	}
+	src, err := tx.FirstString(tableSource, "id", sourceRowID)
+	if err != nil {
+		return errs.Errorf(errs.CodeInternal, "read principals source: %v", err)
+	}
+	if src == nil {
+		return nil
+	}
+	p := tx.Principal
+	raw, err := tx.FirstString(tablePrincipals, "id", p.ID)
+	if err != nil {
+		return errs.Errorf(errs.CodeInternal, "read principal %q: %v", p.ID, err)
+	}
+	if raw == nil {
+		return errs.Errorf(errs.CodeForbidden, "principal %q is not in the cluster's principal table (removed after the node that took the request authenticated it)", p.ID)
+	}
+	now := identity.Principal{ID: p.ID, Tenants: raw.(*principalRow).Tenants, Roles: raw.(*principalRow).Roles}
+	for _, role := range p.Roles {
+		if !now.HasRole(role) {
+			return errs.Errorf(errs.CodeForbidden, "principal %q no longer holds role %q (changed after the node that took the request authenticated it)", p.ID, role)
+		}
+	}
+	for _, tenant := range p.Tenants {
+		if tenant == "*" && !inAll(now) || tenant != "*" && !now.InTenant(tenant) {
+			return errs.Errorf(errs.CodeForbidden, "principal %q no longer acts for tenant %q (changed after the node that took the request authenticated it)", p.ID, tenant)
+		}
+	}
+	return nil
+}
+
+// inAll says p's tenants are every tenant ("*").
+func inAll(p identity.Principal) bool {
+	for _, t := range p.Tenants {
+		if t == "*" {
+			return true
+		}
+	}
+	return false
+}

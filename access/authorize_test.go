@@ -1,0 +1,86 @@
+package access_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/arbiterhq/arbiter/access"
+	"github.com/arbiterhq/arbiter/errs"
+	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/identity"
+	"github.com/arbiterhq/arbiter/internal/fsmtest"
+)
+
+// A command meets the principal table as of its own log position: a
+// principal a node stamped before its removal, or with tenants or roles
+// the table has since cut, is refused inside Apply (forbidden), changing
+// nothing, once the cluster enables version 2 of principal_put. Below it
+// the command runs as stamped, as older versions ran it. A principal the
+// table still grants what the command carries goes on.
+func TestCommandsMeetTheTableAsOfTheirLogPosition(t *testing.T) {
+	for _, v := range []uint16{1, 2} {
+		t.Run(fmt.Sprintf("principal_put v%d", v), func(t *testing.T) {
+			l, s := newLocal(t)
+			if err := l.Enable(fsmtest.AtVersion(fsm.ServedBy(access.Module()), access.Name, v)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Seed(context.Background(), bootstrapFile(0)); err != nil {
+				t.Fatal(err)
+			}
+			put := func(by identity.Principal, id string, tenants []string, role string) error {
+				_, err := s.Put(as(by), access.PutRequest{ID: id, Tenants: tenants, Roles: []string{role},
+					TokenSHA256: []string{identity.HashToken(id + "-token")}, Replace: true})
+				return err
+			}
+			// ops, an admin of every tenant, as every node stamps it now.
+			ops := identity.Principal{ID: "ops", Tenants: []string{"*"}, Roles: []string{identity.RoleAdmin}}
+			if err := put(superAdmin, "ops", ops.Tenants, identity.RoleAdmin); err != nil {
+				t.Fatal(err)
+			}
+			if err := put(ops, "x1", []string{"a"}, identity.RoleReader); err != nil {
+				t.Fatalf("ops while the table grants what it carries: %v", err)
+			}
+			stale := func(what string) {
+				t.Helper()
+				content := func() [32]byte {
+					_, h, err := l.FSM.StateHashes()
+					if err != nil {
+						t.Fatal(err)
+					}
+					return h.Content
+				}
+				before := content()
+				err := put(ops, "x2", []string{"a"}, identity.RoleReader)
+				if v < 2 {
+					if err != nil {
+						t.Fatalf("%s, below version 2: %v, want the command run as stamped", what, err)
+					}
+					return
+				}
+				if !errors.Is(err, errs.Forbidden) {
+					t.Fatalf("%s: %v, want forbidden", what, err)
+				}
+				if content() != before {
+					t.Fatalf("%s: the refusal changed the state", what)
+				}
+			}
+			// Its roles cut to reader: a node that lags still stamps admin.
+			if err := put(superAdmin, "ops", ops.Tenants, identity.RoleReader); err != nil {
+				t.Fatal(err)
+			}
+			stale("a role the table has cut")
+			// Admin again, of tenant a only: a node stamps tenants "*".
+			if err := put(superAdmin, "ops", []string{"a"}, identity.RoleAdmin); err != nil {
+				t.Fatal(err)
+			}
+			stale("a tenant the table has cut")
+			// Removed.
+			if _, err := s.Remove(as(superAdmin), "ops"); err != nil {
+				t.Fatal(err)
+			}
+			stale("a principal the table no longer holds")
+		})
+	}
+}
