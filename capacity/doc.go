@@ -30,10 +30,11 @@
 //
 // Idempotency: acquire (whose key is required), renew and release (whose
 // key is optional) are keyed by (graph, tenant_ref, idempotency_key) from
-// capacity_acquire 4 and renew and release 3 on: any principal of the
+// capacity_acquire 4 and renew and release 3 on: any member of the
 // tenant who repeats a key with the same request gets the first result
 // (Replayed), with another request idempotency_conflict, and a principal
-// of another tenant is refused before the ledger is read (the FSM's
+// of another tenant (or a reader of this one: fsm.CommandSpec.LedgerRole)
+// is refused before the ledger is read (the FSM's
 // tenant-keyed ledger, fsm.CommandSpec.LedgerTenant). Below those
 // versions keys are per principal, as older logs were applied; a retry
 // across the switch finds its first attempt. The service sends the scope

@@ -135,7 +135,7 @@ const scopeHashLen = 32
 // refused). From them on a keyed command carries tenantScope, the FSM
 // keys its rows by (scope, key), that is by (graph, tenant, key), after
 // checking that the principal may act for the tenant the scope names
-// (fsm.CommandSpec.LedgerTenant), and any caller of the tenant who
+// (fsm.CommandSpec.LedgerTenant), and any member of the tenant who
 // repeats a key gets the first result (Replayed) or
 // idempotency_conflict. A request first applied before the switch and
 // retried after finds its row through LedgerLegacyScope.

@@ -16,7 +16,7 @@ import (
 // of the tenant repeating a key ran a second admission. From them on the
 // scope is that followed by "/<tenant>", the FSM keys the rows by scope
 // and key alone after checking that the principal may act for that
-// tenant (fsm.CommandSpec.LedgerTenant), and any caller of the tenant
+// tenant (fsm.CommandSpec.LedgerTenant), and any member of the tenant
 // who repeats a key gets the first result or idempotency_conflict.
 const (
 	admitTenantLedger = 3 // workitem_submit, workitem_submit_batch
