@@ -90,6 +90,7 @@ type clockedFSM struct {
 	// restoreMeter).
 	slowestRestore *atomic.Uint64
 	restores       *atomic.Uint64 // successful restores, if set
+	holdApply      func()         // nodehooks.Hooks.HoldApply: tests only
 }
 
 var (
@@ -102,6 +103,9 @@ func (c clockedFSM) Apply(l *raft.Log) any {
 }
 
 func (c clockedFSM) ApplyBatch(logs []*raft.Log) []any {
+	if c.holdApply != nil {
+		c.holdApply()
+	}
 	start := time.Now()
 	out := c.FSM.ApplyBatch(logs)
 	c.clock.observe(c.FSM.Now())
@@ -127,7 +131,8 @@ func (c clockedFSM) Restore(rc io.ReadCloser) error {
 // raftFSM is the node's FSM as raft sees it: clocked, and measured (apply
 // time on every node, snapshot time and size, restore time).
 func (h *raftHost) raftFSM() clockedFSM {
-	return clockedFSM{FSM: h.fsm, clock: &h.clock, metrics: h.metrics, slowestRestore: &h.slowestRestore, restores: &h.snapshotRestores}
+	return clockedFSM{FSM: h.fsm, clock: &h.clock, metrics: h.metrics, slowestRestore: &h.slowestRestore, restores: &h.snapshotRestores,
+		holdApply: h.cfg.hooks.HoldApply}
 }
 
 func (c clockedFSM) Snapshot() (raft.FSMSnapshot, error) {

@@ -83,13 +83,14 @@ type member struct {
 	id       string
 	dataDir  string
 	raftAddr string
-	apiAddr  string                 // the last start's; a restart on the same data reuses it
-	trans    *raft.InmemTransport   // nil in TCP mode
-	faults   *faultTransport        // trans as the node sees it
-	tcp      *raft.NetworkTransport // TCP mode without TLS: over a faultStream
-	node     *cluster.Node          // nil while stopped
-	tick     time.Duration          // its configured TickInterval
-	skew     atomic.Int64           // its wall clock's offset from time.Now, ns (SkewClock)
+	apiAddr  string                        // the last start's; a restart on the same data reuses it
+	trans    *raft.InmemTransport          // nil in TCP mode
+	faults   *faultTransport               // trans as the node sees it
+	tcp      *raft.NetworkTransport        // TCP mode without TLS: over a faultStream
+	node     *cluster.Node                 // nil while stopped
+	tick     time.Duration                 // its configured TickInterval
+	skew     atomic.Int64                  // its wall clock's offset from time.Now, ns (SkewClock)
+	held     atomic.Pointer[chan struct{}] // while set, applies wait for it to close (HoldApply)
 }
 
 // New starts a cluster and waits for a leader.
@@ -238,6 +239,11 @@ func (c *Cluster) config(i int, bootstrap bool) cluster.Config {
 	nodehooks.Edit(&cfg, func(h *nodehooks.Hooks) {
 		h.WallClock = func() time.Time { return c.now().Add(time.Duration(m.skew.Load())) }
 		h.Clock = c.now
+		h.HoldApply = func() {
+			if gate := m.held.Load(); gate != nil {
+				<-*gate
+			}
+		}
 	})
 	cfg.Domains = builtin.Domains()
 	if c.opts.Domains != nil {

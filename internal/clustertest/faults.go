@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/arbiterhq/arbiter/cluster"
@@ -199,5 +200,23 @@ func (c *Cluster) TransferLeadershipTo(i int, timeout time.Duration) {
 			c.t.Fatalf("clustertest: n%d does not lead after %d leadership transfers to it in %v (last: %v)", i+1, attempt, timeout, err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// HoldApply makes node i stop applying committed entries until release
+// is called: it lags behind the log as a slow or overloaded node does,
+// while it stays in contact with the leader, knows it, and forwards what
+// it is asked to write. Its raft keeps storing entries until raft's apply
+// queue (128 batches) fills: hold it for a few seconds at most.
+func (c *Cluster) HoldApply(i int) (release func()) {
+	gate := make(chan struct{})
+	m := c.members[i]
+	m.held.Store(&gate)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			m.held.Store(nil)
+			close(gate)
+		})
 	}
 }

@@ -38,6 +38,12 @@ type Hooks struct {
 	// for the control that shows the fault harness's clock check fires
 	// when a skewed leader moves FSM time.
 	StampsFromWallClock bool
+	// HoldApply, if set, is called before the node applies each batch
+	// of committed entries: a test blocks in it to make the node lag
+	// behind the log while it stays in contact with the leader (its raft
+	// keeps storing entries and answering heartbeats until raft's apply
+	// queue fills; a test holds it for a few entries only).
+	HoldApply func()
 }
 
 // Edit changes the hooks of cfg, a *cluster.Config, before the node is
