@@ -113,3 +113,24 @@ func TestTickByteCapBounds(t *testing.T) {
 		}
 	}
 }
+
+// When large answers follow small ones, each keyed write evicts as many
+// of the oldest small rows as its own row needs: the ledger stays within
+// its cap plus one row at every step, not above it until ticks catch up.
+func TestLedgerByteCapHoldsWhenLargeFollowSmall(t *testing.T) {
+	r := fsm.Retention{IdemRetentionMs: 3_600_000, FeedRetain: 100, LedgerMaxRows: 100_000, LedgerMaxBytes: fsm.MinLedgerBytes}
+	l := retentionLocal(t, r)
+	tickV3(t, l, r, 1)
+	for i := range 6000 { // small rows, over the cap by the end
+		keyedCreate(t, l, i)
+	}
+	if s := l.FSM.RetentionStats(); s.LedgerBytes > r.LedgerMaxBytes || s.LedgerBytes < r.LedgerMaxBytes*9/10 {
+		t.Fatalf("after the small writes: %d bytes, want just under %d", s.LedgerBytes, r.LedgerMaxBytes)
+	}
+	for i := range 100 {
+		bigCreate(t, l, 10_000+i)
+		if s := l.FSM.RetentionStats(); s.LedgerBytes > r.LedgerMaxBytes+5000 {
+			t.Fatalf("after large write %d: %d bytes, over the cap of %d by more than a row", i, s.LedgerBytes, r.LedgerMaxBytes)
+		}
+	}
+}

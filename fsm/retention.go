@@ -22,8 +22,8 @@ import "github.com/arbiterhq/arbiter/internal/statestore"
 //     LedgerMaxBytes of rows (ledgerRowBytes): a row holds its command's
 //     whole result, so rows alone do not bound its memory (250,000 rows
 //     of a 128-item batch's answer would be tens of GB). A command that
-//     records a row evicts at most ledgerBytesEvictions of the oldest
-//     while the ledger is over; a tick evicts up to its budget.
+//     records a row evicts the oldest while the ledger is over, at most
+//     ledgerBytesEvictions of them; a tick evicts up to its budget.
 //
 // Ticks still prune a page each (the ledger expires by time while nothing
 // is written), and the leader ticks again at once while a tick used its
@@ -45,9 +45,12 @@ const (
 )
 
 // ledgerBytesEvictions bounds the rows one command evicts for the byte
-// cap: a row of a large result may need many small ones to go, and what
-// is left over the cap the next commands and ticks evict.
-const ledgerBytesEvictions = 8
+// cap. Rows of about one size need one eviction a row; when large results
+// follow small ones, a new row may need many of the oldest to go: at
+// least 200 bytes a row, 1,024 of them free more than any one result
+// holds, so the ledger stays within its cap plus one row (each eviction
+// is a few microseconds, and only that shift pays for many).
+const ledgerBytesEvictions = 1024
 
 // keepUp prunes inside a command's transaction what the command's own
 // additions pushed past the retention (see Retention).
