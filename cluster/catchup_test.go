@@ -12,6 +12,7 @@ import (
 
 	"github.com/arbiterhq/arbiter/cluster"
 	"github.com/arbiterhq/arbiter/internal/clustertest"
+	"github.com/arbiterhq/arbiter/internal/nodehooks"
 	"github.com/arbiterhq/arbiter/nodes"
 )
 
@@ -19,7 +20,9 @@ import (
 // under full write load and must install a snapshot, while the leader
 // snapshots and compacts far more often than the follower can move and
 // restore a snapshot (a snapshot every 32 entries, 16 trailing entries,
-// some 8 MB of state). With the trailing logs fixed, the follower asks
+// some 8 MB of state, every restore made a second slower by a test hook
+// so that an idle machine restores as slowly as a loaded one). With the
+// trailing logs fixed, the follower asks
 // for the entries after each snapshot it installs, finds them compacted,
 // and installs another, for ever (the control). With the trailing logs
 // sized from the write rate and the snapshot's size (catchup.go), it
@@ -62,6 +65,10 @@ func catchUpUnderLoad(t *testing.T, maxTrailing uint64, wait time.Duration) (con
 		cfg.SnapshotInterval = 20 * time.Millisecond
 		cfg.TrailingLogs = 16
 		cfg.MaxTrailingLogs = maxTrailing
+		// Restores as slow as a large state's whatever the machine: on
+		// an idle one an 8 MB restore outran the leader's compaction,
+		// and the control's loop did not happen (a red CI, 2026-12-05).
+		nodehooks.Edit(cfg, func(h *nodehooks.Hooks) { h.RestoreDelay = time.Second })
 	}})
 	leader := c.WaitLeader(10 * time.Second)
 	follower := (leader + 1) % c.Size()

@@ -91,6 +91,7 @@ type clockedFSM struct {
 	slowestRestore *atomic.Uint64
 	restores       *atomic.Uint64 // successful restores, if set
 	holdApply      func()         // nodehooks.Hooks.HoldApply: tests only
+	restoreDelay   time.Duration  // nodehooks.Hooks.RestoreDelay: tests only
 }
 
 var (
@@ -118,6 +119,7 @@ func (c clockedFSM) ApplyBatch(logs []*raft.Log) []any {
 
 func (c clockedFSM) Restore(rc io.ReadCloser) error {
 	start := time.Now()
+	time.Sleep(c.restoreDelay)
 	meter := &restoreMeter{ReadCloser: rc, began: start, slowest: c.slowestRestore, count: c.restores}
 	err := c.FSM.Restore(meter)
 	meter.done(err)
@@ -132,7 +134,7 @@ func (c clockedFSM) Restore(rc io.ReadCloser) error {
 // time on every node, snapshot time and size, restore time).
 func (h *raftHost) raftFSM() clockedFSM {
 	return clockedFSM{FSM: h.fsm, clock: &h.clock, metrics: h.metrics, slowestRestore: &h.slowestRestore, restores: &h.snapshotRestores,
-		holdApply: h.cfg.hooks.HoldApply}
+		holdApply: h.cfg.hooks.HoldApply, restoreDelay: h.cfg.hooks.RestoreDelay}
 }
 
 func (c clockedFSM) Snapshot() (raft.FSMSnapshot, error) {

@@ -104,7 +104,7 @@ func TestForwardSubmitReusesItsCall(t *testing.T) {
 			t.Fatalf("submit: %v, %v", res, err)
 		}
 	})
-	if n >= 2 { // the encoded command is the one allocation left
+	if n >= 2 && !raceEnabled { // the encoded command is the one allocation left
 		t.Errorf("%v allocations a forwarded command, want 1", n)
 	}
 }
@@ -124,7 +124,7 @@ func TestWaitFutureReusesItsChannel(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	if n >= 2 {
+	if n >= 2 && !raceEnabled { // under -race the pool drops what is put back now and then
 		t.Errorf("%v allocations a wait, want at most 1", n)
 	}
 	failed := errors.New("lost")

@@ -44,6 +44,12 @@ type Hooks struct {
 	// keeps storing entries and answering heartbeats until raft's apply
 	// queue fills; a test holds it for a few entries only).
 	HoldApply func()
+	// RestoreDelay, if set, is added to every snapshot restore of the
+	// node (counted in its measured restore time): a restore as slow as
+	// a large state's, at a test's small scale, whatever the machine's
+	// speed (the catch-up test's control needs restores slower than the
+	// leader's compaction).
+	RestoreDelay time.Duration
 }
 
 // Edit changes the hooks of cfg, a *cluster.Config, before the node is
