@@ -52,19 +52,9 @@ func authorize(tx *fsm.Tx) error {
 		}
 	}
 	for _, tenant := range p.Tenants {
-		if tenant == "*" && !inAll(now) || tenant != "*" && !now.InTenant(tenant) {
+		if tenant == "*" && !fsm.InEveryTenant(now) || tenant != "*" && !now.InTenant(tenant) {
 			return errs.Errorf(errs.CodeForbidden, "principal %q no longer acts for tenant %q (changed after the node that took the request authenticated it)", p.ID, tenant)
 		}
 	}
 	return nil
-}
-
-// inAll says p's tenants are every tenant ("*").
-func inAll(p identity.Principal) bool {
-	for _, t := range p.Tenants {
-		if t == "*" {
-			return true
-		}
-	}
-	return false
 }
