@@ -11,6 +11,11 @@ import (
 // table (authorize). A cluster enables it once every voter serves it.
 const checkedFrom = 2
 
+// credentialsFrom is the version of principal_put from which commands
+// name the credential that authenticated their principal, and authorize
+// checks it too (fsm.Module's Credentials).
+const credentialsFrom = 3
+
 // authorize is the module's fsm.Module.Authorize. A node authenticates a
 // request against the table as of its own last applied entry, stamps the
 // principal it found (id, tenants, roles) into the command and forwards
@@ -20,12 +25,15 @@ const checkedFrom = 2
 // taken that authority from. Here the command meets the table as of its
 // own log position, the same on every replica: the principal must be in
 // the table, and hold every tenant and role the command carries
-// (forbidden otherwise). Nothing is checked while the cluster holds no
+// (forbidden otherwise). From credentialsFrom, a command that names the
+// credential its principal authenticated with (identity.Principal.Cred)
+// must name one the principal still holds: a token rotated away, or a
+// certificate taken off, stops acting through a node that has not yet
+// applied the change. Nothing is checked while the cluster holds no
 // table (the nodes' --principals files are in force then), nor below
-// checkedFrom.
-//
-// A rotated credential is not caught here: the command names the
-// principal, not the credential that authenticated it.
+// checkedFrom. A command proposed by a node that had not yet applied the
+// enabling of credentialsFrom names no credential and is checked as
+// below it.
 func authorize(tx *fsm.Tx) error {
 	if tx.EnabledVersion(CmdPut) < checkedFrom {
 		return nil
@@ -45,7 +53,11 @@ func authorize(tx *fsm.Tx) error {
 	if raw == nil {
 		return errs.Errorf(errs.CodeForbidden, "principal %q is not in the cluster's principal table (removed after the node that took the request authenticated it)", p.ID)
 	}
-	now := identity.Principal{ID: p.ID, Tenants: raw.(*principalRow).Tenants, Roles: raw.(*principalRow).Roles}
+	row := raw.(*principalRow)
+	if p.Cred != "" && tx.EnabledVersion(CmdPut) >= credentialsFrom && !identity.CredIn(p.Cred, row.TokenSHA256, row.CertSHA256) {
+		return errs.Errorf(errs.CodeForbidden, "principal %q no longer holds the credential the request was authenticated with (rotated or removed after the node that took the request authenticated it)", p.ID)
+	}
+	now := identity.Principal{ID: p.ID, Tenants: row.Tenants, Roles: row.Roles}
 	for _, role := range p.Roles {
 		if !now.HasRole(role) {
 			return errs.Errorf(errs.CodeForbidden, "principal %q no longer holds role %q (changed after the node that took the request authenticated it)", p.ID, role)

@@ -26,6 +26,9 @@ func (cp *commands) Propose(ctx context.Context, cmd arblog.Command) (*fsm.Respo
 		return nil, errs.Errorf(errs.CodeForbidden, "command type %d is internal to the cluster", cmd.Type)
 	}
 	cmd.Principal, _ = fsm.PrincipalFrom(ctx)
+	if cmd.Principal.Cred != "" && !cp.fsm.CarriesCredentials() {
+		cmd.Principal.Cred = "" // see fsm.Module's Credentials
+	}
 	ctx, cancel := cp.withTimeout(ctx)
 	defer cancel()
 	if err := cp.gate(ctx, cmd); err != nil {

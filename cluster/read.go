@@ -20,6 +20,9 @@ func (cp *commands) Query(ctx context.Context, q fsm.Query) ([]byte, error) {
 		return nil, err
 	}
 	p, _ := fsm.PrincipalFrom(ctx)
+	// A read checks no credential, and a leader of an older binary could
+	// not decode one in a forwarded query (see fsm.Module's Credentials).
+	p.Cred = ""
 	if q.Stale {
 		return cp.fsm.Query(p, q)
 	}

@@ -46,6 +46,7 @@ type FSM struct {
 	ticks         []moduleTick // sorted by module name
 	restored      []moduleRestored
 	authorizers   []moduleAuthorize     // sorted by module name
+	credentials   *CommandVersion       // from Module.Credentials
 	gauges        []moduleGauges        // sorted by module name
 	eventValues   map[string]EventValue // by event kind
 	served        Capabilities
@@ -238,6 +239,16 @@ func (f *FSM) register(m *Module) error {
 	}
 	if m.Authorize != nil {
 		f.authorizers = append(f.authorizers, moduleAuthorize{name: m.Name, fn: m.Authorize})
+	}
+	if c := m.Credentials; c != nil {
+		if f.credentials != nil {
+			return fmt.Errorf("fsm: module %s: a second module declares credentials", m.Name)
+		}
+		spec := f.commands[c.Type]
+		if spec == nil || f.commandModule[c.Type] != m.Name || c.Version < 1 || c.Version > spec.MaxVersion {
+			return fmt.Errorf("fsm: module %s: credentials from command type %d version %d, which the module does not serve", m.Name, c.Type, c.Version)
+		}
+		f.credentials = &CommandVersion{Type: c.Type, Version: c.Version}
 	}
 	if m.Gauges != nil {
 		f.gauges = append(f.gauges, moduleGauges{name: m.Name, fn: m.Gauges})

@@ -52,6 +52,16 @@ type Module struct {
 	// refusal answers the command. It must be deterministic, as a handler
 	// is, and follow the enabled versions for any change of its answers.
 	Authorize func(tx *Tx) error
+	// Credentials, if set, is the command version from which commands
+	// carry the credential that authenticated their principal
+	// (identity.Principal.Cred), for Authorize to check. A node keeps the
+	// credential in what it proposes only while the cluster enables that
+	// version (FSM.CarriesCredentials), and Apply refuses a command that
+	// carries one while it does not, on every replica alike: a replica
+	// of an older binary, whose decoder does not know the field, refuses
+	// it as undecodable, which changes the state no more. At most one
+	// module sets it.
+	Credentials *CommandVersion
 	// Gauges, if set, counts what the module holds, for /metrics: read
 	// at every scrape, on the state as of the last commit. It must not
 	// walk rows a tenant can multiply: table sizes (Txn.Len) and index
@@ -64,6 +74,12 @@ type Module struct {
 	// wrote, for change-feed pages read with values (see EventValue). A
 	// kind belongs to one module.
 	EventValues map[string]EventValue
+}
+
+// CommandVersion names one version of one command type.
+type CommandVersion struct {
+	Type    log.Type
+	Version uint16
 }
 
 // TypeRange is a block of type numbers, First to Last inclusive. Command

@@ -3,6 +3,7 @@ package identity
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strings"
 )
 
 // Principal is the verified identity a command runs as. The leader stamps it
@@ -15,6 +16,50 @@ type Principal struct {
 	// an embedding host acting for itself, which handlers trust.
 	Tenants []string `msgpack:"tenants,omitempty"`
 	Roles   []string `msgpack:"roles,omitempty"`
+	// Cred names the credential that authenticated the principal on the
+	// node that took the request (TokenCred, CertCred); empty for an
+	// embedding host's principal. The cluster checks it inside Apply
+	// against the principal's credentials as of the command's own log
+	// position, so that a token rotated away stops acting even through a
+	// node that has not yet applied the rotation. A node keeps it in a
+	// command only once the cluster enables that check (fsm.Module's
+	// Credentials): a replica of an older binary cannot decode it.
+	Cred string `msgpack:"cred,omitempty"`
+}
+
+// A credential is named by its kind and the first credDigits hex digits
+// of its SHA-256: 128 bits tell a principal's few credentials apart, and
+// a token rotated away cannot pass for a new one it does not know.
+const credDigits = 32
+
+// TokenCred is the Cred of a bearer token whose HashToken is hash.
+func TokenCred(hash string) string { return "token:" + hash[:min(len(hash), credDigits)] }
+
+// CertCred is the Cred of a client certificate whose HashCert is hash.
+func CertCred(hash string) string { return "cert:" + hash[:min(len(hash), credDigits)] }
+
+// CredIn reports whether cred names one of the given token or certificate
+// hashes (lower-case hex, as a Registry and the cluster's table keep them).
+// It runs inside Apply for every command that names a credential, so it
+// compares in place rather than building each hash's Cred.
+func CredIn(cred string, tokenSHA256, certSHA256 []string) bool {
+	kind, digits, _ := strings.Cut(cred, ":")
+	var hashes []string
+	switch kind {
+	case "token":
+		hashes = tokenSHA256
+	case "cert":
+		hashes = certSHA256
+	}
+	if len(digits) != credDigits {
+		return false
+	}
+	for _, h := range hashes {
+		if len(h) >= credDigits && h[:credDigits] == digits {
+			return true
+		}
+	}
+	return false
 }
 
 // Role names.
@@ -36,7 +81,9 @@ func (p Principal) OwnerDigest() string {
 }
 
 // Trusted reports whether p is the empty principal of an embedding host.
-func (p Principal) Trusted() bool { return p.ID == "" && len(p.Roles) == 0 && len(p.Tenants) == 0 }
+func (p Principal) Trusted() bool {
+	return p.ID == "" && len(p.Roles) == 0 && len(p.Tenants) == 0 && p.Cred == ""
+}
 
 // HasRole reports whether p may act in role: admin implies controller,
 // controller implies member, member implies reader. The trusted empty

@@ -77,7 +77,8 @@ func NewRegistry(principals []PrincipalConfig) (*Registry, error) {
 			name string
 			list []string
 			into map[string]Principal
-		}{{"token_sha256", pc.TokenSHA256, r.byToken}, {"cert_sha256", pc.CertSHA256, r.byCert}} {
+			cred func(string) string
+		}{{"token_sha256", pc.TokenSHA256, r.byToken, TokenCred}, {"cert_sha256", pc.CertSHA256, r.byCert, CertCred}} {
 			for _, h := range set.list {
 				h = strings.ToLower(h)
 				if b, err := hex.DecodeString(h); err != nil || len(b) != sha256.Size {
@@ -86,7 +87,9 @@ func NewRegistry(principals []PrincipalConfig) (*Registry, error) {
 				if other, dup := set.into[h]; dup {
 					return nil, fmt.Errorf("identity: principals %q and %q share a credential", other.ID, pc.ID)
 				}
-				set.into[h] = p
+				q := p
+				q.Cred = set.cred(h)
+				set.into[h] = q
 			}
 		}
 	}
@@ -103,14 +106,16 @@ func Load(path string) (*Registry, error) {
 // Len is the number of principals.
 func (r *Registry) Len() int { return r.count }
 
-// ByToken resolves a bearer token. The lookup is by digest, so the time it
-// takes says nothing about how close a wrong token came.
+// ByToken resolves a bearer token to its principal, with the token's
+// Cred. The lookup is by digest, so the time it takes says nothing about
+// how close a wrong token came.
 func (r *Registry) ByToken(token string) (Principal, bool) {
 	p, ok := r.byToken[HashToken(token)]
 	return clonePrincipal(p), ok
 }
 
-// ByCert resolves a client certificate (DER).
+// ByCert resolves a client certificate (DER) to its principal, with the
+// certificate's Cred.
 func (r *Registry) ByCert(der []byte) (Principal, bool) {
 	p, ok := r.byCert[HashCert(der)]
 	return clonePrincipal(p), ok

@@ -191,17 +191,18 @@ func TestRegistryResolvesTokensAndCertificates(t *testing.T) {
 		token string
 		cert  []byte
 		want  *identity.Principal
+		cred  string // the Cred the answer carries: which credential it was
 	}{
-		{"admin token", "admin-token", nil, &admin},
-		{"old token", "mem-a-old", nil, &memA},
-		{"new token", "mem-a-new", nil, &memA},
-		{"unknown token", "mem-a-newer", nil, nil},
-		{"empty token", "", nil, nil},
-		{"token differing in case", "ADMIN-TOKEN", nil, nil},
-		{"the digest itself is not a token", sum([]byte("admin-token")), nil, nil},
-		{"certificate", "", certDER, &memA},
-		{"unknown certificate", "", []byte("another DER"), nil},
-		{"a token's bytes as a certificate", "", []byte("admin-token"), nil},
+		{"admin token", "admin-token", nil, &admin, "token:" + sum([]byte("admin-token"))[:32]},
+		{"old token", "mem-a-old", nil, &memA, "token:" + sum([]byte("mem-a-old"))[:32]},
+		{"new token", "mem-a-new", nil, &memA, "token:" + sum([]byte("mem-a-new"))[:32]},
+		{"unknown token", "mem-a-newer", nil, nil, ""},
+		{"empty token", "", nil, nil, ""},
+		{"token differing in case", "ADMIN-TOKEN", nil, nil, ""},
+		{"the digest itself is not a token", sum([]byte("admin-token")), nil, nil, ""},
+		{"certificate", "", certDER, &memA, "cert:" + sum(certDER)[:32]},
+		{"unknown certificate", "", []byte("another DER"), nil, ""},
+		{"a token's bytes as a certificate", "", []byte("admin-token"), nil, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -217,8 +218,14 @@ func TestRegistryResolvesTokensAndCertificates(t *testing.T) {
 				t.Fatalf("resolved to %+v, want nothing", got)
 			case tc.want != nil && !ok:
 				t.Fatalf("not resolved, want %+v", *tc.want)
-			case tc.want != nil && !reflect.DeepEqual(got, *tc.want):
-				t.Fatalf("resolved to %+v, want %+v", got, *tc.want)
+			case tc.want != nil && got.Cred != tc.cred:
+				t.Fatalf("resolved with Cred %q, want %q", got.Cred, tc.cred)
+			}
+			if tc.want != nil {
+				got.Cred = ""
+				if !reflect.DeepEqual(got, *tc.want) {
+					t.Fatalf("resolved to %+v, want %+v", got, *tc.want)
+				}
 			}
 		})
 	}
@@ -410,5 +417,38 @@ func TestRegistryKeepsNoPlaintextToken(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A credential's Cred matches the hash it came from, as a token or as a
+// certificate, and nothing else: not the other kind's list, not a
+// rotated-away token.
+func TestCredIn(t *testing.T) {
+	oldTok, newTok, cert := sum([]byte("old")), sum([]byte("new")), sum([]byte("der"))
+	cases := []struct {
+		name         string
+		cred         string
+		tokens, cert []string
+		want         bool
+	}{
+		{"the token", identity.TokenCred(newTok), []string{newTok}, nil, true},
+		{"one of several tokens", identity.TokenCred(oldTok), []string{newTok, oldTok}, nil, true},
+		{"a token rotated away", identity.TokenCred(oldTok), []string{newTok}, []string{cert}, false},
+		{"the certificate", identity.CertCred(cert), []string{newTok}, []string{cert}, true},
+		{"a token's hash named as a certificate", identity.CertCred(newTok), []string{newTok}, nil, false},
+		{"a certificate's hash named as a token", identity.TokenCred(cert), nil, []string{cert}, false},
+		{"no credential named", "", []string{newTok}, []string{cert}, false},
+		{"a kind that is neither", "key:" + newTok[:32], []string{newTok}, []string{newTok}, false},
+		{"too few digits", "token:" + newTok[:31], []string{newTok}, nil, false},
+		{"the whole hash", "token:" + newTok, []string{newTok}, nil, false},
+		{"no credentials held", identity.TokenCred(newTok), nil, nil, false},
+	}
+	for _, tc := range cases {
+		if got := identity.CredIn(tc.cred, tc.tokens, tc.cert); got != tc.want {
+			t.Errorf("%s: CredIn(%q) = %v, want %v", tc.name, tc.cred, got, tc.want)
+		}
+	}
+	if c := identity.TokenCred(newTok); len(c) != len("token:")+32 {
+		t.Errorf("TokenCred = %q: want the kind and 32 hex digits", c)
 	}
 }
