@@ -307,6 +307,14 @@ func (c *rsClient) release(svc *workitem.Service, k int, rec *Recorder) {
 		if code := errs.CodeOf(err); code != errs.CodeStaleFence {
 			c.failed("release "+h.reservation, err, rec)
 		}
+		if errs.IsOutcomeUnknown(err) {
+			c.w.count("release unknown")
+			// Released or still active: nothing can be read back of it
+			// as either. The holding's next step reserves again, which
+			// answers the reservation it still holds if the release
+			// was not applied, and a new one if it was.
+			c.holdings[k].reservation = ""
+		}
 		return
 	}
 	c.holdings[k].reservation = ""
