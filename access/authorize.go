@@ -4,6 +4,7 @@ import (
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/identity"
+	"github.com/arbiterhq/arbiter/log"
 )
 
 // checkedFrom is the version of principal_put from which the cluster
@@ -34,7 +35,23 @@ const credentialsFrom = 3
 // checkedFrom. A command proposed by a node that had not yet applied the
 // enabling of credentialsFrom names no credential and is checked as
 // below it.
-func authorize(tx *fsm.Tx) error {
+func authorize(tx *fsm.Tx) error { return meetTable(tx, tx.Principal) }
+
+// authorizeRead is the module's fsm.Module.AuthorizeRead: the same check
+// for a linearizable read, which the leader answers, often for a
+// follower that authenticated its caller with the table it has applied.
+// A removed principal, one whose tenants or roles were cut, or a token
+// rotated away, reads no more through a lagging node than it writes.
+func authorizeRead(rt *fsm.ReadTx) error { return meetTable(rt, rt.Principal) }
+
+// tableView is what meetTable reads: a command's transaction, or the
+// state a query reads.
+type tableView interface {
+	EnabledVersion(t log.Type) uint16
+	FirstString(table, index, value string) (any, error)
+}
+
+func meetTable(tx tableView, p identity.Principal) error {
 	if tx.EnabledVersion(CmdPut) < checkedFrom {
 		return nil
 	}
@@ -45,7 +62,6 @@ func authorize(tx *fsm.Tx) error {
 	if src == nil {
 		return nil
 	}
-	p := tx.Principal
 	raw, err := tx.FirstString(tablePrincipals, "id", p.ID)
 	if err != nil {
 		return errs.Errorf(errs.CodeInternal, "read principal %q: %v", p.ID, err)

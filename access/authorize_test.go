@@ -165,3 +165,66 @@ func TestCommandsMeetTheTableWithTheirCredential(t *testing.T) {
 		})
 	}
 }
+
+// A linearizable read meets the table as a command does: a principal the
+// table has removed, or whose role the read needs was cut, or who names a
+// token rotated away, is refused (forbidden) before the query runs. A
+// stale read is answered as the node stands, unchecked. Below version 2
+// of principal_put nothing is checked, as for commands.
+func TestLinearizableReadsMeetTheTable(t *testing.T) {
+	for _, v := range []uint16{1, 2, 3} {
+		t.Run(fmt.Sprintf("principal_put v%d", v), func(t *testing.T) {
+			l, s := newLocal(t)
+			if err := l.Enable(fsmtest.AtVersion(fsm.ServedBy(access.Module()), access.Name, v)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Seed(context.Background(), bootstrapFile(0)); err != nil {
+				t.Fatal(err)
+			}
+			oldHash := identity.HashToken("ops-old")
+			ops := identity.Principal{ID: "ops", Tenants: []string{"*"}, Roles: []string{identity.RoleAdmin}}
+			if _, err := s.Put(as(superAdmin), access.PutRequest{ID: "ops", Tenants: ops.Tenants, Roles: ops.Roles,
+				TokenSHA256: []string{oldHash}}); err != nil {
+				t.Fatal(err)
+			}
+			withOld := ops
+			withOld.Cred = identity.TokenCred(oldHash)
+			read := func(p identity.Principal, c fsm.Consistency) error {
+				_, err := s.List(as(p), c)
+				return err
+			}
+			if err := read(withOld, fsm.Linearizable); err != nil {
+				t.Fatalf("a principal the table holds, with its token: %v", err)
+			}
+			if _, err := s.Rotate(as(superAdmin), access.RotateRequest{ID: "ops", TokenSHA256: []string{identity.HashToken("ops-new")}}); err != nil {
+				t.Fatal(err)
+			}
+			want := func(what string, p identity.Principal, checkedFrom uint16) {
+				t.Helper()
+				err := read(p, fsm.Linearizable)
+				switch {
+				case v >= checkedFrom && !errors.Is(err, errs.Forbidden):
+					t.Fatalf("%s, linearizable: %v, want forbidden", what, err)
+				case v < checkedFrom && err != nil:
+					t.Fatalf("%s, linearizable below version %d: %v, want the read answered", what, checkedFrom, err)
+				}
+				if err := read(p, fsm.Stale); err != nil {
+					t.Fatalf("%s, stale: %v, want the read answered as the node stands", what, err)
+				}
+			}
+			want("a token rotated away", withOld, 3)
+			if err := read(ops, fsm.Linearizable); err != nil {
+				t.Fatalf("the same principal naming no credential: %v", err)
+			}
+			if _, err := s.Put(as(superAdmin), access.PutRequest{ID: "ops", Tenants: ops.Tenants, Roles: []string{identity.RoleReader},
+				TokenSHA256: []string{identity.HashToken("ops-new")}, Replace: true}); err != nil {
+				t.Fatal(err)
+			}
+			want("a role the table has cut", ops, 2)
+			if _, err := s.Remove(as(superAdmin), "ops"); err != nil {
+				t.Fatal(err)
+			}
+			want("a principal the table no longer holds", ops, 2)
+		})
+	}
+}

@@ -40,6 +40,8 @@
 // principal_put 3 a command also names the credential its principal
 // authenticated with (identity.Principal.Cred), which must still be the
 // principal's: a rotated token stops acting through a lagging node too.
+// A linearizable read meets the table on the leader the same way
+// (authorizeRead); a stale read is answered as the node stands.
 //
 // Every change needs an admin of every tenant (tenants ["*"]), checked
 // inside Apply. A change through the API must leave at least one such

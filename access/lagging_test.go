@@ -20,7 +20,9 @@ import (
 // authenticates a principal the leader has since removed: it enforces the
 // table it has applied. It forwards that principal's write to the leader,
 // where the write meets the table inside Apply and is refused (403), and
-// nothing is written on any node.
+// nothing is written on any node. A linearizable read, which the leader
+// answers, is refused the same way; a stale one is answered by the
+// lagging node as it stands, as stale reads say they may be.
 func TestLaggingNodeCannotWriteForARemovedPrincipal(t *testing.T) {
 	file := bootstrapFile(0)
 	file.Principals = append(file.Principals, pc("ops", []string{"*"}, []string{identity.RoleAdmin}, "ops-token"))
@@ -35,6 +37,7 @@ func TestLaggingNodeCannotWriteForARemovedPrincipal(t *testing.T) {
 	if got := create(lag, "before", 10*time.Second); got != http.StatusOK {
 		t.Fatalf("ops's create through n%d before anything: %d", lag+1, got)
 	}
+	c.WaitConverged(30 * time.Second) // every node holds "before": a stale read finds it
 
 	release := c.HoldApply(lag)
 	defer release()
@@ -50,6 +53,7 @@ func TestLaggingNodeCannotWriteForARemovedPrincipal(t *testing.T) {
 	if got := create(lag, "after-removal", 10*time.Second); got != http.StatusForbidden {
 		t.Fatalf("the removed principal's write through the lagging n%d: %d, want 403", lag+1, got)
 	}
+	readsThroughTheLaggingNode(t, c, lag, "ops-token", "the removed principal")
 	release()
 	c.WaitConverged(30 * time.Second)
 	for i := range 3 {
@@ -103,6 +107,7 @@ func TestLaggingNodeCannotWriteWithARotatedToken(t *testing.T) {
 	if got := createAs(t, c, lag, "ops-token", "before", 10*time.Second); got != http.StatusOK {
 		t.Fatalf("ops's create through n%d before anything: %d", lag+1, got)
 	}
+	c.WaitConverged(30 * time.Second) // every node holds "before": a stale read finds it
 
 	release := c.HoldApply(lag)
 	defer release()
@@ -119,6 +124,7 @@ func TestLaggingNodeCannotWriteWithARotatedToken(t *testing.T) {
 	if got := createAs(t, c, lag, "ops-token", "after-rotation", 10*time.Second); got != http.StatusForbidden {
 		t.Fatalf("the rotated-away token's write through the lagging n%d: %d, want 403", lag+1, got)
 	}
+	readsThroughTheLaggingNode(t, c, lag, "ops-token", "the rotated-away token")
 	release()
 	c.WaitConverged(30 * time.Second)
 	for i := range 3 {
@@ -129,5 +135,18 @@ func TestLaggingNodeCannotWriteWithARotatedToken(t *testing.T) {
 	}
 	if got := createAs(t, c, lag, "ops-token-2", "with-the-new-token", 10*time.Second); got != http.StatusOK {
 		t.Fatalf("the new token through n%d once caught up: %d", lag+1, got)
+	}
+}
+
+// readsThroughTheLaggingNode checks that node lag, which still takes
+// token, forwards a linearizable read with it to the leader, which
+// refuses it (403), and answers a stale read itself (200).
+func readsThroughTheLaggingNode(t *testing.T, c *clustertest.Cluster, lag int, token, who string) {
+	t.Helper()
+	if got := status(t, c, lag, http.MethodGet, "/v1/nodes/get?node_id=before", token, ""); got != http.StatusForbidden {
+		t.Fatalf("%s's linearizable read through the lagging n%d: %d, want 403", who, lag+1, got)
+	}
+	if got := status(t, c, lag, http.MethodGet, "/v1/nodes/get?node_id=before&consistency=stale", token, ""); got != http.StatusOK {
+		t.Fatalf("%s's stale read through the lagging n%d: %d, want 200 (answered as the node stands)", who, lag+1, got)
 	}
 }

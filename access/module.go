@@ -106,9 +106,10 @@ func module(g *Guard) fsm.Module {
 		Queries: []fsm.QuerySpec{
 			{Type: QueryList, Name: "principals", Run: runList},
 		},
-		Restored:    g.restored,
-		Authorize:   authorize,
-		Credentials: &fsm.CommandVersion{Type: CmdPut, Version: credentialsFrom},
+		Restored:      g.restored,
+		Authorize:     authorize,
+		AuthorizeRead: authorizeRead,
+		Credentials:   &fsm.CommandVersion{Type: CmdPut, Version: credentialsFrom},
 	}
 }
 

@@ -20,9 +20,12 @@ func (cp *commands) Query(ctx context.Context, q fsm.Query) ([]byte, error) {
 		return nil, err
 	}
 	p, _ := fsm.PrincipalFrom(ctx)
-	// A read checks no credential, and a leader of an older binary could
-	// not decode one in a forwarded query (see fsm.Module's Credentials).
-	p.Cred = ""
+	// A linearizable read meets the table on the leader, credential
+	// included once the cluster carries credentials (fsm.Module's
+	// AuthorizeRead and Credentials); a stale one checks none.
+	if q.Stale || !cp.fsm.CarriesCredentials() {
+		p.Cred = ""
+	}
 	if q.Stale {
 		return cp.fsm.Query(p, q)
 	}

@@ -46,6 +46,7 @@ type FSM struct {
 	ticks         []moduleTick // sorted by module name
 	restored      []moduleRestored
 	authorizers   []moduleAuthorize     // sorted by module name
+	readChecks    []moduleReadAuthorize // sorted by module name
 	credentials   *CommandVersion       // from Module.Credentials
 	gauges        []moduleGauges        // sorted by module name
 	eventValues   map[string]EventValue // by event kind
@@ -87,6 +88,11 @@ type moduleTick struct {
 type moduleAuthorize struct {
 	name string
 	fn   func(tx *Tx) error
+}
+
+type moduleReadAuthorize struct {
+	name string
+	fn   func(rt *ReadTx) error
 }
 
 type moduleRestored struct {
@@ -134,6 +140,7 @@ func New(cfg Config) (*FSM, error) {
 	sort.Slice(f.restored, func(i, j int) bool { return f.restored[i].name < f.restored[j].name })
 	sort.Slice(f.gauges, func(i, j int) bool { return f.gauges[i].name < f.gauges[j].name })
 	sort.Slice(f.authorizers, func(i, j int) bool { return f.authorizers[i].name < f.authorizers[j].name })
+	sort.Slice(f.readChecks, func(i, j int) bool { return f.readChecks[i].name < f.readChecks[j].name })
 	if err := f.schema.Validate(); err != nil {
 		return nil, fmt.Errorf("fsm: schema: %w", err)
 	}
@@ -239,6 +246,9 @@ func (f *FSM) register(m *Module) error {
 	}
 	if m.Authorize != nil {
 		f.authorizers = append(f.authorizers, moduleAuthorize{name: m.Name, fn: m.Authorize})
+	}
+	if m.AuthorizeRead != nil {
+		f.readChecks = append(f.readChecks, moduleReadAuthorize{name: m.Name, fn: m.AuthorizeRead})
 	}
 	if c := m.Credentials; c != nil {
 		if f.credentials != nil {
@@ -350,6 +360,13 @@ func (f *FSM) Query(p identity.Principal, q Query) (out []byte, err error) {
 			out, err = nil, errs.Errorf(errs.CodeInternal, "%s: query failed", spec.Name)
 		}
 	}()
+	if !q.Stale && !p.Trusted() {
+		for _, a := range f.readChecks {
+			if err := a.fn(rt); err != nil {
+				return nil, errs.From(err)
+			}
+		}
+	}
 	res, qerr := spec.Run(rt, q.Payload)
 	if qerr != nil {
 		return nil, errs.From(qerr)

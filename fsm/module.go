@@ -52,6 +52,15 @@ type Module struct {
 	// refusal answers the command. It must be deterministic, as a handler
 	// is, and follow the enabled versions for any change of its answers.
 	Authorize func(tx *Tx) error
+	// AuthorizeRead, if set, is Authorize for a linearizable query, run
+	// before its handler on the state it reads (the leader's, current
+	// as of the read). A follower forwards such a read with the
+	// principal it authenticated from its own applied state, which may
+	// lag behind a change the leader has applied. Stale queries are
+	// answered as the answering node stands (they say they may be
+	// behind), unchecked: a node catching up after a restart
+	// authenticates with a newer table than the state it reads.
+	AuthorizeRead func(rt *ReadTx) error
 	// Credentials, if set, is the command version from which commands
 	// carry the credential that authenticated their principal
 	// (identity.Principal.Cred), for Authorize to check. A node keeps the
@@ -341,3 +350,8 @@ type ReadTx struct {
 // (through a query of its module) before it sends a command whose newer
 // version it may use.
 func (rt *ReadTx) EnabledVersion(t log.Type) uint16 { return readMeta(rt.Txn).enabledVersion(t) }
+
+// FirstString is Tx.FirstString on the state the query reads.
+func (rt *ReadTx) FirstString(table, index, value string) (any, error) {
+	return rt.Txn.FirstString(table, index, value)
+}
