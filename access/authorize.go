@@ -12,11 +12,6 @@ import (
 // table (authorize). A cluster enables it once every voter serves it.
 const checkedFrom = 2
 
-// credentialsFrom is the version of principal_put from which commands
-// name the credential that authenticated their principal, and authorize
-// checks it too (fsm.Module's Credentials).
-const credentialsFrom = 3
-
 // authorize is the module's fsm.Module.Authorize. A node authenticates a
 // request against the table as of its own last applied entry, stamps the
 // principal it found (id, tenants, roles) into the command and forwards
@@ -26,22 +21,27 @@ const credentialsFrom = 3
 // taken that authority from. Here the command meets the table as of its
 // own log position, the same on every replica: the principal must be in
 // the table, and hold every tenant and role the command carries
-// (forbidden otherwise). From credentialsFrom, a command that names the
-// credential its principal authenticated with (identity.Principal.Cred)
-// must name one the principal still holds: a token rotated away, or a
-// certificate taken off, stops acting through a node that has not yet
-// applied the change. Nothing is checked while the cluster holds no
+// (forbidden otherwise). Nothing is checked while the cluster holds no
 // table (the nodes' --principals files are in force then), nor below
-// checkedFrom. A command proposed by a node that had not yet applied the
-// enabling of credentialsFrom names no credential and is checked as
-// below it.
+// checkedFrom.
+//
+// The credential that authenticated the principal is not in the log
+// (identity.Principal.Cred): the leader checks it before proposing
+// (authorizeRead, through fsm.FSM.CheckPrincipal), against the table as
+// of its own applied state.
 func authorize(tx *fsm.Tx) error { return meetTable(tx, tx.Principal) }
 
 // authorizeRead is the module's fsm.Module.AuthorizeRead: the same check
-// for a linearizable read, which the leader answers, often for a
-// follower that authenticated its caller with the table it has applied.
-// A removed principal, one whose tenants or roles were cut, or a token
-// rotated away, reads no more through a lagging node than it writes.
+// outside Apply, on the leader, for a linearizable read and before a
+// command that names its credential is proposed, often for a follower
+// that authenticated its caller with the table it has applied; there the
+// principal also meets its credential (identity.Principal.Cred), which
+// must still be one of the principal's. A removed principal, one whose
+// tenants or roles were cut, or a token rotated away or a certificate
+// taken off, reads and writes no more through a lagging node. (A change
+// the leader has committed but not yet applied still lets one through:
+// the leader applies within milliseconds of a commit, where a follower
+// may lag for as long as it is cut off.)
 func authorizeRead(rt *fsm.ReadTx) error { return meetTable(rt, rt.Principal) }
 
 // tableView is what meetTable reads: a command's transaction, or the
@@ -70,7 +70,7 @@ func meetTable(tx tableView, p identity.Principal) error {
 		return errs.Errorf(errs.CodeForbidden, "principal %q is not in the cluster's principal table (removed after the node that took the request authenticated it)", p.ID)
 	}
 	row := raw.(*principalRow)
-	if p.Cred != "" && tx.EnabledVersion(CmdPut) >= credentialsFrom && !identity.CredIn(p.Cred, row.TokenSHA256, row.CertSHA256) {
+	if p.Cred != "" && !identity.CredIn(p.Cred, row.TokenSHA256, row.CertSHA256) {
 		return errs.Errorf(errs.CodeForbidden, "principal %q no longer holds the credential the request was authenticated with (rotated or removed after the node that took the request authenticated it)", p.ID)
 	}
 	now := identity.Principal{ID: p.ID, Tenants: row.Tenants, Roles: row.Roles}

@@ -1,6 +1,7 @@
 package access_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -85,84 +86,54 @@ func TestCommandsMeetTheTableAsOfTheirLogPosition(t *testing.T) {
 	}
 }
 
-// From version 3 of principal_put a command names the credential its
-// principal authenticated with, and meets it against the table as of its
-// own log position: a token rotated away is refused inside Apply
-// (forbidden, nothing changed) even though the principal, its tenants and
-// its roles are all still there; the token that replaced it, and a
-// command that names no credential (a node that had not applied the
-// enabling), go on. Below version 3 no replica may meet a credential in a
-// command at all (an older binary cannot decode one): refused as
-// unavailable, changing nothing.
-func TestCommandsMeetTheTableWithTheirCredential(t *testing.T) {
-	for _, v := range []uint16{2, 3} {
-		t.Run(fmt.Sprintf("principal_put v%d", v), func(t *testing.T) {
-			l, s := newLocal(t)
-			if err := l.Enable(fsmtest.AtVersion(fsm.ServedBy(access.Module()), access.Name, v)); err != nil {
-				t.Fatal(err)
-			}
-			if got, want := l.FSM.CarriesCredentials(), v >= 3; got != want {
-				t.Fatalf("CarriesCredentials = %v at version %d, want %v", got, v, want)
-			}
-			if _, err := s.Seed(context.Background(), bootstrapFile(0)); err != nil {
-				t.Fatal(err)
-			}
-			oldHash, newHash := identity.HashToken("ops-old"), identity.HashToken("ops-new")
-			ops := identity.Principal{ID: "ops", Tenants: []string{"*"}, Roles: []string{identity.RoleAdmin}}
-			if _, err := s.Put(as(superAdmin), access.PutRequest{ID: "ops", Tenants: ops.Tenants, Roles: ops.Roles,
-				TokenSHA256: []string{oldHash}}); err != nil {
-				t.Fatal(err)
-			}
-			withCred := func(hash string) identity.Principal {
-				p := ops
-				p.Cred = identity.TokenCred(hash)
-				return p
-			}
-			content := func() [32]byte {
-				_, h, err := l.FSM.StateHashes()
-				if err != nil {
-					t.Fatal(err)
-				}
-				return h.Content
-			}
-			put := func(by identity.Principal, id string) error {
-				_, err := s.Put(as(by), access.PutRequest{ID: id, Tenants: []string{"a"}, Roles: []string{identity.RoleReader},
-					TokenSHA256: []string{identity.HashToken(id + "-token")}})
-				return err
-			}
-			if v < 3 {
-				before := content()
-				if err := put(withCred(oldHash), "x1"); !errors.Is(err, errs.Unavailable) {
-					t.Fatalf("a credential below version 3: %v, want unavailable", err)
-				}
-				if content() != before {
-					t.Fatal("the refusal changed the state")
-				}
-				if err := put(ops, "x1"); err != nil {
-					t.Fatalf("the same command without the credential: %v", err)
-				}
-				return
-			}
-			if err := put(withCred(oldHash), "x1"); err != nil {
-				t.Fatalf("the token the table holds: %v", err)
-			}
-			if _, err := s.Rotate(as(superAdmin), access.RotateRequest{ID: "ops", TokenSHA256: []string{newHash}}); err != nil {
-				t.Fatal(err)
-			}
-			before := content()
-			if err := put(withCred(oldHash), "x2"); !errors.Is(err, errs.Forbidden) {
-				t.Fatalf("a token rotated away: %v, want forbidden", err)
-			}
-			if content() != before {
-				t.Fatal("the refusal changed the state")
-			}
-			if err := put(withCred(newHash), "x2"); err != nil {
-				t.Fatalf("the token that replaced it: %v", err)
-			}
-			if err := put(ops, "x3"); err != nil {
-				t.Fatalf("no credential named: %v", err)
-			}
-		})
+// The leader checks a principal that names its credential against the
+// table it has applied (FSM.CheckPrincipal, run before it proposes): a
+// token rotated away is refused (forbidden) though the principal, its
+// tenants and its roles are all still there; the token that replaced it
+// passes. The credential never enters the log, so Apply neither sees nor
+// checks it: a command proposed with it applies as one without it.
+func TestTheLeaderMeetsACredentialWithTheTable(t *testing.T) {
+	l, s := newLocal(t)
+	if err := l.Enable(fsm.ServedBy(access.Module())); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Seed(context.Background(), bootstrapFile(0)); err != nil {
+		t.Fatal(err)
+	}
+	oldHash, newHash := identity.HashToken("ops-old"), identity.HashToken("ops-new")
+	ops := identity.Principal{ID: "ops", Tenants: []string{"*"}, Roles: []string{identity.RoleAdmin}}
+	if _, err := s.Put(as(superAdmin), access.PutRequest{ID: "ops", Tenants: ops.Tenants, Roles: ops.Roles,
+		TokenSHA256: []string{oldHash}}); err != nil {
+		t.Fatal(err)
+	}
+	withCred := func(hash string) identity.Principal {
+		p := ops
+		p.Cred = identity.TokenCred(hash)
+		return p
+	}
+	if err := l.FSM.CheckPrincipal(withCred(oldHash)); err != nil {
+		t.Fatalf("the token the table holds: %v", err)
+	}
+	if _, err := s.Rotate(as(superAdmin), access.RotateRequest{ID: "ops", TokenSHA256: []string{newHash}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.FSM.CheckPrincipal(withCred(oldHash)); !errors.Is(err, errs.Forbidden) {
+		t.Fatalf("a token rotated away: %v, want forbidden", err)
+	}
+	if err := l.FSM.CheckPrincipal(withCred(newHash)); err != nil {
+		t.Fatalf("the token that replaced it: %v", err)
+	}
+	if err := l.FSM.CheckPrincipal(identity.Principal{}); err != nil {
+		t.Fatalf("the trusted principal: %v", err)
+	}
+	// Apply never sees the credential: the stale one's command applies.
+	if _, err := s.Put(as(withCred(oldHash)), access.PutRequest{ID: "x1", Tenants: []string{"a"}, Roles: []string{identity.RoleReader},
+		TokenSHA256: []string{identity.HashToken("x1-token")}}); err != nil {
+		t.Fatalf("a command whose principal names a credential, in Apply: %v, want it applied as without", err)
+	}
+	entries := l.Log()
+	if last := entries[len(entries)-1]; bytes.Contains(last.Data, []byte(identity.TokenCred(oldHash))) {
+		t.Fatalf("entry %d holds the credential's name", last.Index)
 	}
 }
 
@@ -212,7 +183,7 @@ func TestLinearizableReadsMeetTheTable(t *testing.T) {
 					t.Fatalf("%s, stale: %v, want the read answered as the node stands", what, err)
 				}
 			}
-			want("a token rotated away", withOld, 3)
+			want("a token rotated away", withOld, 2)
 			if err := read(ops, fsm.Linearizable); err != nil {
 				t.Fatalf("the same principal naming no credential: %v", err)
 			}

@@ -97,8 +97,8 @@ func module(g *Guard) fsm.Module {
 		},
 		Commands: []fsm.CommandSpec{
 			// principal_put 2: every command's principal checked in Apply
-			// (authorize.go); 3: and the credential it names.
-			{Type: CmdPut, Name: "principal_put", MaxVersion: 3, Apply: fsm.Handle(fsm.Typed[putCmd]{Access: changeAccess[putCmd], Apply: g.applyPut})},
+			// (authorize.go).
+			{Type: CmdPut, Name: "principal_put", MaxVersion: 2, Apply: fsm.Handle(fsm.Typed[putCmd]{Access: changeAccess[putCmd], Apply: g.applyPut})},
 			{Type: CmdRemove, Name: "principal_remove", MaxVersion: 1, Apply: fsm.Handle(fsm.Typed[removeCmd]{Access: changeAccess[removeCmd], Apply: g.applyRemove})},
 			{Type: CmdRotate, Name: "principal_rotate", MaxVersion: 1, Apply: fsm.Handle(fsm.Typed[rotateCmd]{Access: changeAccess[rotateCmd], Apply: g.applyRotate})},
 			{Type: CmdSeed, Name: "principals_seed", MaxVersion: 1, Apply: fsm.Handle(fsm.Typed[seedCmd]{Access: changeAccess[seedCmd], Apply: g.applySeed})},
@@ -109,7 +109,6 @@ func module(g *Guard) fsm.Module {
 		Restored:      g.restored,
 		Authorize:     authorize,
 		AuthorizeRead: authorizeRead,
-		Credentials:   &fsm.CommandVersion{Type: CmdPut, Version: credentialsFrom},
 	}
 }
 

@@ -47,7 +47,7 @@ func (cp *commands) forwardQuery(ctx context.Context, api string, q fsm.Query, p
 		return nil, errs.Errorf(errs.CodeInvalid, "encode query: %v", err)
 	}
 	var reply wireReply
-	if err := postMsgpack(ctx, cp.peers, cp.url(api, "/v1/internal/query"), body, &reply); err != nil {
+	if err := rawwire.PostMsgpackWith(ctx, cp.peers, cp.url(api, "/v1/internal/query"), body, credentialsHeaderOf([]string{p.Cred}), &reply); err != nil {
 		if e := errs.From(err); e.OutcomeUnknown {
 			return nil, errs.Errorf(errs.CodeUnavailable, "%s", e.Message)
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/arbiterhq/arbiter/domain"
 	"github.com/arbiterhq/arbiter/errs"
 	"github.com/arbiterhq/arbiter/fsm"
+	"github.com/arbiterhq/arbiter/internal/rawwire"
 	arblog "github.com/arbiterhq/arbiter/log"
 )
 
@@ -47,6 +48,7 @@ type forwardCall struct {
 	ctx  context.Context
 	api  string
 	data []byte // the encoded command
+	cred string // its principal's credential, sent beside it (credentials.go)
 	done chan forwardResult
 }
 
@@ -80,7 +82,7 @@ func (fw *forwarder) submit(ctx context.Context, api string, cmd arblog.Command)
 		return nil, errs.Errorf(errs.CodeInvalid, "encode command: %v", err)
 	}
 	call := forwardCalls.Get().(*forwardCall)
-	call.ctx, call.api, call.data = ctx, api, data
+	call.ctx, call.api, call.data, call.cred = ctx, api, data, cmd.Principal.Cred
 	select {
 	case fw.queue <- call:
 	case <-ctx.Done():
@@ -106,7 +108,7 @@ var forwardCalls = sync.Pool{New: func() any { return &forwardCall{done: make(ch
 
 // release hands c, whose done is empty, back to forwardCalls.
 func (c *forwardCall) release() {
-	c.ctx, c.api, c.data = nil, "", nil
+	c.ctx, c.api, c.data, c.cred = nil, "", nil, ""
 	forwardCalls.Put(c)
 }
 
@@ -212,8 +214,9 @@ func (fw *forwarder) take(l *lane) (batch []*forwardCall, removed int) {
 func (fw *forwarder) sendTo(api string, calls []*forwardCall) {
 	deadline := time.Now().Add(fw.n.cfg.ApplyTimeout)
 	body := applyBatch{Commands: make([][]byte, len(calls))}
+	creds := make([]string, len(calls))
 	for i, c := range calls {
-		body.Commands[i] = c.data
+		body.Commands[i], creds[i] = c.data, c.cred
 		if dl, ok := c.ctx.Deadline(); ok && dl.After(deadline) {
 			deadline = dl
 		}
@@ -221,7 +224,7 @@ func (fw *forwarder) sendTo(api string, calls []*forwardCall) {
 	ctx, cancel := context.WithDeadline(fw.n.ctx, deadline)
 	defer cancel()
 	var reply applyBatchReply
-	err := fw.post(ctx, api, body, &reply)
+	err := fw.post(ctx, api, body, credentialsHeaderOf(creds), &reply)
 	if err == nil && len(reply.Replies) != len(calls) {
 		err = errs.Unknown("leader %s answered %d of %d commands", api, len(reply.Replies), len(calls))
 	}
@@ -239,13 +242,13 @@ func (fw *forwarder) sendTo(api string, calls []*forwardCall) {
 	}
 }
 
-func (fw *forwarder) post(ctx context.Context, api string, body applyBatch, reply *applyBatchReply) error {
+func (fw *forwarder) post(ctx context.Context, api string, body applyBatch, header http.Header, reply *applyBatchReply) error {
 	raw, err := arblog.Marshal(body)
 	if err != nil {
 		return errs.Errorf(errs.CodeInternal, "encode batch: %v", err)
 	}
 	var wire wireReply
-	if err := postMsgpack(ctx, fw.n.peers, fw.n.url(api, "/v1/internal/apply"), raw, &wire); err != nil {
+	if err := rawwire.PostMsgpackWith(ctx, fw.n.peers, fw.n.url(api, "/v1/internal/apply"), raw, header, &wire); err != nil {
 		return err
 	}
 	if wire.Err != nil {
@@ -275,6 +278,11 @@ func (hs *httpAPI) handleInternalApply(w http.ResponseWriter, r *http.Request) {
 		writeMsgpack(w, wireReply{Err: errs.Errorf(errs.CodeInvalid, "a batch holds 1 to %d commands", maxForwardBatch)})
 		return
 	}
+	creds, err := credentialsFrom(r.Header, len(batch.Commands))
+	if err != nil {
+		writeMsgpack(w, wireReply{Err: errs.From(err)})
+		return
+	}
 	if !hs.isLeader() {
 		writeMsgpack(w, wireReply{Err: errs.New(errs.CodeUnavailable, "not the leader")})
 		return
@@ -284,13 +292,18 @@ func (hs *httpAPI) handleInternalApply(w http.ResponseWriter, r *http.Request) {
 	started := make([]pendingApply, len(batch.Commands))
 	for i, data := range batch.Commands {
 		cmd, err := arblog.Decode(data)
+		if err == nil && creds != nil {
+			cmd.Principal.Cred = creds[i]
+		}
 		switch {
 		case err != nil:
 			started[i].err = errs.Errorf(errs.CodeInvalid, "%v", err)
 		case hs.fsm.IsInternal(cmd.Type):
 			started[i].err = errs.Errorf(errs.CodeForbidden, "command type %d is internal to the cluster", cmd.Type)
 		default:
-			started[i] = hs.host.startApply(ctx, cmd)
+			if started[i].err = checkCredential(hs.fsm, cmd.Principal); started[i].err == nil {
+				started[i] = hs.host.startApply(ctx, cmd)
+			}
 		}
 	}
 	reply := applyBatchReply{Replies: make([]wireReply, len(started))}

@@ -154,6 +154,14 @@ func (hs *httpAPI) handleInternalQuery(w http.ResponseWriter, r *http.Request) {
 		writeMsgpack(w, wireReply{Err: errs.Errorf(errs.CodeInvalid, "%v", err)})
 		return
 	}
+	creds, err := credentialsFrom(r.Header, 1)
+	if err != nil {
+		writeMsgpack(w, wireReply{Err: errs.From(err)})
+		return
+	}
+	if creds != nil {
+		q.Principal.Cred = creds[0] // fsm.Query checks it (see credentials.go)
+	}
 	if !hs.isLeader() {
 		writeMsgpack(w, wireReply{Err: errs.New(errs.CodeUnavailable, "not the leader")})
 		return

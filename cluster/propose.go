@@ -26,9 +26,6 @@ func (cp *commands) Propose(ctx context.Context, cmd arblog.Command) (*fsm.Respo
 		return nil, errs.Errorf(errs.CodeForbidden, "command type %d is internal to the cluster", cmd.Type)
 	}
 	cmd.Principal, _ = fsm.PrincipalFrom(ctx)
-	if cmd.Principal.Cred != "" && !cp.fsm.CarriesCredentials() {
-		cmd.Principal.Cred = "" // see fsm.Module's Credentials
-	}
 	ctx, cancel := cp.withTimeout(ctx)
 	defer cancel()
 	if err := cp.gate(ctx, cmd); err != nil {
@@ -45,6 +42,9 @@ func (cp *commands) Propose(ctx context.Context, cmd arblog.Command) (*fsm.Respo
 func (cp *commands) propose(ctx context.Context, cmd arblog.Command) (res *fsm.Response, err error) {
 	err = cp.viaLeader(ctx, "command",
 		func(ctx context.Context) (err error) {
+			if err := checkCredential(cp.fsm, cmd.Principal); err != nil {
+				return err
+			}
 			res, err = cp.host.applyLocal(ctx, cmd)
 			return err
 		},

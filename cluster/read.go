@@ -20,12 +20,6 @@ func (cp *commands) Query(ctx context.Context, q fsm.Query) ([]byte, error) {
 		return nil, err
 	}
 	p, _ := fsm.PrincipalFrom(ctx)
-	// A linearizable read meets the table on the leader, credential
-	// included once the cluster carries credentials (fsm.Module's
-	// AuthorizeRead and Credentials); a stale one checks none.
-	if q.Stale || !cp.fsm.CarriesCredentials() {
-		p.Cred = ""
-	}
 	if q.Stale {
 		return cp.fsm.Query(p, q)
 	}

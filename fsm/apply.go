@@ -192,9 +192,6 @@ func (f *FSM) applyDecoded(txn *statestore.Txn, m *meta, index uint64, sc *apply
 	if err != nil {
 		return refuse(errs.Errorf(errs.CodeInvalid, "undecodable command: %v", err))
 	}
-	if e := f.credentialsRefusal(m, cmd.Principal.Cred); e != nil {
-		return refuse(e)
-	}
 	if cmd.Version < 1 {
 		return refuse(errs.Errorf(errs.CodeInvalid, "command type %d: version 0", cmd.Type))
 	}

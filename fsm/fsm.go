@@ -47,7 +47,6 @@ type FSM struct {
 	restored      []moduleRestored
 	authorizers   []moduleAuthorize     // sorted by module name
 	readChecks    []moduleReadAuthorize // sorted by module name
-	credentials   *CommandVersion       // from Module.Credentials
 	gauges        []moduleGauges        // sorted by module name
 	eventValues   map[string]EventValue // by event kind
 	served        Capabilities
@@ -250,16 +249,6 @@ func (f *FSM) register(m *Module) error {
 	if m.AuthorizeRead != nil {
 		f.readChecks = append(f.readChecks, moduleReadAuthorize{name: m.Name, fn: m.AuthorizeRead})
 	}
-	if c := m.Credentials; c != nil {
-		if f.credentials != nil {
-			return fmt.Errorf("fsm: module %s: a second module declares credentials", m.Name)
-		}
-		spec := f.commands[c.Type]
-		if spec == nil || f.commandModule[c.Type] != m.Name || c.Version < 1 || c.Version > spec.MaxVersion {
-			return fmt.Errorf("fsm: module %s: credentials from command type %d version %d, which the module does not serve", m.Name, c.Type, c.Version)
-		}
-		f.credentials = &CommandVersion{Type: c.Type, Version: c.Version}
-	}
 	if m.Gauges != nil {
 		f.gauges = append(f.gauges, moduleGauges{name: m.Name, fn: m.Gauges})
 	}
@@ -336,6 +325,29 @@ func (f *FSM) WaitApplied(ctx context.Context, index uint64) error {
 			return errs.Errorf(errs.CodeUnavailable, "waiting for index %d: %v", index, ctx.Err())
 		}
 	}
+}
+
+// CheckPrincipal checks p against the current local state as a
+// linearizable read's principal is checked (Module.AuthorizeRead): the
+// leader calls it before it proposes a command that names the credential
+// it was authenticated with, which no replica can check inside Apply
+// (identity.Principal.Cred). The trusted principal passes.
+func (f *FSM) CheckPrincipal(p identity.Principal) error {
+	if p.Trusted() || len(f.readChecks) == 0 {
+		return nil
+	}
+	if h := f.halted.Load(); h != nil {
+		return h.err()
+	}
+	txn := f.db.Load().Txn(false)
+	m := readMeta(txn)
+	rt := &ReadTx{Now: m.Now, Index: m.Index, Principal: p, Txn: txn}
+	for _, a := range f.readChecks {
+		if err := a.fn(rt); err != nil {
+			return errs.From(err)
+		}
+	}
+	return nil
 }
 
 // Query runs a read against the current local state.

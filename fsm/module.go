@@ -52,25 +52,18 @@ type Module struct {
 	// refusal answers the command. It must be deterministic, as a handler
 	// is, and follow the enabled versions for any change of its answers.
 	Authorize func(tx *Tx) error
-	// AuthorizeRead, if set, is Authorize for a linearizable query, run
-	// before its handler on the state it reads (the leader's, current
-	// as of the read). A follower forwards such a read with the
+	// AuthorizeRead, if set, is Authorize outside Apply, on the state a
+	// read sees: before a linearizable query's handler (on the leader,
+	// current as of the read), and on the leader before it proposes a
+	// command whose principal names the credential that authenticated it
+	// (FSM.CheckPrincipal; identity.Principal.Cred never enters the log,
+	// so Apply cannot check it). A follower forwards both with the
 	// principal it authenticated from its own applied state, which may
 	// lag behind a change the leader has applied. Stale queries are
 	// answered as the answering node stands (they say they may be
 	// behind), unchecked: a node catching up after a restart
 	// authenticates with a newer table than the state it reads.
 	AuthorizeRead func(rt *ReadTx) error
-	// Credentials, if set, is the command version from which commands
-	// carry the credential that authenticated their principal
-	// (identity.Principal.Cred), for Authorize to check. A node keeps the
-	// credential in what it proposes only while the cluster enables that
-	// version (FSM.CarriesCredentials), and Apply refuses a command that
-	// carries one while it does not, on every replica alike: a replica
-	// of an older binary, whose decoder does not know the field, refuses
-	// it as undecodable, which changes the state no more. At most one
-	// module sets it.
-	Credentials *CommandVersion
 	// Gauges, if set, counts what the module holds, for /metrics: read
 	// at every scrape, on the state as of the last commit. It must not
 	// walk rows a tenant can multiply: table sizes (Txn.Len) and index
@@ -83,12 +76,6 @@ type Module struct {
 	// wrote, for change-feed pages read with values (see EventValue). A
 	// kind belongs to one module.
 	EventValues map[string]EventValue
-}
-
-// CommandVersion names one version of one command type.
-type CommandVersion struct {
-	Type    log.Type
-	Version uint16
 }
 
 // TypeRange is a block of type numbers, First to Last inclusive. Command

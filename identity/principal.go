@@ -18,13 +18,14 @@ type Principal struct {
 	Roles   []string `msgpack:"roles,omitempty"`
 	// Cred names the credential that authenticated the principal on the
 	// node that took the request (TokenCred, CertCred); empty for an
-	// embedding host's principal. The cluster checks it inside Apply
-	// against the principal's credentials as of the command's own log
-	// position, so that a token rotated away stops acting even through a
-	// node that has not yet applied the rotation. A node keeps it in a
-	// command only once the cluster enables that check (fsm.Module's
-	// Credentials): a replica of an older binary cannot decode it.
-	Cred string `msgpack:"cred,omitempty"`
+	// embedding host's principal. It never enters the log (a replica of
+	// an older binary could not decode a command that held it): a
+	// follower sends it beside the command or read it forwards, and the
+	// leader checks it against the table it has applied before it
+	// proposes or answers (fsm.FSM.CheckPrincipal), so that a token
+	// rotated away stops acting even through a node that has not yet
+	// applied the rotation.
+	Cred string `msgpack:"-"`
 }
 
 // A credential is named by its kind and the first credDigits hex digits
@@ -37,6 +38,21 @@ func TokenCred(hash string) string { return "token:" + hash[:min(len(hash), cred
 
 // CertCred is the Cred of a client certificate whose HashCert is hash.
 func CertCred(hash string) string { return "cert:" + hash[:min(len(hash), credDigits)] }
+
+// ValidCred reports whether cred has the form TokenCred and CertCred
+// give it.
+func ValidCred(cred string) bool {
+	kind, digits, _ := strings.Cut(cred, ":")
+	if kind != "token" && kind != "cert" || len(digits) != credDigits {
+		return false
+	}
+	for _, c := range []byte(digits) {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // CredIn reports whether cred names one of the given token or certificate
 // hashes (lower-case hex, as a Registry and the cluster's table keep them).
@@ -81,9 +97,7 @@ func (p Principal) OwnerDigest() string {
 }
 
 // Trusted reports whether p is the empty principal of an embedding host.
-func (p Principal) Trusted() bool {
-	return p.ID == "" && len(p.Roles) == 0 && len(p.Tenants) == 0 && p.Cred == ""
-}
+func (p Principal) Trusted() bool { return p.ID == "" && len(p.Roles) == 0 && len(p.Tenants) == 0 }
 
 // HasRole reports whether p may act in role: admin implies controller,
 // controller implies member, member implies reader. The trusted empty

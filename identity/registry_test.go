@@ -452,3 +452,17 @@ func TestCredIn(t *testing.T) {
 		t.Errorf("TokenCred = %q: want the kind and 32 hex digits", c)
 	}
 }
+
+// ValidCred takes the names TokenCred and CertCred make, and nothing else.
+func TestValidCred(t *testing.T) {
+	h := sum([]byte("t"))
+	for cred, want := range map[string]bool{
+		identity.TokenCred(h): true, identity.CertCred(h): true,
+		"": false, "token:": false, "token:" + h: false, "key:" + h[:32]: false,
+		"token:" + strings.ToUpper(h[:32]): false, "token:" + h[:31] + "g": false, "token " + h[:32]: false,
+	} {
+		if got := identity.ValidCred(cred); got != want {
+			t.Errorf("ValidCred(%q) = %v, want %v", cred, got, want)
+		}
+	}
+}

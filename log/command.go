@@ -48,8 +48,8 @@ const (
 	// (a principal may list 256 tenants and roles of 512 bytes) and for
 	// the difference between the request's JSON and its msgpack.
 	MaxCommandBytes = 5 << 20
-	// MaxKeyBytes bounds the idempotency key, principal id and
-	// credential, and each of the principal's tenants and roles.
+	// MaxKeyBytes bounds the idempotency key, principal id and each of
+	// the principal's tenants and roles.
 	MaxKeyBytes = 512
 	// MaxScopeBytes bounds the idempotency scope: room for a whole tenant
 	// (MaxKeyBytes) and what the scope names inside it, since a scope
@@ -122,7 +122,7 @@ func (c *Command) check() error {
 	if len(c.Principal.Tenants) > MaxPrincipalList || len(c.Principal.Roles) > MaxPrincipalList {
 		return fmt.Errorf("%w: principal lists more than %d tenants or roles", ErrMalformed, MaxPrincipalList)
 	}
-	for _, list := range [...][]string{{c.Principal.ID, c.Principal.Cred, c.IdemKey, c.Adapter}, c.Principal.Tenants, c.Principal.Roles} {
+	for _, list := range [...][]string{{c.Principal.ID, c.IdemKey, c.Adapter}, c.Principal.Tenants, c.Principal.Roles} {
 		for _, s := range list {
 			if len(s) > MaxKeyBytes || !utf8.ValidString(s) {
 				return fmt.Errorf("%w: principal or idempotency field longer than %d bytes or not UTF-8", ErrMalformed, MaxKeyBytes)

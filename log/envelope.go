@@ -45,9 +45,6 @@ func appendCommand(b []byte, c *Command) []byte {
 
 func appendPrincipal(b []byte, p *identity.Principal) []byte {
 	n := 1
-	if p.Cred != "" {
-		n++
-	}
 	if len(p.Roles) > 0 {
 		n++
 	}
@@ -55,9 +52,6 @@ func appendPrincipal(b []byte, p *identity.Principal) []byte {
 		n++
 	}
 	b = AppendString(append(b, 0x80|byte(n), 0xa2, 'i', 'd'), p.ID)
-	if p.Cred != "" {
-		b = AppendString(append(b, 0xa4, 'c', 'r', 'e', 'd'), p.Cred)
-	}
 	if len(p.Roles) > 0 {
 		b = AppendStrings(append(b, 0xa5, 'r', 'o', 'l', 'e', 's'), p.Roles)
 	}
@@ -112,8 +106,6 @@ func decodePrincipal(r *Reader) identity.Principal {
 		switch string(key) {
 		case "id":
 			p.ID = r.Str()
-		case "cred":
-			p.Cred = r.Str()
 		case "roles":
 			p.Roles = r.Strs()
 		case "tenants":

@@ -41,7 +41,7 @@ func genCommand(t *rapid.T) Command {
 		Version: rapid.Uint16().Draw(t, "version"),
 		Stamp: rapid.OneOf(rapid.Int64(), rapid.Int64Range(-300, 300),
 			rapid.SampledFrom([]int64{-1 << 63, 1<<63 - 1, -1 << 31, 1<<32 - 1, 1 << 32})).Draw(t, "stamp"),
-		Principal: identity.Principal{ID: text().Draw(t, "id"), Cred: text().Draw(t, "cred"), Tenants: list("tenants"), Roles: list("roles")},
+		Principal: identity.Principal{ID: text().Draw(t, "id"), Tenants: list("tenants"), Roles: list("roles")},
 		IdemScope: text().Draw(t, "scope"),
 		IdemKey:   text().Draw(t, "key"),
 		Adapter:   text().Draw(t, "adapter"),
@@ -112,8 +112,6 @@ func FuzzDecodeCommandAgrees(f *testing.F) {
 		{Type: 5, Version: 1, Stamp: 9, Principal: identity.Principal{ID: "x"}, IdemKey: "k", Payload: []byte{0x80}},
 		{Type: 300, Version: 2, Stamp: -40, Principal: identity.Principal{ID: "p", Tenants: []string{"*"}, Roles: []string{"admin", "reader"}},
 			IdemScope: "s", IdemKey: "k", Adapter: "authority", Payload: []byte{}},
-		{Type: 301, Version: 3, Stamp: 41, Principal: identity.Principal{ID: "p", Cred: "token:0123456789abcdef0123456789abcdef", Roles: []string{"member"}},
-			Payload: []byte{0x80}},
 	} {
 		f.Add(appendCommand(nil, &c))
 	}

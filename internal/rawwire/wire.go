@@ -41,9 +41,17 @@ func NewPeerTransport() *http.Transport {
 
 // PostMsgpack posts body (msgpack) to url and decodes the Reply.
 func PostMsgpack(ctx context.Context, c *http.Client, url string, body []byte, reply *Reply) error {
+	return PostMsgpackWith(ctx, c, url, body, nil, reply)
+}
+
+// PostMsgpackWith is PostMsgpack with more request headers (nil: none).
+func PostMsgpackWith(ctx context.Context, c *http.Client, url string, body []byte, header http.Header, reply *Reply) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return errs.Errorf(errs.CodeInvalid, "request: %v", err)
+	}
+	for k, v := range header { // order-free: fills the request's header map
+		req.Header[k] = v
 	}
 	req.Header.Set("Content-Type", MimeMsgpack)
 	resp, err := c.Do(req)
