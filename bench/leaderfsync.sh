@@ -11,7 +11,11 @@
 # (a crash of that leader can lose acknowledged writes).
 #
 #   go build -o /tmp/arb ./cmd/arbiter
-#   bench/leaderfsync.sh /tmp/arb [rounds] [seconds]
+#   bench/leaderfsync.sh /tmp/arb [rounds] [seconds] [staged]
+#
+# staged, if given, is a build of bench/raftstage.sh (the leader
+# replicating while it writes, fsync everywhere): each round then
+# measures it too, between the two others.
 #
 # Each round starts a fresh 3-node cluster twice on 127.0.0.1 (raft
 # 47101-47103, API 48101-48103), once with fsync everywhere and once with
@@ -19,7 +23,7 @@
 # --clients 1` at the leader for the given seconds on each. Compare the
 # p50 of the two lines of each round, then the medians over rounds.
 set -euo pipefail
-bin=$1 rounds=${2:-3} secs=${3:-6}
+bin=$1 rounds=${2:-3} secs=${3:-6} staged=${4:-}
 # shellcheck source=bench/lib.sh
 source "$(dirname "$0")/lib.sh"
 pids=() out=""
@@ -31,9 +35,9 @@ stop() {
 }
 trap stop EXIT
 
-one() { # one LABEL [N1 ARGS...]
-  local label=$1 i
-  shift
+one() { # one LABEL BIN [N1 ARGS...]
+  local label=$1 bin=$2 i
+  shift 2
   out=$(mktemp -d /tmp/arbiter-leaderfsync-XXXX)
   refuse_taken http://127.0.0.1:48101 http://127.0.0.1:48102 http://127.0.0.1:48103
   for i in 1 2 3; do
@@ -51,6 +55,7 @@ one() { # one LABEL [N1 ARGS...]
 
 for r in $(seq 1 "$rounds"); do
   echo "round $r"
-  one "fsync everywhere"
-  one "leader without fsync" --unsafe-no-fsync
+  one "fsync everywhere" "$bin"
+  [ -z "$staged" ] || one "staged dispatch" "$staged"
+  one "leader without fsync" "$bin" --unsafe-no-fsync
 done
