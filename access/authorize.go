@@ -9,7 +9,7 @@ import (
 
 // checkedFrom is the version of principal_put from which the cluster
 // checks, inside Apply, the principal every command carries against the
-// table (authorize). A cluster enables it once every voter serves it.
+// table (authorize). A cluster enables it once every member serves it.
 const checkedFrom = 2
 
 // authorize is the module's fsm.Module.Authorize. A node authenticates a
