@@ -82,6 +82,10 @@ type Halt struct {
 	Version uint64 `json:"version"`
 	Domain  string `json:"domain"`
 	Command string `json:"command"`
+	// Served, when set, is the newest version of that command the halted
+	// member's binary serves: it halted at another entry, which the
+	// enabled version may change.
+	Served uint64 `json:"served,omitempty"`
 }
 
 // EffectsStatus is the JSON form of cluster.EffectsStatus.

@@ -10,7 +10,10 @@ import (
 
 // Halt says why a replica stopped applying: the log holds a command the
 // cluster has enabled and this replica's binary does not understand (it
-// lacks the domain, or serves an older version). Answering it in any way
+// lacks the domain, or serves an older version), or the cluster enables
+// a version of a command this binary serves only at an older one, and
+// such a version may change how any entry applies (see haltBehind).
+// Answering it in any way
 // would make this replica differ from its peers, so it applies nothing
 // more: its state, applied index and clock stay as they were before that
 // entry, it takes no snapshot (one would claim entries it never applied),
@@ -27,9 +30,17 @@ type Halt struct {
 	Version uint16   `json:"version"`
 	Domain  string   `json:"domain"`
 	Command string   `json:"command"`
+	// Served, when set, is the newest version of that command this
+	// binary serves: the entry at Index is another command, which the
+	// enabled version may change (haltBehind).
+	Served uint16 `json:"served,omitempty"`
 }
 
 func (h *Halt) String() string {
+	if h.Served > 0 {
+		return fmt.Sprintf("entry %d not applied: this cluster enables %s.%s (type %d) version %d and this binary serves it only to version %d; a version may change how other commands apply (a member restarted with an older binary)",
+			h.Index, h.Domain, h.Command, h.Type, h.Version, h.Served)
+	}
 	return fmt.Sprintf("entry %d is %s.%s (type %d) version %d, enabled in this cluster but not served by this binary",
 		h.Index, h.Domain, h.Command, h.Type, h.Version)
 }
@@ -60,4 +71,46 @@ func (f *FSM) haltedResponses(logs []*raft.Log) []any {
 		out[i] = &Response{Index: l.Index, Err: e}
 	}
 	return out
+}
+
+// behind returns a command the enabled set e names at a version above the
+// one this binary serves, if any: domains this binary lacks are not
+// counted (their commands halt where they appear). A version's semantics
+// may reach other commands (principal_put 2 checks every command's
+// principal in Apply; tick 3 counts the ledger's bytes on every keyed
+// write), so a replica that cannot apply that version must not apply any
+// entry its peers applied under it: a member restarted on its data with
+// an older binary, which would otherwise diverge until it met a command
+// of that version. The answer is kept for the set it was computed for
+// (the set changes only with CmdEnable or a restore); the FSM's apply
+// goroutine alone calls it.
+func (f *FSM) behind(e *Capabilities) *CommandCap {
+	if e == nil {
+		return nil
+	}
+	if f.behindOf.set == e {
+		return f.behindOf.cmd
+	}
+	f.behindOf.set, f.behindOf.cmd = e, nil
+	for _, d := range e.Domains {
+		for _, c := range d.Commands {
+			if spec := f.commands[c.Type]; spec != nil && c.Version > spec.MaxVersion {
+				f.behindOf.cmd = &CommandCap{Type: c.Type, Name: c.Name, Version: c.Version}
+				return f.behindOf.cmd
+			}
+		}
+	}
+	return nil
+}
+
+// haltBehind halts at index because the enabled set names c beyond this
+// binary (behind).
+func (f *FSM) haltBehind(index uint64, c *CommandCap, enabled *Capabilities) {
+	h := &Halt{Index: index, Type: c.Type, Version: c.Version, Command: c.Name, Served: f.commands[c.Type].MaxVersion}
+	if l, ok := enabled.lookup(c.Type); ok {
+		h.Domain = l.domain
+	}
+	f.halted.Store(h)
+	f.logger.Error("replica halted: the cluster enables a version this binary serves only in an older form; it applies nothing more until it runs a binary that serves it (or is replaced: removed, wiped, joined afresh)",
+		"index", index, "domain", h.Domain, "command", h.Command, "type", h.Type, "version", h.Version, "served", h.Served)
 }

@@ -121,16 +121,17 @@ func (l *Local) Enable(set fsm.Capabilities) error {
 	return nil
 }
 
-// AtVersion is set with every command of the named domain at version v:
-// what a cluster enables while a member still runs a release whose
-// domain serves only v.
+// AtVersion is set with every command of the named domain at version v
+// at most: what a cluster enables while a member still runs a release
+// whose domain serves only v (a command set names below v stays as it
+// is: no release serves a version its binary does not know).
 func AtVersion(set fsm.Capabilities, domain string, v uint16) fsm.Capabilities {
 	out := fsm.Capabilities{Domains: slices.Clone(set.Domains)}
 	for i := range out.Domains {
 		if out.Domains[i].Name == domain {
 			out.Domains[i].Commands = slices.Clone(out.Domains[i].Commands)
 			for j := range out.Domains[i].Commands {
-				out.Domains[i].Commands[j].Version = v
+				out.Domains[i].Commands[j].Version = min(out.Domains[i].Commands[j].Version, v)
 			}
 		}
 	}
