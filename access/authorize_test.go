@@ -23,13 +23,7 @@ import (
 func TestCommandsMeetTheTableAsOfTheirLogPosition(t *testing.T) {
 	for _, v := range []uint16{1, 2} {
 		t.Run(fmt.Sprintf("principal_put v%d", v), func(t *testing.T) {
-			l, s := newLocal(t)
-			if err := l.Enable(fsmtest.AtVersion(fsm.ServedBy(access.Module()), access.Name, v)); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := s.Seed(context.Background(), bootstrapFile(0)); err != nil {
-				t.Fatal(err)
-			}
+			l, s := seededAt(t, v)
 			put := func(by identity.Principal, id string, tenants []string, role string) error {
 				_, err := s.Put(as(by), access.PutRequest{ID: id, Tenants: tenants, Roles: []string{role},
 					TokenSHA256: []string{identity.HashToken(id + "-token")}, Replace: true})
@@ -93,13 +87,7 @@ func TestCommandsMeetTheTableAsOfTheirLogPosition(t *testing.T) {
 // passes. The credential never enters the log, so Apply neither sees nor
 // checks it: a command proposed with it applies as one without it.
 func TestTheLeaderMeetsACredentialWithTheTable(t *testing.T) {
-	l, s := newLocal(t)
-	if err := l.Enable(fsm.ServedBy(access.Module())); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Seed(context.Background(), bootstrapFile(0)); err != nil {
-		t.Fatal(err)
-	}
+	l, s := seededAt(t, checkedFrom)
 	oldHash, newHash := identity.HashToken("ops-old"), identity.HashToken("ops-new")
 	ops := identity.Principal{ID: "ops", Tenants: []string{"*"}, Roles: []string{identity.RoleAdmin}}
 	if _, err := s.Put(as(superAdmin), access.PutRequest{ID: "ops", Tenants: ops.Tenants, Roles: ops.Roles,
@@ -145,13 +133,7 @@ func TestTheLeaderMeetsACredentialWithTheTable(t *testing.T) {
 func TestLinearizableReadsMeetTheTable(t *testing.T) {
 	for _, v := range []uint16{1, 2} {
 		t.Run(fmt.Sprintf("principal_put v%d", v), func(t *testing.T) {
-			l, s := newLocal(t)
-			if err := l.Enable(fsmtest.AtVersion(fsm.ServedBy(access.Module()), access.Name, v)); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := s.Seed(context.Background(), bootstrapFile(0)); err != nil {
-				t.Fatal(err)
-			}
+			_, s := seededAt(t, v)
 			oldHash := identity.HashToken("ops-old")
 			ops := identity.Principal{ID: "ops", Tenants: []string{"*"}, Roles: []string{identity.RoleAdmin}}
 			if _, err := s.Put(as(superAdmin), access.PutRequest{ID: "ops", Tenants: ops.Tenants, Roles: ops.Roles,
@@ -199,3 +181,21 @@ func TestLinearizableReadsMeetTheTable(t *testing.T) {
 		})
 	}
 }
+
+// seededAt is a local FSM whose cluster enables the access module at
+// version v (at most) and holds the bootstrap file's table.
+func seededAt(t *testing.T, v uint16) (*fsmtest.Local, *access.Service) {
+	t.Helper()
+	l, s := newLocal(t)
+	if err := l.Enable(fsmtest.AtVersion(fsm.ServedBy(access.Module()), access.Name, v)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Seed(context.Background(), bootstrapFile(0)); err != nil {
+		t.Fatal(err)
+	}
+	return l, s
+}
+
+// checkedFrom is the version of principal_put from which commands meet
+// the table inside Apply (the package's own constant).
+const checkedFrom = 2

@@ -17,50 +17,73 @@ import (
 )
 
 // A node that lags behind the log (its applies held back) still
-// authenticates a principal the leader has since removed: it enforces the
-// table it has applied. It forwards that principal's write to the leader,
-// where the write meets the table inside Apply and is refused (403), and
-// nothing is written on any node. A linearizable read, which the leader
+// authenticates with the table it has applied: a principal the leader has
+// since removed, or a token the leader has since rotated away. It
+// forwards that principal's write to the leader, which refuses it (403):
+// a removed principal meets the table inside Apply; a rotated token meets
+// it on the leader before it proposes, since the lagging node sends the
+// name of the credential beside the command (identity.Principal.Cred).
+// Nothing is written on any node. A linearizable read, which the leader
 // answers, is refused the same way; a stale one is answered by the
-// lagging node as it stands, as stale reads say they may be.
-func TestLaggingNodeCannotWriteForARemovedPrincipal(t *testing.T) {
-	file := bootstrapFile(0)
-	file.Principals = append(file.Principals, pc("ops", []string{"*"}, []string{identity.RoleAdmin}, "ops-token"))
-	c, guards := authCluster(t, clustertest.Options{}, file)
-	waitTable(t, c, guards)
-	leader := c.Leader()
-	lag := (leader + 1) % 3
-	create := func(i int, id string, timeout time.Duration) int {
-		t.Helper()
-		return createAs(t, c, i, "ops-token", id, timeout)
-	}
-	if got := create(lag, "before", 10*time.Second); got != http.StatusOK {
-		t.Fatalf("ops's create through n%d before anything: %d", lag+1, got)
-	}
-	c.WaitConverged(30 * time.Second) // every node holds "before": a stale read finds it
+// lagging node as it stands, as stale reads say they may be. With a
+// rotation, the new token writes through the same node once it has
+// caught up.
+func TestLaggingNodeCannotActForAnAuthorityTheLogTookAway(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(*access.Service) error
+		after  string // the token that writes once the node caught up ("": none)
+	}{
+		{"principal removed", func(s *access.Service) error {
+			_, err := s.Remove(as(superAdmin), "ops")
+			return err
+		}, ""},
+		{"token rotated away", func(s *access.Service) error {
+			_, err := s.Rotate(as(superAdmin), access.RotateRequest{ID: "ops", TokenSHA256: []string{identity.HashToken("ops-token-2")}})
+			return err
+		}, "ops-token-2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := bootstrapFile(0)
+			file.Principals = append(file.Principals, pc("ops", []string{"*"}, []string{identity.RoleAdmin}, "ops-token"))
+			c, guards := authCluster(t, clustertest.Options{}, file)
+			waitTable(t, c, guards)
+			leader := c.Leader()
+			lag := (leader + 1) % 3
+			if got := createAs(t, c, lag, "ops-token", "before", 10*time.Second); got != http.StatusOK {
+				t.Fatalf("ops's create through n%d before anything: %d", lag+1, got)
+			}
+			c.WaitConverged(30 * time.Second) // every node holds "before": a stale read finds it
 
-	release := c.HoldApply(lag)
-	defer release()
-	if _, err := access.NewService(c.Node(leader), c.Node(leader)).Remove(as(superAdmin), "ops"); err != nil {
-		t.Fatal(err)
-	}
-	if got := status(t, c, leader, http.MethodGet, "/v1/auth/whoami", "ops-token", ""); got != http.StatusUnauthorized {
-		t.Fatalf("the leader still takes the removed token: %d", got)
-	}
-	if got := status(t, c, lag, http.MethodGet, "/v1/auth/whoami", "ops-token", ""); got != http.StatusOK {
-		t.Fatalf("n%d, held back, refuses the removed token already (%d): it does not lag, the test shows nothing", lag+1, got)
-	}
-	if got := create(lag, "after-removal", 10*time.Second); got != http.StatusForbidden {
-		t.Fatalf("the removed principal's write through the lagging n%d: %d, want 403", lag+1, got)
-	}
-	readsThroughTheLaggingNode(t, c, lag, "ops-token", "the removed principal")
-	release()
-	c.WaitConverged(30 * time.Second)
-	for i := range 3 {
-		rec, err := nodes.On(c.Node(i)).Get(context.Background(), "after-removal", fsm.Stale)
-		if !errors.Is(err, errs.NotFound) {
-			t.Fatalf("n%d: %+v %v: the removed principal's write through a lagging node was applied", i+1, rec, err)
-		}
+			release := c.HoldApply(lag)
+			defer release()
+			if err := tc.change(access.NewService(c.Node(leader), c.Node(leader))); err != nil {
+				t.Fatal(err)
+			}
+			if got := status(t, c, leader, http.MethodGet, "/v1/auth/whoami", "ops-token", ""); got != http.StatusUnauthorized {
+				t.Fatalf("the leader still takes the old token: %d", got)
+			}
+			if got := status(t, c, lag, http.MethodGet, "/v1/auth/whoami", "ops-token", ""); got != http.StatusOK {
+				t.Fatalf("n%d, held back, refuses the old token already (%d): it does not lag, the test shows nothing", lag+1, got)
+			}
+			if got := createAs(t, c, lag, "ops-token", "after", 10*time.Second); got != http.StatusForbidden {
+				t.Fatalf("the old token's write through the lagging n%d: %d, want 403", lag+1, got)
+			}
+			readsThroughTheLaggingNode(t, c, lag, "ops-token", "the old token")
+			release()
+			c.WaitConverged(30 * time.Second)
+			for i := range 3 {
+				rec, err := nodes.On(c.Node(i)).Get(context.Background(), "after", fsm.Stale)
+				if !errors.Is(err, errs.NotFound) {
+					t.Fatalf("n%d: %+v %v: the old token's write through a lagging node was applied", i+1, rec, err)
+				}
+			}
+			if tc.after != "" {
+				if got := createAs(t, c, lag, tc.after, "with-the-new-token", 10*time.Second); got != http.StatusOK {
+					t.Fatalf("the new token through n%d once caught up: %d", lag+1, got)
+				}
+			}
+		})
 	}
 }
 
@@ -82,54 +105,6 @@ func createAs(t *testing.T, c *clustertest.Cluster, i int, token, id string, tim
 	}
 	resp.Body.Close()
 	return resp.StatusCode
-}
-
-// The same with a token rotated away rather than a principal removed: the
-// lagging node still takes the old token, and sends its name beside the
-// command it forwards (identity.Principal.Cred); the leader meets it with
-// the principal's tokens in the table it has applied and refuses it
-// (403), though the principal, its tenants and its roles are all
-// unchanged. The new token writes through the same node once it has
-// caught up.
-func TestLaggingNodeCannotWriteWithARotatedToken(t *testing.T) {
-	file := bootstrapFile(0)
-	file.Principals = append(file.Principals, pc("ops", []string{"*"}, []string{identity.RoleAdmin}, "ops-token"))
-	c, guards := authCluster(t, clustertest.Options{}, file)
-	waitTable(t, c, guards)
-	leader := c.Leader()
-	lag := (leader + 1) % 3
-	if got := createAs(t, c, lag, "ops-token", "before", 10*time.Second); got != http.StatusOK {
-		t.Fatalf("ops's create through n%d before anything: %d", lag+1, got)
-	}
-	c.WaitConverged(30 * time.Second) // every node holds "before": a stale read finds it
-
-	release := c.HoldApply(lag)
-	defer release()
-	if _, err := access.NewService(c.Node(leader), c.Node(leader)).Rotate(as(superAdmin),
-		access.RotateRequest{ID: "ops", TokenSHA256: []string{identity.HashToken("ops-token-2")}}); err != nil {
-		t.Fatal(err)
-	}
-	if got := status(t, c, leader, http.MethodGet, "/v1/auth/whoami", "ops-token", ""); got != http.StatusUnauthorized {
-		t.Fatalf("the leader still takes the rotated-away token: %d", got)
-	}
-	if got := status(t, c, lag, http.MethodGet, "/v1/auth/whoami", "ops-token", ""); got != http.StatusOK {
-		t.Fatalf("n%d, held back, refuses the old token already (%d): it does not lag, the test shows nothing", lag+1, got)
-	}
-	if got := createAs(t, c, lag, "ops-token", "after-rotation", 10*time.Second); got != http.StatusForbidden {
-		t.Fatalf("the rotated-away token's write through the lagging n%d: %d, want 403", lag+1, got)
-	}
-	readsThroughTheLaggingNode(t, c, lag, "ops-token", "the rotated-away token")
-	release()
-	c.WaitConverged(30 * time.Second)
-	for i := range 3 {
-		rec, err := nodes.On(c.Node(i)).Get(context.Background(), "after-rotation", fsm.Stale)
-		if !errors.Is(err, errs.NotFound) {
-			t.Fatalf("n%d: %+v %v: the old token's write through a lagging node was applied", i+1, rec, err)
-		}
-	}
-	if got := createAs(t, c, lag, "ops-token-2", "with-the-new-token", 10*time.Second); got != http.StatusOK {
-		t.Fatalf("the new token through n%d once caught up: %d", lag+1, got)
-	}
 }
 
 // readsThroughTheLaggingNode checks that node lag, which still takes
