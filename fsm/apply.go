@@ -189,18 +189,19 @@ func (f *FSM) applyDecoded(txn *statestore.Txn, m *meta, index uint64, sc *apply
 	refuse := func(e *errs.Error) (*Response, []Effect, outcome) {
 		return respond(Response{Index: index, Time: m.Now, Err: e}), nil, clean
 	}
+	if c := f.behind(m.Enabled); c != nil && (err != nil || cmd.Type != CmdEnable) {
+		// An enabled-set change applies: it may lower the set to what
+		// this binary serves. Anything else, an entry this binary cannot
+		// decode too, was applied by the peers under a version this
+		// binary cannot reproduce.
+		f.haltBehind(index, c, m.Enabled)
+		return nil, nil, halt
+	}
 	if err != nil {
 		return refuse(errs.Errorf(errs.CodeInvalid, "undecodable command: %v", err))
 	}
 	if cmd.Version < 1 {
 		return refuse(errs.Errorf(errs.CodeInvalid, "command type %d: version 0", cmd.Type))
-	}
-	if c := f.behind(m.Enabled); c != nil && cmd.Type != CmdEnable {
-		// An enabled-set change applies: it may lower the set to what
-		// this binary serves. Anything else was applied by the peers
-		// under a version this binary cannot reproduce.
-		f.haltBehind(index, c, m.Enabled)
-		return nil, nil, halt
 	}
 	spec := f.commands[cmd.Type]
 	if m.Enabled != nil && !baseline(cmd.Type, cmd.Version) {

@@ -58,6 +58,15 @@ func TestAReplicaBehindAnEnabledVersionHalts(t *testing.T) {
 		}
 	})
 
+	t.Run("an entry it cannot decode", func(t *testing.T) {
+		older := newFSMWith(t, nodes.Module(), versioned(1))
+		enable(t, 1, newerSet, older)
+		older.Apply(&raft.Log{Index: 2, Type: raft.LogCommand, Data: []byte{0xA1, 0x81, 0xa1, 'z', 0x01}})
+		if h := older.Halted(); h == nil || h.Index != 2 || older.AppliedIndex() != 1 {
+			t.Fatalf("halt = %+v, applied %d: want a halt at entry 2, not a refusal (a newer peer may decode it)", h, older.AppliedIndex())
+		}
+	})
+
 	t.Run("the set lowered first", func(t *testing.T) {
 		older := newFSMWith(t, nodes.Module(), versioned(1))
 		enable(t, 1, newerSet, older)
