@@ -371,7 +371,7 @@ func (g *Guard) install(tx *fsm.Tx, reg *identity.Registry, src *sourceRow, list
 	if g == nil {
 		return
 	}
-	st := tableState{registry: reg, source: src.Source, fileVersion: src.FileVersion, index: tx.Index, digest: Digest(list), count: len(list), list: list}
+	st := tableState{registry: reg.AsTable(), source: src.Source, fileVersion: src.FileVersion, index: tx.Index, digest: Digest(list), count: len(list), list: list}
 	index := tx.Index
 	tx.AfterCommit("access_registry", func() error { return g.setTable(&st, index) })
 }
@@ -392,7 +392,7 @@ func (g *Guard) restored(rt *fsm.ReadTx) []fsm.Effect {
 		if verr != nil {
 			err = verr
 		} else {
-			st = &tableState{registry: reg, source: t.source.Source, fileVersion: t.source.FileVersion, index: t.source.Index, digest: Digest(list), count: len(list), list: list}
+			st = &tableState{registry: reg.AsTable(), source: t.source.Source, fileVersion: t.source.FileVersion, index: t.source.Index, digest: Digest(list), count: len(list), list: list}
 		}
 	}
 	return []fsm.Effect{{Name: "access_registry", Run: func() error {

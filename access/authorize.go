@@ -26,22 +26,18 @@ const checkedFrom = 2
 // checkedFrom.
 //
 // The credential that authenticated the principal is not in the log
-// (identity.Principal.Cred): the leader checks it before proposing
-// (authorizeRead, through fsm.FSM.CheckPrincipal), against the table as
-// of its own applied state.
+// (identity.Principal.Cred): the leader holds a forwarded command's
+// against the registry this module's table makes (cluster's
+// checkForwardedCredential), before it proposes the command.
 func authorize(tx *fsm.Tx) error { return meetTable(tx, tx.Principal) }
 
 // authorizeRead is the module's fsm.Module.AuthorizeRead: the same check
-// outside Apply, on the leader, for a linearizable read and before a
-// command that names its credential is proposed, often for a follower
-// that authenticated its caller with the table it has applied; there the
+// for a linearizable read, on the leader, often for a follower that
+// authenticated its caller with the table it has applied; there the
 // principal also meets its credential (identity.Principal.Cred), which
 // must still be one of the principal's. A removed principal, one whose
 // tenants or roles were cut, or a token rotated away or a certificate
-// taken off, reads and writes no more through a lagging node. (A change
-// the leader has committed but not yet applied still lets one through:
-// the leader applies within milliseconds of a commit, where a follower
-// may lag for as long as it is cut off.)
+// taken off, reads no more through a lagging node.
 func authorizeRead(rt *fsm.ReadTx) error { return meetTable(rt, rt.Principal) }
 
 // tableView is what meetTable reads: a command's transaction, or the

@@ -70,7 +70,7 @@ func readCopy(path string) (*tableState, uint64, error) {
 	if err != nil {
 		return nil, 0, bad("is invalid: %v", err)
 	}
-	st := &tableState{registry: reg, source: c.Source, fileVersion: c.FileVersion, index: c.Index, digest: c.Digest,
+	st := &tableState{registry: reg.AsTable(), source: c.Source, fileVersion: c.FileVersion, index: c.Index, digest: c.Digest,
 		count: len(c.Principals), list: c.Principals, copied: true}
 	return st, c.Applied, nil
 }

@@ -36,13 +36,14 @@
 // Every command meets the table again inside Apply, as of its own log
 // position (authorize.go, from principal_put 2): a node authenticates
 // with the table it has applied, and one that lags would otherwise
-// still act for a principal the log has removed or cut. On the leader,
-// before it proposes a forwarded command or answers a linearizable read,
-// the principal meets the table it has applied the same way, and with
-// the credential that authenticated it (authorizeRead,
-// identity.Principal.Cred, which the log never holds): a rotated token
-// stops acting through a lagging node too. A stale read is answered as
-// the node stands.
+// still act for a principal the log has removed or cut. A linearizable
+// read meets the table the same way on the leader, with the credential
+// that authenticated it (authorizeRead, identity.Principal.Cred, which
+// the log never holds); the leader holds a forwarded command's credential
+// against the registry the table makes before it proposes it (tables
+// made here are identity.Registry.AsTable). A rotated token so stops
+// acting through a lagging node too. A stale read is answered as the
+// node stands.
 //
 // Every change needs an admin of every tenant (tenants ["*"]), checked
 // inside Apply. A change through the API must leave at least one such

@@ -1,34 +1,61 @@
 package cluster
 
 import (
+	"context"
 	"net/http"
 	"strings"
 
 	"github.com/arbiterhq/arbiter/errs"
-	"github.com/arbiterhq/arbiter/fsm"
 	"github.com/arbiterhq/arbiter/identity"
 )
 
 // The credential that authenticated a principal (identity.Principal.Cred)
 // never enters the log: a replica of an older binary could not decode a
-// command that held it, and would refuse what its peers apply. The node
-// that authenticated a request sends it beside what it forwards, in
-// credentialsHeader: the credentials of a batch's commands in order ("-"
-// for a command without one), or the one of a linearizable read. The
-// leader checks each against the table it has applied
-// (fsm.FSM.CheckPrincipal) before it proposes the command or answers the
-// read, as it does for its own requests. A leader of an older binary
-// ignores the header and checks as before (tenants and roles, in Apply).
+// command that held it, and would refuse what its peers apply. A node
+// that forwards sends it beside what it forwards, in credentialsHeader:
+// the credentials of a batch's commands in order ("-" for a command
+// without one), or the one of a linearizable read. The leader holds a
+// forwarded command's against the registry it authenticates with, when
+// that is the cluster's table (checkForwardedCredential), before it
+// proposes the command; fsm.Query holds a forwarded read's against the
+// state it reads (the access module's AuthorizeRead). The leader's own
+// requests were authenticated with that same registry. A leader of an
+// older binary ignores the header, and checks tenants and roles only (in
+// Apply).
 const credentialsHeader = "Arbiter-Credentials"
 
-// checkCredential is the leader's check of a principal that names its
-// credential, before its command is proposed; one that names none meets
-// the table in Apply only.
-func checkCredential(f *fsm.FSM, p identity.Principal) error {
-	if p.Cred == "" {
+// checkForwardedCredential refuses (forbidden) a forwarded command whose
+// principal names a credential the principal no longer holds in the
+// cluster's table, as this leader has applied it: a token rotated away or
+// a certificate taken off since the forwarding node, lagging, took it.
+// A leader that lags itself (just elected, or replaying after a restart)
+// may not have applied a table the follower already has: before it
+// refuses, it applies what it knows to be committed and looks again.
+// Nothing is checked while the registry in force is a node's own file
+// (the cluster holds no table): the files of two nodes may differ.
+func (hs *httpAPI) checkForwardedCredential(ctx context.Context, p identity.Principal) error {
+	if p.Cred == "" || hs.credentialHeld(p) {
 		return nil
 	}
-	return f.CheckPrincipal(p)
+	if err := hs.fsm.WaitApplied(ctx, hs.raft.CommitIndex()); err != nil {
+		return err // unavailable: nothing was proposed
+	}
+	if hs.credentialHeld(p) {
+		return nil
+	}
+	return errs.Errorf(errs.CodeForbidden, "principal %q no longer holds the credential the request was authenticated with (rotated or removed after the node that took the request authenticated it)", p.ID)
+}
+
+// credentialHeld reports whether the registry in force does not refuse
+// p's credential: it is the cluster's table and names p as its holder, or
+// it is not the table.
+func (hs *httpAPI) credentialHeld(p identity.Principal) bool {
+	reg := hs.principals.Load()
+	if reg == nil || !reg.IsTable() {
+		return true
+	}
+	id, ok := reg.ByCred(p.Cred)
+	return ok && id == p.ID
 }
 
 // credentialsHeaderOf is the header that carries creds, or nil when no
@@ -59,10 +86,10 @@ func credentialsFrom(h http.Header, n int) ([]string, error) {
 	if v == "" {
 		return nil, nil
 	}
-	list := strings.Split(v, ",")
-	if len(list) != n {
-		return nil, errs.Errorf(errs.CodeInvalid, "%s names %d credentials for %d commands", credentialsHeader, len(list), n)
+	if got := strings.Count(v, ",") + 1; got != n { // before splitting: a peer's header is not trusted to be small
+		return nil, errs.Errorf(errs.CodeInvalid, "%s names %d credentials for %d commands", credentialsHeader, got, n)
 	}
+	list := strings.Split(v, ",")
 	for i, c := range list {
 		switch {
 		case c == "-":

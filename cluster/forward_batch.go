@@ -214,9 +214,15 @@ func (fw *forwarder) take(l *lane) (batch []*forwardCall, removed int) {
 func (fw *forwarder) sendTo(api string, calls []*forwardCall) {
 	deadline := time.Now().Add(fw.n.cfg.ApplyTimeout)
 	body := applyBatch{Commands: make([][]byte, len(calls))}
-	creds := make([]string, len(calls))
+	var creds []string // only when a command names one: open mode names none
 	for i, c := range calls {
-		body.Commands[i], creds[i] = c.data, c.cred
+		body.Commands[i] = c.data
+		if c.cred != "" && creds == nil {
+			creds = make([]string, len(calls))
+		}
+		if creds != nil {
+			creds[i] = c.cred
+		}
 		if dl, ok := c.ctx.Deadline(); ok && dl.After(deadline) {
 			deadline = dl
 		}
@@ -301,7 +307,7 @@ func (hs *httpAPI) handleInternalApply(w http.ResponseWriter, r *http.Request) {
 		case hs.fsm.IsInternal(cmd.Type):
 			started[i].err = errs.Errorf(errs.CodeForbidden, "command type %d is internal to the cluster", cmd.Type)
 		default:
-			if started[i].err = checkCredential(hs.fsm, cmd.Principal); started[i].err == nil {
+			if started[i].err = hs.checkForwardedCredential(ctx, cmd.Principal); started[i].err == nil {
 				started[i] = hs.host.startApply(ctx, cmd)
 			}
 		}

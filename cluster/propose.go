@@ -42,9 +42,6 @@ func (cp *commands) Propose(ctx context.Context, cmd arblog.Command) (*fsm.Respo
 func (cp *commands) propose(ctx context.Context, cmd arblog.Command) (res *fsm.Response, err error) {
 	err = cp.viaLeader(ctx, "command",
 		func(ctx context.Context) (err error) {
-			if err := checkCredential(cp.fsm, cmd.Principal); err != nil {
-				return err
-			}
 			res, err = cp.host.applyLocal(ctx, cmd)
 			return err
 		},

@@ -332,29 +332,6 @@ func (f *FSM) WaitApplied(ctx context.Context, index uint64) error {
 	}
 }
 
-// CheckPrincipal checks p against the current local state as a
-// linearizable read's principal is checked (Module.AuthorizeRead): the
-// leader calls it before it proposes a command that names the credential
-// it was authenticated with, which no replica can check inside Apply
-// (identity.Principal.Cred). The trusted principal passes.
-func (f *FSM) CheckPrincipal(p identity.Principal) error {
-	if p.Trusted() || len(f.readChecks) == 0 {
-		return nil
-	}
-	if h := f.halted.Load(); h != nil {
-		return h.err()
-	}
-	txn := f.db.Load().Txn(false)
-	m := readMeta(txn)
-	rt := &ReadTx{Now: m.Now, Index: m.Index, Principal: p, Txn: txn}
-	for _, a := range f.readChecks {
-		if err := a.fn(rt); err != nil {
-			return errs.From(err)
-		}
-	}
-	return nil
-}
-
 // Query runs a read against the current local state.
 func (f *FSM) Query(p identity.Principal, q Query) (out []byte, err error) {
 	spec := f.queries[q.Type]

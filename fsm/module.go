@@ -52,14 +52,14 @@ type Module struct {
 	// refusal answers the command. It must be deterministic, as a handler
 	// is, and follow the enabled versions for any change of its answers.
 	Authorize func(tx *Tx) error
-	// AuthorizeRead, if set, is Authorize outside Apply, on the state a
-	// read sees: before a linearizable query's handler (on the leader,
-	// current as of the read), and on the leader before it proposes a
-	// command whose principal names the credential that authenticated it
-	// (FSM.CheckPrincipal; identity.Principal.Cred never enters the log,
-	// so Apply cannot check it). A follower forwards both with the
-	// principal it authenticated from its own applied state, which may
-	// lag behind a change the leader has applied. Stale queries are
+	// AuthorizeRead, if set, is Authorize for a linearizable query, run
+	// before its handler on the state it reads (the leader's, current
+	// as of the read); the principal may name the credential that
+	// authenticated it (identity.Principal.Cred, which a query carries
+	// and a command in the log does not). A follower forwards such a
+	// read with the principal it authenticated from its own applied
+	// state, which may lag behind a change the leader has applied. Stale
+	// queries are
 	// answered as the answering node stands (they say they may be
 	// behind), unchecked: a node catching up after a restart
 	// authenticates with a newer table than the state it reads.

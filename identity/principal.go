@@ -21,10 +21,10 @@ type Principal struct {
 	// embedding host's principal. It never enters the log (a replica of
 	// an older binary could not decode a command that held it): a
 	// follower sends it beside the command or read it forwards, and the
-	// leader checks it against the table it has applied before it
-	// proposes or answers (fsm.FSM.CheckPrincipal), so that a token
-	// rotated away stops acting even through a node that has not yet
-	// applied the rotation.
+	// leader holds it against the table it has applied before it
+	// proposes the command or answers the read, so that a token rotated
+	// away stops acting even through a node that has not yet applied the
+	// rotation.
 	Cred string `msgpack:"-"`
 }
 
@@ -56,7 +56,7 @@ func ValidCred(cred string) bool {
 
 // CredIn reports whether cred names one of the given token or certificate
 // hashes (lower-case hex, as a Registry and the cluster's table keep them).
-// It runs inside Apply for every command that names a credential, so it
+// It runs for every linearizable read that names a credential, so it
 // compares in place rather than building each hash's Cred.
 func CredIn(cred string, tokenSHA256, certSHA256 []string) bool {
 	kind, digits, _ := strings.Cut(cred, ":")

@@ -26,7 +26,9 @@ type PrincipalConfig struct {
 type Registry struct {
 	byToken map[string]Principal
 	byCert  map[string]Principal
+	byCred  map[string]string // a credential's name (Principal.Cred) to its principal's id
 	count   int
+	table   bool // made from the cluster's principal table (AsTable)
 }
 
 // HashToken is the digest a registry stores for a bearer token.
@@ -46,7 +48,7 @@ var knownRoles = []string{RoleAdmin, RoleController, RoleMember, RoleReader}
 // NewRegistry validates principals: unique ids, known roles, at least one
 // tenant and role each, well-formed and unshared digests.
 func NewRegistry(principals []PrincipalConfig) (*Registry, error) {
-	r := &Registry{byToken: map[string]Principal{}, byCert: map[string]Principal{}, count: len(principals)}
+	r := &Registry{byToken: map[string]Principal{}, byCert: map[string]Principal{}, byCred: map[string]string{}, count: len(principals)}
 	ids := map[string]bool{}
 	for _, pc := range principals {
 		if err := bounds.Identifier("principal id", pc.ID); err != nil {
@@ -90,6 +92,7 @@ func NewRegistry(principals []PrincipalConfig) (*Registry, error) {
 				q := p
 				q.Cred = set.cred(h)
 				set.into[h] = q
+				r.byCred[q.Cred] = p.ID
 			}
 		}
 	}
@@ -101,6 +104,26 @@ func NewRegistry(principals []PrincipalConfig) (*Registry, error) {
 func Load(path string) (*Registry, error) {
 	_, reg, err := LoadFile(path)
 	return reg, err
+}
+
+// AsTable is r marked as made from the cluster's principal table (or the
+// copy of it a node keeps), not from a node's own file: only then does a
+// leader hold a credential a follower names against it (IsTable).
+func (r *Registry) AsTable() *Registry {
+	t := *r
+	t.table = true
+	return &t
+}
+
+// IsTable reports whether r was made from the cluster's table (AsTable).
+func (r *Registry) IsTable() bool { return r.table }
+
+// ByCred is the id of the principal that holds the credential cred names
+// (Principal.Cred), if any. It allocates nothing: a leader asks it for
+// every forwarded command.
+func (r *Registry) ByCred(cred string) (id string, ok bool) {
+	id, ok = r.byCred[cred]
+	return id, ok
 }
 
 // Len is the number of principals.

@@ -466,3 +466,37 @@ func TestValidCred(t *testing.T) {
 		}
 	}
 }
+
+// A registry names each credential's holder by the credential's name,
+// and says whether it was made from the cluster's table.
+func TestRegistryByCredAndTable(t *testing.T) {
+	r, err := identity.NewRegistry([]identity.PrincipalConfig{
+		{ID: "a", Tenants: []string{"t"}, Roles: []string{identity.RoleMember}, TokenSHA256: tok("a1"), CertSHA256: tok("a-cert")},
+		{ID: "b", Tenants: []string{"t"}, Roles: []string{identity.RoleReader}, TokenSHA256: tok("b1")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cred, want := range map[string]string{
+		identity.TokenCred(sum([]byte("a1"))):     "a",
+		identity.CertCred(sum([]byte("a-cert"))):  "a",
+		identity.TokenCred(sum([]byte("b1"))):     "b",
+		identity.TokenCred(sum([]byte("a-cert"))): "",
+		identity.TokenCred(sum([]byte("c1"))):     "",
+	} {
+		if id, ok := r.ByCred(cred); id != want || ok != (want != "") {
+			t.Errorf("ByCred(%q) = %q %v, want %q", cred, id, ok, want)
+		}
+	}
+	if p, ok := r.ByToken("a1"); !ok {
+		t.Fatal("token a1 not resolved")
+	} else if id, _ := r.ByCred(p.Cred); id != "a" {
+		t.Errorf("the Cred ByToken gives names %q, want a", id)
+	}
+	if r.IsTable() || !r.AsTable().IsTable() || r.IsTable() {
+		t.Error("AsTable marks a copy, and only the copy, as the table's")
+	}
+	if _, ok := r.AsTable().ByToken("b1"); !ok {
+		t.Error("the table's copy resolves what the registry resolves")
+	}
+}
