@@ -119,3 +119,54 @@ func readsThroughTheLaggingNode(t *testing.T, c *clustertest.Cluster, lag int, t
 		t.Fatalf("%s's stale read through the lagging n%d: %d, want 200 (answered as the node stands)", who, lag+1, got)
 	}
 }
+
+// The other way round: the leader lags behind the follower that took the
+// request (its applies held back, as a leader just elected or replaying
+// may be), so its registry does not yet hold a principal the follower
+// authenticated. The leader does not refuse the forwarded write for it:
+// it first applies what it knows to be committed, finds the principal,
+// and proposes the write (200).
+func TestALaggingLeaderLooksAgainBeforeItRefusesACredential(t *testing.T) {
+	c, guards := authCluster(t, clustertest.Options{}, bootstrapFile(0))
+	waitTable(t, c, guards)
+	leader := c.Leader()
+	follower := (leader + 1) % 3
+	release := c.HoldApply(leader)
+	defer release()
+	added := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(as(superAdmin), 30*time.Second)
+		defer cancel()
+		// Through the leader: a follower forwards one batch at a time, and
+		// this one is answered only once the leader applies it.
+		_, err := access.NewService(c.Node(leader), c.Node(leader)).Put(ctx, access.PutRequest{ID: "p2", Tenants: []string{"*"},
+			Roles: []string{identity.RoleAdmin}, TokenSHA256: []string{identity.HashToken("p2-token")}})
+		added <- err
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for status(t, c, follower, http.MethodGet, "/v1/auth/whoami", "p2-token", "") != http.StatusOK {
+		if time.Now().After(deadline) {
+			t.Fatalf("n%d never took p2's token", follower+1)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := status(t, c, leader, http.MethodGet, "/v1/auth/whoami", "p2-token", ""); got != http.StatusUnauthorized {
+		t.Fatalf("the held leader takes p2's token already (%d): it does not lag, the test shows nothing", got)
+	}
+	created := make(chan int, 1)
+	go func() { created <- createAs(t, c, follower, "p2-token", "by-p2", 20*time.Second) }()
+	// While the leader's applies are held the write cannot be answered
+	// but by a refusal: wait long enough for one to come back.
+	select {
+	case got := <-created:
+		t.Fatalf("p2's write through n%d answered %d while the leader lagged: it did not wait to apply what it knew committed", follower+1, got)
+	case <-time.After(3 * time.Second):
+	}
+	release()
+	if got := <-created; got != http.StatusOK {
+		t.Fatalf("p2's write through n%d to a lagging leader: %d, want 200", follower+1, got)
+	}
+	if err := <-added; err != nil {
+		t.Fatal(err)
+	}
+}
