@@ -532,3 +532,16 @@ func TestStartCancelledDuringJoinShutsDownQuietly(t *testing.T) {
 		t.Errorf("a cancelled start logged errors:\n%s", logs.String())
 	}
 }
+
+// The fault harness's Replace of a node that leads (a follower it chose a
+// moment before may have won an election since) moves leadership first,
+// then removes, wipes and rejoins it: the seed loop's
+// TestFaultsTCP/concepts failed when Replace refused a node that had
+// come to lead.
+func TestHarnessReplacesANodeThatLeads(t *testing.T) {
+	c := clustertest.New(t, clustertest.Options{Nodes: 3})
+	l := c.WaitLeader(10 * time.Second)
+	c.Replace(l, 30*time.Second)
+	c.WaitVoters(30 * time.Second)
+	c.WaitConverged(30 * time.Second)
+}

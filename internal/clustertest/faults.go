@@ -70,10 +70,13 @@ func (c *Cluster) TransferLeadership(timeout time.Duration) int {
 	}
 }
 
-// Replace is a membership change: it removes member i (not the leader)
-// through the leader, deletes its data, and adds a fresh node with the
-// same id, which joins as a non-voter, catches up from the leader's log
-// or snapshot, and is promoted; Replace returns once it is a voter.
+// Replace is a membership change: it removes member i through the
+// leader, deletes its data, and adds a fresh node with the same id, which
+// joins as a non-voter, catches up from the leader's log or snapshot, and
+// is promoted; Replace returns once it is a voter. If i leads when
+// Replace begins (a follower chosen a moment before may have won an
+// election since: the faults before it depose leaders), leadership moves
+// first, as remove does when i comes to lead meanwhile.
 func (c *Cluster) Replace(i int, timeout time.Duration) {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -81,7 +84,8 @@ func (c *Cluster) Replace(i int, timeout time.Duration) {
 	m := c.members[i]
 	leader := c.WaitLeader(timeout)
 	if leader == i {
-		c.t.Fatalf("clustertest: Replace(%d) of the leader; transfer leadership first", i)
+		deadline, _ := ctx.Deadline()
+		leader = c.TransferLeadership(time.Until(deadline))
 	}
 	leader = c.remove(ctx, i, leader)
 	c.Stop(i)
