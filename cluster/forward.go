@@ -35,7 +35,6 @@ type wireReply = rawwire.Reply
 // The wire helpers, under the names the package's files use.
 var (
 	newPeerTransport = rawwire.NewPeerTransport
-	postMsgpack      = rawwire.PostMsgpack
 	doJSON           = rawwire.DoJSON
 )
 

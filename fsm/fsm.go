@@ -47,14 +47,15 @@ type FSM struct {
 	restored      []moduleRestored
 	authorizers   []moduleAuthorize     // sorted by module name
 	readChecks    []moduleReadAuthorize // sorted by module name
-	// behindOf memoizes behind (halt.go) for one enabled set.
+	gauges        []moduleGauges        // sorted by module name
+	eventValues   map[string]EventValue // by event kind
+	served        Capabilities
+	// behindOf memoizes behind (halt.go) for one enabled set; the apply
+	// goroutine's alone.
 	behindOf struct {
 		set *Capabilities
 		cmd *CommandCap
 	}
-	gauges      []moduleGauges        // sorted by module name
-	eventValues map[string]EventValue // by event kind
-	served      Capabilities
 
 	db      atomic.Pointer[statestore.DB]
 	applied atomic.Uint64 // index of the last entry applied

@@ -53,13 +53,17 @@ func (h *Halt) err() *errs.Error {
 func (f *FSM) Halted() *Halt { return f.halted.Load() }
 
 func (f *FSM) halt(index uint64, cmd *log.Command, enabled *Capabilities) {
-	h := &Halt{Index: index, Type: cmd.Type, Version: cmd.Version}
-	if l, ok := enabled.lookup(cmd.Type); ok {
+	f.haltWith(&Halt{Index: index, Type: cmd.Type, Version: cmd.Version}, enabled)
+}
+
+// haltWith names h's command as the enabled set does, and halts.
+func (f *FSM) haltWith(h *Halt, enabled *Capabilities) {
+	if l, ok := enabled.lookup(h.Type); ok {
 		h.Domain, h.Command = l.domain, l.cmd.Name
 	}
 	f.halted.Store(h)
-	f.logger.Error("replica halted: the log holds an enabled command this binary cannot apply; it applies nothing more until it runs a binary that serves it",
-		"index", index, "domain", h.Domain, "command", h.Command, "type", h.Type, "version", h.Version)
+	f.logger.Error("replica halted: it applies nothing more until it runs a binary that serves the command the reason names",
+		"reason", h.String(), "index", h.Index, "domain", h.Domain, "command", h.Command, "type", h.Type, "version", h.Version, "served", h.Served)
 }
 
 // haltedResponses answers entries a halted replica will not apply. The
@@ -106,11 +110,5 @@ func (f *FSM) behind(e *Capabilities) *CommandCap {
 // haltBehind halts at index because the enabled set names c beyond this
 // binary (behind).
 func (f *FSM) haltBehind(index uint64, c *CommandCap, enabled *Capabilities) {
-	h := &Halt{Index: index, Type: c.Type, Version: c.Version, Command: c.Name, Served: f.commands[c.Type].MaxVersion}
-	if l, ok := enabled.lookup(c.Type); ok {
-		h.Domain = l.domain
-	}
-	f.halted.Store(h)
-	f.logger.Error("replica halted: the cluster enables a version this binary serves only in an older form; it applies nothing more until it runs a binary that serves it (or is replaced: removed, wiped, joined afresh)",
-		"index", index, "domain", h.Domain, "command", h.Command, "type", h.Type, "version", h.Version, "served", h.Served)
+	f.haltWith(&Halt{Index: index, Type: c.Type, Version: c.Version, Served: f.commands[c.Type].MaxVersion}, enabled)
 }
